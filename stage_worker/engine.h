@@ -1,0 +1,78 @@
+// The Engine interface: the plug-in point for model executors in a stage worker.
+//
+// An engine runs many requests at once and advances all of them by one step per
+// Step() call (continuous batching). The worker's busy loop (engine_core.h) is the
+// only caller of every method except Validate(), so implementations need no locking
+// for their request state.
+//
+//   absl::StatusOr<std::unique_ptr<Engine>> engine =
+//       CreateEngine("sim_llm", {{"batch_size", "64"}, {"step_time_us", "2000"}});
+//   (*engine)->Add(request);
+//   while ((*engine)->HasWork()) auto outputs = (*engine)->Step();
+#ifndef OMNISTAGE_STAGE_WORKER_ENGINE_H_
+#define OMNISTAGE_STAGE_WORKER_ENGINE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "google/protobuf/struct.pb.h"
+#include "protos/common.pb.h"
+#include "protos/stage_worker.pb.h"
+
+namespace omnistage {
+
+// One request as the engine sees it.
+struct EngineRequest {
+  // Unique among the engine's live requests (the worker makes it unique across
+  // sessions).
+  std::string id;
+  // The input known at Add() time.
+  std::vector<v1::Payload> input;
+  // False when more input will arrive through AppendInput().
+  bool input_complete = true;
+  v1::StageParameters params;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // Checks a request's input and parameters before it is queued: a non-OK status
+  // (INVALID_ARGUMENT, with a message naming the bad field) rejects that request
+  // only. Thread-safe and side-effect free: called from gRPC threads.
+  virtual absl::Status Validate(const EngineRequest& request) const = 0;
+
+  // Starts a request that passed Validate(). An error here is fatal for the worker.
+  virtual absl::Status Add(EngineRequest request) = 0;
+
+  // More input for a request added with input_complete = false; `last` marks the
+  // end of its input. Unknown ids (e.g. already aborted) are ignored. An error is
+  // fatal.
+  virtual absl::Status AppendInput(const std::string& id, std::vector<v1::Payload> chunks,
+                                   bool last) = 0;
+
+  // Stops requests now: they produce no further output. Unknown ids are ignored.
+  virtual void Abort(const std::vector<std::string>& ids) = 0;
+
+  // True when some request can make progress in Step(). A request waiting for
+  // streamed input does not count.
+  virtual bool HasWork() const = 0;
+
+  // Advances every running request by one step and returns what each produced
+  // (only requests with new output or that finished appear). A request's last
+  // output has finished = true. An error is fatal for the worker.
+  virtual absl::StatusOr<std::vector<v1::RequestOutput>> Step() = 0;
+
+  // Runs an engine-defined operation. An error affects only this call.
+  virtual absl::StatusOr<google::protobuf::Value> Utility(
+      const std::string& name, const google::protobuf::ListValue& args) = 0;
+
+  // How many requests run concurrently (the batch capacity). Constant.
+  virtual int capacity() const = 0;
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_STAGE_WORKER_ENGINE_H_

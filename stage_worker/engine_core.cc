@@ -1,0 +1,160 @@
+#include "stage_worker/engine_core.h"
+
+#include <utility>
+
+namespace omnistage {
+
+CoreMessage CoreMessage::Add(EngineRequest request) {
+  CoreMessage m;
+  m.kind = Kind::kAdd;
+  m.request = std::move(request);
+  return m;
+}
+
+CoreMessage CoreMessage::AppendInput(std::string id, std::vector<v1::Payload> chunks,
+                                     bool last) {
+  CoreMessage m;
+  m.kind = Kind::kAppendInput;
+  m.id = std::move(id);
+  m.chunks = std::move(chunks);
+  m.last = last;
+  return m;
+}
+
+CoreMessage CoreMessage::Abort(std::vector<std::string> ids,
+                               std::function<void(bool applied)> done) {
+  CoreMessage m;
+  m.kind = Kind::kAbort;
+  m.ids = std::move(ids);
+  m.abort_done = std::move(done);
+  return m;
+}
+
+CoreMessage CoreMessage::Utility(uint64_t call_id, std::string name,
+                                 google::protobuf::ListValue args) {
+  CoreMessage m;
+  m.kind = Kind::kUtility;
+  m.call_id = call_id;
+  m.name = std::move(name);
+  m.args = std::move(args);
+  return m;
+}
+
+CoreMessage CoreMessage::Wakeup() { return CoreMessage(); }
+
+bool InputQueue::Push(CoreMessage& message) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return false;
+  messages_.push_back(std::move(message));
+  return true;
+}
+
+CoreMessage InputQueue::PopBlocking() {
+  absl::MutexLock lock(&mu_);
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !messages_.empty(); };
+  mu_.Await(absl::Condition(&ready));
+  CoreMessage m = std::move(messages_.front());
+  messages_.pop_front();
+  return m;
+}
+
+void InputQueue::DrainInto(std::deque<CoreMessage>* out) {
+  absl::MutexLock lock(&mu_);
+  if (out->empty()) {
+    out->swap(messages_);
+    return;
+  }
+  for (auto& m : messages_) out->push_back(std::move(m));
+  messages_.clear();
+}
+
+std::deque<CoreMessage> InputQueue::Close() {
+  absl::MutexLock lock(&mu_);
+  closed_ = true;
+  std::deque<CoreMessage> rest;
+  rest.swap(messages_);
+  return rest;
+}
+
+EngineCore::EngineCore(Engine* engine, CoreSink* sink) : engine_(engine), sink_(sink) {}
+
+bool EngineCore::Submit(CoreMessage message) { return queue_.Push(message); }
+
+void EngineCore::RequestShutdown() {
+  shutdown_.store(true);
+  CoreMessage wakeup = CoreMessage::Wakeup();
+  queue_.Push(wakeup);  // A closed queue means the loop has already ended.
+}
+
+void EngineCore::Run() {
+  const absl::Status result = Loop();
+  for (CoreMessage& m : queue_.Close()) Reject(m);
+  if (result.ok()) {
+    sink_->OnShutdown();
+  } else {
+    sink_->OnFatal(result);
+  }
+}
+
+absl::Status EngineCore::Loop() {
+  std::deque<CoreMessage> batch;
+  while (!shutdown_.load()) {
+    if (!engine_->HasWork()) {
+      // The only place the loop blocks. The message it returns is a real one.
+      CoreMessage first = queue_.PopBlocking();
+      if (absl::Status s = Apply(first); !s.ok()) return s;
+    }
+    queue_.DrainInto(&batch);
+    while (!batch.empty()) {
+      CoreMessage m = std::move(batch.front());
+      batch.pop_front();
+      if (absl::Status s = Apply(m); !s.ok()) {
+        for (CoreMessage& rest : batch) Reject(rest);
+        return s;
+      }
+    }
+    if (shutdown_.load()) break;
+    if (engine_->HasWork()) {
+      absl::StatusOr<std::vector<v1::RequestOutput>> outputs = engine_->Step();
+      if (!outputs.ok()) return outputs.status();
+      const uint64_t step = steps_.fetch_add(1, std::memory_order_relaxed) + 1;
+      sink_->OnStepOutputs(step, *std::move(outputs));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EngineCore::Apply(CoreMessage& m) {
+  switch (m.kind) {
+    case CoreMessage::Kind::kAdd:
+      return engine_->Add(std::move(m.request));
+    case CoreMessage::Kind::kAppendInput:
+      return engine_->AppendInput(m.id, std::move(m.chunks), m.last);
+    case CoreMessage::Kind::kAbort:
+      engine_->Abort(m.ids);
+      if (m.abort_done) m.abort_done(true);
+      return absl::OkStatus();
+    case CoreMessage::Kind::kUtility:
+      sink_->OnUtilityResult(m.call_id, engine_->Utility(m.name, m.args));
+      return absl::OkStatus();
+    case CoreMessage::Kind::kWakeup:
+      return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+void EngineCore::Reject(CoreMessage& m) {
+  switch (m.kind) {
+    case CoreMessage::Kind::kAbort:
+      if (m.abort_done) m.abort_done(false);
+      break;
+    case CoreMessage::Kind::kUtility:
+      sink_->OnUtilityResult(m.call_id,
+                             absl::UnavailableError("the worker's engine loop has stopped"));
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace omnistage

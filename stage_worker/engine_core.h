@@ -1,0 +1,138 @@
+// EngineCore: the stage worker's busy loop, the only thread that touches the engine.
+//
+// Semantics (ARCHITECTURE.md §2, seed P10):
+//   while not shutdown:
+//     if the engine has no work: block on the input queue (no timeout, no polling)
+//       and apply the message that arrives;
+//     drain the queue without blocking, applying ADD / APPEND / ABORT / UTILITY /
+//       WAKEUP in FIFO order;
+//     if shutdown was requested: stop before stepping;
+//     if the engine has work: Step() once and emit its outputs as one batch.
+//   Then emit exactly one of OnShutdown() (after RequestShutdown()) or OnFatal()
+//   (an error from Step(), Add() or AppendInput()). A Utility() error goes back to
+//   that call only.
+//
+//   EngineCore core(engine.get(), &sink);
+//   std::thread loop([&] { core.Run(); });
+//   core.Submit(CoreMessage::Add(request));
+//   core.RequestShutdown();   // any thread
+//   loop.join();
+#ifndef OMNISTAGE_STAGE_WORKER_ENGINE_CORE_H_
+#define OMNISTAGE_STAGE_WORKER_ENGINE_CORE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "stage_worker/engine.h"
+
+namespace omnistage {
+
+// One message for the busy loop. Build with the named constructors.
+struct CoreMessage {
+  enum class Kind { kAdd, kAppendInput, kAbort, kUtility, kWakeup };
+
+  static CoreMessage Add(EngineRequest request);
+  static CoreMessage AppendInput(std::string id, std::vector<v1::Payload> chunks, bool last);
+  // `done(true)` runs on the loop thread right after the engine applied the abort;
+  // `done(false)` if the loop ended before it could.
+  static CoreMessage Abort(std::vector<std::string> ids,
+                           std::function<void(bool applied)> done = nullptr);
+  static CoreMessage Utility(uint64_t call_id, std::string name,
+                             google::protobuf::ListValue args);
+  static CoreMessage Wakeup();
+
+  Kind kind = Kind::kWakeup;
+  EngineRequest request;                  // kAdd
+  std::string id;                         // kAppendInput
+  std::vector<v1::Payload> chunks;        // kAppendInput
+  bool last = false;                      // kAppendInput
+  std::vector<std::string> ids;           // kAbort
+  std::function<void(bool)> abort_done;   // kAbort
+  uint64_t call_id = 0;                   // kUtility
+  std::string name;                       // kUtility
+  google::protobuf::ListValue args;       // kUtility
+};
+
+// Where the loop's results go. Called on the loop thread only; implementations must
+// not call back into the EngineCore synchronously except Submit().
+class CoreSink {
+ public:
+  virtual ~CoreSink() = default;
+  // All outputs of one engine step (`step` counts from 1).
+  virtual void OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs) = 0;
+  // The outcome of UTILITY `call_id`.
+  virtual void OnUtilityResult(uint64_t call_id,
+                               absl::StatusOr<google::protobuf::Value> result) = 0;
+  // The loop stopped because RequestShutdown() was called. Last call.
+  virtual void OnShutdown() = 0;
+  // The engine failed; the loop stopped. Last call.
+  virtual void OnFatal(const absl::Status& reason) = 0;
+};
+
+// An unbounded FIFO with one blocking consumer. Thread-safe.
+class InputQueue {
+ public:
+  // Appends `message`; false (and `message` untouched) once the queue is closed.
+  bool Push(CoreMessage& message);
+  // Blocks until a message is available and returns it. Must not be called on a
+  // closed, empty queue.
+  CoreMessage PopBlocking();
+  // Moves every queued message, in order, to the back of `out`; never blocks.
+  void DrainInto(std::deque<CoreMessage>* out);
+  // Refuses further pushes and returns what was still queued.
+  std::deque<CoreMessage> Close();
+
+ private:
+  absl::Mutex mu_;
+  std::deque<CoreMessage> messages_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+class EngineCore {
+ public:
+  // `engine` and `sink` must outlive the EngineCore.
+  EngineCore(Engine* engine, CoreSink* sink);
+  EngineCore(const EngineCore&) = delete;
+  EngineCore& operator=(const EngineCore&) = delete;
+
+  // Runs the loop on the calling thread until shutdown or a fatal error. Call once.
+  void Run();
+
+  // Queues a message for the loop. Thread-safe. Returns false once the loop has
+  // ended; then the caller answers the message itself (abort and utility messages
+  // are answered by the loop only while it runs).
+  bool Submit(CoreMessage message);
+
+  // Sets the shutdown flag and queues a WAKEUP so a blocked loop wakes at once.
+  // Thread-safe and non-blocking. Not async-signal-safe (it takes a mutex): deliver
+  // signals to a thread with sigwait() and call it from there.
+  void RequestShutdown();
+
+  // Steps taken so far. Thread-safe.
+  uint64_t steps() const { return steps_.load(std::memory_order_relaxed); }
+
+ private:
+  // The loop proper; returns the fatal error, or OK after a shutdown request.
+  absl::Status Loop();
+  absl::Status Apply(CoreMessage& message);
+  // Answers messages the loop will never apply (after it ended).
+  void Reject(CoreMessage& message);
+
+  Engine* const engine_;
+  CoreSink* const sink_;
+  InputQueue queue_;
+  std::atomic<bool> shutdown_{false};
+  std::atomic<uint64_t> steps_{0};
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_STAGE_WORKER_ENGINE_CORE_H_
