@@ -49,6 +49,13 @@ bool InputQueue::Push(CoreMessage& message) {
   return true;
 }
 
+bool InputQueue::PushAll(std::vector<CoreMessage>& messages) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return false;
+  for (CoreMessage& m : messages) messages_.push_back(std::move(m));
+  return true;
+}
+
 CoreMessage InputQueue::PopBlocking() {
   absl::MutexLock lock(&mu_);
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !messages_.empty(); };
@@ -78,7 +85,19 @@ std::deque<CoreMessage> InputQueue::Close() {
 
 EngineCore::EngineCore(Engine* engine, CoreSink* sink) : engine_(engine), sink_(sink) {}
 
-bool EngineCore::Submit(CoreMessage message) { return queue_.Push(message); }
+bool EngineCore::Submit(CoreMessage message) {
+  if (queue_.Push(message)) return true;
+  if (message.abort_done) message.abort_done(false);
+  return false;
+}
+
+bool EngineCore::SubmitAll(std::vector<CoreMessage> messages) {
+  if (queue_.PushAll(messages)) return true;
+  for (CoreMessage& m : messages) {
+    if (m.abort_done) m.abort_done(false);
+  }
+  return false;
+}
 
 void EngineCore::RequestShutdown() {
   shutdown_.store(true);

@@ -82,6 +82,8 @@ class InputQueue {
  public:
   // Appends `message`; false (and `message` untouched) once the queue is closed.
   bool Push(CoreMessage& message);
+  // Appends all of `messages` at once; false (all untouched) once closed.
+  bool PushAll(std::vector<CoreMessage>& messages);
   // Blocks until a message is available and returns it. Must not be called on a
   // closed, empty queue.
   CoreMessage PopBlocking();
@@ -107,9 +109,10 @@ class EngineCore {
   void Run();
 
   // Queues a message for the loop. Thread-safe. Returns false once the loop has
-  // ended; then the caller answers the message itself (abort and utility messages
-  // are answered by the loop only while it runs).
+  // ended; an abort's done callback then runs at once with false, on this thread.
   bool Submit(CoreMessage message);
+  // Queues `messages` at once: the loop sees all of them or none, in order.
+  bool SubmitAll(std::vector<CoreMessage> messages);
 
   // Sets the shutdown flag and queues a WAKEUP so a blocked loop wakes at once.
   // Thread-safe and non-blocking. Not async-signal-safe (it takes a mutex): deliver

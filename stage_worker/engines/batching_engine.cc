@@ -1,0 +1,323 @@
+#include "stage_worker/engines/batching_engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+
+namespace omnistage {
+namespace {
+
+constexpr int kMaxBatchSize = 65536;
+constexpr int64_t kMaxFaultStep = 1000000000;
+
+std::string KindName(v1::Payload::KindCase kind) {
+  switch (kind) {
+    case v1::Payload::kText:
+      return "text";
+    case v1::Payload::kTokens:
+      return "tokens";
+    case v1::Payload::kAudio:
+      return "audio";
+    case v1::Payload::kRaw:
+      return "raw";
+    case v1::Payload::KIND_NOT_SET:
+      break;
+  }
+  return "empty (no kind set)";
+}
+
+void AppendPayload(const v1::Payload& payload, RequestInput* input) {
+  if (payload.has_text()) {
+    input->text += payload.text().text();
+  } else if (payload.has_tokens()) {
+    const auto& ids = payload.tokens().ids();
+    input->tokens.insert(input->tokens.end(), ids.begin(), ids.end());
+  }
+}
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+struct BatchingEngine::LiveRequest {
+  std::string id;
+  RequestInput input;
+  std::unique_ptr<RequestGenerator> generator;
+  bool running = false;
+};
+
+BatchingOptions BatchingOptions::Read(EngineParams* params) {
+  BatchingOptions o;
+  o.batch_size = static_cast<int>(params->Int("batch_size", o.batch_size, 1, kMaxBatchSize));
+  o.step_time = params->DurationUs("step_time_us", o.step_time, absl::Seconds(60));
+  o.step_mode = params->Enum("step_mode", "sleep", {"sleep", "busy"}) == "busy" ? StepMode::kBusy
+                                                                                : StepMode::kSleep;
+  o.default_max_tokens =
+      static_cast<uint32_t>(params->Int("max_tokens", o.default_max_tokens, 1, kMaxTokensLimit));
+  o.fail_at_step = params->Int("fail_at_step", 0, 0, kMaxFaultStep);
+  o.crash_at_step = params->Int("crash_at_step", 0, 0, kMaxFaultStep);
+  o.hang_at_step = params->Int("hang_at_step", 0, 0, kMaxFaultStep);
+  o.fail_utilities = params->Bool("fail_utilities", false);
+  return o;
+}
+
+v1::Payload TextPayload(std::string text) {
+  v1::Payload payload;
+  payload.mutable_text()->set_text(std::move(text));
+  return payload;
+}
+
+v1::Payload TokensPayload(const std::vector<int32_t>& ids) {
+  v1::Payload payload;
+  payload.mutable_tokens()->mutable_ids()->Add(ids.begin(), ids.end());
+  return payload;
+}
+
+BatchingEngine::BatchingEngine(std::string name, std::vector<v1::Payload::KindCase> accepted_kinds,
+                               BatchingOptions options)
+    : name_(std::move(name)), accepted_kinds_(std::move(accepted_kinds)), options_(options) {}
+
+BatchingEngine::~BatchingEngine() = default;
+
+absl::Status BatchingEngine::CheckKind(const v1::Payload& payload, const std::string& where) const {
+  v1::Payload::KindCase kind = payload.kind_case();
+  if (std::find(accepted_kinds_.begin(), accepted_kinds_.end(), kind) != accepted_kinds_.end()) {
+    return absl::OkStatus();
+  }
+  std::vector<std::string> accepted;
+  for (v1::Payload::KindCase k : accepted_kinds_) accepted.push_back(KindName(k));
+  return absl::InvalidArgumentError(absl::StrCat("engine ", name_, ": ", where, " is ",
+                                                 KindName(kind), ", but this engine accepts ",
+                                                 absl::StrJoin(accepted, " and ")));
+}
+
+absl::Status BatchingEngine::Validate(const EngineRequest& request) const {
+  if (request.id.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("engine ", name_, ": empty request id"));
+  }
+  if (request.params.has_max_tokens() &&
+      (request.params.max_tokens() < 1 || request.params.max_tokens() > kMaxTokensLimit)) {
+    return absl::InvalidArgumentError(absl::StrCat("engine ", name_, ": max_tokens must be in [1, ",
+                                                   kMaxTokensLimit, "], got ",
+                                                   request.params.max_tokens()));
+  }
+  for (size_t i = 0; i < request.input.size(); ++i) {
+    absl::Status status = CheckKind(request.input[i], absl::StrCat("input payload ", i));
+    if (!status.ok()) return status;
+  }
+  EngineParams extra(name_, {request.params.extra().begin(), request.params.extra().end()},
+                     "extra parameter");
+  ReadExtra(&extra);
+  return extra.Finish();
+}
+
+absl::Status BatchingEngine::Add(EngineRequest request) {
+  // The worker validates before queueing; failing here means it did not, which is
+  // a bug worth stopping for.
+  absl::Status status = Validate(request);
+  if (!status.ok()) return status;
+  if (requests_.contains(request.id)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("engine ", name_, ": request '", request.id, "' already exists"));
+  }
+  auto live = std::make_unique<LiveRequest>();
+  live->id = request.id;
+  for (const v1::Payload& payload : request.input) AppendPayload(payload, &live->input);
+  live->input.complete = request.input_complete;
+  RequestSettings settings;
+  settings.max_tokens =
+      request.params.has_max_tokens() ? request.params.max_tokens() : options_.default_max_tokens;
+  settings.seed = request.params.has_seed() ? request.params.seed() : 0;
+  settings.extra = {request.params.extra().begin(), request.params.extra().end()};
+  live->generator = NewGenerator(settings);
+  waiting_.push_back(live.get());
+  requests_.emplace(request.id, std::move(live));
+  return absl::OkStatus();
+}
+
+absl::Status BatchingEngine::AppendInput(const std::string& id, std::vector<v1::Payload> chunks,
+                                         bool last) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return absl::OkStatus();  // finished or aborted
+  LiveRequest& request = *it->second;
+  if (request.input.complete) {
+    FailRequest(id, absl::FailedPreconditionError(
+                        absl::StrCat("engine ", name_, ": input for request '", id,
+                                     "' arrived after its input was complete")));
+    return absl::OkStatus();
+  }
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    absl::Status status =
+        CheckKind(chunks[i], absl::StrCat("streamed input chunk ", i, " of request '", id, "'"));
+    if (!status.ok()) {
+      FailRequest(id, status);
+      return absl::OkStatus();
+    }
+  }
+  for (const v1::Payload& chunk : chunks) AppendPayload(chunk, &request.input);
+  if (last) request.input.complete = true;
+  return absl::OkStatus();
+}
+
+void BatchingEngine::FailRequest(const std::string& id, const absl::Status& status) {
+  Abort({id});
+  v1::RequestOutput& output = failed_.emplace_back();
+  output.set_request_id(id);
+  output.set_finished(true);
+  output.set_finish_reason(v1::FINISH_REASON_ERROR);
+  output.mutable_error()->set_code(static_cast<int32_t>(status.code()));
+  output.mutable_error()->set_message(std::string(status.message()));
+  output.mutable_error()->set_stage_id(-1);
+  output.mutable_error()->set_replica(-1);
+}
+
+void BatchingEngine::Abort(const std::vector<std::string>& ids) {
+  for (const std::string& id : ids) {
+    failed_.erase(
+        std::remove_if(failed_.begin(), failed_.end(),
+                       [&](const v1::RequestOutput& output) { return output.request_id() == id; }),
+        failed_.end());
+    auto it = requests_.find(id);
+    if (it == requests_.end()) continue;
+    LiveRequest* request = it->second.get();
+    if (request->running) {
+      running_.erase(std::find(running_.begin(), running_.end(), request));
+    } else {
+      waiting_.erase(std::find(waiting_.begin(), waiting_.end(), request));
+    }
+    requests_.erase(it);
+  }
+}
+
+bool BatchingEngine::HasWork() const {
+  if (!failed_.empty()) return true;
+  for (const LiveRequest* request : running_) {
+    if (request->generator->Ready(request->input)) return true;
+  }
+  if (running_.size() >= static_cast<size_t>(options_.batch_size)) return false;
+  for (const LiveRequest* request : waiting_) {
+    if (request->generator->Ready(request->input)) return true;
+  }
+  return false;
+}
+
+void BatchingEngine::Admit() {
+  for (auto it = waiting_.begin();
+       it != waiting_.end() && running_.size() < static_cast<size_t>(options_.batch_size);) {
+    LiveRequest* request = *it;
+    if (!request->generator->Ready(request->input)) {
+      ++it;
+      continue;
+    }
+    request->running = true;
+    running_.push_back(request);
+    it = waiting_.erase(it);
+  }
+}
+
+absl::StatusOr<std::vector<v1::RequestOutput>> BatchingEngine::Step() {
+  ++steps_;
+  if (steps_ == options_.crash_at_step) {
+    std::fprintf(stderr, "engine %s: crashing at step %lld (crash_at_step)\n", name_.c_str(),
+                 static_cast<long long>(steps_));
+    std::abort();
+  }
+  if (steps_ == options_.hang_at_step) {
+    // Models a wedged GPU kernel: the busy loop stops dead while the process
+    // stays up. Only multi-process tests, which kill the process, should use it.
+    std::fprintf(stderr, "engine %s: hanging at step %lld (hang_at_step)\n", name_.c_str(),
+                 static_cast<long long>(steps_));
+    for (;;) absl::SleepFor(absl::Hours(1));
+  }
+  if (steps_ == options_.fail_at_step) {
+    return absl::InternalError(
+        absl::StrCat("engine ", name_, ": injected failure at step ", steps_, " (fail_at_step)"));
+  }
+  const int64_t start_ns = SteadyNowNs();
+
+  std::vector<v1::RequestOutput> outputs = std::move(failed_);
+  failed_.clear();
+  Admit();
+  size_t kept = 0;
+  for (LiveRequest* request : running_) {
+    if (!request->generator->Ready(request->input)) {
+      running_[kept++] = request;
+      continue;
+    }
+    GeneratedStep step = request->generator->Step(request->input);
+    const bool finished = step.finish_reason != v1::FINISH_REASON_UNSPECIFIED;
+    if (!step.payloads.empty() || finished) {
+      v1::RequestOutput& output = outputs.emplace_back();
+      output.set_request_id(request->id);
+      for (v1::Payload& payload : step.payloads) *output.add_payloads() = std::move(payload);
+      output.set_finished(finished);
+      output.set_finish_reason(step.finish_reason);
+    }
+    if (finished) {
+      requests_.erase(requests_.find(request->id));
+    } else {
+      running_[kept++] = request;
+    }
+  }
+  running_.resize(kept);
+
+  WaitOutStepTime(start_ns);
+  return outputs;
+}
+
+void BatchingEngine::WaitOutStepTime(int64_t start_ns) const {
+  if (options_.step_time <= absl::ZeroDuration()) return;
+  const int64_t deadline_ns = start_ns + absl::ToInt64Nanoseconds(options_.step_time);
+  if (options_.step_mode == BatchingOptions::StepMode::kBusy) {
+    while (SteadyNowNs() < deadline_ns) {
+    }
+    return;
+  }
+  const int64_t left_ns = deadline_ns - SteadyNowNs();
+  if (left_ns > 0) absl::SleepFor(absl::Nanoseconds(left_ns));
+}
+
+absl::StatusOr<google::protobuf::Value> BatchingEngine::Utility(
+    const std::string& name, const google::protobuf::ListValue& args) {
+  if (options_.fail_utilities) {
+    return absl::InternalError(
+        absl::StrCat("engine ", name_, ": utility '", name, "' failed (fail_utilities is set)"));
+  }
+  google::protobuf::Value result;
+  if (name == "ping") {
+    result.set_string_value("pong");
+  } else if (name == "stats") {
+    auto& fields = *result.mutable_struct_value()->mutable_fields();
+    fields["running"].set_number_value(static_cast<double>(running_.size()));
+    fields["waiting"].set_number_value(static_cast<double>(waiting_.size()));
+    fields["steps"].set_number_value(static_cast<double>(steps_));
+    fields["capacity"].set_number_value(options_.batch_size);
+  } else if (name == "div") {
+    if (args.values_size() != 2 || !args.values(0).has_number_value() ||
+        !args.values(1).has_number_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("engine ", name_, ": utility div: expected two numbers [a, b]"));
+    }
+    if (args.values(1).number_value() == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("engine ", name_, ": utility div: division by zero"));
+    }
+    result.set_number_value(args.values(0).number_value() / args.values(1).number_value());
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("engine ", name_, ": unknown utility '", name, "' (known: div, ping, stats)"));
+  }
+  return result;
+}
+
+}  // namespace omnistage

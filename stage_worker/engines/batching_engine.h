@@ -1,0 +1,162 @@
+// BatchingEngine: what every built-in engine shares, so that an engine only says
+// what one request produces in one step.
+//
+// - Continuous batching: at most `batch_size` requests run; the others wait in
+//   FIFO order and are admitted at the start of a step when a slot is free. A
+//   request is admitted only once its generator is Ready() (e.g. has some input),
+//   so a request waiting for its first streamed chunk holds no slot; once running
+//   it keeps its slot (as a real engine keeps its KV cache) until it finishes or
+//   is aborted.
+// - Streamed input: text and token payloads are concatenated per kind in arrival
+//   order into a RequestInput, so generators cannot see how input was chunked.
+// - Modelled step time (`step_time_us`, `step_mode` sleep or busy), fault
+//   injection (`fail_at_step`, `crash_at_step`, `hang_at_step`,
+//   `fail_utilities`) and the utilities "ping", "stats" and "div".
+//
+// Streamed input that breaks the contract (a payload kind the engine does not
+// accept, or input after `last`) fails only that request: its next output is
+// finished with FINISH_REASON_ERROR. It comes from another stage or a client, not
+// from a bug in this process, so it must not take the worker down.
+//
+// Thread-safety: as Engine. Validate() reads only state that is constant after
+// construction; everything else is called from the busy-loop thread only.
+#ifndef OMNISTAGE_STAGE_WORKER_ENGINES_BATCHING_ENGINE_H_
+#define OMNISTAGE_STAGE_WORKER_ENGINES_BATCHING_ENGINE_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "stage_worker/engine.h"
+#include "stage_worker/engines/engine_params.h"
+
+namespace omnistage {
+
+// Per-request max_tokens must lie in [1, kMaxTokensLimit].
+inline constexpr int64_t kMaxTokensLimit = 1000000;
+
+// The parameters every built-in engine accepts.
+struct BatchingOptions {
+  enum class StepMode { kSleep, kBusy };
+
+  // Requests running at once (the batch capacity). Parameter `batch_size`.
+  int batch_size = 16;
+  // Minimum wall time of one Step(), modelling a GPU forward pass.
+  // Parameter `step_time_us`.
+  absl::Duration step_time = absl::ZeroDuration();
+  // kSleep idles through the step time; kBusy spins, burning a core like a
+  // host thread that waits on a GPU. Parameter `step_mode` ("sleep", "busy").
+  StepMode step_mode = StepMode::kSleep;
+  // max_tokens for requests that do not set it. Parameter `max_tokens`.
+  uint32_t default_max_tokens = 32;
+  // The N-th Step() returns INTERNAL (0 = never). Parameter `fail_at_step`.
+  int64_t fail_at_step = 0;
+  // The N-th Step() calls std::abort() (0 = never). Parameter `crash_at_step`.
+  int64_t crash_at_step = 0;
+  // The N-th Step() never returns (0 = never). For multi-process tests only: it
+  // wedges the calling thread forever. Parameter `hang_at_step`.
+  int64_t hang_at_step = 0;
+  // Every Utility() call fails. Parameter `fail_utilities`.
+  bool fail_utilities = false;
+
+  // Reads the shared parameters; errors stay in `params` for Finish().
+  static BatchingOptions Read(EngineParams* params);
+};
+
+// All input a request has received so far.
+struct RequestInput {
+  std::string text;             // every text payload, concatenated
+  std::vector<int32_t> tokens;  // every token payload, concatenated
+  bool complete = false;        // no more input will come
+};
+
+// The per-request parameters a generator starts from (already validated).
+struct RequestSettings {
+  uint32_t max_tokens = 0;
+  uint64_t seed = 0;
+  std::map<std::string, std::string> extra;
+};
+
+// What one request produced in one step.
+struct GeneratedStep {
+  std::vector<v1::Payload> payloads;
+  // FINISH_REASON_UNSPECIFIED while the request goes on.
+  v1::FinishReason finish_reason = v1::FINISH_REASON_UNSPECIFIED;
+};
+
+// The engine-specific work of one request. Owned by the engine, called on the
+// busy-loop thread only.
+class RequestGenerator {
+ public:
+  virtual ~RequestGenerator() = default;
+  // Whether Step() can make progress with `input` (false: waiting for input).
+  virtual bool Ready(const RequestInput& input) const = 0;
+  // One step; called only when Ready(). Must be deterministic in `input`.
+  virtual GeneratedStep Step(const RequestInput& input) = 0;
+};
+
+class BatchingEngine : public Engine {
+ public:
+  // `accepted_kinds`: the input payload kinds the engine takes.
+  BatchingEngine(std::string name, std::vector<v1::Payload::KindCase> accepted_kinds,
+                 BatchingOptions options);
+  ~BatchingEngine() override;
+
+  absl::Status Validate(const EngineRequest& request) const override;
+  absl::Status Add(EngineRequest request) override;
+  absl::Status AppendInput(const std::string& id, std::vector<v1::Payload> chunks,
+                           bool last) override;
+  void Abort(const std::vector<std::string>& ids) override;
+  bool HasWork() const override;
+  absl::StatusOr<std::vector<v1::RequestOutput>> Step() override;
+  absl::StatusOr<google::protobuf::Value> Utility(const std::string& name,
+                                                  const google::protobuf::ListValue& args) override;
+  int capacity() const override { return options_.batch_size; }
+
+  const std::string& name() const { return name_; }
+
+ protected:
+  // Creates the generator of a request that passed Validate().
+  virtual std::unique_ptr<RequestGenerator> NewGenerator(const RequestSettings& settings) const = 0;
+
+  // Reads the engine's per-request StageParameters.extra keys through `extra`
+  // (which then rejects the keys nobody read). The default reads none.
+  virtual void ReadExtra(EngineParams* extra) const {}
+
+ private:
+  struct LiveRequest;
+
+  // OK when `payload` is of an accepted kind; `where` describes it for the message.
+  absl::Status CheckKind(const v1::Payload& payload, const std::string& where) const;
+  // Ends a request with FINISH_REASON_ERROR, reported by the next Step().
+  void FailRequest(const std::string& id, const absl::Status& status);
+  // Moves ready waiting requests, in FIFO order, into free batch slots.
+  void Admit();
+  void WaitOutStepTime(int64_t start_ns) const;
+
+  const std::string name_;
+  const std::vector<v1::Payload::KindCase> accepted_kinds_;
+  const BatchingOptions options_;
+
+  // Every live request (waiting or running), by id.
+  absl::flat_hash_map<std::string, std::unique_ptr<LiveRequest>> requests_;
+  std::deque<LiveRequest*> waiting_;       // admission order
+  std::vector<LiveRequest*> running_;      // at most batch_size, in admission order
+  std::vector<v1::RequestOutput> failed_;  // error outputs for the next Step()
+  int64_t steps_ = 0;                      // Step() calls so far
+};
+
+// Payload builders for generators and tests.
+v1::Payload TextPayload(std::string text);
+v1::Payload TokensPayload(const std::vector<int32_t>& ids);
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_STAGE_WORKER_ENGINES_BATCHING_ENGINE_H_

@@ -1,0 +1,48 @@
+#include "stage_worker/engines/registry.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "stage_worker/engines/sim_llm.h"
+#include "stage_worker/engines/talker.h"
+#include "stage_worker/engines/thinker.h"
+#include "stage_worker/engines/vocoder.h"
+
+namespace omnistage {
+namespace {
+
+using Factory =
+    absl::StatusOr<std::unique_ptr<Engine>> (*)(const std::map<std::string, std::string>&);
+
+struct Registration {
+  const char* name;
+  Factory create;
+};
+
+// A fixed table rather than self-registering static initializers: the set of
+// built-in engines is known at compile time, and this cannot be dropped by the
+// linker or run in an unspecified order.
+constexpr Registration kEngines[] = {
+    {kSimLlmEngineName, &CreateSimLlmEngine},
+    {kThinkerEngineName, &CreateThinkerEngine},
+    {kTalkerEngineName, &CreateTalkerEngine},
+    {kVocoderEngineName, &CreateVocoderEngine},
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
+    const std::string& name, const std::map<std::string, std::string>& params) {
+  for (const Registration& engine : kEngines) {
+    if (name == engine.name) return engine.create(params);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown engine '", name, "' (known: ", absl::StrJoin(EngineNames(), ", "), ")"));
+}
+
+std::vector<std::string> EngineNames() {
+  std::vector<std::string> names;
+  for (const Registration& engine : kEngines) names.emplace_back(engine.name);
+  return names;
+}
+
+}  // namespace omnistage

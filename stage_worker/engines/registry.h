@@ -1,0 +1,33 @@
+// The registry of built-in engines: a stage config names an engine and gives it
+// string parameters; this turns that into an Engine.
+//
+//   absl::StatusOr<std::unique_ptr<Engine>> engine =
+//       CreateEngine("talker", {{"batch_size", "8"}, {"chars_per_step", "4"}});
+//   if (!engine.ok()) return engine.status();  // INVALID_ARGUMENT, names the key
+//
+// Thread-safe (no state).
+#ifndef OMNISTAGE_STAGE_WORKER_ENGINES_REGISTRY_H_
+#define OMNISTAGE_STAGE_WORKER_ENGINES_REGISTRY_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "stage_worker/engine.h"
+
+namespace omnistage {
+
+// Creates engine `name` with `params`. INVALID_ARGUMENT for an unknown engine
+// name, an unknown parameter or a bad value, with a message naming it.
+absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
+    const std::string& name, const std::map<std::string, std::string>& params);
+
+// The names CreateEngine() accepts, in pipeline order:
+// sim_llm, thinker, talker, vocoder.
+std::vector<std::string> EngineNames();
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_STAGE_WORKER_ENGINES_REGISTRY_H_

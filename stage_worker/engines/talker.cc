@@ -1,0 +1,90 @@
+#include "stage_worker/engines/talker.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "stage_worker/engines/batching_engine.h"
+#include "stage_worker/engines/engine_params.h"
+#include "stage_worker/engines/prng.h"
+
+namespace omnistage {
+namespace {
+
+struct TalkerOptions {
+  int chars_per_step = 4;
+  int codes_per_char = 2;
+  int32_t codebook_size = 1024;
+};
+
+class TalkerGenerator : public RequestGenerator {
+ public:
+  TalkerGenerator(const TalkerOptions& options, const RequestSettings& settings)
+      : options_(options), max_tokens_(settings.max_tokens), seed_(Mix64(settings.seed)) {}
+
+  bool Ready(const RequestInput& input) const override {
+    return consumed_ < input.text.size() || input.complete;
+  }
+
+  GeneratedStep Step(const RequestInput& input) override {
+    const size_t end =
+        std::min(input.text.size(), consumed_ + static_cast<size_t>(options_.chars_per_step));
+    std::vector<int32_t> codes;
+    for (; consumed_ < end && produced_ < max_tokens_; ++consumed_) {
+      const uint64_t char_hash = HashCombine(
+          HashCombine(seed_, static_cast<unsigned char>(input.text[consumed_])), consumed_);
+      for (int k = 0; k < options_.codes_per_char && produced_ < max_tokens_; ++k) {
+        codes.push_back(static_cast<int32_t>(HashCombine(char_hash, k) % options_.codebook_size));
+        ++produced_;
+      }
+    }
+    GeneratedStep step;
+    if (!codes.empty()) step.payloads.push_back(TokensPayload(codes));
+    if (produced_ >= max_tokens_) {
+      step.finish_reason = v1::FINISH_REASON_LENGTH;
+    } else if (input.complete && consumed_ == input.text.size()) {
+      step.finish_reason = v1::FINISH_REASON_STOP;
+    }
+    return step;
+  }
+
+ private:
+  const TalkerOptions options_;
+  const uint32_t max_tokens_;
+  const uint64_t seed_;
+  size_t consumed_ = 0;    // input bytes turned into codes
+  uint32_t produced_ = 0;  // codes emitted
+};
+
+class TalkerEngine : public BatchingEngine {
+ public:
+  TalkerEngine(BatchingOptions batching, TalkerOptions options)
+      : BatchingEngine(kTalkerEngineName, {v1::Payload::kText}, batching), options_(options) {}
+
+ protected:
+  std::unique_ptr<RequestGenerator> NewGenerator(const RequestSettings& settings) const override {
+    return std::make_unique<TalkerGenerator>(options_, settings);
+  }
+
+ private:
+  const TalkerOptions options_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Engine>> CreateTalkerEngine(
+    const std::map<std::string, std::string>& params) {
+  EngineParams reader(kTalkerEngineName, params);
+  BatchingOptions batching = BatchingOptions::Read(&reader);
+  TalkerOptions options;
+  options.chars_per_step =
+      static_cast<int>(reader.Int("chars_per_step", options.chars_per_step, 1, 1 << 20));
+  options.codes_per_char =
+      static_cast<int>(reader.Int("codes_per_char", options.codes_per_char, 1, 64));
+  options.codebook_size =
+      static_cast<int32_t>(reader.Int("codebook_size", options.codebook_size, 2, 1 << 24));
+  absl::Status status = reader.Finish();
+  if (!status.ok()) return status;
+  return std::make_unique<TalkerEngine>(batching, options);
+}
+
+}  // namespace omnistage

@@ -1,0 +1,54 @@
+#include "stage_worker/engines/test_util.h"
+
+#include <utility>
+
+namespace omnistage {
+namespace engine_testing {
+
+EngineRequest MakeRequest(std::string id, std::vector<v1::Payload> input, bool input_complete,
+                          std::optional<uint32_t> max_tokens, std::optional<uint64_t> seed) {
+  EngineRequest request;
+  request.id = std::move(id);
+  request.input = std::move(input);
+  request.input_complete = input_complete;
+  if (max_tokens.has_value()) request.params.set_max_tokens(*max_tokens);
+  if (seed.has_value()) request.params.set_seed(*seed);
+  return request;
+}
+
+void Collect(const std::vector<v1::RequestOutput>& outputs,
+             std::map<std::string, Collected>* by_id) {
+  for (const v1::RequestOutput& output : outputs) {
+    Collected& c = (*by_id)[output.request_id()];
+    ++c.outputs;
+    for (const v1::Payload& payload : output.payloads()) {
+      if (payload.has_text()) c.text += payload.text().text();
+      if (payload.has_tokens()) {
+        c.tokens.insert(c.tokens.end(), payload.tokens().ids().begin(),
+                        payload.tokens().ids().end());
+      }
+      if (payload.has_audio()) c.pcm += payload.audio().pcm_s16le();
+    }
+    if (output.finished()) {
+      c.finished = true;
+      c.finish_reason = output.finish_reason();
+      c.error_code = output.error().code();
+    }
+  }
+}
+
+std::map<std::string, Collected> RunToCompletion(Engine* engine, int max_steps) {
+  std::map<std::string, Collected> by_id;
+  for (int i = 0; i < max_steps && engine->HasWork(); ++i) {
+    absl::StatusOr<std::vector<v1::RequestOutput>> outputs = engine->Step();
+    if (!outputs.ok()) {
+      by_id[""].error_code = static_cast<int>(outputs.status().code());
+      break;
+    }
+    Collect(*outputs, &by_id);
+  }
+  return by_id;
+}
+
+}  // namespace engine_testing
+}  // namespace omnistage

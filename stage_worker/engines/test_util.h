@@ -1,0 +1,44 @@
+// Helpers for engine tests: building requests and driving an engine by hand.
+#ifndef OMNISTAGE_STAGE_WORKER_ENGINES_TEST_UTIL_H_
+#define OMNISTAGE_STAGE_WORKER_ENGINES_TEST_UTIL_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stage_worker/engine.h"
+#include "stage_worker/engines/batching_engine.h"
+
+namespace omnistage {
+namespace engine_testing {
+
+EngineRequest MakeRequest(std::string id, std::vector<v1::Payload> input,
+                          bool input_complete = true,
+                          std::optional<uint32_t> max_tokens = std::nullopt,
+                          std::optional<uint64_t> seed = std::nullopt);
+
+// Everything one request produced, concatenated across steps.
+struct Collected {
+  std::string text;
+  std::vector<int32_t> tokens;
+  std::string pcm;
+  int outputs = 0;  // RequestOutputs seen
+  bool finished = false;
+  v1::FinishReason finish_reason = v1::FINISH_REASON_UNSPECIFIED;
+  int error_code = 0;
+};
+
+// Appends `outputs` to `by_id`.
+void Collect(const std::vector<v1::RequestOutput>& outputs,
+             std::map<std::string, Collected>* by_id);
+
+// Steps `engine` while it has work (at most `max_steps` times) and collects the
+// outputs. An error from Step() is returned as the "" entry's error_code.
+std::map<std::string, Collected> RunToCompletion(Engine* engine, int max_steps = 100000);
+
+}  // namespace engine_testing
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_STAGE_WORKER_ENGINES_TEST_UTIL_H_

@@ -1,0 +1,37 @@
+// vocoder: a simulated audio-code -> waveform model (TokenIds in, PCM out).
+//
+// It starts as soon as streamed codes arrive: each step consumes up to
+// `codes_per_step` available codes and emits one AudioChunk (16-bit
+// little-endian mono PCM at `sample_rate_hz`) with `ms_per_code` ms of audio per
+// code: floor(sample_rate_hz * ms_per_code / 1000) samples. Each code is a soft
+// tone on a major pentatonic scale (so any code sequence sounds consonant),
+// peaking at 30% of full scale, with a raised-cosine fade in and out so codes
+// join without clicks. A code's samples depend only on the code, so chunking
+// never changes the audio.
+//
+// Finishes with FINISH_REASON_STOP when the input is complete and consumed, or
+// FINISH_REASON_LENGTH once max_tokens codes were consumed (LENGTH wins when
+// both hold, as in the talker).
+//
+// Parameters (besides BatchingOptions'): `codes_per_step` (default 8),
+// `ms_per_code` (default 40), `sample_rate_hz` (default 24000).
+#ifndef OMNISTAGE_STAGE_WORKER_ENGINES_VOCODER_H_
+#define OMNISTAGE_STAGE_WORKER_ENGINES_VOCODER_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "stage_worker/engine.h"
+
+namespace omnistage {
+
+inline constexpr char kVocoderEngineName[] = "vocoder";
+
+absl::StatusOr<std::unique_ptr<Engine>> CreateVocoderEngine(
+    const std::map<std::string, std::string>& params);
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_STAGE_WORKER_ENGINES_VOCODER_H_

@@ -1,0 +1,132 @@
+// stage_worker: one replica of one pipeline stage, serving the StageWorker gRPC API.
+//
+//   stage_worker --listen=127.0.0.1:0 --stage_id=0 --engine=thinker
+//       --engine_params=batch_size=64,step_time_us=2000
+//
+// Prints one line "listening port=<port> address=<host:port> instance=<id>" on
+// stdout once it serves. SIGTERM/SIGINT: stop accepting, stop the busy loop, exit 0.
+// A fatal engine error: a fatal event to every session, NOT_SERVING, exit 1.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <iostream>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "stage_worker/engines/registry.h"
+#include "stage_worker/worker.h"
+#include "stage_worker/worker_service.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:0", "host:port to listen on; port 0 picks one");
+ABSL_FLAG(int, stage_id, 0, "the pipeline stage this worker serves");
+ABSL_FLAG(std::string, engine, "sim_llm", "engine name (sim_llm, thinker, talker, vocoder)");
+ABSL_FLAG(std::string, engine_params, "",
+          "engine parameters as comma-separated key=value pairs, e.g. batch_size=64");
+ABSL_FLAG(std::string, instance_id, "", "instance id reported to clients (default: generated)");
+ABSL_FLAG(int, max_message_bytes, 16 << 20, "largest message accepted from a client");
+ABSL_FLAG(int, shutdown_grace_ms, 2000, "how long running calls may take to end at shutdown");
+
+namespace omnistage {
+namespace {
+
+absl::StatusOr<std::map<std::string, std::string>> ParseEngineParams(absl::string_view text) {
+  std::map<std::string, std::string> params;
+  for (absl::string_view pair : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+    if (kv.first.empty() || pair.find('=') == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--engine_params: expected key=value, got '", pair, "'"));
+    }
+    if (!params.emplace(kv.first, kv.second).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--engine_params: '", kv.first, "' given twice"));
+    }
+  }
+  return params;
+}
+
+int Run() {
+  // Signals go to the main thread's sigwait() only; every thread started from here
+  // on inherits the blocked mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGUSR1);  // Sent by the monitor thread when the loop ends.
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::map<std::string, std::string>> params =
+      ParseEngineParams(absl::GetFlag(FLAGS_engine_params));
+  if (!params.ok()) {
+    std::cerr << "stage_worker: " << params.status().message() << "\n";
+    return 2;
+  }
+  const std::string engine_name = absl::GetFlag(FLAGS_engine);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine(engine_name, *params);
+  if (!engine.ok()) {
+    std::cerr << "stage_worker: " << engine.status().message() << "\n";
+    return 2;
+  }
+  WorkerOptions options;
+  options.stage_id = absl::GetFlag(FLAGS_stage_id);
+  options.engine_name = engine_name;
+  options.instance_id = absl::GetFlag(FLAGS_instance_id);
+  Worker worker(options, *std::move(engine));
+
+  WorkerServerOptions server_options;
+  server_options.address = absl::GetFlag(FLAGS_listen);
+  server_options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  absl::StatusOr<std::unique_ptr<WorkerServer>> server =
+      WorkerServer::Start(server_options, &worker);
+  if (!server.ok()) {
+    std::cerr << "stage_worker: " << server.status().message() << "\n";
+    return 2;
+  }
+  worker.Start();
+
+  const std::string host = server_options.address.substr(0, server_options.address.rfind(':'));
+  std::cout << "listening port=" << (*server)->port() << " address=" << host << ":"
+            << (*server)->port() << " instance=" << worker.instance_id() << std::endl;
+
+  const pthread_t main_thread = pthread_self();
+  absl::Status result;
+  std::atomic<bool> loop_ended{false};
+  std::thread monitor([&] {
+    result = worker.Wait();
+    loop_ended = true;
+    pthread_kill(main_thread, SIGUSR1);
+  });
+  int signal = 0;
+  do {
+    sigwait(&signals, &signal);
+  } while (signal == SIGUSR1 && !loop_ended);
+  if (signal != SIGUSR1) {
+    std::cerr << "stage_worker: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT")
+              << ", shutting down\n";
+    (*server)->SetServing(false);
+    worker.RequestShutdown();
+  }
+  monitor.join();
+  (*server)->Shutdown(absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
+  if (!result.ok()) {
+    std::cerr << "stage_worker: fatal engine error: " << result.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace omnistage
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("Serves one replica of one pipeline stage over gRPC.");
+  absl::ParseCommandLine(argc, argv);
+  return omnistage::Run();
+}

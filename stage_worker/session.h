@@ -1,0 +1,114 @@
+// Session: one orchestrator's Connect stream on a stage worker.
+//
+// A Session owns the stream's outgoing event queue (a gRPC stream allows one
+// outstanding write, so events queue here), the set of the session's live request
+// ids, and the fence that keeps an Abort from overtaking commands sent before it.
+// Thread-safe: gRPC threads add commands and aborts, the busy-loop thread sends
+// step outputs.
+//
+// Lock order: Session::mu_ may be held while pushing into the EngineCore's input
+// queue (so a fenced abort is queued right behind the command it waits for); no
+// other call goes out while mu_ is held.
+#ifndef OMNISTAGE_STAGE_WORKER_SESSION_H_
+#define OMNISTAGE_STAGE_WORKER_SESSION_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "protos/stage_worker.pb.h"
+#include "stage_worker/engine_core.h"
+
+namespace omnistage {
+
+// The stream a Session writes to; implemented by the gRPC reactor. The Session
+// calls BeginWrite() with at most one write outstanding, and FinishStream() once, after
+// the last write completed; it never calls either while holding its own lock.
+class EventTransport {
+ public:
+  virtual ~EventTransport() = default;
+  // `event` stays valid until the transport reports OnWriteDone() to the Session.
+  virtual void BeginWrite(const v1::WorkerEvent* event) = 0;
+  virtual void FinishStream(const absl::Status& status) = 0;
+};
+
+class Session {
+ public:
+  // Events queued for a client that does not read; past this the session is
+  // closed (RESOURCE_EXHAUSTED) rather than letting memory grow without bound.
+  static constexpr size_t kMaxQueuedEvents = 1 << 16;
+
+  // `first_seq` is the seq of the session's Hello: later commands must exceed it.
+  Session(uint64_t number, EventTransport* transport, uint64_t first_seq);
+
+  // Constant after construction.
+  uint64_t number() const { return number_; }
+  const std::string& id() const { return id_; }
+
+  // Queues `event` for the client. Dropped once the session is ending.
+  void Send(v1::WorkerEvent event);
+  // Called by the transport when the previous BeginWrite() completed.
+  void OnWriteDone(bool ok);
+  // Finishes the stream with `status` once the queued events are written.
+  // Idempotent: the first status wins.
+  void End(const absl::Status& status);
+
+  // Request bookkeeping. Marks `request_id` live; false if it already is.
+  bool AddLive(const std::string& request_id);
+  // Forgets a finished request.
+  void EraseLive(const std::string& request_id);
+  // Of `ids`, erases and returns the live ones (in the order given).
+  std::vector<std::string> TakeLive(const std::vector<std::string>& ids);
+  // Closes the session for new requests and returns every live id (then empty).
+  // Aborts still waiting for their fence are moved to `released`. Returns nothing
+  // after the first call.
+  std::vector<std::string> Close(std::vector<CoreMessage>* released);
+  bool closed() const;
+  size_t live_count() const;
+
+  // Queues messages for the busy loop; runs under the session lock.
+  using Submit = std::function<void(std::vector<CoreMessage>)>;
+
+  // Command ordering. `seq` must exceed the last accepted seq. On success
+  // `command` (if any) and every abort fenced on a seq up to `seq` are submitted
+  // together, in that order, so the loop applies them in one drain.
+  absl::Status Sequence(uint64_t seq, std::optional<CoreMessage> command, const Submit& submit);
+  // Submits `abort` now if command `after_seq` was already sequenced (or the session
+  // is closed), else together with that command.
+  void Fence(uint64_t after_seq, CoreMessage abort, const Submit& submit);
+
+ private:
+  // Finishes the transport if ending and idle; returns true if the caller must call
+  // transport_->FinishStream() (outside the lock).
+  bool TakeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const uint64_t number_;
+  const std::string id_;
+  EventTransport* const transport_;
+
+  mutable absl::Mutex mu_;
+  std::deque<v1::WorkerEvent> queued_ ABSL_GUARDED_BY(mu_);
+  v1::WorkerEvent in_flight_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool ending_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status end_status_ ABSL_GUARDED_BY(mu_);
+
+  absl::flat_hash_set<std::string> live_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // Aborts waiting for a command: after_seq -> messages, in arrival order.
+  std::multimap<uint64_t, CoreMessage> fenced_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_STAGE_WORKER_SESSION_H_

@@ -1,0 +1,386 @@
+#include "stage_worker/worker.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace omnistage {
+namespace {
+
+std::string DefaultInstanceId() {
+  return absl::StrCat(getpid(), "-", absl::Hex(absl::GetCurrentTimeNanos()));
+}
+
+absl::Status CheckRequestId(const std::string& id) {
+  if (id.empty()) return absl::InvalidArgumentError("request_id is empty");
+  if (id.size() > Worker::kMaxRequestIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("request_id is ", id.size(),
+                                                   " bytes; the limit is ",
+                                                   Worker::kMaxRequestIdBytes));
+  }
+  return absl::OkStatus();
+}
+
+WorkerOptions WithInstanceId(WorkerOptions options) {
+  if (options.instance_id.empty()) options.instance_id = DefaultInstanceId();
+  return options;
+}
+
+}  // namespace
+
+std::string EngineRequestId(uint64_t session, const std::string& request_id) {
+  return absl::StrCat(session, "/", request_id);
+}
+
+bool ParseEngineRequestId(const std::string& engine_id, uint64_t* session,
+                          std::string* request_id) {
+  const size_t slash = engine_id.find('/');
+  if (slash == std::string::npos) return false;
+  if (!absl::SimpleAtoi(absl::string_view(engine_id).substr(0, slash), session)) return false;
+  *request_id = engine_id.substr(slash + 1);
+  return true;
+}
+
+Worker::Worker(WorkerOptions options, std::unique_ptr<Engine> engine)
+    : options_(WithInstanceId(std::move(options))),
+      engine_(std::move(engine)),
+      core_(engine_.get(), this),
+      submit_([this](std::vector<CoreMessage> batch) { core_.SubmitAll(std::move(batch)); }) {}
+
+Worker::~Worker() {
+  if (loop_.joinable()) {
+    core_.RequestShutdown();
+    loop_.join();
+  }
+}
+
+void Worker::Start() {
+  loop_ = std::thread([this] { core_.Run(); });
+}
+
+void Worker::RequestShutdown() { core_.RequestShutdown(); }
+
+void Worker::set_on_not_serving(std::function<void()> callback) {
+  absl::MutexLock lock(&mu_);
+  on_not_serving_ = std::move(callback);
+}
+
+absl::Status Worker::Wait() {
+  if (loop_.joinable()) loop_.join();
+  absl::MutexLock lock(&mu_);
+  return result_;
+}
+
+size_t Worker::live_requests() const {
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [number, session] : sessions_) sessions.push_back(session);
+  }
+  size_t live = 0;
+  for (const auto& session : sessions) live += session->live_count();
+  return live;
+}
+
+absl::StatusOr<std::shared_ptr<Session>> Worker::OpenSession(const v1::Hello& hello,
+                                                             uint64_t hello_seq,
+                                                             EventTransport* transport) {
+  if (hello.protocol_version() > kProtocolVersion) {
+    return absl::FailedPreconditionError(absl::StrCat("protocol version ",
+                                                      hello.protocol_version(),
+                                                      " is not supported (this worker speaks ",
+                                                      kProtocolVersion, ")"));
+  }
+  if (hello.has_expected_stage_id() && hello.expected_stage_id() != options_.stage_id) {
+    return absl::FailedPreconditionError(absl::StrCat("this worker serves stage ",
+                                                      options_.stage_id, ", not stage ",
+                                                      hello.expected_stage_id()));
+  }
+  absl::MutexLock lock(&mu_);
+  return std::make_shared<Session>(next_session_++, transport, hello_seq);
+}
+
+void Worker::StartSession(const std::shared_ptr<Session>& session) {
+  absl::Status stopped;
+  {
+    absl::MutexLock lock(&mu_);
+    if (serving_) {
+      sessions_[session->number()] = session;
+    } else {
+      stopped = stopped_;
+    }
+  }
+  if (!stopped.ok()) {
+    session->End(stopped);
+    return;
+  }
+  v1::WorkerEvent event;
+  v1::Ready* ready = event.mutable_ready();
+  ready->set_stage_id(options_.stage_id);
+  ready->set_instance_id(options_.instance_id);
+  ready->set_engine(options_.engine_name);
+  ready->set_capacity(engine_->capacity());
+  ready->set_session_id(session->id());
+  ready->set_protocol_version(kProtocolVersion);
+  session->Send(std::move(event));
+}
+
+void Worker::Reject(Session& session, const v1::WorkerCommand& command,
+                    const std::string& request_id, const absl::Status& status) {
+  // A rejected command still counts as applied for Abort's fence; a seq that
+  // does not increase was rejected by the fence itself.
+  (void)session.Sequence(command.seq(), std::nullopt, submit_);
+  v1::WorkerEvent event;
+  v1::CommandRejected* rejected = event.mutable_rejected();
+  rejected->set_seq(command.seq());
+  rejected->set_request_id(request_id);
+  v1::Error* error = rejected->mutable_error();
+  error->set_code(static_cast<int>(status.code()));
+  error->set_message(std::string(status.message()));
+  error->set_stage_id(options_.stage_id);
+  error->set_replica(-1);
+  error->set_instance_id(options_.instance_id);
+  session.Send(std::move(event));
+}
+
+void Worker::HandleCommand(Session& session, v1::WorkerCommand& command) {
+  switch (command.command_case()) {
+    case v1::WorkerCommand::kAdd: {
+      v1::AddRequest& add = *command.mutable_add();
+      if (absl::Status s = CheckRequestId(add.request_id()); !s.ok()) {
+        Reject(session, command, add.request_id(), s);
+        return;
+      }
+      EngineRequest request;
+      request.id = EngineRequestId(session.number(), add.request_id());
+      request.input.assign(std::make_move_iterator(add.mutable_input()->begin()),
+                           std::make_move_iterator(add.mutable_input()->end()));
+      request.input_complete = add.input_complete();
+      request.params = std::move(*add.mutable_params());
+      if (absl::Status s = engine_->Validate(request); !s.ok()) {
+        Reject(session, command, add.request_id(), s);
+        return;
+      }
+      if (!session.AddLive(add.request_id())) {
+        Reject(session, command, add.request_id(),
+               absl::AlreadyExistsError(absl::StrCat("request_id '", add.request_id(),
+                                                     "' is already live in this session")));
+        return;
+      }
+      absl::Status s =
+          session.Sequence(command.seq(), CoreMessage::Add(std::move(request)), submit_);
+      if (!s.ok()) {
+        session.EraseLive(add.request_id());
+        Reject(session, command, add.request_id(), s);
+      }
+      return;
+    }
+    case v1::WorkerCommand::kAppendInput: {
+      v1::AppendInput& append = *command.mutable_append_input();
+      if (absl::Status s = CheckRequestId(append.request_id()); !s.ok()) {
+        Reject(session, command, append.request_id(), s);
+        return;
+      }
+      std::vector<v1::Payload> chunks(std::make_move_iterator(append.mutable_chunks()->begin()),
+                                      std::make_move_iterator(append.mutable_chunks()->end()));
+      // Ids that already finished or were aborted are ignored by the engine: an
+      // upstream chunk may legitimately race with the request's end.
+      absl::Status s = session.Sequence(
+          command.seq(),
+          CoreMessage::AppendInput(EngineRequestId(session.number(), append.request_id()),
+                                   std::move(chunks), append.last()),
+          submit_);
+      if (!s.ok()) Reject(session, command, append.request_id(), s);
+      return;
+    }
+    case v1::WorkerCommand::kUtility: {
+      v1::UtilityCall& call = *command.mutable_utility();
+      const uint64_t internal_id = next_call_id_.fetch_add(1);
+      {
+        absl::MutexLock lock(&mu_);
+        utilities_[internal_id] = PendingUtility{FindSessionLocked(session.number()),
+                                                 call.call_id()};
+      }
+      // If the loop has ended, the session is being ended with the reason.
+      absl::Status s = session.Sequence(
+          command.seq(),
+          CoreMessage::Utility(internal_id, call.name(), std::move(*call.mutable_args())),
+          submit_);
+      if (!s.ok()) {
+        {
+          absl::MutexLock lock(&mu_);
+          utilities_.erase(internal_id);
+        }
+        Reject(session, command, "", s);
+      }
+      return;
+    }
+    case v1::WorkerCommand::kHello:
+      Reject(session, command, "", absl::InvalidArgumentError("hello already received"));
+      return;
+    case v1::WorkerCommand::COMMAND_NOT_SET:
+      Reject(session, command, "", absl::InvalidArgumentError("command has no content"));
+      return;
+  }
+}
+
+void Worker::CloseSession(Session& session) {
+  std::vector<CoreMessage> released;
+  std::vector<std::string> ids = session.Close(&released);
+  {
+    absl::MutexLock lock(&mu_);
+    sessions_.erase(session.number());
+  }
+  std::vector<CoreMessage> batch;
+  if (!ids.empty()) {
+    for (std::string& id : ids) id = EngineRequestId(session.number(), id);
+    batch.push_back(CoreMessage::Abort(std::move(ids)));
+  }
+  for (CoreMessage& m : released) batch.push_back(std::move(m));
+  if (!batch.empty()) core_.SubmitAll(std::move(batch));
+}
+
+void Worker::Abort(const v1::WorkerAbortRequest& request,
+                   std::function<void(absl::StatusOr<std::vector<std::string>>)> done) {
+  for (const std::string& id : request.request_ids()) {
+    if (absl::Status s = CheckRequestId(id); !s.ok()) {
+      done(absl::InvalidArgumentError(absl::StrCat("request_ids: ", s.message())));
+      return;
+    }
+  }
+  uint64_t number = 0;
+  std::shared_ptr<Session> session;
+  bool existed = false;
+  if (absl::SimpleAtoi(request.session_id(), &number)) {
+    absl::MutexLock lock(&mu_);
+    session = FindSessionLocked(number);
+    existed = number > 0 && number < next_session_;
+  }
+  if (session == nullptr) {
+    if (existed) {
+      done(std::vector<std::string>());  // Closed: its requests were all aborted.
+    } else {
+      done(absl::NotFoundError(absl::StrCat("unknown session '", request.session_id(), "'")));
+    }
+    return;
+  }
+  std::vector<std::string> ids(request.request_ids().begin(), request.request_ids().end());
+  std::vector<std::string> engine_ids;
+  engine_ids.reserve(ids.size());
+  for (const std::string& id : ids) engine_ids.push_back(EngineRequestId(number, id));
+  // Runs on the loop thread right after the engine applied the abort (or at once
+  // with false if the loop has ended). Which ids were live is decided there, in
+  // order with the step outputs that retire finished requests.
+  auto on_applied = [session, ids = std::move(ids), done = std::move(done)](bool applied) {
+    if (applied) {
+      done(session->TakeLive(ids));
+    } else {
+      done(absl::UnavailableError("the worker's engine loop has stopped"));
+    }
+  };
+  session->Fence(request.after_seq(), CoreMessage::Abort(std::move(engine_ids), on_applied),
+                 submit_);
+}
+
+std::shared_ptr<Session> Worker::FindSessionLocked(uint64_t number) const {
+  auto it = sessions_.find(number);
+  return it == sessions_.end() ? nullptr : it->second;
+}
+
+void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs) {
+  // One event per session per step; most steps touch one or two sessions.
+  std::vector<std::pair<std::shared_ptr<Session>, v1::WorkerEvent>> events;
+  {
+    absl::MutexLock lock(&mu_);
+    for (v1::RequestOutput& output : outputs) {
+      uint64_t number;
+      std::string request_id;
+      if (!ParseEngineRequestId(output.request_id(), &number, &request_id)) continue;
+      auto it = std::find_if(events.begin(), events.end(),
+                             [&](const auto& e) { return e.first->number() == number; });
+      if (it == events.end()) {
+        std::shared_ptr<Session> session = FindSessionLocked(number);
+        if (session == nullptr) continue;  // Closed: its requests are being aborted.
+        events.emplace_back(std::move(session), v1::WorkerEvent());
+        events.back().second.mutable_step()->set_step(step);
+        it = events.end() - 1;
+      }
+      output.set_request_id(std::move(request_id));
+      *it->second.mutable_step()->add_outputs() = std::move(output);
+    }
+  }
+  for (auto& [session, event] : events) {
+    // Forget finished ids before the client can see them finish and reuse them.
+    for (const v1::RequestOutput& output : event.step().outputs()) {
+      if (output.finished()) session->EraseLive(output.request_id());
+    }
+    session->Send(std::move(event));
+  }
+}
+
+void Worker::OnUtilityResult(uint64_t call_id,
+                             absl::StatusOr<google::protobuf::Value> result) {
+  PendingUtility pending;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = utilities_.find(call_id);
+    if (it == utilities_.end()) return;
+    pending = std::move(it->second);
+    utilities_.erase(it);
+  }
+  if (pending.session == nullptr) return;
+  v1::WorkerEvent event;
+  v1::UtilityResult* out = event.mutable_utility_result();
+  out->set_call_id(pending.client_call_id);
+  if (result.ok()) {
+    *out->mutable_value() = *std::move(result);
+  } else {
+    v1::Error* error = out->mutable_error();
+    error->set_code(static_cast<int>(result.status().code()));
+    error->set_message(std::string(result.status().message()));
+    error->set_stage_id(options_.stage_id);
+    error->set_replica(-1);
+    error->set_instance_id(options_.instance_id);
+  }
+  pending.session->Send(std::move(event));
+}
+
+void Worker::OnShutdown() {
+  StopServing(absl::UnavailableError("stage worker is shutting down"), nullptr);
+}
+
+void Worker::OnFatal(const absl::Status& reason) {
+  {
+    absl::MutexLock lock(&mu_);
+    result_ = reason;
+  }
+  v1::WorkerEvent event;
+  event.mutable_fatal()->set_reason(std::string(reason.message()));
+  StopServing(absl::UnavailableError(absl::StrCat("stage worker failed: ", reason.message())),
+              &event);
+}
+
+void Worker::StopServing(const absl::Status& status, const v1::WorkerEvent* last_event) {
+  std::vector<std::shared_ptr<Session>> sessions;
+  std::function<void()> on_not_serving;
+  {
+    absl::MutexLock lock(&mu_);
+    serving_ = false;
+    stopped_ = status;
+    for (const auto& [number, session] : sessions_) sessions.push_back(session);
+    utilities_.clear();
+    on_not_serving = on_not_serving_;
+  }
+  if (on_not_serving) on_not_serving();
+  for (const auto& session : sessions) {
+    if (last_event != nullptr) session->Send(*last_event);
+    session->End(status);
+  }
+}
+
+}  // namespace omnistage

@@ -1,0 +1,137 @@
+// Worker: the transport-independent core of a stage worker process.
+//
+// Owns the engine, the EngineCore busy loop and its thread, and the sessions. gRPC
+// reactors (worker_service.h) turn each stream event into one call here; the busy
+// loop calls back through CoreSink and the Worker routes step outputs to the
+// sessions that own the requests, one event per session per step.
+//
+//   Worker worker(options, std::move(engine));
+//   worker.Start();
+//   ... serve ...
+//   worker.RequestShutdown();
+//   absl::Status result = worker.Wait();   // OK after shutdown, the fatal error otherwise
+#ifndef OMNISTAGE_STAGE_WORKER_WORKER_H_
+#define OMNISTAGE_STAGE_WORKER_WORKER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "protos/stage_worker.pb.h"
+#include "stage_worker/engine.h"
+#include "stage_worker/engine_core.h"
+#include "stage_worker/session.h"
+
+namespace omnistage {
+
+struct WorkerOptions {
+  // The pipeline stage this worker serves.
+  int stage_id = 0;
+  // The engine's registered name, reported in Ready.
+  std::string engine_name;
+  // Unique per process start; empty picks one from the time and the process id.
+  std::string instance_id;
+};
+
+class Worker : public CoreSink {
+ public:
+  static constexpr uint32_t kProtocolVersion = 1;
+  static constexpr size_t kMaxRequestIdBytes = 128;
+
+  Worker(WorkerOptions options, std::unique_ptr<Engine> engine);
+  ~Worker() override;
+
+  // Starts the busy-loop thread.
+  void Start();
+  // Asks the loop to stop (any thread, non-blocking). Sessions end with
+  // UNAVAILABLE once it has.
+  void RequestShutdown();
+  // Joins the loop thread: OK after a shutdown, the engine's error after a fatal one.
+  absl::Status Wait();
+
+  // Called once when the worker stops serving (fatal error or shutdown), on the
+  // busy-loop thread. Thread-safe; nullptr clears it.
+  void set_on_not_serving(std::function<void()> callback) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // A client's Hello: checks it and makes a session writing to `transport`
+  // (`hello_seq` is the Hello command's seq). Errors: FAILED_PRECONDITION (wrong
+  // stage or protocol version). The session does nothing until StartSession().
+  absl::StatusOr<std::shared_ptr<Session>> OpenSession(const v1::Hello& hello, uint64_t hello_seq,
+                                                       EventTransport* transport);
+  // Registers `session` and sends Ready on it, or, if the worker has stopped
+  // serving, ends it with the reason. Call once the transport can take writes.
+  void StartSession(const std::shared_ptr<Session>& session);
+  // One command after the Hello. Bad commands are answered with CommandRejected.
+  void HandleCommand(Session& session, v1::WorkerCommand& command);
+  // The session's stream ended or broke: aborts all its requests. Idempotent.
+  void CloseSession(Session& session);
+  // The unary Abort. `done` runs once, on the busy-loop thread after the engine
+  // applied the abort, or at once for errors (NOT_FOUND: unknown session;
+  // UNAVAILABLE: the loop has stopped).
+  void Abort(const v1::WorkerAbortRequest& request,
+             std::function<void(absl::StatusOr<std::vector<std::string>>)> done);
+
+  const std::string& instance_id() const { return options_.instance_id; }
+  const Engine& engine() const { return *engine_; }
+  uint64_t steps() const { return core_.steps(); }
+  // Live requests over all sessions (for tests and status).
+  size_t live_requests() const;
+
+  // CoreSink (busy-loop thread only).
+  void OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs) override;
+  void OnUtilityResult(uint64_t call_id,
+                       absl::StatusOr<google::protobuf::Value> result) override;
+  void OnShutdown() override;
+  void OnFatal(const absl::Status& reason) override;
+
+ private:
+  struct PendingUtility {
+    std::shared_ptr<Session> session;
+    uint64_t client_call_id;
+  };
+
+  void Reject(Session& session, const v1::WorkerCommand& command, const std::string& request_id,
+              const absl::Status& status);
+  std::shared_ptr<Session> FindSessionLocked(uint64_t number) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends every session with `status` (after `last_event`, if given) and marks
+  // the worker not serving.
+  void StopServing(const absl::Status& status, const v1::WorkerEvent* last_event);
+
+  const WorkerOptions options_;
+  const std::unique_ptr<Engine> engine_;
+  EngineCore core_;
+  // Session::Sequence/Fence hand their messages to the loop through this.
+  const Session::Submit submit_;
+  std::thread loop_;
+  std::atomic<uint64_t> next_call_id_{1};
+
+  mutable absl::Mutex mu_;
+  uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, PendingUtility> utilities_ ABSL_GUARDED_BY(mu_);
+  // Set once the loop has ended; no new sessions after that.
+  absl::Status stopped_ ABSL_GUARDED_BY(mu_);
+  bool serving_ ABSL_GUARDED_BY(mu_) = true;
+  absl::Status result_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> on_not_serving_ ABSL_GUARDED_BY(mu_);
+};
+
+// The engine's id for a session's request: "<session number>/<request id>".
+std::string EngineRequestId(uint64_t session, const std::string& request_id);
+// Splits an engine id back; false if it is not one.
+bool ParseEngineRequestId(const std::string& engine_id, uint64_t* session,
+                          std::string* request_id);
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_STAGE_WORKER_WORKER_H_

@@ -1,0 +1,147 @@
+#include "stage_worker/worker_service.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+
+namespace omnistage {
+namespace {
+
+// One Connect stream. Before the Hello it answers alone; after it, writes and the
+// stream's end are driven by the Session.
+class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerCommand, v1::WorkerEvent>,
+                             public EventTransport {
+ public:
+  explicit ConnectReactor(Worker* worker) : worker_(worker) { StartRead(&command_); }
+
+  void OnReadDone(bool ok) override {
+    if (session_ == nullptr) {
+      OnFirstCommand(ok);
+      return;
+    }
+    if (!ok) {
+      // The client closed its side or the stream broke: no orphan work.
+      worker_->CloseSession(*session_);
+      session_->End(absl::OkStatus());
+      return;
+    }
+    worker_->HandleCommand(*session_, command_);
+    command_.Clear();
+    StartRead(&command_);
+  }
+
+  void OnWriteDone(bool ok) override { session_->OnWriteDone(ok); }
+
+  void OnDone() override { delete this; }
+
+  // EventTransport.
+  void BeginWrite(const v1::WorkerEvent* event) override { StartWrite(event); }
+  void FinishStream(const absl::Status& status) override { Finish(ToGrpcStatus(status)); }
+
+ private:
+  void OnFirstCommand(bool ok) {
+    if (!ok) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    if (!command_.has_hello()) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "the first command of a session must be hello"));
+      return;
+    }
+    absl::StatusOr<std::shared_ptr<Session>> session =
+        worker_->OpenSession(command_.hello(), command_.seq(), this);
+    if (!session.ok()) {
+      Finish(ToGrpcStatus(session.status()));
+      return;
+    }
+    // session_ must be set before the first write can complete.
+    session_ = *std::move(session);
+    worker_->StartSession(session_);
+    command_.Clear();
+    StartRead(&command_);
+  }
+
+  Worker* const worker_;
+  v1::WorkerCommand command_;
+  // Set once, on the first read; reads are sequential, so no lock is needed.
+  std::shared_ptr<Session> session_;
+};
+
+}  // namespace
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+grpc::ServerBidiReactor<v1::WorkerCommand, v1::WorkerEvent>* StageWorkerService::Connect(
+    grpc::CallbackServerContext* context) {
+  return new ConnectReactor(worker_);
+}
+
+grpc::ServerUnaryReactor* StageWorkerService::Abort(grpc::CallbackServerContext* context,
+                                                    const v1::WorkerAbortRequest* request,
+                                                    v1::WorkerAbortResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  worker_->Abort(*request,
+                 [reactor, response](absl::StatusOr<std::vector<std::string>> aborted) {
+                   if (!aborted.ok()) {
+                     reactor->Finish(ToGrpcStatus(aborted.status()));
+                     return;
+                   }
+                   for (std::string& id : *aborted) response->add_aborted_ids(std::move(id));
+                   reactor->Finish(grpc::Status::OK);
+                 });
+  return reactor;
+}
+
+absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
+    const WorkerServerOptions& options, Worker* worker) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  std::unique_ptr<WorkerServer> server(new WorkerServer(worker));
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &server->port_);
+  builder.RegisterService(&server->service_);
+  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  // Two processes must never share a port silently.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Notice a vanished orchestrator (its sessions' work is then aborted), and let
+  // orchestrators ping often to notice a vanished worker.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));
+  }
+  server->SetServing(true);
+  WorkerServer* raw = server.get();
+  worker->set_on_not_serving([raw] { raw->SetServing(false); });
+  return server;
+}
+
+WorkerServer::~WorkerServer() {
+  worker_->set_on_not_serving(nullptr);
+  Shutdown(absl::ZeroDuration());
+}
+
+void WorkerServer::SetServing(bool serving) {
+  if (server_ != nullptr && server_->GetHealthCheckService() != nullptr) {
+    server_->GetHealthCheckService()->SetServingStatus(serving);
+  }
+}
+
+void WorkerServer::Shutdown(absl::Duration grace) {
+  if (server_ == nullptr) return;
+  SetServing(false);
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  server_.reset();
+}
+
+}  // namespace omnistage

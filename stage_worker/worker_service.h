@@ -1,0 +1,70 @@
+// The StageWorker gRPC service over a Worker (callback API), and the server that
+// hosts it with grpc.health.v1 and server reflection.
+//
+//   auto server = WorkerServer::Start({.address = "127.0.0.1:0"}, &worker);
+//   std::cout << (*server)->port();
+//   ...
+//   (*server)->Shutdown(absl::Seconds(2));
+#ifndef OMNISTAGE_STAGE_WORKER_WORKER_SERVICE_H_
+#define OMNISTAGE_STAGE_WORKER_WORKER_SERVICE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "protos/stage_worker.grpc.pb.h"
+#include "stage_worker/worker.h"
+
+namespace omnistage {
+
+// Thin reactors: each stream event becomes one call on the Worker.
+class StageWorkerService final : public v1::StageWorker::CallbackService {
+ public:
+  explicit StageWorkerService(Worker* worker) : worker_(worker) {}
+
+  grpc::ServerBidiReactor<v1::WorkerCommand, v1::WorkerEvent>* Connect(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* context,
+                                  const v1::WorkerAbortRequest* request,
+                                  v1::WorkerAbortResponse* response) override;
+
+ private:
+  Worker* const worker_;
+};
+
+struct WorkerServerOptions {
+  // host:port; port 0 picks a free port.
+  std::string address = "127.0.0.1:0";
+  // Largest message accepted from a client; larger ones fail with RESOURCE_EXHAUSTED.
+  int max_receive_message_bytes = 16 << 20;
+};
+
+class WorkerServer {
+ public:
+  // Builds and starts the server (health SERVING) and marks it NOT_SERVING when the
+  // worker stops serving. `worker` must outlive the server.
+  static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(const WorkerServerOptions& options,
+                                                             Worker* worker);
+  ~WorkerServer();
+
+  int port() const { return port_; }
+  void SetServing(bool serving);
+  // Stops accepting calls; cancels those still running after `grace`.
+  void Shutdown(absl::Duration grace);
+
+ private:
+  explicit WorkerServer(Worker* worker) : worker_(worker), service_(worker) {}
+
+  Worker* const worker_;
+  StageWorkerService service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_STAGE_WORKER_WORKER_SERVICE_H_

@@ -1,0 +1,103 @@
+// The stage_worker binary as a process: its port line, SIGTERM, fatal engine
+// errors and crashes, and bad flags.
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "protos/health.grpc.pb.h"
+#include "tests/child_process.h"
+#include "tests/worker_test_client.h"
+
+namespace omnistage {
+namespace {
+
+constexpr char kWorker[] = "stage_worker/stage_worker";
+
+struct RunningWorker {
+  std::unique_ptr<ChildProcess> process;
+  std::shared_ptr<grpc::Channel> channel;
+};
+
+RunningWorker StartWorker(const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {kWorker, "--listen=127.0.0.1:0"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(argv);
+  EXPECT_TRUE(process.ok()) << process.status();
+  RunningWorker worker{*std::move(process), nullptr};
+  absl::StatusOr<std::string> line = worker.process->WaitForLine("listening", absl::Seconds(20));
+  EXPECT_TRUE(line.ok()) << line.status();
+  const int port = line.ok() ? ParsePort(*line) : 0;
+  EXPECT_GT(port, 0) << (line.ok() ? *line : "");
+  worker.channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                       grpc::InsecureChannelCredentials());
+  return worker;
+}
+
+TEST(StageWorkerProcessTest, ServesHealthAndExitsZeroOnSigterm) {
+  RunningWorker worker = StartWorker({"--stage_id=1", "--engine=thinker"});
+  auto health = grpc::health::v1::Health::NewStub(worker.channel);
+  grpc::ClientContext context;
+  grpc::health::v1::HealthCheckResponse response;
+  ASSERT_TRUE(health->Check(&context, {}, &response).ok());
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+
+  WorkerTestClient client(worker.channel);
+  absl::StatusOr<v1::Ready> ready = client.Connect();
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  EXPECT_EQ(ready->stage_id(), 1);
+  EXPECT_EQ(ready->engine(), "thinker");
+
+  worker.process->Signal(SIGTERM);
+  EXPECT_EQ(worker.process->Wait(absl::Seconds(10)), 0);
+  std::optional<grpc::Status> end = client.WaitForEnd(absl::Seconds(5));
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST(StageWorkerProcessTest, FatalEngineErrorSendsFatalAndExitsNonZero) {
+  RunningWorker worker = StartWorker({"--engine=sim_llm", "--engine_params=fail_at_step=2"});
+  WorkerTestClient client(worker.channel);
+  ASSERT_TRUE(client.Connect().ok());
+  client.Add("r", "x", 10);
+  bool fatal = false;
+  while (std::optional<v1::WorkerEvent> event = client.Next(absl::Seconds(10))) {
+    fatal = fatal || event->has_fatal();
+  }
+  EXPECT_TRUE(fatal);
+  std::optional<grpc::Status> end = client.WaitForEnd(absl::Seconds(5));
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(worker.process->Wait(absl::Seconds(10)), 1);
+}
+
+TEST(StageWorkerProcessTest, CrashBreaksTheStream) {
+  RunningWorker worker = StartWorker({"--engine=sim_llm", "--engine_params=crash_at_step=2"});
+  WorkerTestClient client(worker.channel);
+  ASSERT_TRUE(client.Connect().ok());
+  client.Add("r", "x", 10);
+  std::optional<grpc::Status> end = client.WaitForEnd(absl::Seconds(10));
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(worker.process->Wait(absl::Seconds(10)), 128 + SIGABRT);
+}
+
+TEST(StageWorkerProcessTest, BadFlagsStopStartUpWithAClearMessage) {
+  for (const std::vector<std::string>& flags :
+       std::vector<std::vector<std::string>>{{"--engine=no_such_engine"},
+                                             {"--engine=sim_llm", "--engine_params=batch_size=x"},
+                                             {"--engine=sim_llm", "--engine_params=novalue"},
+                                             {"--listen=256.0.0.1:99999"}}) {
+    std::vector<std::string> argv = {kWorker};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(argv);
+    ASSERT_TRUE(process.ok());
+    EXPECT_EQ((*process)->Wait(absl::Seconds(10)), 2) << flags.back();
+  }
+}
+
+}  // namespace
+}  // namespace omnistage
