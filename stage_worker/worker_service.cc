@@ -3,8 +3,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
-#include "grpcpp/health_check_service_interface.h"
 
 namespace omnistage {
 namespace {
@@ -72,11 +70,6 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerCommand, v
 
 }  // namespace
 
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
-}
-
 grpc::ServerBidiReactor<v1::WorkerCommand, v1::WorkerEvent>* StageWorkerService::Connect(
     grpc::CallbackServerContext* context) {
   return new ConnectReactor(worker_);
@@ -100,27 +93,14 @@ grpc::ServerUnaryReactor* StageWorkerService::Abort(grpc::CallbackServerContext*
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     const WorkerServerOptions& options, Worker* worker) {
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::unique_ptr<WorkerServer> server(new WorkerServer(worker));
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &server->port_);
-  builder.RegisterService(&server->service_);
-  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
-  // Two processes must never share a port silently.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // Notice a vanished orchestrator (its sessions' work is then aborted), and let
-  // orchestrators ping often to notice a vanished worker.
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));
-  }
-  server->SetServing(true);
+  GrpcServerOptions grpc_options;
+  grpc_options.address = options.address;
+  grpc_options.max_receive_message_bytes = options.max_receive_message_bytes;
+  absl::StatusOr<StartedServer> started = StartGrpcServer(grpc_options, {&server->service_});
+  if (!started.ok()) return started.status();
+  server->server_ = std::move(started->server);
+  server->port_ = started->port;
   WorkerServer* raw = server.get();
   worker->set_on_not_serving([raw] { raw->SetServing(false); });
   return server;
@@ -131,11 +111,7 @@ WorkerServer::~WorkerServer() {
   Shutdown(absl::ZeroDuration());
 }
 
-void WorkerServer::SetServing(bool serving) {
-  if (server_ != nullptr && server_->GetHealthCheckService() != nullptr) {
-    server_->GetHealthCheckService()->SetServingStatus(serving);
-  }
-}
+void WorkerServer::SetServing(bool serving) { omnistage::SetServing(server_.get(), serving); }
 
 void WorkerServer::Shutdown(absl::Duration grace) {
   if (server_ == nullptr) return;

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/grpc_util.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/stage_worker.grpc.pb.h"
 #include "stage_worker/worker.h"
@@ -62,8 +63,6 @@ class WorkerServer {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };
-
-grpc::Status ToGrpcStatus(const absl::Status& status);
 
 }  // namespace omnistage
 

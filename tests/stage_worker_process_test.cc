@@ -2,6 +2,7 @@
 // errors and crashes, and bad flags.
 #include <signal.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "protos/health.grpc.pb.h"
 #include "tests/child_process.h"
+#include "tests/reflection_client.grpc.pb.h"
 #include "tests/worker_test_client.h"
 
 namespace omnistage {
@@ -44,6 +46,24 @@ TEST(StageWorkerProcessTest, ServesHealthAndExitsZeroOnSigterm) {
   grpc::health::v1::HealthCheckResponse response;
   ASSERT_TRUE(health->Check(&context, {}, &response).ok());
   EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+
+  // Server reflection lists the service (what grpcurl relies on).
+  {
+    auto reflection = grpc::reflection::v1alpha::ServerReflection::NewStub(worker.channel);
+    grpc::ClientContext reflection_context;
+    auto stream = reflection->ServerReflectionInfo(&reflection_context);
+    grpc::reflection::v1alpha::ServerReflectionRequest request;
+    request.set_list_services("");
+    ASSERT_TRUE(stream->Write(request));
+    grpc::reflection::v1alpha::ServerReflectionResponse listing;
+    ASSERT_TRUE(stream->Read(&listing));
+    std::vector<std::string> names;
+    for (const auto& service : listing.list_services_response().service()) {
+      names.push_back(service.name());
+    }
+    EXPECT_NE(std::find(names.begin(), names.end(), "omnistage.v1.StageWorker"), names.end());
+    stream->WritesDone();
+  }
 
   WorkerTestClient client(worker.channel);
   absl::StatusOr<v1::Ready> ready = client.Connect();

@@ -1,0 +1,83 @@
+#include "common/event_loop.h"
+
+#include <vector>
+
+namespace omnistage {
+
+void EventLoop::Run() {
+  loop_thread_ = std::this_thread::get_id();
+  std::deque<std::function<void()>> batch;
+  std::vector<std::pair<absl::Time, TimerId>> due;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      // Sleep until a task, Stop(), the earliest timer, or a timer earlier than
+      // that one being posted.
+      const absl::Time wake_at =
+          timers_.empty() ? absl::InfiniteFuture() : timers_.begin()->first.first;
+      auto has_work = [this, wake_at]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopped_ || !tasks_.empty() ||
+               (!timers_.empty() && timers_.begin()->first.first < wake_at);
+      };
+      if (wake_at > absl::Now()) mu_.AwaitWithDeadline(absl::Condition(&has_work), wake_at);
+      if (stopped_) return;
+      batch.swap(tasks_);
+      // Due timers run after the tasks already queued. They stay in timers_ until
+      // they run, so that a task or timer ahead of them can still Cancel() them
+      // (a request finishing just as its deadline passes).
+      const absl::Time now = absl::Now();
+      for (auto it = timers_.begin(); it != timers_.end() && it->first.first <= now; ++it) {
+        due.push_back(it->first);
+      }
+    }
+    while (!batch.empty()) {
+      std::function<void()> task = std::move(batch.front());
+      batch.pop_front();
+      task();
+      absl::MutexLock lock(&mu_);
+      if (stopped_) return;
+    }
+    for (const std::pair<absl::Time, TimerId>& key : due) {
+      std::function<void()> task;
+      {
+        absl::MutexLock lock(&mu_);
+        if (stopped_) return;
+        auto it = timers_.find(key);
+        if (it == timers_.end()) continue;  // Cancelled since it fell due.
+        task = std::move(it->second);
+        timers_.erase(it);
+        timer_deadlines_.erase(key.second);
+      }
+      task();
+    }
+    due.clear();
+  }
+}
+
+void EventLoop::Stop() {
+  absl::MutexLock lock(&mu_);
+  stopped_ = true;
+}
+
+void EventLoop::Post(std::function<void()> task) {
+  absl::MutexLock lock(&mu_);
+  tasks_.push_back(std::move(task));
+}
+
+EventLoop::TimerId EventLoop::PostAt(absl::Time when, std::function<void()> task) {
+  absl::MutexLock lock(&mu_);
+  const TimerId id = next_timer_++;
+  timers_.emplace(std::make_pair(when, id), std::move(task));
+  timer_deadlines_.emplace(id, when);
+  return id;
+}
+
+void EventLoop::Cancel(TimerId id) {
+  absl::MutexLock lock(&mu_);
+  auto it = timer_deadlines_.find(id);
+  if (it == timer_deadlines_.end()) return;
+  timers_.erase(std::make_pair(it->second, id));
+  timer_deadlines_.erase(it);
+}
+
+}  // namespace omnistage

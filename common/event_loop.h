@@ -1,0 +1,68 @@
+// EventLoop: one thread that runs posted closures in order, plus timers.
+//
+// State owned by the loop (the orchestrator's pools and request table) is touched
+// only from closures running on it, so it needs no locks. The loop blocks while it
+// has nothing to do (until the next timer at most): no polling.
+//
+//   EventLoop loop;
+//   std::thread thread([&] { loop.Run(); });
+//   loop.Post([&] { table.Add(...); });                       // any thread
+//   EventLoop::TimerId t = loop.PostAfter(absl::Seconds(1), [&] { ... });
+//   loop.Stop();                                               // any thread
+//   thread.join();
+#ifndef OMNISTAGE_COMMON_EVENT_LOOP_H_
+#define OMNISTAGE_COMMON_EVENT_LOOP_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace omnistage {
+
+class EventLoop {
+ public:
+  using TimerId = uint64_t;
+
+  EventLoop() = default;
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  // Runs closures and due timers on the calling thread until Stop(). Call once.
+  void Run();
+  // Makes Run() return after the closure it is running (queued ones are dropped).
+  void Stop();
+
+  // Queues `task`; thread-safe. Tasks run in the order posted.
+  void Post(std::function<void()> task);
+  // Runs `task` on the loop at (or soon after) `when`; thread-safe.
+  TimerId PostAt(absl::Time when, std::function<void()> task);
+  TimerId PostAfter(absl::Duration delay, std::function<void()> task) {
+    return PostAt(absl::Now() + delay, std::move(task));
+  }
+  // Cancels a timer that has not fired; a no-op otherwise. Thread-safe.
+  void Cancel(TimerId id);
+
+  // True on the loop's thread (while Run() runs).
+  bool InLoop() const { return std::this_thread::get_id() == loop_thread_; }
+
+ private:
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  // (deadline, id) -> task; ids keep equal deadlines in posting order.
+  std::map<std::pair<absl::Time, TimerId>, std::function<void()>> timers_ ABSL_GUARDED_BY(mu_);
+  std::map<TimerId, absl::Time> timer_deadlines_ ABSL_GUARDED_BY(mu_);
+  TimerId next_timer_ ABSL_GUARDED_BY(mu_) = 1;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread::id loop_thread_;
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_COMMON_EVENT_LOOP_H_

@@ -1,0 +1,64 @@
+// Orchestrator: a running orchestrator — its event loop thread, PipelineCore,
+// one GrpcReplicaClient per replica, and the gRPC server (Orchestrator service,
+// health, reflection). Used by the binary and by in-process tests.
+//
+//   auto orchestrator = Orchestrator::Start(options);
+//   ... clients call 127.0.0.1:(*orchestrator)->port() ...
+//   (*orchestrator)->Shutdown();   // drain, then stop
+#ifndef OMNISTAGE_ORCHESTRATOR_ORCHESTRATOR_H_
+#define OMNISTAGE_ORCHESTRATOR_ORCHESTRATOR_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/event_loop.h"
+#include "grpcpp/grpcpp.h"
+#include "orchestrator/grpc_replica_client.h"
+#include "orchestrator/orchestrator_service.h"
+#include "orchestrator/pipeline_config.h"
+#include "orchestrator/pipeline_core.h"
+
+namespace omnistage {
+
+struct OrchestratorOptions {
+  PipelineConfig config;
+  // addresses[s][r]: where replica r of stage s listens (host:port).
+  std::vector<std::vector<std::string>> addresses;
+  // host:port for clients; port 0 picks one.
+  std::string listen = "127.0.0.1:0";
+};
+
+class Orchestrator {
+ public:
+  static absl::StatusOr<std::unique_ptr<Orchestrator>> Start(OrchestratorOptions options);
+  ~Orchestrator();
+
+  int port() const { return port_; }
+  // Stops admitting (health NOT_SERVING), lets in-flight requests finish for the
+  // config's drain_timeout, aborts the rest, then stops the server, the loop and
+  // the replica sessions. Idempotent.
+  void Shutdown();
+
+  // Runs `task` on the event loop and waits for it (tests and status).
+  void RunOnLoop(std::function<void(PipelineCore&)> task);
+
+ private:
+  explicit Orchestrator(OrchestratorOptions options);
+
+  const OrchestratorOptions options_;
+  EventLoop loop_;
+  std::vector<std::vector<std::unique_ptr<GrpcReplicaClient>>> clients_;
+  std::unique_ptr<PipelineCore> core_;
+  std::unique_ptr<OrchestratorService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::thread loop_thread_;
+  bool shut_down_ = false;
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_ORCHESTRATOR_ORCHESTRATOR_H_

@@ -1,0 +1,41 @@
+// The Orchestrator gRPC service (callback API): thin reactors that post each call
+// to the PipelineCore's event loop.
+//
+// Generate streams through a ClientStream, which keeps one write in flight and
+// merges the output chunks that queue meanwhile into the next response, so a
+// slow client gets fewer, larger messages instead of an unbounded queue.
+#ifndef OMNISTAGE_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
+#define OMNISTAGE_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
+
+#include "common/event_loop.h"
+#include "grpcpp/grpcpp.h"
+#include "orchestrator/pipeline_core.h"
+#include "protos/orchestrator.grpc.pb.h"
+
+namespace omnistage {
+
+class OrchestratorService final : public v1::Orchestrator::CallbackService {
+ public:
+  // `core` is used only on `loop`; both must outlive the service's calls.
+  OrchestratorService(PipelineCore* core, EventLoop* loop) : core_(core), loop_(loop) {}
+
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(
+      grpc::CallbackServerContext* context, const v1::GenerateRequest* request) override;
+  grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* context,
+                                  const v1::AbortRequest* request,
+                                  v1::AbortResponse* response) override;
+  grpc::ServerUnaryReactor* GetPipelineStatus(grpc::CallbackServerContext* context,
+                                              const v1::PipelineStatusRequest* request,
+                                              v1::PipelineStatus* response) override;
+  grpc::ServerUnaryReactor* CallStageUtility(grpc::CallbackServerContext* context,
+                                             const v1::StageUtilityRequest* request,
+                                             v1::StageUtilityResponse* response) override;
+
+ private:
+  PipelineCore* const core_;
+  EventLoop* const loop_;
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_

@@ -1,0 +1,594 @@
+#include "orchestrator/pipeline_config.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "stage_worker/engines/registry.h"
+#include "yaml-cpp/depthguard.h"
+#include "yaml-cpp/eventhandler.h"
+#include "yaml-cpp/yaml.h"
+
+namespace omnistage {
+namespace {
+
+// Configs are a few hundred bytes; the cap stops a wrong file (a log, a core dump)
+// from being parsed at length.
+constexpr size_t kMaxConfigBytes = 1 << 20;
+constexpr int kMaxStages = 64;
+// Each spawned replica is a process on this machine.
+constexpr int64_t kMaxSpawnReplicas = 256;
+// One day: anything longer is a typo (an extra digit or two), not an intent.
+constexpr int64_t kMaxMs = int64_t{24} * 3600 * 1000;
+// Matches the stage worker's default --max_message_bytes: a longer prompt could
+// not be forwarded to stage 0 anyway.
+constexpr int64_t kMaxPromptBytes = int64_t{16} << 20;
+// The engines' per-request max_tokens range (kMaxTokensLimit in batching_engine.h).
+constexpr int64_t kMaxTokens = 1000000;
+constexpr int64_t kNoMax = std::numeric_limits<int>::max();
+constexpr size_t kMaxQuotedChars = 64;
+
+const std::vector<std::string> kTopKeys = {"name",
+                                           "keepalive_ms",
+                                           "keepalive_timeout_ms",
+                                           "request_idle_timeout_ms",
+                                           "reconnect_initial_backoff_ms",
+                                           "reconnect_max_backoff_ms",
+                                           "drain_timeout_ms",
+                                           "limits",
+                                           "stages"};
+const std::vector<std::string> kLimitsKeys = {"max_in_flight", "max_prompt_bytes"};
+const std::vector<std::string> kStageKeys = {
+    "name",         "engine",          "engine_params", "replicas", "addresses",
+    "final_output", "output_modality", "input_mode",    "defaults"};
+const std::vector<std::string> kDefaultsKeys = {"max_tokens", "seed", "temperature", "extra"};
+
+absl::Status Invalid(absl::string_view path, absl::string_view reason) {
+  return absl::InvalidArgumentError(absl::StrCat(path.empty() ? "config" : path, ": ", reason));
+}
+
+std::string Child(absl::string_view path, absl::string_view key) {
+  return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
+}
+
+// How a value appears in messages: a scalar quoted (shortened and escaped, since
+// it may be anything), anything else by its kind.
+std::string Describe(const YAML::Node& node) {
+  if (node.IsScalar()) {
+    std::string value = node.Scalar();
+    const bool shortened = value.size() > kMaxQuotedChars;
+    if (shortened) value.resize(kMaxQuotedChars);
+    return absl::StrCat("'", absl::CHexEscape(value), shortened ? "...'" : "'");
+  }
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a map";
+  return "null";
+}
+
+absl::Status Expected(const YAML::Node& node, absl::string_view path, absl::string_view what) {
+  return Invalid(path, absl::StrCat("expected ", what, ", got ", Describe(node)));
+}
+
+// Calls `visit` for each entry of a map, rejecting non-text and duplicate keys
+// (yaml-cpp keeps both entries of a duplicate, and a silently shadowed key is
+// exactly the kind of typo a loader must catch). A null value (an empty "limits:")
+// reads as an empty map.
+absl::Status ForEachEntry(
+    const YAML::Node& node, absl::string_view path,
+    const std::function<absl::Status(const std::string&, const YAML::Node&)>& visit) {
+  if (node.IsNull()) return absl::OkStatus();
+  if (!node.IsMap()) return Expected(node, path, "a map");
+  std::vector<std::string> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (!it->first.IsScalar() || it->first.Scalar().empty()) {
+      return Expected(it->first, path, "text keys");
+    }
+    const std::string& key = it->first.Scalar();
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return Invalid(Child(path, key), "given twice");
+    }
+    seen.push_back(key);
+    absl::Status status = visit(key, it->second);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+// A map of scalars (engine_params, extra), values kept as written.
+absl::Status ReadStringMap(const YAML::Node& node, absl::string_view path,
+                           std::map<std::string, std::string>* out) {
+  return ForEachEntry(node, path, [&](const std::string& key, const YAML::Node& value) {
+    if (!value.IsScalar()) return Expected(value, Child(path, key), "a single value");
+    (*out)[key] = value.Scalar();
+    return absl::OkStatus();
+  });
+}
+
+// The entries of one map whose keys the schema fixes, read key by key. Errors are
+// sticky, as in EngineParams: after the first one every getter does nothing, so a
+// reader reads its keys in a row and checks status() once. A getter leaves `*out`
+// as it is (the default) when its key is absent, an error if it is `required`.
+class Fields {
+ public:
+  Fields(const YAML::Node& node, std::string path, const std::vector<std::string>& known)
+      : path_(std::move(path)) {
+    status_ = ForEachEntry(node, path_, [&](const std::string& key, const YAML::Node& value) {
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        return Invalid(PathOf(key),
+                       absl::StrCat("unknown key (known: ", absl::StrJoin(known, ", "), ")"));
+      }
+      entries_.emplace(key, value);
+      return absl::OkStatus();
+    });
+  }
+
+  const absl::Status& status() const { return status_; }
+  void Fail(absl::Status status) {
+    if (status_.ok()) status_ = std::move(status);
+  }
+  std::string PathOf(absl::string_view key) const { return Child(path_, key); }
+  bool Has(const std::string& key) const { return entries_.count(key) > 0; }
+
+  // nullptr when absent or after an error.
+  const YAML::Node* Find(const std::string& key, bool required = false) {
+    auto it = entries_.find(key);
+    if (it == entries_.end() && required) Fail(Invalid(PathOf(key), "required"));
+    return !status_.ok() || it == entries_.end() ? nullptr : &it->second;
+  }
+
+  void String(const std::string& key, std::string* out, bool required = false) {
+    const YAML::Node* node = Find(key, required);
+    if (node == nullptr) return;
+    if (!node->IsScalar()) return Fail(Expected(*node, PathOf(key), "text"));
+    *out = node->Scalar();
+  }
+
+  void Int(const std::string& key, int64_t min, int64_t max, int64_t* out,
+           absl::string_view noun = "an integer") {
+    const YAML::Node* node = Find(key);
+    if (node == nullptr) return;
+    int64_t value = 0;
+    if (node->IsScalar() && absl::SimpleAtoi(node->Scalar(), &value) && value >= min &&
+        value <= max) {
+      *out = value;
+      return;
+    }
+    Fail(Expected(*node, PathOf(key),
+                  max == kNoMax ? absl::StrCat(noun, " >= ", min)
+                                : absl::StrCat(noun, " in [", min, ", ", max, "]")));
+  }
+
+  // A duration given in whole milliseconds.
+  void Millis(const std::string& key, int64_t min, absl::Duration* out) {
+    int64_t ms = -1;
+    Int(key, min, kMaxMs, &ms, "a number of milliseconds");
+    if (ms >= 0) *out = absl::Milliseconds(ms);
+  }
+
+  void Bool(const std::string& key, bool* out) {
+    const YAML::Node* node = Find(key);
+    if (node == nullptr) return;
+    const std::string value = node->IsScalar() ? absl::AsciiStrToLower(node->Scalar()) : "";
+    if (value != "true" && value != "false") {
+      return Fail(Expected(*node, PathOf(key), "true or false"));
+    }
+    *out = value == "true";
+  }
+
+  // One of `allowed` (at least two), spelled exactly.
+  void OneOf(const std::string& key, const std::vector<std::string>& allowed, std::string* out,
+             bool required = false) {
+    const YAML::Node* node = Find(key, required);
+    if (node == nullptr) return;
+    if (node->IsScalar() &&
+        std::find(allowed.begin(), allowed.end(), node->Scalar()) != allowed.end()) {
+      *out = node->Scalar();
+      return;
+    }
+    const std::vector<std::string> all_but_last(allowed.begin(), allowed.end() - 1);
+    Fail(Expected(*node, PathOf(key),
+                  absl::StrCat(absl::StrJoin(all_but_last, ", "), " or ", allowed.back())));
+  }
+
+  void StringMap(const std::string& key, std::map<std::string, std::string>* out) {
+    if (const YAML::Node* node = Find(key)) Fail(ReadStringMap(*node, PathOf(key), out));
+  }
+
+ private:
+  const std::string path_;
+  std::map<std::string, YAML::Node> entries_;
+  absl::Status status_;
+};
+
+// host:port, host a name, an IPv4 address or a bracketed IPv6 address.
+absl::Status CheckAddress(const std::string& address, absl::string_view path) {
+  const size_t colon = address.rfind(':');
+  absl::string_view host = absl::string_view(address).substr(0, colon);
+  const absl::string_view port = colon == std::string::npos
+                                     ? absl::string_view()
+                                     : absl::string_view(address).substr(colon + 1);
+  bool host_ok = !host.empty();
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    for (char c : host.substr(1, host.size() - 2)) {
+      host_ok &= absl::ascii_isxdigit(c) || c == ':' || c == '.';
+    }
+  } else {
+    for (char c : host) host_ok &= absl::ascii_isalnum(c) || c == '.' || c == '-' || c == '_';
+  }
+  int value = 0;
+  const bool port_ok = !port.empty() && port.size() <= 5 &&
+                       std::all_of(port.begin(), port.end(), absl::ascii_isdigit) &&
+                       absl::SimpleAtoi(port, &value) && value >= 1 && value <= 65535;
+  if (host_ok && port_ok) return absl::OkStatus();
+  return Invalid(path, absl::StrCat("expected host:port with a port in 1..65535 (e.g. "
+                                    "127.0.0.1:7001), got '",
+                                    absl::CHexEscape(address), "'"));
+}
+
+// CreateEngine() and Engine::Validate() name a bad key as "<what> <key>: ..." or
+// "unknown <what> '<key>'"; finding which configured key the message names lets
+// the error point at that key's path.
+std::string PathOfEngineError(absl::string_view message,
+                              const std::map<std::string, std::string>& values,
+                              absl::string_view map_path, absl::string_view what) {
+  for (const auto& entry : values) {
+    const std::string& key = entry.first;
+    if (absl::StrContains(message, absl::StrCat(what, " ", key, ":")) ||
+        absl::StrContains(message, absl::StrCat(what, " '", key, "'"))) {
+      return Child(map_path, key);
+    }
+  }
+  return std::string(map_path);
+}
+
+absl::Status ReadDefaults(const YAML::Node& node, const std::string& path,
+                          v1::StageParameters* out) {
+  Fields fields(node, path, kDefaultsKeys);
+  int64_t max_tokens = 0;
+  fields.Int("max_tokens", 1, kMaxTokens, &max_tokens);
+  if (max_tokens > 0) out->set_max_tokens(static_cast<uint32_t>(max_tokens));
+  if (const YAML::Node* value = fields.Find("seed")) {
+    uint64_t seed = 0;
+    if (!value->IsScalar() || absl::StartsWith(value->Scalar(), "-") ||
+        !absl::SimpleAtoi(value->Scalar(), &seed)) {
+      fields.Fail(Expected(*value, fields.PathOf("seed"), "an integer in [0, 2^64 - 1]"));
+    }
+    out->set_seed(seed);
+  }
+  if (const YAML::Node* value = fields.Find("temperature")) {
+    float temperature = 0;
+    if (!value->IsScalar() || !absl::SimpleAtof(value->Scalar(), &temperature) ||
+        !std::isfinite(temperature) || temperature < 0 || temperature > 100) {
+      fields.Fail(Expected(*value, fields.PathOf("temperature"), "a number in [0, 100]"));
+    }
+    out->set_temperature(temperature);
+  }
+  std::map<std::string, std::string> extra;
+  fields.StringMap("extra", &extra);
+  out->mutable_extra()->insert(extra.begin(), extra.end());
+  return fields.status();
+}
+
+// For a spawned stage: the engine must exist, take these parameters and accept
+// these defaults, so that a bad value stops the orchestrator at start rather than
+// failing every worker it spawns, or every request.
+absl::Status CheckEngine(const StageConfig& stage, const Fields& fields) {
+  const std::vector<std::string> names = EngineNames();
+  if (std::find(names.begin(), names.end(), stage.engine) == names.end()) {
+    return Invalid(fields.PathOf("engine"),
+                   absl::StrCat("unknown engine '", absl::CHexEscape(stage.engine),
+                                "' (known: ", absl::StrJoin(names, ", "), ")"));
+  }
+  for (const auto& [key, value] : stage.engine_params) {
+    // The spawner passes them as --engine_params=key=value,key=value.
+    if (absl::StrContains(value, ',')) {
+      return Invalid(Child(fields.PathOf("engine_params"), key),
+                     "a value cannot contain ',' (stage_worker takes key=value,... pairs)");
+    }
+  }
+  absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine(stage.engine, stage.engine_params);
+  if (!engine.ok()) {
+    const absl::string_view message = engine.status().message();
+    return Invalid(PathOfEngineError(message, stage.engine_params, fields.PathOf("engine_params"),
+                                     "parameter"),
+                   message);
+  }
+  EngineRequest probe;
+  probe.id = "pipeline-config-defaults";
+  probe.input_complete = false;
+  probe.params = stage.defaults;
+  absl::Status status = (*engine)->Validate(probe);
+  if (status.ok()) return status;
+  const std::map<std::string, std::string> extra(stage.defaults.extra().begin(),
+                                                 stage.defaults.extra().end());
+  return Invalid(PathOfEngineError(status.message(), extra,
+                                   Child(fields.PathOf("defaults"), "extra"), "extra parameter"),
+                 status.message());
+}
+
+absl::Status ReadAddresses(const YAML::Node& list, const std::string& path,
+                           std::vector<std::string>* out) {
+  if (!list.IsSequence() || list.size() == 0) {
+    return Expected(list, path, "a list of at least one host:port");
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string item_path = absl::StrCat(path, "[", i, "]");
+    const YAML::Node item = list[i];
+    if (!item.IsScalar()) return Expected(item, item_path, "text");
+    absl::Status status = CheckAddress(item.Scalar(), item_path);
+    if (!status.ok()) return status;
+    out->push_back(item.Scalar());
+  }
+  return absl::OkStatus();
+}
+
+bool IsStageName(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '_' || c == '-';
+  });
+}
+
+absl::Status ReadStage(const YAML::Node& node, int id, StageConfig* stage) {
+  const std::string path = absl::StrCat("stages[", id, "]");
+  if (node.IsNull()) return Expected(node, path, "a map");
+  Fields fields(node, path, kStageKeys);
+  if (!fields.status().ok()) return fields.status();
+  if (fields.Has("replicas") == fields.Has("addresses")) {
+    return Invalid(path, "give exactly one of replicas and addresses");
+  }
+  stage->id = id;
+  stage->defaults.set_stage_id(id);
+  fields.String("name", &stage->name, /*required=*/true);
+  if (fields.status().ok() && !IsStageName(stage->name)) {
+    fields.Fail(
+        Expected(*fields.Find("name"), fields.PathOf("name"), "1 to 64 of a-z, 0-9, _ and -"));
+  }
+  fields.String("engine", &stage->engine);
+  fields.StringMap("engine_params", &stage->engine_params);
+  int64_t replicas = 0;
+  fields.Int("replicas", 1, kMaxSpawnReplicas, &replicas);
+  stage->spawn_replicas = static_cast<int>(replicas);
+  if (const YAML::Node* addresses = fields.Find("addresses")) {
+    fields.Fail(ReadAddresses(*addresses, fields.PathOf("addresses"), &stage->addresses));
+  }
+  fields.Bool("final_output", &stage->final_output);
+  std::string modality;
+  fields.OneOf("output_modality", {"text", "audio", "tokens"}, &modality, /*required=*/true);
+  if (fields.status().ok()) stage->output_modality = *ParseModality(modality);
+  std::string input_mode;
+  fields.OneOf("input_mode", {"on_finish", "streaming"}, &input_mode);
+  if (input_mode == "streaming") stage->input_mode = InputMode::kStreaming;
+  if (const YAML::Node* defaults = fields.Find("defaults")) {
+    fields.Fail(ReadDefaults(*defaults, fields.PathOf("defaults"), &stage->defaults));
+  }
+  if (!fields.status().ok()) return fields.status();
+
+  if (stage->spawn_replicas == 0) {
+    // Workers at addresses were started with their own engine and parameters;
+    // parameters here would be silently ignored.
+    if (!stage->engine_params.empty()) {
+      return Invalid(fields.PathOf("engine_params"),
+                     "only used with replicas (workers at addresses take their parameters on "
+                     "their own command line)");
+    }
+    return absl::OkStatus();
+  }
+  if (stage->engine.empty()) {
+    return Invalid(fields.PathOf("engine"), "required when spawning replicas");
+  }
+  return CheckEngine(*stage, fields);
+}
+
+absl::Status ReadStages(const YAML::Node& stages, PipelineConfig* config) {
+  if (!stages.IsSequence()) return Expected(stages, "stages", "a list of stages");
+  if (stages.size() == 0) return Invalid("stages", "expected at least one stage, got none");
+  if (stages.size() > kMaxStages) {
+    return Invalid("stages", absl::StrCat("at most ", kMaxStages, " stages, got ", stages.size()));
+  }
+  std::map<std::string, std::string> address_users;  // address -> its path
+  for (size_t i = 0; i < stages.size(); ++i) {
+    StageConfig stage;
+    absl::Status status = ReadStage(stages[i], static_cast<int>(i), &stage);
+    if (!status.ok()) return status;
+    for (const StageConfig& earlier : config->stages) {
+      if (earlier.name == stage.name) {
+        return Invalid("stages", absl::StrCat("names must be unique ('", stage.name, "' twice)"));
+      }
+    }
+    for (size_t j = 0; j < stage.addresses.size(); ++j) {
+      const std::string path = absl::StrCat("stages[", i, "].addresses[", j, "]");
+      auto [it, added] = address_users.emplace(stage.addresses[j], path);
+      if (!added) {
+        return Invalid(path, absl::StrCat("'", stage.addresses[j], "' is already used by ",
+                                          it->second, " (one worker serves one replica)"));
+      }
+    }
+    config->stages.push_back(std::move(stage));
+  }
+  if (!config->stages.back().final_output) {
+    return Invalid("stages", absl::StrCat("the last stage (", config->stages.back().name,
+                                          ") must have final_output: true"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadConfig(const YAML::Node& root, PipelineConfig* config) {
+  if (!root.IsMap()) return Expected(root, "", "a map with at least the key 'stages'");
+  Fields top(root, "", kTopKeys);
+  top.String("name", &config->name);
+  top.Millis("keepalive_ms", 100, &config->keepalive_time);
+  top.Millis("keepalive_timeout_ms", 100, &config->keepalive_timeout);
+  top.Millis("request_idle_timeout_ms", 0, &config->request_idle_timeout);
+  top.Millis("reconnect_initial_backoff_ms", 1, &config->reconnect_initial_backoff);
+  top.Millis("reconnect_max_backoff_ms", 1, &config->reconnect_max_backoff);
+  top.Millis("drain_timeout_ms", 0, &config->drain_timeout);
+  if (top.status().ok() && config->reconnect_max_backoff < config->reconnect_initial_backoff) {
+    top.Fail(
+        Invalid("reconnect_max_backoff_ms",
+                absl::StrCat("must be >= reconnect_initial_backoff_ms (",
+                             absl::ToInt64Milliseconds(config->reconnect_initial_backoff),
+                             "), got ", absl::ToInt64Milliseconds(config->reconnect_max_backoff))));
+  }
+  if (const YAML::Node* node = top.Find("limits")) {
+    Fields limits(*node, "limits", kLimitsKeys);
+    int64_t max_in_flight = config->max_in_flight;
+    int64_t max_prompt_bytes = static_cast<int64_t>(config->max_prompt_bytes);
+    limits.Int("max_in_flight", 1, kNoMax, &max_in_flight);
+    limits.Int("max_prompt_bytes", 1, kMaxPromptBytes, &max_prompt_bytes);
+    config->max_in_flight = static_cast<int>(max_in_flight);
+    config->max_prompt_bytes = static_cast<size_t>(max_prompt_bytes);
+    top.Fail(limits.status());
+  }
+  const YAML::Node* stages = top.Find("stages", /*required=*/true);
+  if (!top.status().ok()) return top.status();
+  return ReadStages(*stages, config);
+}
+
+// Records where each document starts, ignoring the rest.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  const std::vector<YAML::Mark>& starts() const { return starts_; }
+
+  void OnDocumentStart(const YAML::Mark& mark) override { starts_.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  std::vector<YAML::Mark> starts_;
+};
+
+absl::Status YamlError(const YAML::Mark& mark, absl::string_view message) {
+  if (mark.is_null()) return Invalid("", absl::StrCat("YAML error: ", message));
+  return absl::InvalidArgumentError(absl::StrCat("YAML syntax error at line ", mark.line + 1,
+                                                 ", column ", mark.column + 1, ": ", message));
+}
+
+// Checks that `text` holds exactly one document. yaml-cpp 0.7 cannot be asked
+// directly: on a token that cannot start a node (a stray ',') its parser emits an
+// empty document without consuming the token, so YAML::LoadAll() never returns and
+// YAML::Load() silently ignores everything from there on. Looking at no more than
+// three documents keeps this bounded; two starting at the same place mean that
+// stuck token. Throws YAML::Exception on syntax errors.
+absl::Status CheckOneDocument(const std::string& text) {
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  DocumentStarts documents;
+  while (documents.starts().size() < 3 && parser.HandleNextDocument(documents)) {
+  }
+  const std::vector<YAML::Mark>& starts = documents.starts();
+  if (starts.empty()) return Invalid("", "empty; expected a map with at least the key 'stages'");
+  if (starts.size() == 1) return absl::OkStatus();
+  if (starts.size() == 3 && starts[1].pos == starts[2].pos) {
+    const char unexpected = starts[1].pos >= 0 && static_cast<size_t>(starts[1].pos) < text.size()
+                                ? text[starts[1].pos]
+                                : '?';
+    return YamlError(
+        starts[1], absl::StrCat("unexpected '", absl::CHexEscape(std::string(1, unexpected)), "'"));
+  }
+  return Invalid("", absl::StrCat("expected one YAML document, got another at line ",
+                                  starts[1].line + 1, " (after '---' or '...')"));
+}
+
+}  // namespace
+
+absl::StatusOr<PipelineConfig> ParsePipelineConfig(const std::string& yaml_text) {
+  if (yaml_text.size() > kMaxConfigBytes) {
+    return Invalid("", absl::StrCat("larger than ", kMaxConfigBytes, " bytes"));
+  }
+  // yaml-cpp reports errors by throwing; nothing thrown may leave this function.
+  try {
+    absl::Status status = CheckOneDocument(yaml_text);
+    if (!status.ok()) return status;
+    const YAML::Node root = YAML::Load(yaml_text);
+    if (root.IsNull()) return Invalid("", "empty; expected a map with at least the key 'stages'");
+    PipelineConfig config;
+    status = ReadConfig(root, &config);
+    if (!status.ok()) return status;
+    return config;
+  } catch (const YAML::DeepRecursion& e) {
+    return YamlError(e.mark, absl::StrCat("nested too deeply (", e.depth(), " levels)"));
+  } catch (const YAML::Exception& e) {
+    return YamlError(e.mark, e.msg);
+  } catch (const std::exception& e) {
+    return Invalid("", absl::StrCat("unreadable YAML: ", e.what()));
+  }
+}
+
+absl::StatusOr<PipelineConfig> LoadPipelineConfig(const std::string& path) {
+  errno = 0;
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  std::string text;
+  int error = file == nullptr ? errno : 0;
+  if (file != nullptr) {
+    char buffer[16384];
+    size_t n = 0;
+    while (text.size() <= kMaxConfigBytes &&
+           (n = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0) {
+      text.append(buffer, n);
+    }
+    if (std::ferror(file.get())) error = errno != 0 ? errno : EIO;
+  }
+  if (error != 0) {
+    const std::string message = absl::StrCat(
+        path, ": cannot read the pipeline config: ", std::generic_category().message(error));
+    if (error == ENOENT || error == ENOTDIR) return absl::NotFoundError(message);
+    if (error == EACCES) return absl::PermissionDeniedError(message);
+    return absl::FailedPreconditionError(message);
+  }
+  absl::StatusOr<PipelineConfig> config = ParsePipelineConfig(text);
+  if (!config.ok()) {
+    return absl::Status(config.status().code(),
+                        absl::StrCat(path, ": ", config.status().message()));
+  }
+  return config;
+}
+
+std::string ModalityName(v1::Modality m) {
+  switch (m) {
+    case v1::MODALITY_TEXT:
+      return "text";
+    case v1::MODALITY_AUDIO:
+      return "audio";
+    case v1::MODALITY_TOKENS:
+      return "tokens";
+    default:
+      return "unspecified";
+  }
+}
+
+absl::StatusOr<v1::Modality> ParseModality(absl::string_view name) {
+  for (v1::Modality m : {v1::MODALITY_TEXT, v1::MODALITY_AUDIO, v1::MODALITY_TOKENS}) {
+    if (name == ModalityName(m)) return m;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("expected text, audio or tokens, got '", absl::CHexEscape(name), "'"));
+}
+
+}  // namespace omnistage

@@ -1,0 +1,112 @@
+// The pipeline config: which stages the orchestrator serves, how it reaches their
+// replicas, and its timeouts and admission limits, read from one YAML file
+// (documented key by key in docs/pipeline_config.md).
+//
+//   absl::StatusOr<PipelineConfig> config =
+//       LoadPipelineConfig("orchestrator/configs/local_omni.yaml");
+//   if (!config.ok()) return config.status();  // names the file, field and reason
+//   for (const StageConfig& stage : config->stages) SpawnOrConnect(stage);
+//
+// Loading validates everything that can be checked without the network: unknown
+// keys, types, ranges, and — for stages the orchestrator spawns — the engine name
+// and parameters, through the engine registry. A config that loads is therefore
+// one the orchestrator can start from; bad config is rejected at start with the
+// field path and the reason, e.g.
+//   stages[1].input_mode: expected on_finish or streaming, got 'stream'
+//
+// Thread-safe (no state). Never throws, also not on malformed YAML.
+#ifndef OMNISTAGE_ORCHESTRATOR_PIPELINE_CONFIG_H_
+#define OMNISTAGE_ORCHESTRATOR_PIPELINE_CONFIG_H_
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "protos/common.pb.h"
+
+namespace omnistage {
+
+// How a stage takes the previous stage's output.
+enum class InputMode {
+  // All of it, once the previous stage finished the request.
+  kOnFinish,
+  // Chunk by chunk as the previous stage produces it (cuts time-to-first-audio).
+  kStreaming,
+};
+
+struct StageConfig {
+  // Position in the pipeline, 0-based; stage i's output feeds stage i + 1.
+  int id = 0;
+  // Unique within the pipeline, [a-z0-9_-]+.
+  std::string name;
+  // Engine name; always set when spawning, may be empty for `addresses`.
+  std::string engine;
+  // Passed to the engine as given (values as strings); only when spawning.
+  std::map<std::string, std::string> engine_params;
+  // > 0: spawn this many local stage_worker processes. 0: use `addresses`.
+  int spawn_replicas = 0;
+  // host:port of existing workers, one per replica; empty when spawning.
+  std::vector<std::string> addresses;
+  // Whether this stage's output streams to clients.
+  bool final_output = false;
+  v1::Modality output_modality = v1::MODALITY_UNSPECIFIED;
+  // Ignored for stage 0, which takes the prompt.
+  InputMode input_mode = InputMode::kOnFinish;
+  // Per-request parameters used where a request leaves a field unset;
+  // defaults.stage_id() == id.
+  v1::StageParameters defaults;
+
+  // The number of replicas, spawned or addressed.
+  int replica_count() const {
+    return spawn_replicas > 0 ? spawn_replicas : static_cast<int>(addresses.size());
+  }
+};
+
+// The initializers are the documented defaults of the keys left out of a file.
+struct PipelineConfig {
+  // Free text, for logs and status.
+  std::string name;
+  // At least one; the last has final_output.
+  std::vector<StageConfig> stages;
+  // HTTP/2 keepalive ping interval on each orchestrator->worker channel.
+  absl::Duration keepalive_time = absl::Milliseconds(2000);
+  // A replica not answering a ping within this is dead.
+  absl::Duration keepalive_timeout = absl::Milliseconds(1000);
+  // A request producing nothing for this long fails; ZeroDuration() = never.
+  absl::Duration request_idle_timeout = absl::Milliseconds(30000);
+  // Reconnect backoff to a dead replica, exponential from initial to max.
+  absl::Duration reconnect_initial_backoff = absl::Milliseconds(100);
+  absl::Duration reconnect_max_backoff = absl::Milliseconds(5000);
+  // On SIGTERM, how long in-flight requests may still run before being aborted.
+  absl::Duration drain_timeout = absl::Milliseconds(10000);
+  // Generate calls beyond this many in flight get RESOURCE_EXHAUSTED.
+  int max_in_flight = 10000;
+  // Longer prompts get INVALID_ARGUMENT.
+  size_t max_prompt_bytes = 65536;
+};
+
+// Parses and validates a config. INVALID_ARGUMENT naming the field by path
+// ("stages[0].engine_params.batch_size: ...") or, for YAML syntax errors, the
+// line and column.
+absl::StatusOr<PipelineConfig> ParsePipelineConfig(const std::string& yaml_text);
+
+// Reads and parses the file at `path`; every error message starts with "<path>: ".
+// NOT_FOUND when the file does not exist, PERMISSION_DENIED when it cannot be
+// read for lack of permission, FAILED_PRECONDITION for other read failures (e.g.
+// a directory), else as ParsePipelineConfig().
+absl::StatusOr<PipelineConfig> LoadPipelineConfig(const std::string& path);
+
+// "text", "audio" or "tokens" ("unspecified" for anything else), as in configs.
+std::string ModalityName(v1::Modality m);
+
+// The inverse of ModalityName() for the three real modalities; INVALID_ARGUMENT
+// "expected text, audio or tokens, got '<name>'" otherwise.
+absl::StatusOr<v1::Modality> ParseModality(absl::string_view name);
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_ORCHESTRATOR_PIPELINE_CONFIG_H_
