@@ -200,7 +200,7 @@ void PipelineCore::OnStepOutputs(int stage, int replica, v1::StepOutputs outputs
     Request* r = Find(output.request_id());
     // Not ours any more (ended, or re-bound after this replica was evicted).
     if (r == nullptr || pools_[stage]->Bound(r->id) != replica) continue;
-    if (r->aborting) {
+    if (r->aborting > 0) {
       r->deferred.push_back(Request::Deferred{stage, replica, std::move(output)});
       continue;
     }
@@ -236,16 +236,24 @@ void PipelineCore::HandleOutput(Request& r, int stage, int replica, v1::RequestO
     FailRequests({id}, error);
     return;
   }
+  // The worker holds nothing for a finished request: release before a failed
+  // hand-off could abort it there.
+  if (output.finished()) pools_[stage]->Release(id);
   if (stage < r.last_stage) {
     if (absl::Status s = HandOff(r, stage, output); !s.ok()) {
-      FailRequests({id}, StageError(s.code(), stage + 1, -1, std::string(s.message())));
+      // StartStage's message already names the stage (and replica).
+      v1::Error error;
+      error.set_code(static_cast<int>(s.code()));
+      error.set_message(std::string(s.message()));
+      error.set_stage_id(stage + 1);
+      error.set_replica(-1);
+      FailRequests({id}, error);
       return;
     }
   }
   if (output.finished()) {
     r.stages[stage].finished = true;
     r.stages[stage].reason = output.finish_reason();
-    pools_[stage]->Release(id);
     MaybeComplete(r);
   }
 }
@@ -391,7 +399,7 @@ void PipelineCore::OnIdleTimer(const std::string& id) {
   Request* r = Find(id);
   if (r == nullptr) return;
   r->idle_timer = 0;
-  if (absl::Now() - r->last_activity < config_.request_idle_timeout || r->aborting) {
+  if (absl::Now() - r->last_activity < config_.request_idle_timeout || r->aborting > 0) {
     ArmIdleTimer(*r);
     return;
   }

@@ -63,7 +63,7 @@ void PipelineCore::Abort(const v1::AbortRequest& request,
 bool PipelineCore::BeginAbort(const std::string& id) {
   Request* r = Find(id);
   if (r == nullptr) return false;
-  r->aborting = true;
+  ++r->aborting;
   return true;
 }
 
@@ -93,7 +93,7 @@ std::vector<std::string> PipelineCore::CommitAbort(const std::vector<std::string
   std::vector<std::string> committed;
   for (const std::string& id : ids) {
     Request* r = Find(id);
-    if (r == nullptr || !r->aborting) continue;
+    if (r == nullptr || r->aborting == 0) continue;
     v1::Terminal terminal;
     terminal.set_finish_reason(v1::FINISH_REASON_ABORT);
     for (size_t s = 0; s < r->stages.size(); ++s) {
@@ -125,8 +125,8 @@ std::vector<std::string> PipelineCore::CommitAbort(const std::vector<std::string
 void PipelineCore::CancelAbort(const std::vector<std::string>& ids) {
   for (const std::string& id : ids) {
     Request* r = Find(id);
-    if (r == nullptr || !r->aborting) continue;
-    r->aborting = false;
+    if (r == nullptr || r->aborting == 0) continue;
+    if (--r->aborting > 0) continue;  // Another abort of it is still running.
     std::vector<Request::Deferred> deferred = std::move(r->deferred);
     r->deferred.clear();
     for (Request::Deferred& d : deferred) {
@@ -141,7 +141,7 @@ void PipelineCore::CancelAbort(const std::vector<std::string>& ids) {
 
 void PipelineCore::Cancel(const std::string& request_id, const ResponseSink* sink) {
   Request* r = Find(request_id);
-  if (r == nullptr || r->sink.get() != sink || r->aborting) return;
+  if (r == nullptr || r->sink.get() != sink || r->aborting > 0) return;
   RetryCancel(request_id, 0);
 }
 

@@ -144,6 +144,34 @@ TEST_F(PipelineCoreTest, FailedAbortCommitsNothingAndCanBeRetried) {
   ExpectAllEnded();
 }
 
+// A client retries an Abort while the first is still in flight; the first then
+// fails and the retry succeeds: the request must still end, once.
+TEST_F(PipelineCoreTest, OverlappingAbortsOfOneRequestEndItOnce) {
+  Build();
+  auto sink = Gen("r");
+  Out(0, 0, "r", {Text("x")});
+  fake(0, 0).set_hold_aborts(true);
+  v1::AbortRequest request;
+  request.add_request_ids("r");
+  std::vector<absl::StatusOr<v1::AbortResponse>> answers;
+  auto record = [&](absl::StatusOr<v1::AbortResponse> r) { answers.push_back(std::move(r)); };
+  core().Abort(request, record);
+  core().Abort(request, record);
+  ASSERT_EQ(fake(0, 0).held_aborts(), 2u);
+  ASSERT_TRUE(fake(0, 0).CompleteAbort(absl::UnavailableError("busy")));
+  Out(1, 0, "r", {Codes({1})});  // The retry still runs: the request stays frozen.
+  EXPECT_THAT(LogWith("W0"), IsEmpty());
+  ASSERT_TRUE(fake(0, 0).CompleteAbort(absl::OkStatus()));
+  ASSERT_EQ(answers.size(), 2u);
+  EXPECT_FALSE(answers[0].ok());
+  ASSERT_TRUE(answers[1].ok()) << answers[1].status();
+  EXPECT_EQ(answers[1]->results(0).outcome(), v1::AbortResult::OUTCOME_ABORTED);
+  ASSERT_EQ(sink->terminal_count(), 1);
+  EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_ABORT);
+  EXPECT_EQ(PartialText(sink->terminal()), "x");
+  ExpectAllEnded();
+}
+
 TEST_F(PipelineCoreTest, FailedSubmitLeavesNoBinding) {
   Build(Shape{.thinkers = 2, .talker_input = InputMode::kOnFinish});
   fake(0, 0).FailCommands(absl::UnavailableError("no session"));
@@ -162,8 +190,9 @@ TEST_F(PipelineCoreTest, FailedSubmitLeavesNoBinding) {
   Done(0, 1, "r2");
   EXPECT_THAT(log_, ElementsAre("T0.add r1 failed", "T1.add r2", "K0.add r2 failed"));
   ASSERT_EQ(sink->terminal_count(), 1);
-  const v1::Error& error = sink->terminal().error();
-  EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_ERROR);
+  const v1::Terminal terminal = sink->terminal();
+  const v1::Error& error = terminal.error();
+  EXPECT_EQ(terminal.finish_reason(), v1::FINISH_REASON_ERROR);
   EXPECT_EQ(error.code(), kUnavailable);
   EXPECT_EQ(error.stage_id(), 1);
   EXPECT_EQ(error.message(),
@@ -215,7 +244,10 @@ TEST_F(PipelineCoreTest, DeadVocoderReplicaSparesTheOtherOne) {
     Out(1, 0, id, {Codes({1})});
   }
   EXPECT_THAT(LogWith("W"), ElementsAre("W0.add a", "W1.add b", "W0.add c"));
+  ClearLog();
   core().OnReplicaDown(2, 0, absl::InternalError("fatal: engine crashed"));
+  // Their upstream work is aborted with one call per replica for both.
+  EXPECT_THAT(log_, ElementsAre("T0.abort [a,c]", "K0.abort [a,c]"));
   for (const char* id : {"a", "c"}) {
     ASSERT_EQ(sink[id]->terminal_count(), 1) << id;
     EXPECT_EQ(sink[id]->terminal().error().message(),
@@ -282,14 +314,15 @@ TEST_F(PipelineCoreTest, WorkerRejectionFailsTheRequestWithTheWorkersError) {
   rejected.set_request_id("r1");
   rejected.mutable_error()->set_code(static_cast<int>(absl::StatusCode::kInvalidArgument));
   rejected.mutable_error()->set_message("params.max_tokens: 0 is below 1");
-  core().OnCommandRejected(0, 0, rejected);  // r1 is not rejected by the thinker...
+  core().OnCommandRejected(2, 0, rejected);  // r1 is not on the vocoder...
   v1::CommandRejected unknown = rejected;
   unknown.set_request_id("nobody");
   core().OnCommandRejected(1, 0, unknown);  // ...nor is an unknown id anything.
   EXPECT_EQ(sink->end_count(), 0);
   core().OnCommandRejected(1, 0, rejected);
   ASSERT_EQ(sink->terminal_count(), 1);
-  const v1::Error& error = sink->terminal().error();
+  const v1::Terminal terminal = sink->terminal();
+  const v1::Error& error = terminal.error();
   EXPECT_EQ(error.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(error.message(),
             "stage 1 (talker) replica 0 rejected the request: params.max_tokens: 0 is below 1");

@@ -223,6 +223,22 @@ TEST_F(PipelineCoreTest, AudioOnlyRequestRunsTheThinkerButStreamsOnlyAudio) {
   ExpectAllEnded();
 }
 
+// A final stage that stops early (max_tokens) ends the request; the stages
+// still feeding it are aborted.
+TEST_F(PipelineCoreTest, FinalStageEndingEarlyAbortsUpstreamStages) {
+  Build();
+  auto sink = Gen("r1", {v1::MODALITY_AUDIO});
+  Out(0, 0, "r1", {Text("a")});
+  Out(1, 0, "r1", {Codes({1})});
+  ClearLog();
+  Out(2, 0, "r1", {Audio("pcm")}, /*finished=*/true, v1::FINISH_REASON_LENGTH);
+  ASSERT_EQ(sink->terminal_count(), 1);
+  EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_LENGTH);
+  EXPECT_THAT(log_, ElementsAre("T0.abort [r1]", "K0.abort [r1]"));
+  Out(1, 0, "r1", {Codes({2})});  // Stale: dropped.
+  ExpectAllEnded();
+}
+
 TEST_F(PipelineCoreTest, RequestParamsOverrideStageDefaults) {
   PipelineConfig config = OmniConfig(Shape());
   config.stages[0].defaults.set_max_tokens(64);

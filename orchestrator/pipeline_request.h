@@ -40,9 +40,10 @@ struct PipelineCore::Request {
   // What the client-facing stages produced, for an abort's partial output.
   std::vector<std::string> partial_text;
   std::vector<std::vector<int32_t>> partial_tokens;
-  // Set while a two-phase abort runs; outputs arriving meanwhile wait in
-  // `deferred` and are replayed if the abort fails.
-  bool aborting = false;
+  // The two-phase aborts running for it (a client may retry an Abort still in
+  // flight); while non-zero, outputs wait in `deferred`, replayed once the last
+  // of them failed. The first to succeed ends the request.
+  int aborting = 0;
   std::vector<Deferred> deferred;
   absl::Time last_activity;
   EventLoop::TimerId idle_timer = 0;

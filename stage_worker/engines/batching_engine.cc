@@ -182,6 +182,7 @@ void BatchingEngine::FailRequest(const std::string& id, const absl::Status& stat
 }
 
 void BatchingEngine::Abort(const std::vector<std::string>& ids) {
+  ++abort_calls_;
   for (const std::string& id : ids) {
     failed_.erase(
         std::remove_if(failed_.begin(), failed_.end(),
@@ -301,6 +302,8 @@ absl::StatusOr<google::protobuf::Value> BatchingEngine::Utility(
     fields["running"].set_number_value(static_cast<double>(running_.size()));
     fields["waiting"].set_number_value(static_cast<double>(waiting_.size()));
     fields["steps"].set_number_value(static_cast<double>(steps_));
+    // Each worker Abort RPC is one engine Abort call (tests count them).
+    fields["abort_calls"].set_number_value(static_cast<double>(abort_calls_));
     fields["capacity"].set_number_value(options_.batch_size);
   } else if (name == "div") {
     if (args.values_size() != 2 || !args.values(0).has_number_value() ||

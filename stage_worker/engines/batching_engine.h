@@ -151,6 +151,7 @@ class BatchingEngine : public Engine {
   std::vector<LiveRequest*> running_;      // at most batch_size, in admission order
   std::vector<v1::RequestOutput> failed_;  // error outputs for the next Step()
   int64_t steps_ = 0;                      // Step() calls so far
+  int64_t abort_calls_ = 0;                // Abort() calls so far
 };
 
 // Payload builders for generators and tests.

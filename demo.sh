@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The main job: a local omni pipeline (thinker -> talker x2 -> vocoder, all stage
+# workers spawned by the orchestrator on loopback), one prompt end to end.
+#
+#   ./demo.sh ["prompt"]        text streams to the terminal, audio to omnistage_demo.wav,
+#                               then everything shuts down
+#   ./demo.sh --serve [PORT]    keep the pipeline serving on 127.0.0.1:PORT (default 50051)
+#                               for other clients until Ctrl-C
+#
+# Run ./setup.sh once first (the README's first command does both).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+CONFIG=orchestrator/configs/local_omni.yaml
+bazel build --ui_event_filters=-info,-progress //orchestrator //stage_worker //client:omni
+
+if [ "${1:-}" = "--serve" ]; then
+  port="${2:-50051}"
+  echo "demo: serving $CONFIG on 127.0.0.1:$port (Ctrl-C to stop)" >&2
+  echo "demo: try: bazel-bin/client/omni generate --server=127.0.0.1:$port --prompt='Hello'" >&2
+  exec bazel-bin/orchestrator/orchestrator --config="$CONFIG" --listen="127.0.0.1:$port"
+fi
+
+prompt="${1:-Tell me something about the sea.}"
+wav="${OMNISTAGE_WAV:-omnistage_demo.wav}"
+logs=$(mktemp -d)
+bazel-bin/orchestrator/orchestrator --config="$CONFIG" --listen=127.0.0.1:0 \
+  >"$logs/stdout" 2>"$logs/stderr" &
+orchestrator=$!
+
+stop() {
+  if kill -0 "$orchestrator" 2>/dev/null; then
+    kill -TERM "$orchestrator"
+    wait "$orchestrator" || true
+  fi
+}
+trap stop EXIT
+
+for _ in $(seq 1 600); do
+  grep -q 'listening port=' "$logs/stdout" && break
+  if ! kill -0 "$orchestrator" 2>/dev/null; then
+    echo "demo: the orchestrator did not start:" >&2
+    cat "$logs/stderr" >&2
+    exit 1
+  fi
+  sleep 0.1
+done
+port=$(sed -n 's/.*listening port=\([0-9]*\).*/\1/p' "$logs/stdout")
+if [ -z "$port" ]; then
+  echo "demo: the orchestrator did not report its port within 60 s" >&2
+  cat "$logs/stderr" >&2
+  exit 1
+fi
+
+echo "demo: pipeline up on 127.0.0.1:$port; prompt: $prompt" >&2
+status=0
+bazel-bin/client/omni generate --server="127.0.0.1:$port" --prompt="$prompt" --wav="$wav" || status=$?
+
+stop
+trap - EXIT
+# Every stage worker was the orchestrator's child and must be gone with it.
+if pgrep -f "stage_worker.*instance_id=.*-$orchestrator\$" >/dev/null; then
+  echo "demo: stage workers were left behind:" >&2
+  pgrep -af "stage_worker.*instance_id=.*-$orchestrator\$" >&2
+  exit 1
+fi
+rm -rf "$logs"
+[ "$status" -eq 0 ] && echo "demo: done; play the audio with: aplay $wav" >&2
+exit "$status"

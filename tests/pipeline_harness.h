@@ -1,0 +1,240 @@
+// PipelineHarness: a whole pipeline as real processes, for multi-process tests.
+//
+// It starts one stage_worker process per replica itself (port 0, port read from
+// the worker's "listening port=" line), writes a pipeline config with
+// `addresses:` for every stage to $TEST_TMPDIR, and starts the orchestrator
+// binary on port 0 against it. Because the harness, not the orchestrator, owns
+// the workers, a test can kill -9 one replica and start it again on the same
+// port. Every process is stopped by PID when the harness goes away, also when a
+// test fails (ChildProcess kills and reaps in its destructor).
+//
+// Binaries come from the test's `data` deps, at "stage_worker/stage_worker" and
+// "orchestrator/orchestrator" relative to the working directory (the runfiles
+// root under `bazel test`).
+//
+//   StageSpec llm;
+//   llm.name = "llm";
+//   llm.engine_params = "step_time_us=1000";
+//   llm.replicas = 2;
+//   llm.final_output = true;
+//   PipelineSpec spec;
+//   spec.stages = {llm};
+//   absl::StatusOr<std::unique_ptr<PipelineHarness>> pipeline = PipelineHarness::Start(spec);
+//   GenerateResult result = (*pipeline)->Generate(MakeRequest("r1", "hello"));
+//   (*pipeline)->KillWorker(/*stage=*/0, /*replica=*/1);
+//   ASSERT_TRUE((*pipeline)->RestartWorker(0, 1).ok());
+//
+// Thread-safety: Generate, GenerateAll, StartGenerate, Abort, Status and Stats
+// may be called from any thread; the process-control methods (KillWorker,
+// RestartWorker, StartOrchestrator) belong to the test's main thread, and
+// StartOrchestrator must not race with client calls (it replaces the stub).
+#ifndef OMNISTAGE_TESTS_PIPELINE_HARNESS_H_
+#define OMNISTAGE_TESTS_PIPELINE_HARNESS_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "protos/orchestrator.grpc.pb.h"
+#include "tests/child_process.h"
+
+namespace omnistage {
+
+inline constexpr char kStageWorkerBinary[] = "stage_worker/stage_worker";
+inline constexpr char kOrchestratorBinary[] = "orchestrator/orchestrator";
+
+// One stage of the pipeline under test.
+struct StageSpec {
+  std::string name;
+  std::string engine = "sim_llm";
+  // The workers' --engine_params ("k=v,k=v"); the workers are ours, so these are
+  // flags, not config keys.
+  std::string engine_params;
+  int replicas = 1;
+  bool final_output = false;
+  std::string output_modality = "tokens";  // text, audio or tokens
+  std::string input_mode = "on_finish";    // on_finish or streaming
+  // The stage's `defaults` as a YAML flow map, e.g. "{max_tokens: 64}"; empty: none.
+  std::string defaults;
+};
+
+// The pipeline and the orchestrator's timing. The defaults make a dead replica
+// noticed and a restarted one re-admitted within about a second.
+struct PipelineSpec {
+  std::string name = "harness";
+  std::vector<StageSpec> stages;
+  int keepalive_ms = 500;
+  int keepalive_timeout_ms = 500;
+  int reconnect_initial_backoff_ms = 50;
+  int reconnect_max_backoff_ms = 500;
+  int request_idle_timeout_ms = 30000;
+  int drain_timeout_ms = 10000;
+};
+
+// The YAML text of `spec` with `addresses[s]` as stage s's replicas.
+std::string PipelineConfigYaml(const PipelineSpec& spec,
+                               const std::vector<std::vector<std::string>>& addresses);
+
+// A worker engine's "stats" utility.
+struct WorkerStats {
+  int64_t running = 0;
+  int64_t waiting = 0;
+  int64_t steps = 0;
+  int64_t capacity = 0;
+  int64_t abort_calls = 0;
+};
+
+// Everything one Generate stream delivered.
+struct GenerateResult {
+  std::string request_id;
+  std::string text;                 // TEXT payloads, concatenated
+  std::string audio;                // AUDIO pcm_s16le, concatenated
+  std::vector<int32_t> tokens;      // TOKENS ids, concatenated
+  int responses = 0;                // messages read
+  int output_chunks = 0;            // OutputChunks over all messages
+  int responses_with_outputs_before_terminal = 0;
+  int terminals = 0;                // messages carrying `terminal` (exactly 1 expected)
+  int responses_after_terminal = 0;  // must stay 0
+  v1::Terminal terminal;            // the first terminal seen
+  grpc::Status status;              // the call's final status (valid once done)
+  bool done = false;
+
+  // "text=<n bytes> audio=<n> tokens=<n> responses=<n> terminals=<n> reason=... error=..."
+  std::string Summary() const;
+};
+
+// One Generate call running on its own thread, so a test can watch its progress,
+// cancel it, or run many at once. The destructor cancels it if still running.
+class GenerateCall {
+ public:
+  GenerateCall(std::shared_ptr<v1::Orchestrator::Stub> stub, v1::GenerateRequest request,
+               absl::Duration deadline);
+  ~GenerateCall();
+  GenerateCall(const GenerateCall&) = delete;
+  GenerateCall& operator=(const GenerateCall&) = delete;
+
+  // Waits until `predicate(progress)` holds; false if the call ended (or
+  // `timeout` passed) first without it holding.
+  bool WaitUntil(const std::function<bool(const GenerateResult&)>& predicate,
+                 absl::Duration timeout);
+  // Waits for the first OutputChunk.
+  bool WaitForOutput(absl::Duration timeout);
+  // Cancels the call from the client side (a disconnect).
+  void Cancel();
+  // Waits for the stream to end; on timeout it cancels the call first.
+  GenerateResult Wait(absl::Duration timeout);
+  GenerateResult Snapshot();
+
+ private:
+  void Run(v1::GenerateRequest request);
+
+  const std::shared_ptr<v1::Orchestrator::Stub> stub_;
+  grpc::ClientContext context_;
+  absl::Mutex mu_;
+  GenerateResult result_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;  // Last: starts after everything above exists.
+};
+
+// A request with `id` and `prompt` and optional per-stage overrides.
+v1::GenerateRequest MakeRequest(const std::string& id, const std::string& prompt,
+                                std::vector<v1::StageParameters> stage_params = {});
+// StageParameters for `stage` with max_tokens and, optionally, extra params.
+v1::StageParameters StageParams(int stage, uint32_t max_tokens,
+                                std::vector<std::pair<std::string, std::string>> extra = {});
+
+// Polls `condition` every `poll` until it holds or `timeout` passes.
+bool Eventually(const std::function<bool()>& condition, absl::Duration timeout,
+                absl::Duration poll = absl::Milliseconds(20));
+
+class PipelineHarness {
+ public:
+  // Starts every worker, then the orchestrator, and waits until every replica
+  // is alive in the orchestrator's status.
+  static absl::StatusOr<std::unique_ptr<PipelineHarness>> Start(PipelineSpec spec);
+  // Stops the orchestrator first (so it does not chase dying workers), then the
+  // workers, all with SIGKILL.
+  ~PipelineHarness();
+
+  const PipelineSpec& spec() const { return spec_; }
+  int replicas(int stage) const { return static_cast<int>(workers_[stage].size()); }
+
+  // ---- Workers -----------------------------------------------------------------
+  int worker_port(int stage, int replica) const { return workers_[stage][replica].port; }
+  std::string worker_address(int stage, int replica) const;
+  // The instance id from the worker's port line.
+  const std::string& worker_instance(int stage, int replica) const {
+    return workers_[stage][replica].instance;
+  }
+  pid_t worker_pid(int stage, int replica) const;
+  ChildProcess* worker_process(int stage, int replica) const {
+    return workers_[stage][replica].process.get();
+  }
+  // kill -9 and reap.
+  void KillWorker(int stage, int replica);
+  // Starts a killed worker again with the same flags, on the same port.
+  absl::Status RestartWorker(int stage, int replica);
+
+  // ---- Orchestrator ---------------------------------------------------------------
+  // Starts (or starts again) the orchestrator on port 0 against the workers and
+  // waits until every replica is alive.
+  absl::Status StartOrchestrator();
+  ChildProcess* orchestrator() const { return orchestrator_.get(); }
+  int orchestrator_port() const { return orchestrator_port_; }
+  const std::string& config_path() const { return config_path_; }
+  std::shared_ptr<v1::Orchestrator::Stub> stub() const { return stub_; }
+  // Waits until GetPipelineStatus shows every replica alive.
+  absl::Status WaitAllAlive(absl::Duration timeout);
+
+  // ---- Client -----------------------------------------------------------------------
+  // Blocking: runs one Generate to its end.
+  GenerateResult Generate(const v1::GenerateRequest& request,
+                          absl::Duration timeout = absl::Seconds(30));
+  // Runs every request concurrently, one thread each; results in request order.
+  std::vector<GenerateResult> GenerateAll(const std::vector<v1::GenerateRequest>& requests,
+                                          absl::Duration timeout = absl::Seconds(45));
+  std::unique_ptr<GenerateCall> StartGenerate(const v1::GenerateRequest& request,
+                                              absl::Duration deadline = absl::Seconds(60));
+  absl::StatusOr<v1::AbortResponse> Abort(const std::vector<std::string>& ids);
+  absl::StatusOr<v1::PipelineStatus> Status();
+  // The "stats" utility of every replica of `stage`, in replica order (through
+  // the orchestrator's CallStageUtility; it does not touch abort counts).
+  std::vector<absl::StatusOr<WorkerStats>> Stats(int stage);
+  // Stats of every replica of every stage; an error if any replica did not answer.
+  absl::StatusOr<std::vector<std::vector<WorkerStats>>> AllStats();
+
+ private:
+  struct Worker {
+    int stage = 0;
+    std::vector<std::string> flags;  // Everything but --listen.
+    int port = 0;
+    std::string instance;
+    std::unique_ptr<ChildProcess> process;
+  };
+
+  explicit PipelineHarness(PipelineSpec spec) : spec_(std::move(spec)) {}
+  // Starts `worker` listening on `port` (0: any) and reads its port line.
+  static absl::Status SpawnWorker(Worker& worker, int port);
+
+  const PipelineSpec spec_;
+  std::vector<std::vector<Worker>> workers_;
+  std::string config_path_;
+  std::unique_ptr<ChildProcess> orchestrator_;
+  int orchestrator_port_ = 0;
+  std::shared_ptr<v1::Orchestrator::Stub> stub_;
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_TESTS_PIPELINE_HARNESS_H_
