@@ -22,13 +22,23 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "stage_worker/engines/registry.h"
+#include "orchestrator/yaml_fields.h"
 #include "yaml-cpp/depthguard.h"
-#include "yaml-cpp/eventhandler.h"
+#include "stage_worker/engines/registry.h"
 #include "yaml-cpp/yaml.h"
 
 namespace omnistage {
 namespace {
+
+using yaml::CheckOneDocument;
+using yaml::Child;
+using yaml::Expected;
+using yaml::Fields;
+using yaml::ForEachEntry;
+using yaml::Invalid;
+using yaml::kNoMax;
+using yaml::ReadStringMap;
+using yaml::YamlError;
 
 // Configs are a few hundred bytes; the cap stops a wrong file (a log, a core dump)
 // from being parsed at length.
@@ -36,15 +46,11 @@ constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr int kMaxStages = 64;
 // Each spawned replica is a process on this machine.
 constexpr int64_t kMaxSpawnReplicas = 256;
-// One day: anything longer is a typo (an extra digit or two), not an intent.
-constexpr int64_t kMaxMs = int64_t{24} * 3600 * 1000;
 // Matches the stage worker's default --max_message_bytes: a longer prompt could
 // not be forwarded to stage 0 anyway.
 constexpr int64_t kMaxPromptBytes = int64_t{16} << 20;
 // The engines' per-request max_tokens range (kMaxTokensLimit in batching_engine.h).
 constexpr int64_t kMaxTokens = 1000000;
-constexpr int64_t kNoMax = std::numeric_limits<int>::max();
-constexpr size_t kMaxQuotedChars = 64;
 
 const std::vector<std::string> kTopKeys = {"name",
                                            "keepalive_ms",
@@ -60,163 +66,6 @@ const std::vector<std::string> kStageKeys = {
     "name",         "engine",          "engine_params", "replicas", "addresses",
     "final_output", "output_modality", "input_mode",    "defaults"};
 const std::vector<std::string> kDefaultsKeys = {"max_tokens", "seed", "temperature", "extra"};
-
-absl::Status Invalid(absl::string_view path, absl::string_view reason) {
-  return absl::InvalidArgumentError(absl::StrCat(path.empty() ? "config" : path, ": ", reason));
-}
-
-std::string Child(absl::string_view path, absl::string_view key) {
-  return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
-}
-
-// How a value appears in messages: a scalar quoted (shortened and escaped, since
-// it may be anything), anything else by its kind.
-std::string Describe(const YAML::Node& node) {
-  if (node.IsScalar()) {
-    std::string value = node.Scalar();
-    const bool shortened = value.size() > kMaxQuotedChars;
-    if (shortened) value.resize(kMaxQuotedChars);
-    return absl::StrCat("'", absl::CHexEscape(value), shortened ? "...'" : "'");
-  }
-  if (node.IsSequence()) return "a list";
-  if (node.IsMap()) return "a map";
-  return "null";
-}
-
-absl::Status Expected(const YAML::Node& node, absl::string_view path, absl::string_view what) {
-  return Invalid(path, absl::StrCat("expected ", what, ", got ", Describe(node)));
-}
-
-// Calls `visit` for each entry of a map, rejecting non-text and duplicate keys
-// (yaml-cpp keeps both entries of a duplicate, and a silently shadowed key is
-// exactly the kind of typo a loader must catch). A null value (an empty "limits:")
-// reads as an empty map.
-absl::Status ForEachEntry(
-    const YAML::Node& node, absl::string_view path,
-    const std::function<absl::Status(const std::string&, const YAML::Node&)>& visit) {
-  if (node.IsNull()) return absl::OkStatus();
-  if (!node.IsMap()) return Expected(node, path, "a map");
-  std::vector<std::string> seen;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    if (!it->first.IsScalar() || it->first.Scalar().empty()) {
-      return Expected(it->first, path, "text keys");
-    }
-    const std::string& key = it->first.Scalar();
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
-      return Invalid(Child(path, key), "given twice");
-    }
-    seen.push_back(key);
-    absl::Status status = visit(key, it->second);
-    if (!status.ok()) return status;
-  }
-  return absl::OkStatus();
-}
-
-// A map of scalars (engine_params, extra), values kept as written.
-absl::Status ReadStringMap(const YAML::Node& node, absl::string_view path,
-                           std::map<std::string, std::string>* out) {
-  return ForEachEntry(node, path, [&](const std::string& key, const YAML::Node& value) {
-    if (!value.IsScalar()) return Expected(value, Child(path, key), "a single value");
-    (*out)[key] = value.Scalar();
-    return absl::OkStatus();
-  });
-}
-
-// The entries of one map whose keys the schema fixes, read key by key. Errors are
-// sticky, as in EngineParams: after the first one every getter does nothing, so a
-// reader reads its keys in a row and checks status() once. A getter leaves `*out`
-// as it is (the default) when its key is absent, an error if it is `required`.
-class Fields {
- public:
-  Fields(const YAML::Node& node, std::string path, const std::vector<std::string>& known)
-      : path_(std::move(path)) {
-    status_ = ForEachEntry(node, path_, [&](const std::string& key, const YAML::Node& value) {
-      if (std::find(known.begin(), known.end(), key) == known.end()) {
-        return Invalid(PathOf(key),
-                       absl::StrCat("unknown key (known: ", absl::StrJoin(known, ", "), ")"));
-      }
-      entries_.emplace(key, value);
-      return absl::OkStatus();
-    });
-  }
-
-  const absl::Status& status() const { return status_; }
-  void Fail(absl::Status status) {
-    if (status_.ok()) status_ = std::move(status);
-  }
-  std::string PathOf(absl::string_view key) const { return Child(path_, key); }
-  bool Has(const std::string& key) const { return entries_.count(key) > 0; }
-
-  // nullptr when absent or after an error.
-  const YAML::Node* Find(const std::string& key, bool required = false) {
-    auto it = entries_.find(key);
-    if (it == entries_.end() && required) Fail(Invalid(PathOf(key), "required"));
-    return !status_.ok() || it == entries_.end() ? nullptr : &it->second;
-  }
-
-  void String(const std::string& key, std::string* out, bool required = false) {
-    const YAML::Node* node = Find(key, required);
-    if (node == nullptr) return;
-    if (!node->IsScalar()) return Fail(Expected(*node, PathOf(key), "text"));
-    *out = node->Scalar();
-  }
-
-  void Int(const std::string& key, int64_t min, int64_t max, int64_t* out,
-           absl::string_view noun = "an integer") {
-    const YAML::Node* node = Find(key);
-    if (node == nullptr) return;
-    int64_t value = 0;
-    if (node->IsScalar() && absl::SimpleAtoi(node->Scalar(), &value) && value >= min &&
-        value <= max) {
-      *out = value;
-      return;
-    }
-    Fail(Expected(*node, PathOf(key),
-                  max == kNoMax ? absl::StrCat(noun, " >= ", min)
-                                : absl::StrCat(noun, " in [", min, ", ", max, "]")));
-  }
-
-  // A duration given in whole milliseconds.
-  void Millis(const std::string& key, int64_t min, absl::Duration* out) {
-    int64_t ms = -1;
-    Int(key, min, kMaxMs, &ms, "a number of milliseconds");
-    if (ms >= 0) *out = absl::Milliseconds(ms);
-  }
-
-  void Bool(const std::string& key, bool* out) {
-    const YAML::Node* node = Find(key);
-    if (node == nullptr) return;
-    const std::string value = node->IsScalar() ? absl::AsciiStrToLower(node->Scalar()) : "";
-    if (value != "true" && value != "false") {
-      return Fail(Expected(*node, PathOf(key), "true or false"));
-    }
-    *out = value == "true";
-  }
-
-  // One of `allowed` (at least two), spelled exactly.
-  void OneOf(const std::string& key, const std::vector<std::string>& allowed, std::string* out,
-             bool required = false) {
-    const YAML::Node* node = Find(key, required);
-    if (node == nullptr) return;
-    if (node->IsScalar() &&
-        std::find(allowed.begin(), allowed.end(), node->Scalar()) != allowed.end()) {
-      *out = node->Scalar();
-      return;
-    }
-    const std::vector<std::string> all_but_last(allowed.begin(), allowed.end() - 1);
-    Fail(Expected(*node, PathOf(key),
-                  absl::StrCat(absl::StrJoin(all_but_last, ", "), " or ", allowed.back())));
-  }
-
-  void StringMap(const std::string& key, std::map<std::string, std::string>* out) {
-    if (const YAML::Node* node = Find(key)) Fail(ReadStringMap(*node, PathOf(key), out));
-  }
-
- private:
-  const std::string path_;
-  std::map<std::string, YAML::Node> entries_;
-  absl::Status status_;
-};
 
 // host:port, host a name, an IPv4 address or a bracketed IPv6 address.
 absl::Status CheckAddress(const std::string& address, absl::string_view path) {
@@ -460,60 +309,6 @@ absl::Status ReadConfig(const YAML::Node& root, PipelineConfig* config) {
   const YAML::Node* stages = top.Find("stages", /*required=*/true);
   if (!top.status().ok()) return top.status();
   return ReadStages(*stages, config);
-}
-
-// Records where each document starts, ignoring the rest.
-class DocumentStarts : public YAML::EventHandler {
- public:
-  const std::vector<YAML::Mark>& starts() const { return starts_; }
-
-  void OnDocumentStart(const YAML::Mark& mark) override { starts_.push_back(mark); }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-
- private:
-  std::vector<YAML::Mark> starts_;
-};
-
-absl::Status YamlError(const YAML::Mark& mark, absl::string_view message) {
-  if (mark.is_null()) return Invalid("", absl::StrCat("YAML error: ", message));
-  return absl::InvalidArgumentError(absl::StrCat("YAML syntax error at line ", mark.line + 1,
-                                                 ", column ", mark.column + 1, ": ", message));
-}
-
-// Checks that `text` holds exactly one document. yaml-cpp 0.7 cannot be asked
-// directly: on a token that cannot start a node (a stray ',') its parser emits an
-// empty document without consuming the token, so YAML::LoadAll() never returns and
-// YAML::Load() silently ignores everything from there on. Looking at no more than
-// three documents keeps this bounded; two starting at the same place mean that
-// stuck token. Throws YAML::Exception on syntax errors.
-absl::Status CheckOneDocument(const std::string& text) {
-  std::istringstream stream(text);
-  YAML::Parser parser(stream);
-  DocumentStarts documents;
-  while (documents.starts().size() < 3 && parser.HandleNextDocument(documents)) {
-  }
-  const std::vector<YAML::Mark>& starts = documents.starts();
-  if (starts.empty()) return Invalid("", "empty; expected a map with at least the key 'stages'");
-  if (starts.size() == 1) return absl::OkStatus();
-  if (starts.size() == 3 && starts[1].pos == starts[2].pos) {
-    const char unexpected = starts[1].pos >= 0 && static_cast<size_t>(starts[1].pos) < text.size()
-                                ? text[starts[1].pos]
-                                : '?';
-    return YamlError(
-        starts[1], absl::StrCat("unexpected '", absl::CHexEscape(std::string(1, unexpected)), "'"));
-  }
-  return Invalid("", absl::StrCat("expected one YAML document, got another at line ",
-                                  starts[1].line + 1, " (after '---' or '...')"));
 }
 
 }  // namespace
