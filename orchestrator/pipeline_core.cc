@@ -294,24 +294,26 @@ void PipelineCore::Complete(Request& r, v1::FinishReason reason) {
   v1::Terminal terminal;
   terminal.set_finish_reason(reason);
   r.sink->Finish(id, std::move(terminal));
-  Forget(id);
-  // Upstream stages may still run (e.g. a talker that hit max_tokens first).
+  // Upstream stages may still run (e.g. a talker that hit max_tokens first). The
+  // aborts go out before Forget(), which may complete a drain.
   AbortLeftovers({id}, 0);
+  Forget(id);
 }
 
 void PipelineCore::FailRequests(const std::vector<std::string>& ids, const v1::Error& error) {
   std::vector<std::string> failed;
   for (const std::string& id : ids) {
     Request* r = Find(id);
-    if (r == nullptr) continue;
+    if (r == nullptr || std::find(failed.begin(), failed.end(), id) != failed.end()) continue;
     v1::Terminal terminal;
     terminal.set_finish_reason(v1::FINISH_REASON_ERROR);
     *terminal.mutable_error() = error;
     r->sink->Finish(id, std::move(terminal));
-    Forget(id);
     failed.push_back(id);
   }
-  AbortLeftovers(std::move(failed), 0);
+  // Before Forget(), which may complete a drain.
+  AbortLeftovers(failed, 0);
+  for (const std::string& id : failed) Forget(id);
 }
 
 void PipelineCore::AbortLeftovers(std::vector<std::string> ids, int attempt) {
@@ -379,7 +381,9 @@ void PipelineCore::OnCommandRejected(int stage, int replica,
                                      const v1::CommandRejected& rejected) {
   Request* r = Find(rejected.request_id());
   if (r == nullptr || pools_[stage]->Bound(r->id) != replica) return;
-  pools_[stage]->Release(r->id);  // The worker never started it.
+  // A rejected Add never started there; after anything else the worker still
+  // holds the request, so the binding stays and FailRequests aborts it.
+  if (rejected.command() == v1::CommandRejected::KIND_ADD) pools_[stage]->Release(r->id);
   FailRequests({r->id}, StageError(static_cast<absl::StatusCode>(rejected.error().code()), stage,
                                    replica, absl::StrCat("rejected the request: ",
                                                          rejected.error().message())));

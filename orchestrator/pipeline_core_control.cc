@@ -113,12 +113,13 @@ std::vector<std::string> PipelineCore::CommitAbort(const std::vector<std::string
       }
     }
     r->sink->Finish(id, std::move(terminal));
-    Forget(id);
     committed.push_back(id);
   }
   // Every stage confirmed; bindings made before the abort froze are gone, but a
-  // request bound after its stage's call is stopped here too.
+  // request bound after its stage's call is stopped here too. Before Forget(),
+  // which may complete a drain.
   AbortLeftovers(committed, 0);
+  for (const std::string& id : committed) Forget(id);
   return committed;
 }
 
@@ -141,7 +142,9 @@ void PipelineCore::CancelAbort(const std::vector<std::string>& ids) {
 
 void PipelineCore::Cancel(const std::string& request_id, const ResponseSink* sink) {
   Request* r = Find(request_id);
-  if (r == nullptr || r->sink.get() != sink || r->aborting > 0) return;
+  // Goes ahead even while a client Abort of it runs: if that one fails, this one
+  // still stops the work of a client that is gone.
+  if (r == nullptr || r->sink.get() != sink) return;
   RetryCancel(request_id, 0);
 }
 

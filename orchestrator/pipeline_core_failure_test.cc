@@ -52,12 +52,13 @@ TEST_F(PipelineCoreTest, AbortBeforeTheTalkerStartedCallsOnlyTheThinker) {
 TEST_F(PipelineCoreTest, AbortOfManyIdsMakesOneCallPerReplica) {
   Build(Shape{.thinkers = 2, .talkers = 2});
   std::map<std::string, std::shared_ptr<FakeResponseSink>> sink;
-  for (const char* id : {"a", "b", "c", "d", "e"}) sink[id] = Gen(id);  // T0 T1 T0 T1 T0
-  Out(0, 0, "a", {Text("A1")});  // K0
-  Out(0, 1, "b", {Text("B1")});  // K1
-  Out(0, 0, "c", {Text("C1")});  // K0
-  Out(1, 0, "a", {Codes({1})});  // W0
-  Out(1, 1, "b", {Codes({1})});  // W0
+  // Thinkers: a, c, e -> T0; b, d -> T1. Talkers: a, c -> K0; b, d -> K1.
+  for (const char* id : {"a", "b", "c", "d", "e"}) sink[id] = Gen(id);
+  Out(0, 0, "a", {Text("A1")});
+  Out(0, 1, "b", {Text("B1")});
+  Out(0, 0, "c", {Text("C1")});
+  Out(1, 0, "a", {Codes({1})});  // a, b -> W0
+  Out(1, 1, "b", {Codes({1})});
   Out(0, 1, "d", {Text("D1")}, true);  // K1; d is done on the thinker
   Out(0, 0, "a", {Text("A2")});
   ClearLog();
@@ -204,7 +205,7 @@ TEST_F(PipelineCoreTest, FailedSubmitLeavesNoBinding) {
 // aborted; a request still on the thinker survives and uses the new incarnation.
 TEST_F(PipelineCoreTest, DeadReplicaFailsOnlyItsRequests) {
   Build();
-  auto hit = Gen("hit");      // T0, K0, W0
+  auto hit = Gen("hit");        // T0, K0, W0
   auto spared = Gen("spared");  // T0 only
   Out(0, 0, "hit", {Text("x")});
   Out(1, 0, "hit", {Codes({1})});
@@ -221,7 +222,7 @@ TEST_F(PipelineCoreTest, DeadReplicaFailsOnlyItsRequests) {
   EXPECT_THAT(log_, UnorderedElementsAre("T0.abort [hit]", "W0.abort [hit]"));
   EXPECT_EQ(spared->end_count(), 0);
   core().OnReplicaDown(1, 0, absl::UnavailableError("again"));  // Already dead: no-op.
-  Out(1, 0, "hit", {Codes({2})});  // Stale.
+  Out(1, 0, "hit", {Codes({2})});                               // Stale.
   EXPECT_EQ(hit->end_count(), 1);
 
   Ready(1, 0, "#2");
@@ -312,6 +313,7 @@ TEST_F(PipelineCoreTest, WorkerRejectionFailsTheRequestWithTheWorkersError) {
   ClearLog();
   v1::CommandRejected rejected;
   rejected.set_request_id("r1");
+  rejected.set_command(v1::CommandRejected::KIND_ADD);
   rejected.mutable_error()->set_code(static_cast<int>(absl::StatusCode::kInvalidArgument));
   rejected.mutable_error()->set_message("params.max_tokens: 0 is below 1");
   core().OnCommandRejected(2, 0, rejected);  // r1 is not on the vocoder...
@@ -329,6 +331,24 @@ TEST_F(PipelineCoreTest, WorkerRejectionFailsTheRequestWithTheWorkersError) {
   EXPECT_EQ(error.stage_id(), 1);
   // The talker never started it: only the thinker is aborted.
   EXPECT_THAT(log_, ElementsAre("T0.abort [r1]"));
+  ExpectAllEnded();
+}
+
+TEST_F(PipelineCoreTest, RejectedAppendKeepsTheBindingAndAbortsTheRequestThere) {
+  Build();
+  auto sink = Gen("r1");
+  Out(0, 0, "r1", {Text("x")});  // Streaming: the talker got an Add.
+  ClearLog();
+  v1::CommandRejected rejected;
+  rejected.set_request_id("r1");
+  rejected.set_command(v1::CommandRejected::KIND_APPEND_INPUT);
+  rejected.mutable_error()->set_code(static_cast<int>(absl::StatusCode::kInvalidArgument));
+  rejected.mutable_error()->set_message("append_input: bad chunk");
+  core().OnCommandRejected(1, 0, rejected);
+  ASSERT_EQ(sink->terminal_count(), 1);
+  EXPECT_EQ(sink->terminal().error().stage_id(), 1);
+  // The talker still holds r1 after a rejected append: it is stopped there too.
+  EXPECT_THAT(log_, ElementsAre("T0.abort [r1]", "K0.abort [r1]"));
   ExpectAllEnded();
 }
 
@@ -391,8 +411,7 @@ TEST_F(PipelineCoreTest, CancelWhoseAbortKeepsFailingEndsWithOneError) {
   core().Cancel("r1", sink.get());  // No event loop: no retry with backoff.
   ASSERT_EQ(sink->terminal_count(), 1);
   EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_ERROR);
-  EXPECT_THAT(sink->terminal().error().message(),
-              HasSubstr("could not abort a cancelled request"));
+  EXPECT_THAT(sink->terminal().error().message(), HasSubstr("could not abort a cancelled request"));
   EXPECT_THAT(sink->terminal().error().message(), Not(HasSubstr("stage 0")));
   // The leftover talker binding is retried a few times, then given up.
   EXPECT_EQ(LogWith("K0.abort").size(), 5u);

@@ -36,9 +36,9 @@ PipelineConfig ThinkerOnly(int replicas) {
 std::vector<std::string> Outcomes(const v1::AbortResponse& response) {
   std::vector<std::string> out;
   for (const v1::AbortResult& r : response.results()) {
-    out.push_back(absl::StrCat(r.request_id(), "=",
-                               r.outcome() == v1::AbortResult::OUTCOME_ABORTED ? "aborted"
-                                                                               : "not_found"));
+    out.push_back(
+        absl::StrCat(r.request_id(), "=",
+                     r.outcome() == v1::AbortResult::OUTCOME_ABORTED ? "aborted" : "not_found"));
   }
   return out;
 }
@@ -68,14 +68,14 @@ TEST_F(PipelineCoreTest, SeedRoundRobinEvictAndGroupedAbort) {
   // pick y / v over live = [0, 2] with rr = 4: y -> 0, v -> 2.
   sink["y2"] = Gen("y");
   sink["v"] = Gen("v");
-  EXPECT_THAT(LogWith(".add"), ElementsAre("T0.add x", "T1.add y", "T2.add z", "T0.add w",
-                                           "T0.add y", "T2.add v"));
+  EXPECT_THAT(LogWith(".add"),
+              ElementsAre("T0.add x", "T1.add y", "T2.add z", "T0.add w", "T0.add y", "T2.add v"));
 
   // abort([x, z, w, ghost, v]): A.abort([x, w]), C.abort([z, v]), ghost ignored.
   absl::StatusOr<v1::AbortResponse> aborted = AbortNow({"x", "z", "w", "ghost", "v"});
   ASSERT_TRUE(aborted.ok()) << aborted.status();
-  EXPECT_THAT(Outcomes(*aborted), ElementsAre("x=aborted", "z=aborted", "w=aborted",
-                                              "ghost=not_found", "v=aborted"));
+  EXPECT_THAT(Outcomes(*aborted),
+              ElementsAre("x=aborted", "z=aborted", "w=aborted", "ghost=not_found", "v=aborted"));
   EXPECT_THAT(LogWith(".abort"), ElementsAre("T0.abort [x,w]", "T2.abort [z,v]"));
   for (const char* id : {"x", "z", "w", "v"}) {
     ASSERT_EQ(sink[id]->terminal_count(), 1) << id;
@@ -94,7 +94,7 @@ TEST_F(PipelineCoreTest, SeedTwoPhaseAbortCallsEveryStageInOrder) {
   Build(Shape{.talkers = 2});
   auto other = Gen("other");
   auto r9 = Gen("r9");
-  Out(0, 0, "other", {Text("x")});  // talker: other -> K0
+  Out(0, 0, "other", {Text("x")});    // talker: other -> K0
   Out(0, 0, "r9", {Text("Hello ")});  // talker: r9 -> K1
   Out(0, 0, "r9", {Text("wor")});
   Out(1, 1, "r9", {Codes({1, 2})});  // vocoder: r9 -> W0
@@ -282,8 +282,8 @@ TEST_F(PipelineCoreTest, RoundRobinAcrossReplicasAndStickyAppends) {
   auto s1 = Gen("r1");
   auto s2 = Gen("r2");
   EXPECT_THAT(LogWith(".add"), ElementsAre("T0.add r1", "T1.add r2"));
-  Out(0, 1, "r2", {Text("a")});  // talker: r2 -> K0
-  Out(0, 0, "r1", {Text("b")});  // talker: r1 -> K1
+  Out(0, 1, "r2", {Text("a")});      // talker: r2 -> K0
+  Out(0, 0, "r1", {Text("b")});      // talker: r1 -> K1
   Out(0, 1, "r1", {Text("stray")});  // r1 is not on T1: ignored.
   EXPECT_EQ(s1->Text("r1"), "b");
   Out(0, 0, "r1", {Text("c")});
@@ -317,13 +317,12 @@ TEST_F(PipelineCoreTest, InvalidRequestsFailWithInvalidArgument) {
       {"oversized prompt", [](auto& r) { r.set_prompt(std::string(33, 'x')); }, "limit is 32"},
       {"bad id chars", [](auto& r) { r.set_request_id("a b/c"); }, "request_id"},
       {"long id", [](auto& r) { r.set_request_id(std::string(129, 'i')); }, "limit is 128"},
-      {"modality 99",
-       [](auto& r) { r.add_output_modalities(static_cast<v1::Modality>(99)); },
+      {"modality 99", [](auto& r) { r.add_output_modalities(static_cast<v1::Modality>(99)); },
        "unknown modality 99"},
-      {"unspecified modality",
-       [](auto& r) { r.add_output_modalities(v1::MODALITY_UNSPECIFIED); }, "unknown modality"},
-      {"no final stage makes it",
-       [](auto& r) { r.add_output_modalities(v1::MODALITY_TOKENS); }, "produces tokens"},
+      {"unspecified modality", [](auto& r) { r.add_output_modalities(v1::MODALITY_UNSPECIFIED); },
+       "unknown modality"},
+      {"no final stage makes it", [](auto& r) { r.add_output_modalities(v1::MODALITY_TOKENS); },
+       "produces tokens"},
       {"no such stage", [](auto& r) { r.add_stage_params()->set_stage_id(3); }, "no stage 3"},
       {"negative stage", [](auto& r) { r.add_stage_params()->set_stage_id(-1); }, "no stage -1"},
       {"stage twice",

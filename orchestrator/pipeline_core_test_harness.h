@@ -91,8 +91,7 @@ class PipelineCoreTest : public ::testing::Test {
       fakes_.emplace_back();
       replicas.emplace_back();
       for (int r = 0; r < config.stages[s].replica_count(); ++r) {
-        fakes_[s].push_back(
-            std::make_unique<FakeReplicaClient>(absl::StrCat(Prefix(s), r), &log_));
+        fakes_[s].push_back(std::make_unique<FakeReplicaClient>(absl::StrCat(Prefix(s), r), &log_));
         replicas[s].push_back(fakes_[s].back().get());
       }
     }

@@ -139,6 +139,22 @@ void Worker::Reject(Session& session, const v1::WorkerCommand& command,
   v1::CommandRejected* rejected = event.mutable_rejected();
   rejected->set_seq(command.seq());
   rejected->set_request_id(request_id);
+  switch (command.command_case()) {
+    case v1::WorkerCommand::kHello:
+      rejected->set_command(v1::CommandRejected::KIND_HELLO);
+      break;
+    case v1::WorkerCommand::kAdd:
+      rejected->set_command(v1::CommandRejected::KIND_ADD);
+      break;
+    case v1::WorkerCommand::kAppendInput:
+      rejected->set_command(v1::CommandRejected::KIND_APPEND_INPUT);
+      break;
+    case v1::WorkerCommand::kUtility:
+      rejected->set_command(v1::CommandRejected::KIND_UTILITY);
+      break;
+    case v1::WorkerCommand::COMMAND_NOT_SET:
+      break;
+  }
   v1::Error* error = rejected->mutable_error();
   error->set_code(static_cast<int>(status.code()));
   error->set_message(std::string(status.message()));

@@ -293,6 +293,7 @@ void ExpectRejected(WorkerTestClient& client, uint64_t seq, absl::StatusCode cod
   } while (event->has_step());
   ASSERT_TRUE(event->has_rejected()) << event->DebugString();
   EXPECT_EQ(event->rejected().seq(), seq);
+  EXPECT_NE(event->rejected().command(), v1::CommandRejected::KIND_UNSPECIFIED);
   EXPECT_EQ(event->rejected().error().code(), static_cast<int>(code));
   EXPECT_NE(event->rejected().error().message().find(words), std::string::npos)
       << event->rejected().error().message();
