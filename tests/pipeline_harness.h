@@ -99,16 +99,19 @@ struct WorkerStats {
 // Everything one Generate stream delivered.
 struct GenerateResult {
   std::string request_id;
-  std::string text;                 // TEXT payloads, concatenated
-  std::string audio;                // AUDIO pcm_s16le, concatenated
-  std::vector<int32_t> tokens;      // TOKENS ids, concatenated
-  int responses = 0;                // messages read
-  int output_chunks = 0;            // OutputChunks over all messages
+  std::string text;             // TEXT payloads, concatenated
+  std::string audio;            // AUDIO pcm_s16le, concatenated
+  std::vector<int32_t> tokens;  // TOKENS ids, concatenated
+  int responses = 0;            // messages read
+  int output_chunks = 0;        // OutputChunks over all messages
   int responses_with_outputs_before_terminal = 0;
-  int terminals = 0;                // messages carrying `terminal` (exactly 1 expected)
+  int first_text_response = 0;       // 1-based index of the first message with text; 0: none
+  int first_audio_response = 0;      // likewise for audio
+  int terminal_response = 0;         // 1-based index of the first message with `terminal`
+  int terminals = 0;                 // messages carrying `terminal` (exactly 1 expected)
   int responses_after_terminal = 0;  // must stay 0
-  v1::Terminal terminal;            // the first terminal seen
-  grpc::Status status;              // the call's final status (valid once done)
+  v1::Terminal terminal;             // the first terminal seen
+  grpc::Status status;               // the call's final status (valid once done)
   bool done = false;
 
   // "text=<n bytes> audio=<n> tokens=<n> responses=<n> terminals=<n> reason=... error=..."
@@ -144,7 +147,8 @@ class GenerateCall {
   grpc::ClientContext context_;
   absl::Mutex mu_;
   GenerateResult result_ ABSL_GUARDED_BY(mu_);
-  std::thread thread_;  // Last: starts after everything above exists.
+  absl::CondVar changed_;  // Signalled whenever result_ changes.
+  std::thread thread_;     // Last: starts after everything above exists.
 };
 
 // A request with `id` and `prompt` and optional per-stage overrides.

@@ -1,0 +1,433 @@
+#include "tests/pipeline_harness.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+
+namespace omnistage {
+namespace {
+
+std::chrono::system_clock::time_point DeadlineIn(absl::Duration timeout) {
+  return absl::ToChronoTime(absl::Now() + timeout);
+}
+
+// The value after "instance=" in a worker's port line.
+std::string ParseInstance(const std::string& line) {
+  const size_t at = line.find("instance=");
+  if (at == std::string::npos) return "";
+  const size_t begin = at + 9;
+  const size_t end = line.find(' ', begin);
+  return line.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+std::string TempDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr && *dir != '\0' ? dir : "/tmp";
+}
+
+int64_t Field(const google::protobuf::Struct& fields, const std::string& name) {
+  auto it = fields.fields().find(name);
+  return it == fields.fields().end() ? -1 : static_cast<int64_t>(it->second.number_value());
+}
+
+}  // namespace
+
+// ---- Config ------------------------------------------------------------------------
+
+std::string PipelineConfigYaml(const PipelineSpec& spec,
+                               const std::vector<std::vector<std::string>>& addresses) {
+  std::string yaml =
+      absl::StrCat("name: ", spec.name, "\n",                                                  //
+                   "keepalive_ms: ", spec.keepalive_ms, "\n",                                  //
+                   "keepalive_timeout_ms: ", spec.keepalive_timeout_ms, "\n",                  //
+                   "request_idle_timeout_ms: ", spec.request_idle_timeout_ms, "\n",            //
+                   "reconnect_initial_backoff_ms: ", spec.reconnect_initial_backoff_ms, "\n",  //
+                   "reconnect_max_backoff_ms: ", spec.reconnect_max_backoff_ms, "\n",          //
+                   "drain_timeout_ms: ", spec.drain_timeout_ms, "\n",                          //
+                   "stages:\n");
+  for (size_t s = 0; s < spec.stages.size(); ++s) {
+    const StageSpec& stage = spec.stages[s];
+    std::vector<std::string> quoted;
+    for (const std::string& address : addresses[s])
+      quoted.push_back(absl::StrCat("\"", address, "\""));
+    absl::StrAppend(&yaml, "  - name: ", stage.name, "\n",                              //
+                    "    engine: ", stage.engine, "\n",                                 //
+                    "    addresses: [", absl::StrJoin(quoted, ", "), "]\n",             //
+                    "    final_output: ", stage.final_output ? "true" : "false", "\n",  //
+                    "    output_modality: ", stage.output_modality, "\n");
+    // The first stage takes the prompt; its input mode means nothing.
+    if (s > 0) absl::StrAppend(&yaml, "    input_mode: ", stage.input_mode, "\n");
+    if (!stage.defaults.empty()) absl::StrAppend(&yaml, "    defaults: ", stage.defaults, "\n");
+  }
+  return yaml;
+}
+
+// ---- Results and calls -----------------------------------------------------------------
+
+std::string GenerateResult::Summary() const {
+  std::string summary = absl::StrCat(
+      "id=", request_id, " text=", text.size(), "B audio=", audio.size(),
+      "B tokens=", tokens.size(), " responses=", responses, " terminals=", terminals,
+      " reason=", v1::FinishReason_Name(terminal.finish_reason()), " status=", status.error_code());
+  if (terminal.has_error()) {
+    absl::StrAppend(&summary, " error='", terminal.error().message(), "'");
+  }
+  if (!status.ok()) absl::StrAppend(&summary, " status_message='", status.error_message(), "'");
+  return summary;
+}
+
+v1::GenerateRequest MakeRequest(const std::string& id, const std::string& prompt,
+                                std::vector<v1::StageParameters> stage_params) {
+  v1::GenerateRequest request;
+  request.set_request_id(id);
+  request.set_prompt(prompt);
+  for (v1::StageParameters& params : stage_params) *request.add_stage_params() = std::move(params);
+  return request;
+}
+
+v1::StageParameters StageParams(int stage, uint32_t max_tokens,
+                                std::vector<std::pair<std::string, std::string>> extra) {
+  v1::StageParameters params;
+  params.set_stage_id(stage);
+  params.set_max_tokens(max_tokens);
+  for (auto& [key, value] : extra) (*params.mutable_extra())[key] = value;
+  return params;
+}
+
+bool Eventually(const std::function<bool()>& condition, absl::Duration timeout,
+                absl::Duration poll) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    if (condition()) return true;
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(poll);
+  }
+}
+
+GenerateCall::GenerateCall(std::shared_ptr<v1::Orchestrator::Stub> stub,
+                           v1::GenerateRequest request, absl::Duration deadline)
+    : stub_(std::move(stub)) {
+  // A safety net so that no test thread can hang forever.
+  context_.set_deadline(DeadlineIn(deadline));
+  thread_ =
+      std::thread([this, request = std::move(request)]() mutable { Run(std::move(request)); });
+}
+
+GenerateCall::~GenerateCall() {
+  context_.TryCancel();
+  if (thread_.joinable()) thread_.join();
+}
+
+void GenerateCall::Run(v1::GenerateRequest request) {
+  std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader =
+      stub_->Generate(&context_, request);
+  v1::GenerateResponse response;
+  while (reader->Read(&response)) {
+    absl::MutexLock lock(&mu_);
+    GenerateResult& r = result_;
+    ++r.responses;
+    if (r.request_id.empty()) r.request_id = response.request_id();
+    if (r.terminals > 0) ++r.responses_after_terminal;
+    for (const v1::OutputChunk& chunk : response.outputs()) {
+      ++r.output_chunks;
+      const v1::Payload& payload = chunk.payload();
+      if (payload.has_text()) {
+        r.text += payload.text().text();
+        if (r.first_text_response == 0) r.first_text_response = r.responses;
+      }
+      if (payload.has_audio()) {
+        r.audio += payload.audio().pcm_s16le();
+        if (r.first_audio_response == 0) r.first_audio_response = r.responses;
+      }
+      if (payload.has_tokens()) {
+        r.tokens.insert(r.tokens.end(), payload.tokens().ids().begin(),
+                        payload.tokens().ids().end());
+      }
+    }
+    if (response.has_terminal()) {
+      if (r.terminals == 0) {
+        r.terminal = response.terminal();
+        r.terminal_response = r.responses;
+      }
+      ++r.terminals;
+    } else if (response.outputs_size() > 0) {
+      ++r.responses_with_outputs_before_terminal;
+    }
+    changed_.SignalAll();
+  }
+  grpc::Status status = reader->Finish();
+  absl::MutexLock lock(&mu_);
+  result_.status = std::move(status);
+  result_.done = true;
+  changed_.SignalAll();
+}
+
+bool GenerateCall::WaitUntil(const std::function<bool(const GenerateResult&)>& predicate,
+                             absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    if (predicate(result_)) return true;
+    if (result_.done) return false;
+    if (changed_.WaitWithDeadline(&mu_, deadline)) return predicate(result_);  // Timed out.
+  }
+}
+
+bool GenerateCall::WaitForOutput(absl::Duration timeout) {
+  return WaitUntil([](const GenerateResult& r) { return r.output_chunks > 0; }, timeout);
+}
+
+void GenerateCall::Cancel() { context_.TryCancel(); }
+
+GenerateResult GenerateCall::Wait(absl::Duration timeout) {
+  if (!WaitUntil([](const GenerateResult& r) { return r.done; }, timeout)) Cancel();
+  if (thread_.joinable()) thread_.join();
+  return Snapshot();
+}
+
+GenerateResult GenerateCall::Snapshot() {
+  absl::MutexLock lock(&mu_);
+  return result_;
+}
+
+// ---- Processes ------------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<PipelineHarness>> PipelineHarness::Start(PipelineSpec spec) {
+  std::unique_ptr<PipelineHarness> h(new PipelineHarness(std::move(spec)));
+  h->workers_.resize(h->spec_.stages.size());
+  for (size_t s = 0; s < h->spec_.stages.size(); ++s) {
+    const StageSpec& stage = h->spec_.stages[s];
+    for (int r = 0; r < stage.replicas; ++r) {
+      Worker& worker = h->workers_[s].emplace_back();
+      worker.stage = static_cast<int>(s);
+      worker.flags = {absl::StrCat("--stage_id=", s), absl::StrCat("--engine=", stage.engine)};
+      if (!stage.engine_params.empty()) {
+        worker.flags.push_back(absl::StrCat("--engine_params=", stage.engine_params));
+      }
+      if (absl::Status status = SpawnWorker(worker, 0); !status.ok()) {
+        return absl::Status(status.code(),
+                            absl::StrCat("stage ", s, " replica ", r, ": ", status.message()));
+      }
+    }
+  }
+  static std::atomic<int> next_config{0};
+  h->config_path_ = absl::StrCat(TempDir(), "/pipeline_", getpid(), "_", next_config++, ".yaml");
+  std::vector<std::vector<std::string>> addresses(h->workers_.size());
+  for (size_t s = 0; s < h->workers_.size(); ++s) {
+    for (size_t r = 0; r < h->workers_[s].size(); ++r) {
+      addresses[s].push_back(h->worker_address(static_cast<int>(s), static_cast<int>(r)));
+    }
+  }
+  {
+    std::ofstream out(h->config_path_);
+    out << PipelineConfigYaml(h->spec_, addresses);
+    if (!out.good()) return absl::InternalError(absl::StrCat("cannot write ", h->config_path_));
+  }
+  if (absl::Status status = h->StartOrchestrator(); !status.ok()) return status;
+  return h;
+}
+
+PipelineHarness::~PipelineHarness() {
+  orchestrator_.reset();
+  workers_.clear();
+}
+
+absl::Status PipelineHarness::SpawnWorker(Worker& worker, int port) {
+  std::vector<std::string> argv = {kStageWorkerBinary, absl::StrCat("--listen=127.0.0.1:", port)};
+  argv.insert(argv.end(), worker.flags.begin(), worker.flags.end());
+  // A fixed port can be briefly unavailable right after the previous process
+  // died; try again for a while.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  absl::Status last;
+  do {
+    absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(argv);
+    if (!process.ok()) return process.status();
+    absl::StatusOr<std::string> line =
+        (*process)->WaitForLine("listening port=", absl::Seconds(20));
+    if (line.ok() && ParsePort(*line) > 0) {
+      worker.port = ParsePort(*line);
+      worker.instance = ParseInstance(*line);
+      worker.process = *std::move(process);
+      return absl::OkStatus();
+    }
+    last = line.ok() ? absl::InternalError(absl::StrCat("bad port line: ", *line)) : line.status();
+    if (port == 0) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  } while (absl::Now() < deadline);
+  return absl::Status(last.code(), absl::StrCat("worker did not start: ", last.message()));
+}
+
+std::string PipelineHarness::worker_address(int stage, int replica) const {
+  return absl::StrCat("127.0.0.1:", workers_[stage][replica].port);
+}
+
+pid_t PipelineHarness::worker_pid(int stage, int replica) const {
+  const Worker& worker = workers_[stage][replica];
+  return worker.process == nullptr ? 0 : worker.process->pid();
+}
+
+void PipelineHarness::KillWorker(int stage, int replica) {
+  Worker& worker = workers_[stage][replica];
+  if (worker.process == nullptr) return;
+  worker.process->Signal(SIGKILL);
+  worker.process->Wait(absl::Seconds(10));
+}
+
+absl::Status PipelineHarness::RestartWorker(int stage, int replica) {
+  Worker& worker = workers_[stage][replica];
+  worker.process.reset();  // Kills and reaps it if it still runs.
+  return SpawnWorker(worker, worker.port);
+}
+
+absl::Status PipelineHarness::StartOrchestrator() {
+  orchestrator_.reset();
+  absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(
+      {kOrchestratorBinary, absl::StrCat("--config=", config_path_), "--listen=127.0.0.1:0",
+       absl::StrCat("--stage_worker=", kStageWorkerBinary)});
+  if (!process.ok()) return process.status();
+  orchestrator_ = *std::move(process);
+  absl::StatusOr<std::string> line =
+      orchestrator_->WaitForLine("listening port=", absl::Seconds(30));
+  if (!line.ok()) {
+    return absl::Status(line.status().code(),
+                        absl::StrCat("orchestrator did not start: ", line.status().message()));
+  }
+  orchestrator_port_ = ParsePort(*line);
+  if (orchestrator_port_ <= 0) return absl::InternalError(absl::StrCat("bad port line: ", *line));
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);  // Audio responses can be large.
+  stub_ = v1::Orchestrator::NewStub(grpc::CreateCustomChannel(
+      absl::StrCat("127.0.0.1:", orchestrator_port_), grpc::InsecureChannelCredentials(), args));
+  return WaitAllAlive(absl::Seconds(30));
+}
+
+absl::Status PipelineHarness::WaitAllAlive(absl::Duration timeout) {
+  absl::Status last = absl::DeadlineExceededError("no status yet");
+  const bool alive = Eventually(
+      [&] {
+        absl::StatusOr<v1::PipelineStatus> status = Status();
+        if (!status.ok()) {
+          last = status.status();
+          return false;
+        }
+        for (const v1::StageStatus& stage : status->stages()) {
+          for (const v1::ReplicaStatus& replica : stage.replicas()) {
+            if (!replica.alive()) {
+              last = absl::UnavailableError(absl::StrCat("stage ", stage.stage_id(), " replica ",
+                                                         replica.replica(),
+                                                         " is not alive: ", replica.last_error()));
+              return false;
+            }
+          }
+        }
+        return true;
+      },
+      timeout, absl::Milliseconds(50));
+  if (alive) return absl::OkStatus();
+  return absl::Status(last.code(), absl::StrCat("not every replica came alive: ", last.message()));
+}
+
+// ---- Client -----------------------------------------------------------------------------
+
+GenerateResult PipelineHarness::Generate(const v1::GenerateRequest& request,
+                                         absl::Duration timeout) {
+  GenerateCall call(stub_, request, timeout + absl::Seconds(5));
+  return call.Wait(timeout);
+}
+
+std::vector<GenerateResult> PipelineHarness::GenerateAll(
+    const std::vector<v1::GenerateRequest>& requests, absl::Duration timeout) {
+  std::vector<std::unique_ptr<GenerateCall>> calls;
+  for (const v1::GenerateRequest& request : requests) {
+    calls.push_back(StartGenerate(request, timeout + absl::Seconds(5)));
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  std::vector<GenerateResult> results;
+  for (auto& call : calls) results.push_back(call->Wait(deadline - absl::Now()));
+  return results;
+}
+
+std::unique_ptr<GenerateCall> PipelineHarness::StartGenerate(const v1::GenerateRequest& request,
+                                                             absl::Duration deadline) {
+  return std::make_unique<GenerateCall>(stub_, request, deadline);
+}
+
+absl::StatusOr<v1::AbortResponse> PipelineHarness::Abort(const std::vector<std::string>& ids) {
+  v1::AbortRequest request;
+  for (const std::string& id : ids) request.add_request_ids(id);
+  v1::AbortResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineIn(absl::Seconds(20)));
+  grpc::Status status = stub_->Abort(&context, request, &response);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  }
+  return response;
+}
+
+absl::StatusOr<v1::PipelineStatus> PipelineHarness::Status() {
+  v1::PipelineStatus response;
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineIn(absl::Seconds(10)));
+  grpc::Status status = stub_->GetPipelineStatus(&context, v1::PipelineStatusRequest(), &response);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  }
+  return response;
+}
+
+std::vector<absl::StatusOr<WorkerStats>> PipelineHarness::Stats(int stage) {
+  std::vector<absl::StatusOr<WorkerStats>> stats(
+      replicas(stage), absl::UnavailableError("no answer from the orchestrator"));
+  v1::StageUtilityRequest request;
+  request.set_stage_id(stage);
+  request.set_name("stats");
+  v1::StageUtilityResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineIn(absl::Seconds(10)));
+  grpc::Status status = stub_->CallStageUtility(&context, request, &response);
+  if (!status.ok()) {
+    for (auto& s : stats) {
+      s = absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+    }
+    return stats;
+  }
+  for (const v1::ReplicaUtilityResult& result : response.results()) {
+    if (result.replica() < 0 || result.replica() >= replicas(stage)) continue;
+    if (result.has_error()) {
+      stats[result.replica()] = absl::Status(static_cast<absl::StatusCode>(result.error().code()),
+                                             result.error().message());
+      continue;
+    }
+    const google::protobuf::Struct& fields = result.value().struct_value();
+    WorkerStats s;
+    s.running = Field(fields, "running");
+    s.waiting = Field(fields, "waiting");
+    s.steps = Field(fields, "steps");
+    s.capacity = Field(fields, "capacity");
+    s.abort_calls = Field(fields, "abort_calls");
+    stats[result.replica()] = s;
+  }
+  return stats;
+}
+
+absl::StatusOr<std::vector<std::vector<WorkerStats>>> PipelineHarness::AllStats() {
+  std::vector<std::vector<WorkerStats>> all(workers_.size());
+  for (size_t s = 0; s < workers_.size(); ++s) {
+    for (absl::StatusOr<WorkerStats>& stats : Stats(static_cast<int>(s))) {
+      if (!stats.ok()) return stats.status();
+      all[s].push_back(*stats);
+    }
+  }
+  return all;
+}
+
+}  // namespace omnistage

@@ -1,0 +1,116 @@
+#include "tests/pipeline_test_util.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace omnistage {
+
+StageSpec Stage(const std::string& name, const std::string& engine, const std::string& params,
+                int replicas, bool final_output, const std::string& modality,
+                const std::string& input_mode) {
+  StageSpec stage;
+  stage.name = name;
+  stage.engine = engine;
+  stage.engine_params = params;
+  stage.replicas = replicas;
+  stage.final_output = final_output;
+  stage.output_modality = modality;
+  stage.input_mode = input_mode;
+  return stage;
+}
+
+PipelineSpec OmniSpec(int thinker_step_us, const std::string& vocoder_mode,
+                      const std::string& vocoder_params) {
+  PipelineSpec spec;
+  spec.name = "omni";
+  spec.stages.push_back(
+      Stage("thinker", "thinker",
+            absl::StrCat("batch_size=64,step_time_us=", thinker_step_us, ",max_tokens=1000"), 1,
+            true, "text"));
+  spec.stages.push_back(Stage("talker", "talker",
+                              "batch_size=64,step_time_us=1000,max_tokens=1000000", 2, false,
+                              "tokens", "streaming"));
+  spec.stages.push_back(Stage("vocoder", "vocoder",
+                              absl::StrCat("batch_size=64,step_time_us=1000,max_tokens=1000000",
+                                           vocoder_params.empty() ? "" : ",", vocoder_params),
+                              1, true, "audio", vocoder_mode));
+  return spec;
+}
+
+PipelineSpec SimSpec() {
+  PipelineSpec spec;
+  spec.name = "sim";
+  spec.stages.push_back(
+      Stage("draft", "sim_llm", "batch_size=64,step_time_us=2000", 1, false, "tokens"));
+  spec.stages.push_back(
+      Stage("llm", "sim_llm", "batch_size=64,step_time_us=5000", 2, true, "tokens"));
+  return spec;
+}
+
+std::unique_ptr<PipelineHarness> StartPipeline(PipelineSpec spec) {
+  absl::StatusOr<std::unique_ptr<PipelineHarness>> pipeline = PipelineHarness::Start(spec);
+  EXPECT_TRUE(pipeline.ok()) << pipeline.status();
+  return pipeline.ok() ? *std::move(pipeline) : nullptr;
+}
+
+void ExpectOneTerminal(const GenerateResult& r) {
+  EXPECT_TRUE(r.done) << r.Summary();
+  EXPECT_TRUE(r.status.ok()) << r.Summary();
+  EXPECT_EQ(r.terminals, 1) << r.Summary();
+  EXPECT_EQ(r.responses_after_terminal, 0) << r.Summary();
+}
+
+v1::GenerateRequest LongOmniRequest(const std::string& id, const std::string& prompt) {
+  return MakeRequest(id, prompt, {StageParams(0, 1000, {{"sentences", "100"}})});
+}
+
+int BoundRequests(const v1::PipelineStatus& status, int stage, int replica) {
+  return status.stages(stage).replicas(replica).bound_requests();
+}
+
+int TotalBound(const v1::PipelineStatus& status) {
+  int total = 0;
+  for (const v1::StageStatus& stage : status.stages()) {
+    for (const v1::ReplicaStatus& replica : stage.replicas()) total += replica.bound_requests();
+  }
+  return total;
+}
+
+bool PipelineIsIdle(PipelineHarness& pipeline, std::string* why) {
+  absl::StatusOr<std::vector<std::vector<WorkerStats>>> stats = pipeline.AllStats();
+  if (!stats.ok()) {
+    *why = std::string(stats.status().message());
+    return false;
+  }
+  for (size_t s = 0; s < stats->size(); ++s) {
+    for (size_t r = 0; r < (*stats)[s].size(); ++r) {
+      const WorkerStats& w = (*stats)[s][r];
+      if (w.running != 0 || w.waiting != 0) {
+        *why = absl::StrCat("stage ", s, " replica ", r, ": running=", w.running,
+                            " waiting=", w.waiting);
+        return false;
+      }
+    }
+  }
+  absl::StatusOr<v1::PipelineStatus> status = pipeline.Status();
+  if (!status.ok()) {
+    *why = std::string(status.status().message());
+    return false;
+  }
+  if (status->in_flight_requests() != 0 || TotalBound(*status) != 0) {
+    *why = absl::StrCat("in_flight=", status->in_flight_requests(), " bound=", TotalBound(*status));
+    return false;
+  }
+  return true;
+}
+
+void ExpectPipelineBecomesIdle(PipelineHarness& pipeline, absl::Duration timeout) {
+  std::string why;
+  EXPECT_TRUE(
+      Eventually([&] { return PipelineIsIdle(pipeline, &why); }, timeout, absl::Milliseconds(50)))
+      << "not idle after " << timeout << ": " << why;
+}
+
+}  // namespace omnistage
