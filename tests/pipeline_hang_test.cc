@@ -1,0 +1,186 @@
+// Faults that do not close a connection, and the orchestrator's own death:
+// - a replica stopped with SIGSTOP (hung but connected) is declared dead by the
+//   keepalive within keepalive_ms + keepalive_timeout_ms, failing only its own
+//   requests; resumed, it is re-admitted;
+// - with keepalive too slow to notice, request_idle_timeout_ms still fails a
+//   request that produces nothing, with a clear error, rather than hang;
+// - an orchestrator killed with SIGKILL leaves no work on the workers: they
+//   abort the requests of its broken sessions.
+// Every request gets exactly one terminal response and nothing is left bound.
+#include <signal.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/pipeline_harness.h"
+#include "tests/pipeline_test_util.h"
+#include "tests/worker_test_client.h"
+
+namespace omnistage {
+namespace {
+
+constexpr int kVictim = 1;  // Replica of stage 1 ("llm") that is stopped.
+
+// Long requests on SimSpec(): stage 1 runs `tokens` steps of >= 5 ms.
+std::vector<std::unique_ptr<GenerateCall>> StartLong(PipelineHarness& pipeline,
+                                                     const std::string& prefix, int n,
+                                                     uint32_t tokens) {
+  std::vector<std::unique_ptr<GenerateCall>> calls;
+  for (int i = 0; i < n; ++i) {
+    calls.push_back(pipeline.StartGenerate(MakeRequest(
+        absl::StrCat(prefix, i), absl::StrCat("prompt ", i), {StageParams(0, 4),
+                                                              StageParams(1, tokens)})));
+  }
+  for (auto& call : calls) EXPECT_TRUE(call->WaitForOutput(absl::Seconds(30)));
+  return calls;
+}
+
+// How many requests the orchestrator has bound to stage 1's victim replica.
+int BoundToVictim(PipelineHarness& pipeline) {
+  absl::StatusOr<v1::PipelineStatus> status = pipeline.Status();
+  EXPECT_TRUE(status.ok()) << status.status();
+  return status.ok() ? BoundRequests(*status, 1, kVictim) : -1;
+}
+
+// Waits for every call and sorts the results into failed (with `words` in the
+// error) and completed; every stream must have ended with exactly one terminal.
+void ExpectOnlyVictimsFailed(std::vector<std::unique_ptr<GenerateCall>>& calls, int victims,
+                             const std::vector<std::string>& words, uint32_t tokens) {
+  int failed = 0;
+  int completed = 0;
+  for (auto& call : calls) {
+    GenerateResult r = call->Wait(absl::Seconds(60));
+    ExpectOneTerminal(r);
+    if (r.terminal.finish_reason() == v1::FINISH_REASON_ERROR) {
+      ++failed;
+      for (const std::string& w : words) {
+        EXPECT_TRUE(absl::StrContains(r.terminal.error().message(), w))
+            << "missing '" << w << "' in: " << r.terminal.error().message();
+      }
+      EXPECT_EQ(r.terminal.error().stage_id(), 1) << r.Summary();
+    } else {
+      ++completed;
+      EXPECT_EQ(r.terminal.finish_reason(), v1::FINISH_REASON_LENGTH) << r.Summary();
+      EXPECT_EQ(r.tokens.size(), tokens) << r.Summary();
+    }
+  }
+  EXPECT_EQ(failed, victims);
+  EXPECT_EQ(completed, static_cast<int>(calls.size()) - victims);
+}
+
+TEST(PipelineHangTest, SigstoppedReplicaIsDeclaredDeadByKeepaliveAndReadmittedWhenResumed) {
+  PipelineSpec spec = SimSpec();
+  spec.keepalive_ms = 300;
+  spec.keepalive_timeout_ms = 300;
+  std::unique_ptr<PipelineHarness> pipeline = StartPipeline(spec);
+  ASSERT_NE(pipeline, nullptr);
+  const uint32_t kTokens = 400;  // >= 2 s per request.
+  std::vector<std::unique_ptr<GenerateCall>> calls = StartLong(*pipeline, "stop-", 8, kTokens);
+  const int victims = BoundToVictim(*pipeline);
+  ASSERT_GT(victims, 0);
+
+  const absl::Time stopped = absl::Now();
+  pipeline->worker_process(1, kVictim)->Signal(SIGSTOP);
+  ExpectOnlyVictimsFailed(calls, victims, {"stage 1 (llm) replica 1", "died"}, kTokens);
+  // Bounded by keepalive (0.3 + 0.3 s) plus the survivors' remaining work.
+  EXPECT_LT(absl::Now() - stopped, absl::Seconds(20));
+
+  pipeline->worker_process(1, kVictim)->Signal(SIGCONT);
+  // Resumed, it notices its broken session (dropping that work) and the
+  // orchestrator's reconnect admits it again.
+  ASSERT_TRUE(pipeline->WaitAllAlive(absl::Seconds(15)).ok());
+  ExpectPipelineBecomesIdle(*pipeline, absl::Seconds(15));
+  GenerateResult after = pipeline->Generate(
+      MakeRequest("after", "after", {StageParams(0, 4), StageParams(1, 20)}));
+  ExpectOneTerminal(after);
+  EXPECT_EQ(after.terminal.finish_reason(), v1::FINISH_REASON_LENGTH) << after.Summary();
+}
+
+TEST(PipelineHangTest, IdleTimeoutFailsRequestsOfAHungReplicaWhenKeepaliveIsSlow) {
+  PipelineSpec spec = SimSpec();
+  spec.keepalive_ms = 600000;  // Keepalive will not notice within the test.
+  spec.keepalive_timeout_ms = 600000;
+  spec.request_idle_timeout_ms = 1000;
+  std::unique_ptr<PipelineHarness> pipeline = StartPipeline(spec);
+  ASSERT_NE(pipeline, nullptr);
+  const uint32_t kTokens = 400;
+  std::vector<std::unique_ptr<GenerateCall>> calls = StartLong(*pipeline, "hang-", 8, kTokens);
+  const int victims = BoundToVictim(*pipeline);
+  ASSERT_GT(victims, 0);
+
+  const absl::Time stopped = absl::Now();
+  pipeline->worker_process(1, kVictim)->Signal(SIGSTOP);
+  ExpectOnlyVictimsFailed(calls, victims,
+                          {"stage 1 (llm) replica 1", "produced nothing for 1s"}, kTokens);
+  EXPECT_LT(absl::Now() - stopped, absl::Seconds(20));
+
+  // The orchestrator asked the hung replica to abort those requests; resumed, it
+  // applies that and is idle again, with nothing bound anywhere.
+  pipeline->worker_process(1, kVictim)->Signal(SIGCONT);
+  ExpectPipelineBecomesIdle(*pipeline, absl::Seconds(20));
+}
+
+// The "stats" utility straight from a worker, on a session of our own.
+absl::StatusOr<WorkerStats> DirectStats(PipelineHarness& pipeline, int stage, int replica) {
+  WorkerTestClient client(grpc::CreateChannel(pipeline.worker_address(stage, replica),
+                                              grpc::InsecureChannelCredentials()));
+  absl::StatusOr<v1::Ready> ready = client.Connect();
+  if (!ready.ok()) return ready.status();
+  v1::WorkerCommand command;
+  command.mutable_utility()->set_call_id(1);
+  command.mutable_utility()->set_name("stats");
+  client.Send(command);
+  while (std::optional<v1::WorkerEvent> event = client.Next(absl::Seconds(5))) {
+    if (!event->has_utility_result()) continue;
+    const auto& fields = event->utility_result().value().struct_value().fields();
+    WorkerStats stats;
+    stats.running = static_cast<int64_t>(fields.at("running").number_value());
+    stats.waiting = static_cast<int64_t>(fields.at("waiting").number_value());
+    return stats;
+  }
+  return absl::DeadlineExceededError("no stats");
+}
+
+TEST(PipelineHangTest, KilledOrchestratorLeavesNoWorkOnTheWorkers) {
+  std::unique_ptr<PipelineHarness> pipeline = StartPipeline(SimSpec());
+  ASSERT_NE(pipeline, nullptr);
+  std::vector<std::unique_ptr<GenerateCall>> calls = StartLong(*pipeline, "orphan-", 6, 2000);
+  int running = 0;
+  for (int r = 0; r < pipeline->replicas(1); ++r) {
+    absl::StatusOr<WorkerStats> stats = DirectStats(*pipeline, 1, r);
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    running += static_cast<int>(stats->running);
+  }
+  ASSERT_EQ(running, 6);  // The work is there before the kill.
+
+  pipeline->orchestrator()->Signal(SIGKILL);
+  ASSERT_TRUE(pipeline->orchestrator()->Wait(absl::Seconds(10)).has_value());
+  // Each worker sees its session break and aborts that session's requests.
+  const bool idle = Eventually(
+      [&] {
+        for (int s = 0; s < 2; ++s) {
+          for (int r = 0; r < pipeline->replicas(s); ++r) {
+            absl::StatusOr<WorkerStats> stats = DirectStats(*pipeline, s, r);
+            if (!stats.ok() || stats->running != 0 || stats->waiting != 0) return false;
+          }
+        }
+        return true;
+      },
+      absl::Seconds(5), absl::Milliseconds(50));
+  EXPECT_TRUE(idle) << "workers still run the dead orchestrator's requests";
+  // The clients' streams end (with UNAVAILABLE), none hangs.
+  for (auto& call : calls) {
+    GenerateResult r = call->Wait(absl::Seconds(10));
+    EXPECT_TRUE(r.done);
+    EXPECT_FALSE(r.status.ok());
+  }
+}
+
+}  // namespace
+}  // namespace omnistage
