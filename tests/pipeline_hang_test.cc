@@ -5,7 +5,9 @@
 // - with keepalive too slow to notice, request_idle_timeout_ms still fails a
 //   request that produces nothing, with a clear error, rather than hang;
 // - an orchestrator killed with SIGKILL leaves no work on the workers: they
-//   abort the requests of its broken sessions.
+//   abort the requests of its broken sessions;
+// - an orchestrator stopped with SIGTERM drains: requests that finish within
+//   drain_timeout_ms complete, the rest end with a terminal ABORT, exit 0.
 // Every request gets exactly one terminal response and nothing is left bound.
 #include <signal.h>
 
@@ -179,6 +181,39 @@ TEST(PipelineHangTest, KilledOrchestratorLeavesNoWorkOnTheWorkers) {
     GenerateResult r = call->Wait(absl::Seconds(10));
     EXPECT_TRUE(r.done);
     EXPECT_FALSE(r.status.ok());
+  }
+}
+
+TEST(PipelineHangTest, SigtermDrainsInFlightRequestsThenExitsZero) {
+  PipelineSpec spec = SimSpec();
+  spec.drain_timeout_ms = 1500;
+  std::unique_ptr<PipelineHarness> pipeline = StartPipeline(spec);
+  ASSERT_NE(pipeline, nullptr);
+  // ~0.5 s of work: finishes within the drain. ~10 s: does not.
+  std::vector<std::unique_ptr<GenerateCall>> quick = StartLong(*pipeline, "quick-", 2, 100);
+  std::vector<std::unique_ptr<GenerateCall>> slow = StartLong(*pipeline, "slow-", 2, 2000);
+
+  const absl::Time signalled = absl::Now();
+  pipeline->orchestrator()->Signal(SIGTERM);
+  for (auto& call : quick) {
+    GenerateResult r = call->Wait(absl::Seconds(10));
+    ExpectOneTerminal(r);
+    EXPECT_EQ(r.terminal.finish_reason(), v1::FINISH_REASON_LENGTH) << r.Summary();
+    EXPECT_EQ(r.tokens.size(), 100u) << r.Summary();
+  }
+  for (auto& call : slow) {
+    GenerateResult r = call->Wait(absl::Seconds(10));
+    ExpectOneTerminal(r);
+    EXPECT_EQ(r.terminal.finish_reason(), v1::FINISH_REASON_ABORT) << r.Summary();
+    EXPECT_LT(r.tokens.size(), 2000u) << r.Summary();
+  }
+  EXPECT_EQ(pipeline->orchestrator()->Wait(absl::Seconds(10)), 0);
+  EXPECT_LT(absl::Now() - signalled, absl::Seconds(8));
+  // The aborted requests stopped on the workers too.
+  for (int r = 0; r < pipeline->replicas(1); ++r) {
+    absl::StatusOr<WorkerStats> stats = DirectStats(*pipeline, 1, r);
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    EXPECT_EQ(stats->running + stats->waiting, 0);
   }
 }
 
