@@ -11,8 +11,7 @@ Session::Session(uint64_t number, EventTransport* transport, uint64_t first_seq)
 
 void Session::Send(v1::WorkerEvent event) {
   const v1::WorkerEvent* start = nullptr;
-  bool finish = false;
-  absl::Status status;
+  bool cancel = false;
   {
     absl::MutexLock lock(&mu_);
     if (ending_) return;
@@ -26,13 +25,26 @@ void Session::Send(v1::WorkerEvent event) {
       end_status_ = absl::ResourceExhaustedError(absl::StrCat(
           "session ", id_, ": client is not reading; ", queued_.size(), " events queued"));
       queued_.clear();
-      finish = TakeFinishLocked();
-      status = end_status_;
+      // A write is in flight and will not complete while the client does not
+      // read: cancel the stream rather than wait for it. Until the cancel is
+      // issued the stream must not finish (the transport would be gone).
+      cancel = true;
+      cancelling_ = true;
     } else {
       queued_.push_back(std::move(event));
     }
   }
   if (start != nullptr) transport_->BeginWrite(start);
+  if (!cancel) return;
+  transport_->CancelStream();
+  bool finish;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    cancelling_ = false;
+    finish = TakeFinishLocked();
+    status = end_status_;
+  }
   if (finish) transport_->FinishStream(status);
 }
 
@@ -81,7 +93,7 @@ void Session::End(const absl::Status& status) {
 }
 
 bool Session::TakeFinishLocked() {
-  if (!ending_ || writing_ || finished_) return false;
+  if (!ending_ || writing_ || cancelling_ || finished_) return false;
   finished_ = true;
   return true;
 }

@@ -38,12 +38,16 @@ class EventTransport {
   // `event` stays valid until the transport reports OnWriteDone() to the Session.
   virtual void BeginWrite(const v1::WorkerEvent* event) = 0;
   virtual void FinishStream(const absl::Status& status) = 0;
+  // Breaks the stream at once (the client is not reading): the write in flight
+  // fails, and the stream's end closes the session.
+  virtual void CancelStream() = 0;
 };
 
 class Session {
  public:
-  // Events queued for a client that does not read; past this the session is
-  // closed (RESOURCE_EXHAUSTED) rather than letting memory grow without bound.
+  // Events queued for a client that does not read; past this the stream is
+  // cancelled, which closes the session and aborts its requests, rather than
+  // letting memory grow without bound.
   static constexpr size_t kMaxQueuedEvents = 1 << 16;
 
   // `first_seq` is the seq of the session's Hello: later commands must exceed it.
@@ -100,6 +104,7 @@ class Session {
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool ending_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelling_ ABSL_GUARDED_BY(mu_) = false;  // CancelStream() about to be called.
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);
 
   absl::flat_hash_set<std::string> live_ ABSL_GUARDED_BY(mu_);

@@ -12,7 +12,10 @@ namespace {
 class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerCommand, v1::WorkerEvent>,
                              public EventTransport {
  public:
-  explicit ConnectReactor(Worker* worker) : worker_(worker) { StartRead(&command_); }
+  ConnectReactor(Worker* worker, grpc::CallbackServerContext* context)
+      : worker_(worker), context_(context) {
+    StartRead(&command_);
+  }
 
   void OnReadDone(bool ok) override {
     if (session_ == nullptr) {
@@ -37,6 +40,7 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerCommand, v
   // EventTransport.
   void BeginWrite(const v1::WorkerEvent* event) override { StartWrite(event); }
   void FinishStream(const absl::Status& status) override { Finish(ToGrpcStatus(status)); }
+  void CancelStream() override { context_->TryCancel(); }
 
  private:
   void OnFirstCommand(bool ok) {
@@ -63,6 +67,7 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerCommand, v
   }
 
   Worker* const worker_;
+  grpc::CallbackServerContext* const context_;
   v1::WorkerCommand command_;
   // Set once, on the first read; reads are sequential, so no lock is needed.
   std::shared_ptr<Session> session_;
@@ -72,7 +77,7 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerCommand, v
 
 grpc::ServerBidiReactor<v1::WorkerCommand, v1::WorkerEvent>* StageWorkerService::Connect(
     grpc::CallbackServerContext* context) {
-  return new ConnectReactor(worker_);
+  return new ConnectReactor(worker_, context);
 }
 
 grpc::ServerUnaryReactor* StageWorkerService::Abort(grpc::CallbackServerContext* context,

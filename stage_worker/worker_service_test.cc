@@ -371,6 +371,38 @@ TEST_F(WorkerServiceTest, OversizedMessageEndsTheStreamWithResourceExhausted) {
   EXPECT_FALSE(other->CollectUntilFinished("small", absl::Seconds(5)).empty());
 }
 
+TEST_F(WorkerServiceTest, ClientThatStopsReadingIsCutOffAndItsWorkAborted) {
+  StartWorker({{"batch_size", "4"}});
+  // A raw session that never reads: the worker's queue for it fills up.
+  auto stub = v1::StageWorker::NewStub(channel_);
+  grpc::ClientContext context;
+  auto stream = stub->Connect(&context);
+  v1::WorkerCommand hello;
+  hello.set_seq(1);
+  hello.mutable_hello();
+  ASSERT_TRUE(stream->Write(hello));
+  v1::WorkerCommand add;
+  add.set_seq(2);
+  add.mutable_add()->set_request_id("flood");
+  add.mutable_add()->add_input()->mutable_text()->set_text("x");
+  add.mutable_add()->set_input_complete(true);
+  add.mutable_add()->mutable_params()->set_max_tokens(1000000);
+  ASSERT_TRUE(stream->Write(add));
+  // One event per step and zero step time: the backlog limit is reached within
+  // a second or so; the worker then cancels the stream and aborts the request.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  absl::SleepFor(absl::Milliseconds(200));
+  while (worker_->live_requests() > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(worker_->live_requests(), 0u);
+  auto observer = NewClient();
+  EXPECT_TRUE(WaitEngineIdle(*observer));
+  // Stopped by the session's close, not by running to its end.
+  EXPECT_EQ(Field(Stats(*observer, 1), "abort_calls"), 1);
+  context.TryCancel();
+}
+
 grpc::health::v1::HealthCheckResponse::ServingStatus Health(std::shared_ptr<grpc::Channel> channel) {
   auto stub = grpc::health::v1::Health::NewStub(channel);
   grpc::ClientContext context;
