@@ -59,9 +59,10 @@ bazel-bin/client/omni generate --server="127.0.0.1:$port" --prompt="$prompt" --w
 stop
 trap - EXIT
 # Every stage worker was the orchestrator's child and must be gone with it.
-if pgrep -f "stage_worker.*instance_id=.*-$orchestrator\$" >/dev/null; then
+left="stage_worker.*--instance_id=[a-z0-9_-]*-[0-9]+-$orchestrator-[0-9]+"
+if pgrep -f "$left" >/dev/null; then
   echo "demo: stage workers were left behind:" >&2
-  pgrep -af "stage_worker.*instance_id=.*-$orchestrator\$" >&2
+  pgrep -af "$left" >&2
   exit 1
 fi
 rm -rf "$logs"

@@ -13,6 +13,7 @@
 #ifndef OMNISTAGE_COMMON_EVENT_LOOP_H_
 #define OMNISTAGE_COMMON_EVENT_LOOP_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -50,7 +51,7 @@ class EventLoop {
   void Cancel(TimerId id);
 
   // True on the loop's thread (while Run() runs).
-  bool InLoop() const { return std::this_thread::get_id() == loop_thread_; }
+  bool InLoop() const { return std::this_thread::get_id() == loop_thread_.load(); }
 
  private:
   absl::Mutex mu_;
@@ -60,7 +61,7 @@ class EventLoop {
   std::map<TimerId, absl::Time> timer_deadlines_ ABSL_GUARDED_BY(mu_);
   TimerId next_timer_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread::id loop_thread_;
+  std::atomic<std::thread::id> loop_thread_;
 };
 
 }  // namespace omnistage

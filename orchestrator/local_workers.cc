@@ -23,7 +23,8 @@ namespace {
 constexpr absl::Duration kStartTimeout = absl::Seconds(30);
 
 // Reads from `fd` until a line with "listening port=" arrives; returns the port.
-absl::StatusOr<int> ReadPort(int fd, pid_t pid) {
+// Sets `*reaped` when the child exited (and was reaped) before that.
+absl::StatusOr<int> ReadPort(int fd, pid_t pid, bool* reaped) {
   std::string output;
   const absl::Time deadline = absl::Now() + kStartTimeout;
   while (true) {
@@ -44,6 +45,7 @@ absl::StatusOr<int> ReadPort(int fd, pid_t pid) {
     if (n <= 0) {
       int status = 0;
       waitpid(pid, &status, 0);
+      *reaped = true;
       return absl::UnavailableError(
           absl::StrCat("exited before serving (exit code ",
                        WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
@@ -83,8 +85,8 @@ absl::StatusOr<std::unique_ptr<LocalWorkers>> LocalWorkers::Start(
       worker.replica = r;
       worker.args = {worker_binary, absl::StrCat("--stage_id=", stage.id),
                      absl::StrCat("--engine=", stage.engine),
-                     absl::StrCat("--engine_params=", absl::StrJoin(params, ",")),
-                     absl::StrCat("--instance_id=", stage.name, "-", r, "-", getpid())};
+                     absl::StrCat("--engine_params=", absl::StrJoin(params, ","))};
+      worker.instance = absl::StrCat(stage.name, "-", r, "-", getpid());
       if (absl::Status s = Spawn(worker_binary, worker, 0); !s.ok()) {
         for (Worker& started : workers) {
           kill(started.pid, SIGKILL);
@@ -117,14 +119,22 @@ absl::Status LocalWorkers::Spawn(const std::string& binary, Worker& worker, int 
   if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
   std::vector<std::string> args = worker.args;
   args.push_back(absl::StrCat("--listen=127.0.0.1:", port));
+  // Each start is a new incarnation with its own id, so a restart shows.
+  args.push_back(absl::StrCat("--instance_id=", worker.instance, "-", ++worker.starts));
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError("fork failed");
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return absl::InternalError("fork failed");
+  }
   if (pid == 0) {
     dup2(fds[1], STDOUT_FILENO);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // Never outlive the orchestrator.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // Never outlive the orchestrator...
+    if (getppid() != parent) _exit(1);  // ...even if it died before prctl().
     // The orchestrator blocks these for its sigwait(); the worker needs them.
     sigset_t all;
     sigfillset(&all);
@@ -133,10 +143,13 @@ absl::Status LocalWorkers::Spawn(const std::string& binary, Worker& worker, int 
     _exit(127);
   }
   close(fds[1]);
-  absl::StatusOr<int> bound = ReadPort(fds[0], pid);
+  bool reaped = false;
+  absl::StatusOr<int> bound = ReadPort(fds[0], pid, &reaped);
   if (!bound.ok()) {
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, WNOHANG);
+    if (!reaped) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
     close(fds[0]);
     return bound.status();
   }

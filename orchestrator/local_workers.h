@@ -42,7 +42,9 @@ class LocalWorkers {
   struct Worker {
     int stage = 0;
     int replica = 0;
-    std::vector<std::string> args;  // Without --listen.
+    std::vector<std::string> args;  // Without --listen and --instance_id.
+    std::string instance;           // Instance id prefix; each start adds a number.
+    int starts = 0;
     int port = 0;
     pid_t pid = 0;
     int stdout_fd = -1;

@@ -9,6 +9,7 @@
 // abort the rest, stop the workers it spawned, exit 0.
 #include <signal.h>
 
+#include <csignal>
 #include <iostream>
 #include <string>
 
@@ -68,7 +69,12 @@ int Run() {
   int signal = 0;
   sigwait(&signals, &signal);
   std::cerr << "orchestrator: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT")
-            << ", draining\n";
+            << ", draining (signal again to stop at once)\n";
+  // A second signal takes the default action on this thread: the process ends
+  // (and the spawned workers with it).
+  std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGINT, SIG_DFL);
+  pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
   (*orchestrator)->Shutdown();
   (*workers)->Stop();
   return 0;

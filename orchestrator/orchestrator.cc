@@ -75,6 +75,7 @@ void Orchestrator::RunOnLoop(std::function<void(PipelineCore&)> task) {
 void Orchestrator::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  if (!loop_thread_.joinable()) return;  // Start() failed before anything ran.
   SetServing(server_.get(), false);
   // Drain while the loop and the server still run: in-flight streams end with
   // their terminal responses, late ones with an abort.

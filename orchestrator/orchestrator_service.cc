@@ -1,5 +1,6 @@
 #include "orchestrator/orchestrator_service.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -37,7 +38,10 @@ class ClientStream : public ResponseSink, public std::enable_shared_from_this<Cl
     {
       absl::MutexLock lock(&mu_);
       if (finished_ || terminal_queued_) return;
-      for (v1::OutputChunk& chunk : chunks) *pending_.add_outputs() = std::move(chunk);
+      for (v1::OutputChunk& chunk : chunks) {
+        pending_bytes_ += chunk.ByteSizeLong();
+        *pending_.add_outputs() = std::move(chunk);
+      }
       action = NextLocked();
     }
     Do(action);
@@ -104,14 +108,35 @@ class ClientStream : public ResponseSink, public std::enable_shared_from_this<Cl
   };
 
   // Moves what is pending into a write, if none is in flight. Chunks that queued
-  // during the previous write go out together as one response.
+  // during the previous write go out together as one response, up to about
+  // kMaxResponseBytes (clients' default receive limit is 4 MiB); the rest waits
+  // for the next write, and the terminal goes with the last chunks.
   Action NextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Action action;
     if (writing_ || finished_) return action;
     if (pending_.outputs_size() == 0 && !pending_.has_terminal()) return action;
-    in_flight_ = std::move(pending_);
-    pending_.Clear();
-    pending_.set_request_id(request_id_);
+    if (pending_bytes_ <= kMaxResponseBytes) {
+      in_flight_ = std::move(pending_);
+      pending_.Clear();
+      pending_.set_request_id(request_id_);
+      pending_bytes_ = 0;
+    } else {
+      in_flight_.Clear();
+      in_flight_.set_request_id(request_id_);
+      size_t bytes = 0;
+      int taken = 0;
+      while (taken < pending_.outputs_size() && (taken == 0 || bytes < kMaxResponseBytes)) {
+        bytes += pending_.outputs(taken).ByteSizeLong();
+        ++taken;
+      }
+      for (int i = 0; i < taken; ++i) *in_flight_.add_outputs() = std::move(*pending_.mutable_outputs(i));
+      pending_.mutable_outputs()->DeleteSubrange(0, taken);
+      pending_bytes_ -= std::min(bytes, pending_bytes_);
+      if (pending_.outputs_size() == 0 && pending_.has_terminal()) {
+        *in_flight_.mutable_terminal() = std::move(*pending_.mutable_terminal());
+        pending_.clear_terminal();
+      }
+    }
     writing_ = true;
     action.write = &in_flight_;
     return action;
@@ -126,9 +151,12 @@ class ClientStream : public ResponseSink, public std::enable_shared_from_this<Cl
   PipelineCore* const core_;
   EventLoop* const loop_;
 
+  static constexpr size_t kMaxResponseBytes = 1 << 20;
+
   absl::Mutex mu_;
   std::string request_id_ ABSL_GUARDED_BY(mu_);
   v1::GenerateResponse pending_ ABSL_GUARDED_BY(mu_);
+  size_t pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Of pending_'s outputs.
   // Written under mu_ only while no write is in flight; read by the write.
   v1::GenerateResponse in_flight_;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;

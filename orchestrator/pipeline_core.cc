@@ -134,6 +134,16 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
     sink->Fail(absl::AlreadyExistsError(absl::StrCat("request '", id, "' is already in flight")));
     return;
   }
+  // A previous request with this id ended, but a stage is still confirming that
+  // it stopped: reusing the id now could mix the two up on that replica.
+  for (const auto& pool : pools_) {
+    if (pool->Bound(id).has_value()) {
+      sink->Fail(absl::UnavailableError(absl::StrCat(
+          "request id '", id, "' is still being stopped on stage ", pool->stage_id(),
+          " after its previous use; retry shortly or use another id")));
+      return;
+    }
+  }
   auto owned = std::make_unique<Request>();
   Request& r = *owned;
   r.id = id;
@@ -403,7 +413,14 @@ void PipelineCore::OnIdleTimer(const std::string& id) {
   Request* r = Find(id);
   if (r == nullptr) return;
   r->idle_timer = 0;
-  if (absl::Now() - r->last_activity < config_.request_idle_timeout || r->aborting > 0) {
+  if (r->aborting > 0) {
+    // Outputs are held while an abort runs, so last_activity stands still: wait
+    // a whole timeout from now rather than fire again at once.
+    r->last_activity = absl::Now();
+    ArmIdleTimer(*r);
+    return;
+  }
+  if (absl::Now() - r->last_activity < config_.request_idle_timeout) {
     ArmIdleTimer(*r);
     return;
   }

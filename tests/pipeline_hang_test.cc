@@ -11,7 +11,13 @@
 // Every request gets exactly one terminal response and nothing is left bound.
 #include <signal.h>
 
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <sstream>
+#include <thread>
 #include <memory>
 #include <string>
 #include <vector>
@@ -125,6 +131,46 @@ TEST(PipelineHangTest, IdleTimeoutFailsRequestsOfAHungReplicaWhenKeepaliveIsSlow
   // The orchestrator asked the hung replica to abort those requests; resumed, it
   // applies that and is idle again, with nothing bound anywhere.
   pipeline->worker_process(1, kVictim)->Signal(SIGCONT);
+  ExpectPipelineBecomesIdle(*pipeline, absl::Seconds(20));
+}
+
+// CPU time (user + system) a process has used so far.
+absl::Duration CpuTime(pid_t pid) {
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  // Fields after the command name (which may contain spaces) start after ')'.
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::vector<std::string> f((std::istream_iterator<std::string>(fields)),
+                             std::istream_iterator<std::string>());
+  if (f.size() < 13) return absl::ZeroDuration();
+  const double ticks = std::stod(f[11]) + std::stod(f[12]);  // utime, stime
+  return absl::Seconds(ticks / sysconf(_SC_CLK_TCK));
+}
+
+TEST(PipelineHangTest, AbortStuckOnAHungReplicaDoesNotSpinTheIdleTimer) {
+  PipelineSpec spec = SimSpec();
+  spec.keepalive_ms = 600000;
+  spec.keepalive_timeout_ms = 600000;
+  spec.request_idle_timeout_ms = 300;
+  std::unique_ptr<PipelineHarness> pipeline = StartPipeline(spec);
+  ASSERT_NE(pipeline, nullptr);
+  std::vector<std::unique_ptr<GenerateCall>> calls = StartLong(*pipeline, "stuck-", 4, 2000);
+  ASSERT_GT(BoundToVictim(*pipeline), 0);
+  pipeline->worker_process(1, kVictim)->Signal(SIGSTOP);
+  // The abort reaches the hung replica and waits there (up to its 5 s timeout)
+  // while the requests' idle timers come due.
+  std::thread abort([&] {
+    (void)pipeline->Abort({"stuck-0", "stuck-1", "stuck-2", "stuck-3"});
+  });
+  absl::SleepFor(absl::Milliseconds(500));
+  const pid_t orchestrator = pipeline->orchestrator()->pid();
+  const absl::Duration before = CpuTime(orchestrator);
+  absl::SleepFor(absl::Seconds(2));
+  const absl::Duration used = CpuTime(orchestrator) - before;
+  EXPECT_LT(used, absl::Milliseconds(500)) << "the orchestrator spun while the abort waited";
+  pipeline->worker_process(1, kVictim)->Signal(SIGCONT);
+  abort.join();
+  for (auto& call : calls) ExpectOneTerminal(call->Wait(absl::Seconds(30)));
   ExpectPipelineBecomesIdle(*pipeline, absl::Seconds(20));
 }
 
