@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what omnistage needs to build, test and run on Debian bookworm.
 # Idempotent: when everything is present it only checks and returns.
-# Usage (as root): ./setup.sh
+# Usage (as root): ./setup.sh [--with-benchmark]
+#   --with-benchmark  also installs nginx, for the benchmark's nginx rows
 set -euo pipefail
 
 PACKAGES=(
@@ -17,6 +18,9 @@ PACKAGES=(
   # Tests that start processes look them up by port and stop them by PID.
   procps
 )
+if [ "${1:-}" = "--with-benchmark" ]; then
+  PACKAGES+=(nginx-light)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,106 @@
+// The processes a benchmark run starts and watches: the baseline server, nginx in
+// front of it, orchestrators with generated pipeline configs (which spawn their
+// own stage workers), and what /proc says about them (CPU time, RSS, children).
+//
+// Every process is a ChildProcess: stopped by PID (SIGTERM, then SIGKILL) when
+// its owner goes away, and killed by the kernel if the benchmark dies
+// (PR_SET_PDEATHSIG); the orchestrator's workers die with the orchestrator.
+#ifndef OMNISTAGE_TESTS_BENCH_BENCH_PROCESSES_H_
+#define OMNISTAGE_TESTS_BENCH_BENCH_PROCESSES_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tests/child_process.h"
+
+namespace omnistage {
+namespace bench {
+
+// CPU time of a whole process so far.
+struct ProcessCpu {
+  int64_t sched_ns = 0;  // Sum of /proc/<pid>/task/*/schedstat run time (ns resolution).
+  int64_t tick_ms = 0;   // utime + stime from /proc/<pid>/stat (clock-tick resolution).
+};
+absl::StatusOr<ProcessCpu> ReadProcessCpu(pid_t pid);
+// VmRSS from /proc/<pid>/status, in KiB.
+absl::StatusOr<int64_t> ReadRssKib(pid_t pid);
+// The direct children of `pid` (from /proc/<pid>/task/*/children), ascending.
+std::vector<pid_t> ChildPids(pid_t pid);
+// A TCP port on 127.0.0.1 that was free a moment ago.
+absl::StatusOr<int> PickFreePort();
+// Whether 127.0.0.1:port accepts connections.
+bool CanConnect(int port);
+
+// A directory under /tmp, removed with its files when this goes away.
+class TempDir {
+ public:
+  static absl::StatusOr<std::unique_ptr<TempDir>> Create();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit TempDir(std::string path) : path_(std::move(path)) {}
+  const std::string path_;
+};
+
+// Writes `text` to `path`.
+absl::Status WriteFile(const std::string& path, const std::string& text);
+
+// A started server process and the port it serves on.
+struct Server {
+  std::unique_ptr<ChildProcess> process;
+  int port = 0;
+  pid_t pid() const { return process->pid(); }
+};
+
+// SIGTERM, then SIGKILL after `grace`; reaps it. Safe on a null or ended process.
+void StopServer(Server& server, absl::Duration grace = absl::Seconds(5));
+
+// Paths of the binaries this run uses: the orchestrator and stage worker from
+// the runfiles (data deps) or, failing that, the workspace's bazel-bin; the
+// baseline is this program itself.
+struct Binaries {
+  std::string orchestrator;
+  std::string stage_worker;
+  std::string self;
+};
+absl::StatusOr<Binaries> FindBinaries(const char* argv0);
+
+// The baseline server (this binary with --serve_baseline).
+absl::StatusOr<Server> StartBaseline(const Binaries& binaries);
+
+// nginx (Debian's /usr/sbin/nginx) proxying gRPC on a free loopback port to
+// 127.0.0.1:backend_port, with its config, logs and temp files in `dir`.
+// NOT_FOUND if nginx is not installed.
+inline constexpr char kNginxBinary[] = "/usr/sbin/nginx";
+absl::StatusOr<Server> StartNginx(const std::string& dir, int backend_port);
+
+// A pipeline of `stages` sim_llm stages in a line (the last one final), each
+// with `replicas` spawned workers.
+struct PipelineShape {
+  int stages = 1;
+  int replicas = 1;
+  int64_t step_time_us = 0;
+  int batch_size = 4096;
+  // Under full load on a small machine a keepalive answer can take longer than
+  // the default second; a benchmark must not evict a busy replica.
+  int keepalive_ms = 2000;
+  int keepalive_timeout_ms = 10000;
+  int max_in_flight = 10000;
+};
+std::string PipelineYaml(const PipelineShape& shape);
+
+// Writes the config for `shape` to `dir` and starts an orchestrator on port 0.
+absl::StatusOr<Server> StartOrchestrator(const Binaries& binaries, const std::string& dir,
+                                         const PipelineShape& shape);
+
+}  // namespace bench
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_TESTS_BENCH_BENCH_PROCESSES_H_

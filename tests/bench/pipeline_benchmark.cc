@@ -1,0 +1,221 @@
+// pipeline_benchmark: what the orchestrator costs a client, measured against a
+// minimal gRPC server and nginx in the same run with the same load generator.
+// Prints tables (and each target met or missed) and writes JSON.
+//
+//   bazel run -c opt //tests/bench:pipeline_benchmark -- --json=/tmp/bench.json
+//   bazel run -c opt //tests/bench:pipeline_benchmark -- --scenarios=throughput
+//       --rows=baseline,orch1 --streams=64 --step_times_us=0     (one line)
+//
+// Everything listens on 127.0.0.1. The processes it starts (the baseline server,
+// nginx, orchestrators and their workers) are stopped by PID, and die with it if
+// it dies. The whole run is bounded by --max_seconds. See docs/benchmarks.md.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "tests/bench/baseline_server.h"
+#include "tests/bench/bench_processes.h"
+#include "tests/bench/report.h"
+#include "tests/bench/scenarios.h"
+
+ABSL_FLAG(bool, serve_baseline, false, "internal: run the baseline server and nothing else");
+ABSL_FLAG(std::string, scenarios, "throughput,light,abort,kill,idle",
+          "which scenarios to run: throughput, light, abort, kill, idle (includes memory)");
+ABSL_FLAG(std::string, rows, "baseline,nginx,orch1,orch3", "throughput rows");
+ABSL_FLAG(std::string, streams, "1,64,512,4096", "concurrent streams per throughput cell");
+ABSL_FLAG(std::string, step_times_us, "0,10000",
+          "simulated engine step times (the baseline is paced the same)");
+ABSL_FLAG(int, tokens, 200, "tokens per request (the final stage's max_tokens)");
+ABSL_FLAG(double, cell_seconds, 2, "each throughput cell runs requests back to back this long");
+ABSL_FLAG(double, light_seconds, 10, "length of each light-load row");
+ABSL_FLAG(int, aborts, 200, "aborts measured (each at 64 in flight)");
+ABSL_FLAG(int, kill_rounds, 3, "kill -9 rounds");
+ABSL_FLAG(double, idle_seconds, 10, "idle CPU window");
+ABSL_FLAG(int, memory_requests, 1000, "in-flight requests for the memory figure");
+ABSL_FLAG(std::string, json, "", "write the figures as JSON to this path");
+ABSL_FLAG(double, max_seconds, 900, "the whole run is cut (exit 3) after this long");
+
+namespace omnistage {
+namespace bench {
+namespace {
+
+std::vector<std::string> List(const std::string& text) {
+  return absl::StrSplit(text, ',', absl::SkipEmpty());
+}
+
+template <typename T>
+bool Numbers(const std::string& flag, const std::string& text, std::vector<T>* out) {
+  for (const std::string& part : List(text)) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(part, &n) || n < 0) {
+      std::cerr << "pipeline_benchmark: --" << flag << ": not a number: '" << part << "'\n";
+      return false;
+    }
+    out->push_back(static_cast<T>(n));
+  }
+  return true;
+}
+
+// Exits the process if the run outlives its bound; the children die with it.
+class Watchdog {
+ public:
+  explicit Watchdog(absl::Duration limit)
+      : thread_([this, limit] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (!done_cv_.wait_for(lock, absl::ToChronoSeconds(limit), [this] { return done_; })) {
+            std::fprintf(stderr, "pipeline_benchmark: still running after %s; giving up\n",
+                         absl::FormatDuration(limit).c_str());
+            std::_Exit(3);
+          }
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    done_cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::thread thread_;  // Last: starts after everything above exists.
+};
+
+// The first three fields of /proc/loadavg.
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return absl::StrCat(one, " ", five, " ", fifteen);
+}
+
+std::string UtcNow() {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
+}
+
+int Run(int argc, char** argv) {
+  // Every stream through nginx is an upstream connection of its own.
+  rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
+  BenchOptions options;
+  options.rows = List(absl::GetFlag(FLAGS_rows));
+  options.streams.clear();
+  options.step_times_us.clear();
+  if (!Numbers("streams", absl::GetFlag(FLAGS_streams), &options.streams) ||
+      !Numbers("step_times_us", absl::GetFlag(FLAGS_step_times_us), &options.step_times_us)) {
+    return 2;
+  }
+  options.tokens = absl::GetFlag(FLAGS_tokens);
+  options.cell_time = absl::Seconds(absl::GetFlag(FLAGS_cell_seconds));
+  options.light_time = absl::Seconds(absl::GetFlag(FLAGS_light_seconds));
+  options.idle_time = absl::Seconds(absl::GetFlag(FLAGS_idle_seconds));
+  options.memory_requests = absl::GetFlag(FLAGS_memory_requests);
+  options.aborts = absl::GetFlag(FLAGS_aborts);
+  options.kill_rounds = absl::GetFlag(FLAGS_kill_rounds);
+  const std::vector<std::string> scenarios = List(absl::GetFlag(FLAGS_scenarios));
+  auto wants = [&scenarios](const std::string& name) {
+    return std::find(scenarios.begin(), scenarios.end(), name) != scenarios.end();
+  };
+  for (const std::string& s : scenarios) {
+    if (s != "throughput" && s != "light" && s != "abort" && s != "kill" && s != "idle") {
+      std::cerr << "pipeline_benchmark: --scenarios: unknown scenario '" << s << "'\n";
+      return 2;
+    }
+  }
+
+  Watchdog watchdog(absl::Seconds(absl::GetFlag(FLAGS_max_seconds)));
+  Report report;
+  report.command = absl::StrJoin(std::vector<std::string>(argv, argv + argc), " ");
+  report.date = UtcNow();
+  report.cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  report.loadavg_start = LoadAverage();
+  report.options = options;
+
+  BenchEnv env;
+  absl::StatusOr<Binaries> binaries = FindBinaries(argv[0]);
+  if (!binaries.ok()) {
+    std::cerr << "pipeline_benchmark: " << binaries.status().message() << "\n";
+    return 2;
+  }
+  env.binaries = *binaries;
+  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
+  if (!dir.ok()) {
+    std::cerr << "pipeline_benchmark: " << dir.status().message() << "\n";
+    return 2;
+  }
+  env.dir = (*dir)->path();
+  absl::StatusOr<Server> baseline = StartBaseline(env.binaries);
+  if (!baseline.ok()) {
+    std::cerr << "pipeline_benchmark: baseline server: " << baseline.status().message() << "\n";
+    return 2;
+  }
+  env.baseline = std::move(*baseline);
+  absl::StatusOr<Server> nginx = StartNginx(env.dir, env.baseline.port);
+  if (nginx.ok()) {
+    env.nginx = std::move(*nginx);
+  } else {
+    env.nginx_note = absl::StrCat("nginx rows skipped: ", nginx.status().message(),
+                                  " (Debian: apt-get install -y nginx-light)");
+    std::cerr << "pipeline_benchmark: " << env.nginx_note << "\n";
+  }
+  report.nginx_note = env.nginx_note;
+
+  if (wants("throughput")) report.throughput = RunThroughput(options, env);
+  if (wants("light")) report.light = RunLightLoad(options, env);
+  if (wants("abort")) {
+    report.aborts.push_back(RunAbort(options, env, options.abort_streams));
+    report.aborts.push_back(RunAbort(options, env, 1));
+  }
+  if (wants("kill")) report.kill = RunKill(options, env);
+  if (wants("idle")) report.idle = RunIdleAndMemory(options, env);
+  StopServer(env.nginx);
+  StopServer(env.baseline);
+  report.loadavg_end = LoadAverage();
+
+  std::cout << FormatReport(report) << std::flush;
+  const std::string json_path = absl::GetFlag(FLAGS_json);
+  if (!json_path.empty()) {
+    if (absl::Status s = WriteFile(json_path, JsonReport(report)); !s.ok()) {
+      std::cerr << "pipeline_benchmark: " << s.message() << "\n";
+      return 1;
+    }
+    std::cout << "JSON written to " << json_path << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace omnistage
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Measures the orchestrator against a minimal gRPC server and nginx; see "
+      "docs/benchmarks.md.");
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (absl::GetFlag(FLAGS_serve_baseline)) return omnistage::bench::RunBaselineServer();
+  return omnistage::bench::Run(argc, argv);
+}

@@ -1,0 +1,165 @@
+// The scenarios of //tests/bench:pipeline_benchmark and the figures each one
+// produces. Every scenario drives its target with the one load generator
+// (load_generator.h), starts the processes it needs, and stops them by PID
+// before it returns, also on failure.
+//
+//   throughput  rows x step times x stream counts: tokens/s, TTFT, gaps, ratios
+//   light       one stream paced at 1 ms per token: added latency per token
+//   abort       Abort RPC -> terminal ABORT, 64 requests in flight
+//   kill        kill -9 of one of two replicas -> terminal error of its requests
+//   idle        CPU of an idle orchestrator and worker; orchestrator RSS per
+//               1,000 in-flight requests
+#ifndef OMNISTAGE_TESTS_BENCH_SCENARIOS_H_
+#define OMNISTAGE_TESTS_BENCH_SCENARIOS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "tests/bench/bench_processes.h"
+#include "tests/bench/load_generator.h"
+
+namespace omnistage {
+namespace bench {
+
+struct BenchOptions {
+  std::vector<std::string> rows = {"baseline", "nginx", "orch1", "orch3"};
+  std::vector<int> streams = {1, 64, 512, 4096};
+  // Step times of the simulated engine; the baseline rows are paced the same.
+  std::vector<int64_t> step_times_us = {0, 10000};
+  int tokens = 200;
+  // Each slot of a throughput cell runs requests back to back for this long
+  // (every slot completes at least one request).
+  absl::Duration cell_time = absl::Seconds(2);
+  absl::Duration light_time = absl::Seconds(10);
+  int64_t light_pace_us = 1000;
+  // Aborts are measured with abort_streams in flight, and again with 1 (the
+  // floor without load). Each victim is replaced, so every abort meets the same
+  // number in flight.
+  int abort_streams = 64;
+  int aborts = 200;
+  int kill_streams = 64;
+  int kill_rounds = 3;
+  absl::Duration idle_time = absl::Seconds(10);
+  int memory_requests = 1000;
+};
+
+// What the run shares: binaries, a temp dir, the baseline server and nginx.
+struct BenchEnv {
+  Binaries binaries;
+  std::string dir;
+  Server baseline;
+  Server nginx;            // process == nullptr when nginx is unavailable.
+  std::string nginx_note;  // Why nginx rows are skipped, if they are.
+};
+
+// Figures of one load run.
+struct Figures {
+  int64_t requests = 0;
+  int64_t failed = 0;
+  int64_t tokens = 0;
+  int64_t messages = 0;
+  double seconds = 0;
+  double tokens_per_s = 0;
+  double ttft_p50_us = 0;
+  double ttft_p99_us = 0;
+  double gap_p50_us = 0;
+  double gap_p99_us = 0;
+  double gap_mean_us = 0;
+  std::string error;  // Why the run failed or was cut short; empty if it did not.
+};
+Figures Summarize(const LoadResult& result);
+
+struct ThroughputCell {
+  std::string row;  // baseline, nginx, orch1, orch3
+  int64_t step_time_us = 0;
+  int streams = 0;
+  Figures figures;
+  double ratio_to_baseline = 0;  // 0: no baseline figure.
+  double ratio_to_nginx = 0;     // 0: no nginx figure.
+  // CPU time per token delivered (schedstat), of the load generator and of the
+  // serving side (baseline; nginx + baseline; orchestrator + its workers).
+  double client_cpu_us_per_token = 0;
+  double server_cpu_us_per_token = 0;
+};
+std::vector<ThroughputCell> RunThroughput(const BenchOptions& options, BenchEnv& env);
+
+struct LightRow {
+  std::string row;
+  Figures figures;
+};
+struct LightLoad {
+  int64_t pace_us = 0;
+  std::vector<LightRow> rows;
+};
+LightLoad RunLightLoad(const BenchOptions& options, BenchEnv& env);
+
+// Latency samples in microseconds and their summary.
+struct Latencies {
+  std::vector<double> us;
+  double p50() const { return Percentile(us, 50); }
+  double p99() const { return Percentile(us, 99); }
+  double max() const { return Percentile(us, 100); }
+};
+
+struct AbortFigures {
+  int in_flight = 0;   // At each abort.
+  int aborted = 0;     // Terminal ABORT received.
+  Latencies rpc;       // Abort RPC send -> its response.
+  Latencies terminal;  // Abort RPC send -> terminal ABORT on the stream.
+  std::string error;
+};
+// `in_flight` requests stream while each abort is measured (options.aborts of them).
+AbortFigures RunAbort(const BenchOptions& options, BenchEnv& env, int in_flight);
+
+struct KillRound {
+  std::vector<int> bound_before;  // Bound requests per replica before the kill.
+  int killed_replica = -1;        // From the terminal errors.
+  int failed = 0;                 // Streams that ended with terminal ERROR.
+  int unaffected_running = 0;     // Streams still running after the failures.
+};
+struct KillFigures {
+  int in_flight = 0;
+  std::vector<KillRound> rounds;
+  Latencies terminal;  // kill -9 -> terminal ERROR, over every round.
+  std::string error;
+};
+KillFigures RunKill(const BenchOptions& options, BenchEnv& env);
+
+struct ProcessIdle {
+  std::string process;
+  double sched_ms_per_10s = 0;  // From schedstat (ns resolution).
+  double tick_ms_per_10s = 0;   // From utime+stime (10 ms ticks).
+};
+struct IdleFigures {
+  double seconds = 0;
+  std::vector<ProcessIdle> processes;
+  int64_t rss_idle_kib = 0;
+  int64_t rss_loaded_kib = 0;
+  int in_flight = 0;
+  double kib_per_1000_requests = 0;
+  int64_t worker_rss_idle_kib = 0;
+  int64_t worker_rss_loaded_kib = 0;
+  std::string error;
+};
+IdleFigures RunIdleAndMemory(const BenchOptions& options, BenchEnv& env);
+
+// ---- Shared by the scenario files -------------------------------------------------
+
+// A request through an orchestrator with `stages` stages: upstream stages make
+// 8 tokens, the last one `tokens`.
+v1::GenerateRequest OrchestratorRequest(const std::string& request_id, int stages, uint32_t tokens,
+                                        int64_t seq);
+// Waits until GetPipelineStatus shows every replica of every stage alive (the
+// orchestrator serves before its workers' sessions are up).
+bool WaitPipelineAlive(v1::Orchestrator::Stub* stub, absl::Duration timeout);
+// Runs one load to its end (or cuts it after `limit`) and summarizes it.
+Figures RunLoad(const std::shared_ptr<v1::Orchestrator::Stub>& stub, int streams,
+                absl::Duration run_for, const RequestFactory& make_request, absl::Duration limit);
+
+}  // namespace bench
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_TESTS_BENCH_SCENARIOS_H_

@@ -1,0 +1,247 @@
+// Throughput and light-load scenarios: the same load against the baseline
+// server, nginx in front of it, and orchestrators with 1 and 3 stages.
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/bench/baseline_server.h"
+#include "tests/bench/scenarios.h"
+
+namespace omnistage {
+namespace bench {
+namespace {
+
+constexpr uint32_t kUpstreamTokens = 8;
+
+// A row's server for one step time: where to connect and how to ask.
+struct Target {
+  Server orchestrator;  // Only for orchestrator rows; stopped when the target goes.
+  int port = 0;
+  RequestFactory make_request;
+  std::string error;
+  ~Target() { StopServer(orchestrator); }
+};
+
+// Starts (or finds) the server for `row` with `step_time_us`.
+std::unique_ptr<Target> OpenTarget(const std::string& row, int64_t step_time_us, int tokens,
+                                   BenchEnv& env) {
+  auto target = std::make_unique<Target>();
+  if (row == "baseline" || row == "nginx") {
+    target->port = row == "baseline" ? env.baseline.port : env.nginx.port;
+    if (row == "nginx" && env.nginx.process == nullptr) target->error = env.nginx_note;
+    target->make_request = [tokens, step_time_us](int, int64_t) {
+      return BaselineRequest("", tokens, step_time_us);
+    };
+    return target;
+  }
+  if (row != "orch1" && row != "orch3") {
+    target->error = absl::StrCat("unknown row '", row, "'");
+    return target;
+  }
+  PipelineShape shape;
+  shape.stages = row == "orch1" ? 1 : 3;
+  shape.step_time_us = step_time_us;
+  absl::StatusOr<Server> server = StartOrchestrator(env.binaries, env.dir, shape);
+  if (!server.ok()) {
+    target->error = absl::StrCat("orchestrator did not start: ", server.status().message());
+    return target;
+  }
+  target->orchestrator = std::move(*server);
+  target->port = target->orchestrator.port;
+  const int stages = shape.stages;
+  target->make_request = [stages, tokens](int, int64_t seq) {
+    return OrchestratorRequest("", stages, tokens, seq);
+  };
+  return target;
+}
+
+// The processes serving a row: nginx and the baseline, or an orchestrator and its workers.
+std::vector<pid_t> ServingPids(const std::string& row, const Target& target, const BenchEnv& env) {
+  if (row == "baseline") return {env.baseline.pid()};
+  if (row == "nginx") return {env.nginx.pid(), env.baseline.pid()};
+  std::vector<pid_t> pids = {target.orchestrator.pid()};
+  for (pid_t worker : ChildPids(target.orchestrator.pid())) pids.push_back(worker);
+  return pids;
+}
+
+int64_t CpuNs(const std::vector<pid_t>& pids) {
+  int64_t ns = 0;
+  for (pid_t pid : pids) ns += ReadProcessCpu(pid).value_or(ProcessCpu{}).sched_ns;
+  return ns;
+}
+
+// Connects and runs one short request, so that no cell pays for connecting.
+std::shared_ptr<v1::Orchestrator::Stub> Warm(Target& target) {
+  std::shared_ptr<grpc::Channel> channel = ConnectLoopback(target.port, absl::Seconds(10));
+  if (channel == nullptr) {
+    target.error = absl::StrCat("cannot connect to 127.0.0.1:", target.port);
+    return nullptr;
+  }
+  auto stub = std::make_shared<v1::Orchestrator::Stub>(channel);
+  if (target.orchestrator.process != nullptr && !WaitPipelineAlive(stub.get(), absl::Seconds(20))) {
+    target.error = "the pipeline's replicas were not all alive within 20 s";
+    return nullptr;
+  }
+  const Figures warm =
+      RunLoad(stub, 1, absl::ZeroDuration(), target.make_request, absl::Seconds(60));
+  if (warm.failed != 0 || warm.requests == 0) {
+    target.error = absl::StrCat("warm-up request failed: ", warm.error);
+    return nullptr;
+  }
+  return stub;
+}
+
+}  // namespace
+
+Figures Summarize(const LoadResult& result) {
+  Figures f;
+  f.requests = result.requests;
+  f.failed = result.failed;
+  f.tokens = result.tokens;
+  f.messages = result.messages;
+  f.seconds = result.seconds;
+  f.tokens_per_s = result.tokens_per_second();
+  f.ttft_p50_us = Percentile(result.ttft_us, 50);
+  f.ttft_p99_us = Percentile(result.ttft_us, 99);
+  f.gap_p50_us = Percentile(result.gap_us, 50);
+  f.gap_p99_us = Percentile(result.gap_us, 99);
+  double sum = 0;
+  for (double gap : result.gap_us) sum += gap;
+  f.gap_mean_us = result.gap_us.empty() ? 0 : sum / result.gap_us.size();
+  if (result.failed != 0) {
+    f.error = absl::StrCat(result.failed, " of ", result.requests,
+                           " requests failed; first: ", result.first_error);
+  }
+  return f;
+}
+
+v1::GenerateRequest OrchestratorRequest(const std::string& request_id, int stages, uint32_t tokens,
+                                        int64_t seq) {
+  v1::GenerateRequest request;
+  request.set_request_id(request_id);
+  request.set_prompt(absl::StrCat("benchmark prompt ", seq));
+  for (int s = 0; s < stages; ++s) {
+    v1::StageParameters* params = request.add_stage_params();
+    params->set_stage_id(s);
+    params->set_max_tokens(s == stages - 1 ? tokens : kUpstreamTokens);
+  }
+  return request;
+}
+
+bool WaitPipelineAlive(v1::Orchestrator::Stub* stub, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+    v1::PipelineStatus status;
+    bool alive = stub->GetPipelineStatus(&context, {}, &status).ok() && status.stages_size() > 0;
+    for (const v1::StageStatus& stage : status.stages()) {
+      for (const v1::ReplicaStatus& replica : stage.replicas()) alive = alive && replica.alive();
+    }
+    if (alive) return true;
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
+Figures RunLoad(const std::shared_ptr<v1::Orchestrator::Stub>& stub, int streams,
+                absl::Duration run_for, const RequestFactory& make_request, absl::Duration limit) {
+  LoadOptions options;
+  options.streams = streams;
+  options.run_for = run_for;
+  options.make_request = make_request;
+  StreamGroup group(stub, options);
+  group.Start();
+  const bool finished = group.WaitDone(limit);
+  if (!finished) {
+    group.CancelAll();
+    group.WaitDone(absl::Seconds(20));
+  }
+  Figures figures = Summarize(group.Result());
+  if (!finished) {
+    figures.error = absl::StrCat("cut after ", absl::FormatDuration(limit),
+                                 figures.error.empty() ? "" : "; ", figures.error);
+  }
+  return figures;
+}
+
+std::vector<ThroughputCell> RunThroughput(const BenchOptions& options, BenchEnv& env) {
+  std::vector<ThroughputCell> cells;
+  for (int64_t step_time_us : options.step_times_us) {
+    std::map<std::pair<std::string, int>, double> tokens_per_s;
+    const size_t first = cells.size();
+    for (const std::string& row : options.rows) {
+      std::fprintf(stderr, "throughput: %s, step %lld us\n", row.c_str(),
+                   static_cast<long long>(step_time_us));
+      std::unique_ptr<Target> target = OpenTarget(row, step_time_us, options.tokens, env);
+      std::shared_ptr<v1::Orchestrator::Stub> stub;
+      if (target->error.empty()) stub = Warm(*target);
+      for (int streams : options.streams) {
+        ThroughputCell& cell = cells.emplace_back();
+        cell.row = row;
+        cell.step_time_us = step_time_us;
+        cell.streams = streams;
+        if (stub == nullptr) {
+          cell.figures.error = target->error;
+          continue;
+        }
+        // Generous: a paced stream takes tokens x step time, and 4096 of them
+        // share two cores with the servers.
+        const absl::Duration limit = options.cell_time + absl::Seconds(60) +
+                                     absl::Microseconds(step_time_us) * options.tokens * 4;
+        const std::vector<pid_t> serving = ServingPids(row, *target, env);
+        const int64_t client_before = CpuNs({getpid()});
+        const int64_t server_before = CpuNs(serving);
+        cell.figures = RunLoad(stub, streams, options.cell_time, target->make_request, limit);
+        if (cell.figures.tokens > 0) {
+          const double tokens = static_cast<double>(cell.figures.tokens);
+          cell.client_cpu_us_per_token = (CpuNs({getpid()}) - client_before) / 1e3 / tokens;
+          cell.server_cpu_us_per_token = (CpuNs(serving) - server_before) / 1e3 / tokens;
+        }
+        tokens_per_s[{row, streams}] = cell.figures.tokens_per_s;
+        std::fprintf(stderr, "  %5d streams: %10.0f tokens/s %s\n", streams,
+                     cell.figures.tokens_per_s, cell.figures.error.c_str());
+        absl::SleepFor(absl::Milliseconds(200));  // Let the servers settle between cells.
+      }
+    }
+    for (size_t i = first; i < cells.size(); ++i) {
+      ThroughputCell& cell = cells[i];
+      auto baseline = tokens_per_s.find({"baseline", cell.streams});
+      auto nginx = tokens_per_s.find({"nginx", cell.streams});
+      if (baseline != tokens_per_s.end() && baseline->second > 0) {
+        cell.ratio_to_baseline = cell.figures.tokens_per_s / baseline->second;
+      }
+      if (nginx != tokens_per_s.end() && nginx->second > 0) {
+        cell.ratio_to_nginx = cell.figures.tokens_per_s / nginx->second;
+      }
+    }
+  }
+  return cells;
+}
+
+LightLoad RunLightLoad(const BenchOptions& options, BenchEnv& env) {
+  LightLoad light;
+  light.pace_us = options.light_pace_us;
+  for (const std::string row : {"baseline", "nginx", "orch1"}) {
+    std::fprintf(stderr, "light load: %s\n", row.c_str());
+    LightRow& result = light.rows.emplace_back();
+    result.row = row;
+    std::unique_ptr<Target> target = OpenTarget(row, options.light_pace_us, options.tokens, env);
+    std::shared_ptr<v1::Orchestrator::Stub> stub;
+    if (target->error.empty()) stub = Warm(*target);
+    if (stub == nullptr) {
+      result.figures.error = target->error;
+      continue;
+    }
+    result.figures = RunLoad(stub, 1, options.light_time, target->make_request,
+                             options.light_time + absl::Seconds(60));
+  }
+  return light;
+}
+
+}  // namespace bench
+}  // namespace omnistage
