@@ -5,19 +5,8 @@
 set -euo pipefail
 
 omni=client/omni
-out="${TEST_TMPDIR:-$(mktemp -d)}"
-orchestrator/orchestrator --config=orchestrator/configs/local_omni.yaml --listen=127.0.0.1:0 \
-  --stage_worker=stage_worker/stage_worker >"$out/orch.out" 2>"$out/orch.err" &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
-for _ in $(seq 1 300); do
-  grep -q 'listening port=' "$out/orch.out" && break
-  sleep 0.1
-done
-port=$(sed -n 's/.*listening port=\([0-9]*\).*/\1/p' "$out/orch.out")
-[ -n "$port" ] || { echo "orchestrator did not start"; cat "$out/orch.err"; exit 1; }
-server="--server=127.0.0.1:$port"
-fail() { echo "FAIL: $*"; exit 1; }
+source tests/orchestrator_process.sh
+start_orchestrator orchestrator/configs/local_omni.yaml
 
 "$omni" generate "$server" --prompt="Hello CLI" --wav="$out/a.wav" >"$out/text" 2>"$out/err" ||
   fail "generate exited $?: $(cat "$out/err")"
@@ -49,9 +38,7 @@ grep -q '"alive": true' "$out/status" || fail "no live replica in status"
 "$omni" abort "$server" --ids=nope,also-nope >"$out/abort" || fail "abort"
 [ "$(grep -c 'not found' "$out/abort")" -eq 2 ] || fail "abort output: $(cat "$out/abort")"
 
-kill -TERM $pid
-wait $pid
-trap - EXIT
+stop_orchestrator
 
 set +e
 "$omni" status --server=127.0.0.1:1 >/dev/null 2>"$out/unreach"

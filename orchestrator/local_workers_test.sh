@@ -5,20 +5,8 @@
 set -euo pipefail
 
 omni=client/omni
-out="${TEST_TMPDIR:-$(mktemp -d)}"
-fail() { echo "FAIL: $*"; exit 1; }
-
-orchestrator/orchestrator --config=orchestrator/configs/local_sim.yaml --listen=127.0.0.1:0 \
-  --stage_worker=stage_worker/stage_worker >"$out/orch.out" 2>"$out/orch.err" &
-pid=$!
-trap 'kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
-for _ in $(seq 1 300); do
-  grep -q 'listening port=' "$out/orch.out" && break
-  sleep 0.1
-done
-port=$(sed -n 's/.*listening port=\([0-9]*\).*/\1/p' "$out/orch.out")
-[ -n "$port" ] || { cat "$out/orch.err"; fail "orchestrator did not start"; }
-server="--server=127.0.0.1:$port"
+source tests/orchestrator_process.sh
+start_orchestrator orchestrator/configs/local_sim.yaml
 
 instance() { "$omni" status "$server" | sed -n 's/.*"instanceId": "\([^"]*\)".*/\1/p' | head -1; }
 alive() { "$omni" status "$server" | grep -q '"alive": true'; }
@@ -50,9 +38,7 @@ echo "restarted: $first -> $restarted"
   fail "generate after restart: $(cat "$out/err")"
 
 children=$(pgrep -P "$pid" -d' ' -f stage_worker || true)
-kill -TERM "$pid"
-wait "$pid" || fail "orchestrator exit code $?"
-trap - EXIT
+stop_orchestrator
 for child in $children; do
   if kill -0 "$child" 2>/dev/null; then fail "worker $child outlived the orchestrator"; fi
 done

@@ -1,6 +1,7 @@
 #include "orchestrator/orchestrator_service.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <utility>
 
@@ -181,6 +182,20 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   const std::shared_ptr<ClientStream> stream_;
 };
 
+// A callback that finishes a unary call with `result`'s value or its error.
+template <typename Response>
+std::function<void(absl::StatusOr<Response>)> FinishWith(grpc::ServerUnaryReactor* reactor,
+                                                         Response* response) {
+  return [reactor, response](absl::StatusOr<Response> result) {
+    if (!result.ok()) {
+      reactor->Finish(ToGrpcStatus(result.status()));
+      return;
+    }
+    *response = *std::move(result);
+    reactor->Finish(grpc::Status::OK);
+  };
+}
+
 }  // namespace
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* OrchestratorService::Generate(
@@ -193,14 +208,7 @@ grpc::ServerUnaryReactor* OrchestratorService::Abort(grpc::CallbackServerContext
                                                      v1::AbortResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   loop_->Post([core = core_, request, response, reactor] {
-    core->Abort(*request, [response, reactor](absl::StatusOr<v1::AbortResponse> result) {
-      if (!result.ok()) {
-        reactor->Finish(ToGrpcStatus(result.status()));
-        return;
-      }
-      *response = *std::move(result);
-      reactor->Finish(grpc::Status::OK);
-    });
+    core->Abort(*request, FinishWith(reactor, response));
   });
   return reactor;
 }
@@ -221,15 +229,7 @@ grpc::ServerUnaryReactor* OrchestratorService::CallStageUtility(
     v1::StageUtilityResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   loop_->Post([core = core_, request, response, reactor] {
-    core->CallStageUtility(
-        *request, [response, reactor](absl::StatusOr<v1::StageUtilityResponse> result) {
-          if (!result.ok()) {
-            reactor->Finish(ToGrpcStatus(result.status()));
-            return;
-          }
-          *response = *std::move(result);
-          reactor->Finish(grpc::Status::OK);
-        });
+    core->CallStageUtility(*request, FinishWith(reactor, response));
   });
   return reactor;
 }
