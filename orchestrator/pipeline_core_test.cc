@@ -239,29 +239,6 @@ TEST_F(PipelineCoreTest, FinalStageEndingEarlyAbortsUpstreamStages) {
   ExpectAllEnded();
 }
 
-TEST_F(PipelineCoreTest, IdIsNotReusedWhileItsLastUseIsStillBeingStopped) {
-  Build();
-  auto first = Gen("r1", {v1::MODALITY_AUDIO});
-  Out(0, 0, "r1", {Text("a")});
-  Out(1, 0, "r1", {Codes({1})});
-  fake(0, 0).set_hold_aborts(true);
-  Out(2, 0, "r1", {Audio("pcm")}, /*finished=*/true, v1::FINISH_REASON_LENGTH);
-  ASSERT_EQ(first->terminal_count(), 1);
-  // The thinker has not confirmed the stop: r1 is still bound there, and a new
-  // r1 would be routed to the same replica and mixed up with the old one.
-  auto early = Gen("r1");
-  ASSERT_EQ(early->fail_count(), 1);
-  EXPECT_EQ(early->fail_status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(std::string(early->fail_status().message()),
-              HasSubstr("still being stopped on stage 0"));
-  ASSERT_TRUE(fake(0, 0).CompleteAbort(absl::OkStatus()));
-  auto again = Gen("r1", {v1::MODALITY_TEXT});
-  EXPECT_EQ(again->fail_count(), 0);
-  Done(0, 0, "r1");
-  EXPECT_EQ(again->terminal_count(), 1);
-  ExpectAllEnded();
-}
-
 TEST_F(PipelineCoreTest, RequestParamsOverrideStageDefaults) {
   PipelineConfig config = OmniConfig(Shape());
   config.stages[0].defaults.set_max_tokens(64);

@@ -17,9 +17,7 @@ using ::testing::Lt;
 using ::testing::SizeIs;
 
 std::unique_ptr<Engine> MustCreate(const std::map<std::string, std::string>& params = {}) {
-  absl::StatusOr<std::unique_ptr<Engine>> engine = CreateSimLlmEngine(params);
-  EXPECT_TRUE(engine.ok()) << engine.status();
-  return engine.ok() ? std::move(*engine) : nullptr;
+  return engine_testing::MustCreate(kSimLlmEngineName, params);
 }
 
 // The tokens request `input` gets when it runs alone.

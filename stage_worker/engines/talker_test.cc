@@ -19,9 +19,7 @@ using ::testing::SizeIs;
 constexpr char kText[] = "Hello, world. Ünïcode too.";
 
 std::unique_ptr<Engine> MustCreate(const std::map<std::string, std::string>& params = {}) {
-  absl::StatusOr<std::unique_ptr<Engine>> engine = CreateTalkerEngine(params);
-  EXPECT_TRUE(engine.ok()) << engine.status();
-  return engine.ok() ? std::move(*engine) : nullptr;
+  return engine_testing::MustCreate(kTalkerEngineName, params);
 }
 
 Collected OneShot(const std::string& text, uint32_t max_tokens = 1000, uint64_t seed = 0) {

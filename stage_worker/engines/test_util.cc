@@ -2,8 +2,18 @@
 
 #include <utility>
 
+#include "gtest/gtest.h"
+#include "stage_worker/engines/registry.h"
+
 namespace omnistage {
 namespace engine_testing {
+
+std::unique_ptr<Engine> MustCreate(const std::string& name,
+                                   const std::map<std::string, std::string>& params) {
+  absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine(name, params);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  return engine.ok() ? *std::move(engine) : nullptr;
+}
 
 EngineRequest MakeRequest(std::string id, std::vector<v1::Payload> input, bool input_complete,
                           std::optional<uint32_t> max_tokens, std::optional<uint64_t> seed) {

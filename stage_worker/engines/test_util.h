@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,11 @@
 
 namespace omnistage {
 namespace engine_testing {
+
+// Creates engine `name` through the registry; a test failure, and nullptr, if
+// that fails.
+std::unique_ptr<Engine> MustCreate(const std::string& name,
+                                   const std::map<std::string, std::string>& params = {});
 
 EngineRequest MakeRequest(std::string id, std::vector<v1::Payload> input,
                           bool input_complete = true,

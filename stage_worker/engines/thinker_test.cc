@@ -19,9 +19,7 @@ using engine_testing::RunToCompletion;
 using ::testing::HasSubstr;
 
 std::unique_ptr<Engine> MustCreate(const std::map<std::string, std::string>& params = {}) {
-  absl::StatusOr<std::unique_ptr<Engine>> engine = CreateThinkerEngine(params);
-  EXPECT_TRUE(engine.ok()) << engine.status();
-  return engine.ok() ? std::move(*engine) : nullptr;
+  return engine_testing::MustCreate(kThinkerEngineName, params);
 }
 
 Collected Think(const std::string& prompt, uint64_t seed = 0, uint32_t max_tokens = 200,

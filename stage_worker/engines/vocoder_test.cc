@@ -15,9 +15,7 @@ using engine_testing::RunToCompletion;
 using ::testing::HasSubstr;
 
 std::unique_ptr<Engine> MustCreate(const std::map<std::string, std::string>& params = {}) {
-  absl::StatusOr<std::unique_ptr<Engine>> engine = CreateVocoderEngine(params);
-  EXPECT_TRUE(engine.ok()) << engine.status();
-  return engine.ok() ? std::move(*engine) : nullptr;
+  return engine_testing::MustCreate(kVocoderEngineName, params);
 }
 
 std::vector<int16_t> Samples(const std::string& pcm) {
