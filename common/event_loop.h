@@ -1,4 +1,5 @@
-// EventLoop: one thread that runs posted closures in order, plus timers.
+// EventLoop: one thread that runs posted closures in order, plus timers; the
+// Scheduler of the binaries.
 //
 // State owned by the loop (the orchestrator's pools and request table) is touched
 // only from closures running on it, so it needs no locks. The loop blocks while it
@@ -23,14 +24,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/scheduler.h"
 
 namespace omnistage {
 
-class EventLoop {
+class EventLoop : public Scheduler {
  public:
-  using TimerId = uint64_t;
-
   EventLoop() = default;
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
@@ -40,18 +41,13 @@ class EventLoop {
   // Makes Run() return after the closure it is running (queued ones are dropped).
   void Stop();
 
-  // Queues `task`; thread-safe. Tasks run in the order posted.
-  void Post(std::function<void()> task);
-  // Runs `task` on the loop at (or soon after) `when`; thread-safe.
-  TimerId PostAt(absl::Time when, std::function<void()> task);
-  TimerId PostAfter(absl::Duration delay, std::function<void()> task) {
-    return PostAt(absl::Now() + delay, std::move(task));
-  }
-  // Cancels a timer that has not fired; a no-op otherwise. Thread-safe.
-  void Cancel(TimerId id);
-
-  // True on the loop's thread (while Run() runs).
-  bool InLoop() const { return std::this_thread::get_id() == loop_thread_.load(); }
+  // Scheduler. Tasks run in the order posted; InLoop() is true on the thread
+  // running Run().
+  absl::Time Now() const override { return absl::Now(); }
+  void Post(std::function<void()> task) override;
+  TimerId PostAt(absl::Time when, std::function<void()> task) override;
+  void Cancel(TimerId id) override;
+  bool InLoop() const override { return std::this_thread::get_id() == loop_thread_.load(); }
 
  private:
   absl::Mutex mu_;

@@ -1,0 +1,27 @@
+// Limits both services agree on. The protos document them field by field; each
+// is defined here once.
+#ifndef OMNISTAGE_COMMON_LIMITS_H_
+#define OMNISTAGE_COMMON_LIMITS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace omnistage {
+
+// A request id is 1..128 bytes.
+inline constexpr size_t kMaxRequestIdBytes = 128;
+
+// A stage's max_tokens lies in [1, kMaxTokensLimit].
+inline constexpr int64_t kMaxTokensLimit = 1000000;
+
+// The largest message a stage worker accepts by default (its --max_message_bytes);
+// each worker announces its own limit in Ready.max_message_bytes.
+inline constexpr int64_t kDefaultWorkerMaxMessageBytes = int64_t{16} << 20;
+
+// Room an AddRequest needs besides its input: the request id, the parameters and
+// the framing. A prompt must leave this much of a worker's message limit free.
+inline constexpr int64_t kAddRequestEnvelopeBytes = int64_t{64} << 10;
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_COMMON_LIMITS_H_

@@ -1,0 +1,29 @@
+#include "common/modality.h"
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+namespace omnistage {
+
+std::string ModalityName(v1::Modality m) {
+  switch (m) {
+    case v1::MODALITY_TEXT:
+      return "text";
+    case v1::MODALITY_AUDIO:
+      return "audio";
+    case v1::MODALITY_TOKENS:
+      return "tokens";
+    default:
+      return "unspecified";
+  }
+}
+
+absl::StatusOr<v1::Modality> ParseModality(absl::string_view name) {
+  for (v1::Modality m : {v1::MODALITY_TEXT, v1::MODALITY_AUDIO, v1::MODALITY_TOKENS}) {
+    if (name == ModalityName(m)) return m;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("expected text, audio or tokens, got '", absl::CHexEscape(name), "'"));
+}
+
+}  // namespace omnistage

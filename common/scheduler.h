@@ -1,0 +1,49 @@
+// Scheduler: the clock and timers of one single-threaded owner (an event loop).
+//
+// Code that owns state on a loop (the orchestrator's PipelineCore, a replica
+// session) takes a Scheduler rather than reading the wall clock or sleeping, so
+// that its timeouts, deadlines, retries and backoff run against a manual clock in
+// unit tests (tests/manual_scheduler.h) and against the real EventLoop in the
+// binaries.
+//
+//   TimerId t = scheduler.PostAfter(absl::Seconds(30), [this] { OnIdle(); });
+//   ...
+//   scheduler.Cancel(t);                 // a no-op if it already ran
+//
+// Post, PostAt and Cancel are thread-safe; timers and posted tasks run on the
+// owner's thread, in deadline order (posting order for equal deadlines).
+#ifndef OMNISTAGE_COMMON_SCHEDULER_H_
+#define OMNISTAGE_COMMON_SCHEDULER_H_
+
+#include <cstdint>
+#include <functional>
+#include <utility>
+
+#include "absl/time/time.h"
+
+namespace omnistage {
+
+class Scheduler {
+ public:
+  using TimerId = uint64_t;
+
+  virtual ~Scheduler() = default;
+
+  // The scheduler's current time.
+  virtual absl::Time Now() const = 0;
+  // Runs `task` on the owner's thread, after the tasks posted before it.
+  virtual void Post(std::function<void()> task) = 0;
+  // Runs `task` on the owner's thread at (or soon after) `when`.
+  virtual TimerId PostAt(absl::Time when, std::function<void()> task) = 0;
+  TimerId PostAfter(absl::Duration delay, std::function<void()> task) {
+    return PostAt(Now() + delay, std::move(task));
+  }
+  // Cancels a timer that has not run; a no-op otherwise (also for id 0).
+  virtual void Cancel(TimerId id) = 0;
+  // True on the owner's thread.
+  virtual bool InLoop() const = 0;
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_COMMON_SCHEDULER_H_

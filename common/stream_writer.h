@@ -1,0 +1,212 @@
+// StreamWriter<Message>: the write side of one gRPC stream, shared by every
+// stream omnistage writes (the orchestrator's Generate responses, its commands to
+// a worker, a worker's events to an orchestrator).
+//
+// A gRPC reactor allows one write in flight. The writer keeps that one write
+// going, queues what arrives meanwhile (folding queued messages into the next
+// write when the owner gives a merge), and finishes the stream exactly once, after
+// the last write completed. It never calls the transport while holding its lock
+// (reactions may run inline), and never touches it after FinishStream().
+//
+//   StreamWriter<v1::WorkerEvent> writer(&transport, {.label = "session 3"});
+//   writer.Write(event);          // any thread
+//   writer.OnWriteDone(ok);       // from the reactor
+//   writer.End(absl::OkStatus()); // finish once the queue is written
+//
+// Thread-safe.
+#ifndef OMNISTAGE_COMMON_STREAM_WRITER_H_
+#define OMNISTAGE_COMMON_STREAM_WRITER_H_
+
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+
+namespace omnistage {
+
+template <typename Message>
+class StreamWriter {
+ public:
+  // The reactor side, called outside the writer's lock.
+  class Transport {
+   public:
+    virtual ~Transport() = default;
+    // Starts a write; `message` stays valid until the writer's OnWriteDone().
+    virtual void BeginWrite(const Message* message) = 0;
+    // Ends the stream; called once, with no write in flight, and last.
+    virtual void FinishStream(const absl::Status& status) = 0;
+    // Breaks the stream now: the write in flight (if any) fails.
+    virtual void CancelStream() = 0;
+  };
+
+  struct Options {
+    // Names the stream in the statuses the writer makes, e.g. "session 3".
+    std::string label = "stream";
+    // More queued messages than this and the peer is taken to have stopped
+    // reading: the stream is cancelled and ends with RESOURCE_EXHAUSTED.
+    // 0: no bound.
+    size_t max_queued = 0;
+    // When set, queued messages are folded into the next write in order
+    // (`merge(into, next)`) while the write stays within max_write_bytes
+    // (Message::ByteSizeLong()). The first message of a write always goes.
+    std::function<void(Message& into, Message&& next)> merge;
+    size_t max_write_bytes = 0;
+  };
+
+  StreamWriter(Transport* transport, Options options)
+      : transport_(transport), options_(std::move(options)) {}
+  StreamWriter(const StreamWriter&) = delete;
+  StreamWriter& operator=(const StreamWriter&) = delete;
+
+  // Writes `message` now or after the queued ones, moving from it. False if it
+  // was not taken (then `message` is left as it was): the stream is ending, or
+  // the queue is over its bound (then the stream is abandoned with
+  // RESOURCE_EXHAUSTED).
+  bool Write(Message&& message) {
+    const Message* start = nullptr;
+    size_t queued = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      if (ending_) return false;
+      const size_t bytes = Merging() ? message.ByteSizeLong() : 0;
+      if (!writing_) {
+        in_flight_ = std::move(message);
+        writing_ = true;
+        start = &in_flight_;
+      } else if (options_.max_queued == 0 || queue_.size() < options_.max_queued) {
+        queue_.emplace_back(std::move(message), bytes);
+        return true;
+      } else {
+        queued = queue_.size();
+      }
+    }
+    if (start != nullptr) {
+      transport_->BeginWrite(start);
+      return true;
+    }
+    Abandon(absl::ResourceExhaustedError(absl::StrCat(
+        options_.label, ": the peer is not reading; ", queued, " messages queued")));
+    return false;
+  }
+
+  // The reactor's OnWriteDone. A failed write ends the stream (CANCELLED): the
+  // peer is gone and nothing more can be written.
+  void OnWriteDone(bool ok) {
+    const Message* start = nullptr;
+    bool finish = false;
+    absl::Status status;
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+      if (!ok) {
+        queue_.clear();
+        if (!ending_) {
+          ending_ = true;
+          status_ = absl::CancelledError(absl::StrCat(options_.label, ": the stream broke"));
+        }
+      }
+      if (!queue_.empty()) {
+        in_flight_ = TakeNextLocked();
+        writing_ = true;
+        start = &in_flight_;
+      } else {
+        finish = TakeFinishLocked();
+        status = status_;
+      }
+    }
+    if (start != nullptr) transport_->BeginWrite(start);
+    if (finish) transport_->FinishStream(status);
+  }
+
+  // Finishes the stream with `status` once the queued messages are written. The
+  // first End or Abandon decides the status.
+  void End(absl::Status status) {
+    bool finish;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!ending_) {
+        ending_ = true;
+        status_ = std::move(status);
+      }
+      finish = TakeFinishLocked();
+      status = status_;
+    }
+    if (finish) transport_->FinishStream(status);
+  }
+
+  // Drops the queue, cancels the stream and finishes it with `status` once the
+  // write in flight failed.
+  void Abandon(absl::Status status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      if (!ending_) {
+        ending_ = true;
+        status_ = std::move(status);
+      }
+      queue_.clear();
+      ++cancelling_;  // Keeps the stream from finishing under CancelStream() below.
+    }
+    transport_->CancelStream();
+    bool finish;
+    {
+      absl::MutexLock lock(&mu_);
+      --cancelling_;
+      finish = TakeFinishLocked();
+      status = status_;
+    }
+    if (finish) transport_->FinishStream(status);
+  }
+
+  // True once End or Abandon was called or a write failed: writes are dropped.
+  bool ending() const {
+    absl::MutexLock lock(&mu_);
+    return ending_;
+  }
+
+ private:
+  bool Merging() const { return options_.merge != nullptr; }
+
+  Message TakeNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Message next = std::move(queue_.front().first);
+    size_t bytes = queue_.front().second;
+    queue_.pop_front();
+    while (Merging() && !queue_.empty() &&
+           bytes + queue_.front().second <= options_.max_write_bytes) {
+      bytes += queue_.front().second;
+      options_.merge(next, std::move(queue_.front().first));
+      queue_.pop_front();
+    }
+    return next;
+  }
+
+  bool TakeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!ending_ || writing_ || cancelling_ > 0 || finished_) return false;
+    finished_ = true;
+    return true;
+  }
+
+  Transport* const transport_;
+  const Options options_;
+
+  mutable absl::Mutex mu_;
+  // (message, its size when merging), oldest first.
+  std::deque<std::pair<Message, size_t>> queue_ ABSL_GUARDED_BY(mu_);
+  // Assigned under mu_ only while no write is in flight; read by that write.
+  Message in_flight_;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool ending_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  int cancelling_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_COMMON_STREAM_WRITER_H_
