@@ -6,8 +6,10 @@
 //   omni utility --stage=1 --name=stats
 //
 // generate streams text to stdout as it arrives, shows a progress line for
-// audio on stderr, and saves the audio as a WAV file. Exit codes: 0 finished,
-// 1 error, 2 bad usage, 3 aborted, 4 orchestrator unreachable.
+// audio on stderr, and saves the audio as a WAV file. abort prints one line per
+// id: aborted, not found, or failed (still in flight; retry) with the reason.
+// Exit codes: 0 finished, 1 error (for abort: some id failed), 2 bad usage,
+// 3 aborted, 4 orchestrator unreachable.
 #include <unistd.h>
 
 #include <cstdio>
@@ -23,9 +25,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/wav_writer.h"
+#include "common/modality.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
-#include "orchestrator/pipeline_config.h"
 #include "protos/orchestrator.grpc.pb.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "orchestrator address (host:port)");
@@ -235,12 +237,24 @@ int Abort(v1::Orchestrator::Stub& stub) {
     std::cerr << "omni: abort failed: " << Describe(status) << "\n";
     return kError;
   }
+  int rc = kOk;
   for (const v1::AbortResult& result : response.results()) {
-    std::cout << result.request_id() << "\t"
-              << (result.outcome() == v1::AbortResult::OUTCOME_ABORTED ? "aborted" : "not found")
-              << "\n";
+    std::cout << result.request_id() << "\t";
+    switch (result.outcome()) {
+      case v1::AbortResult::OUTCOME_ABORTED:
+        std::cout << "aborted\n";
+        break;
+      case v1::AbortResult::OUTCOME_FAILED:
+        // Still in flight: the abort can be retried.
+        std::cout << "failed\t" << result.error().message() << "\n";
+        rc = kError;
+        break;
+      default:
+        std::cout << "not found\n";
+        break;
+    }
   }
-  return kOk;
+  return rc;
 }
 
 int PrintJson(const google::protobuf::Message& message) {

@@ -16,18 +16,34 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/field_error.h"
 
 namespace omnistage {
 namespace {
 
 constexpr absl::Duration kStartTimeout = absl::Seconds(30);
 
+// The worker's "refused field=<path> reason=<text>" line, as INVALID_ARGUMENT
+// with that field path; OK if `output` holds no complete such line.
+absl::Status RefusalIn(const std::string& output) {
+  const size_t at = output.find("refused field=");
+  if (at == std::string::npos) return absl::OkStatus();
+  const size_t end = output.find('\n', at);
+  if (end == std::string::npos) return absl::OkStatus();
+  const std::string line = output.substr(at + 14, end - at - 14);
+  const size_t reason = line.find(" reason=");
+  if (reason == std::string::npos) return absl::InvalidArgumentError(line);
+  return AtField(absl::InvalidArgumentError(line.substr(reason + 8)), line.substr(0, reason));
+}
+
 // Reads from `fd` until a line with "listening port=" arrives; returns the port.
-// Sets `*reaped` when the child exited (and was reaped) before that.
+// A "refused field=" line is returned as the worker's refusal. Sets `*reaped`
+// when the child exited (and was reaped) before either.
 absl::StatusOr<int> ReadPort(int fd, pid_t pid, bool* reaped) {
   std::string output;
   const absl::Time deadline = absl::Now() + kStartTimeout;
   while (true) {
+    if (absl::Status refused = RefusalIn(output); !refused.ok()) return refused;
     const size_t at = output.find("listening port=");
     if (at != std::string::npos && output.find('\n', at) != std::string::npos) {
       int port = 0;
@@ -92,8 +108,14 @@ absl::StatusOr<std::unique_ptr<LocalWorkers>> LocalWorkers::Start(
           kill(started.pid, SIGKILL);
           waitpid(started.pid, nullptr, 0);
         }
-        return absl::Status(s.code(), absl::StrCat("stage ", stage.id, " (", stage.name,
-                                                   ") replica ", r, ": ", s.message()));
+        const std::string who = absl::StrCat("stage ", stage.id, " (", stage.name, ") replica ", r);
+        if (!ErrorField(s).empty()) {
+          // The worker refused what the config gave it: name that config field.
+          return AtField(absl::Status(s.code(), absl::StrCat(s.message(), " (", who,
+                                                             " refused to start)")),
+                         absl::StrCat("stages[", stage.id, "]"));
+        }
+        return absl::Status(s.code(), absl::StrCat(who, ": ", s.message()));
       }
       local->addresses_.back().push_back(absl::StrCat("127.0.0.1:", worker.port));
       workers.push_back(std::move(worker));

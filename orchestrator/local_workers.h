@@ -25,7 +25,10 @@ namespace omnistage {
 class LocalWorkers {
  public:
   // Spawns every local worker of `config` with `worker_binary` and waits until
-  // each prints its port. Errors name the stage and replica and say why.
+  // each prints its port. Errors name the stage and replica and say why; a
+  // worker that refuses its engine or parameters gives INVALID_ARGUMENT with the
+  // config field path (common/field_error.h), e.g.
+  // "stages[1].engine_params.batch_size".
   static absl::StatusOr<std::unique_ptr<LocalWorkers>> Start(const PipelineConfig& config,
                                                              const std::string& worker_binary);
   ~LocalWorkers();

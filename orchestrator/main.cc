@@ -12,10 +12,12 @@
 #include <csignal>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "common/field_error.h"
 #include "orchestrator/local_workers.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/pipeline_config.h"
@@ -27,6 +29,17 @@ ABSL_FLAG(std::string, stage_worker, "",
 
 namespace omnistage {
 namespace {
+
+// How long start-up waits for the spawned workers to accept their sessions.
+constexpr absl::Duration kHandshakeTimeout = absl::Seconds(10);
+
+// "<config>: <field>: <message>" for errors about the config's content.
+int ConfigError(const std::string& path, const absl::Status& status) {
+  const std::string field = ErrorField(status);
+  std::cerr << "orchestrator: " << path << ": " << (field.empty() ? "" : field + ": ")
+            << status.message() << "\n";
+  return 2;
+}
 
 int Run() {
   sigset_t signals;
@@ -49,6 +62,7 @@ int Run() {
   if (binary.empty()) binary = DefaultWorkerBinary();
   absl::StatusOr<std::unique_ptr<LocalWorkers>> workers = LocalWorkers::Start(*config, binary);
   if (!workers.ok()) {
+    if (!ErrorField(workers.status()).empty()) return ConfigError(path, workers.status());
     std::cerr << "orchestrator: " << workers.status().message() << "\n";
     return 2;
   }
@@ -61,6 +75,18 @@ int Run() {
     std::cerr << "orchestrator: " << orchestrator.status().message() << "\n";
     (*workers)->Stop();
     return 2;
+  }
+  // Spawned workers check the stage defaults at their first Hello: a refusal is
+  // a config error, reported before serving anyone.
+  std::vector<int> spawned;
+  for (const StageConfig& stage : config->stages) {
+    if (stage.spawn_replicas > 0) spawned.push_back(stage.id);
+  }
+  if (absl::Status refused = (*orchestrator)->AwaitHandshakes(spawned, kHandshakeTimeout);
+      !refused.ok()) {
+    (*orchestrator)->Shutdown();
+    (*workers)->Stop();
+    return ConfigError(path, refused);
   }
   const std::string host = options.listen.substr(0, options.listen.rfind(':'));
   std::cout << "listening port=" << (*orchestrator)->port() << " address=" << host << ":"

@@ -1,6 +1,7 @@
 // Orchestrator: a running orchestrator — its event loop thread, PipelineCore,
-// one GrpcReplicaClient per replica, and the gRPC server (Orchestrator service,
-// health, reflection). Used by the binary and by in-process tests.
+// one ReplicaSession (over a GrpcWorkerStub) per replica, and the gRPC server
+// (Orchestrator service, health, reflection). Used by the binary and by
+// in-process tests.
 //
 //   auto orchestrator = Orchestrator::Start(options);
 //   ... clients call 127.0.0.1:(*orchestrator)->port() ...
@@ -8,18 +9,21 @@
 #ifndef OMNISTAGE_ORCHESTRATOR_ORCHESTRATOR_H_
 #define OMNISTAGE_ORCHESTRATOR_ORCHESTRATOR_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/event_loop.h"
 #include "grpcpp/grpcpp.h"
-#include "orchestrator/grpc_replica_client.h"
+#include "orchestrator/grpc_worker_stub.h"
 #include "orchestrator/orchestrator_service.h"
 #include "orchestrator/pipeline_config.h"
 #include "orchestrator/pipeline_core.h"
+#include "orchestrator/replica_session.h"
 
 namespace omnistage {
 
@@ -37,6 +41,11 @@ class Orchestrator {
   ~Orchestrator();
 
   int port() const { return port_; }
+  // Waits (up to `timeout`) until every replica of `stages` has answered its
+  // first Hello. Returns the first refusal (e.g. stage defaults the engine does
+  // not take) with the config field it is about ("stages[1].defaults.extra.voice")
+  // and the replica in the message; OK otherwise, also on timeout.
+  absl::Status AwaitHandshakes(const std::vector<int>& stages, absl::Duration timeout);
   // Stops admitting (health NOT_SERVING), lets in-flight requests finish for the
   // config's drain_timeout, aborts the rest, then stops the server, the loop and
   // the replica sessions. Idempotent.
@@ -50,7 +59,8 @@ class Orchestrator {
 
   const OrchestratorOptions options_;
   EventLoop loop_;
-  std::vector<std::vector<std::unique_ptr<GrpcReplicaClient>>> clients_;
+  std::vector<std::vector<std::unique_ptr<GrpcWorkerStub>>> stubs_;
+  std::vector<std::vector<std::unique_ptr<ReplicaSession>>> sessions_;
   std::unique_ptr<PipelineCore> core_;
   std::unique_ptr<OrchestratorService> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -1,9 +1,7 @@
 // The Orchestrator gRPC service (callback API): thin reactors that post each call
-// to the PipelineCore's event loop.
-//
-// Generate streams through a ClientStream, which keeps one write in flight and
-// merges the output chunks that queue meanwhile into the next response, so a
-// slow client gets fewer, larger messages instead of an unbounded queue.
+// to the PipelineCore's event loop. A Generate call's responses go through its
+// ClientStream (client_stream.h); an Abort carries the client's deadline to the
+// workers' abort calls.
 #ifndef OMNISTAGE_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
 #define OMNISTAGE_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
 

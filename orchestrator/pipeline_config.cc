@@ -22,9 +22,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/limits.h"
+#include "common/modality.h"
 #include "orchestrator/yaml_fields.h"
 #include "yaml-cpp/depthguard.h"
-#include "stage_worker/engines/registry.h"
 #include "yaml-cpp/yaml.h"
 
 namespace omnistage {
@@ -46,11 +47,10 @@ constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr int kMaxStages = 64;
 // Each spawned replica is a process on this machine.
 constexpr int64_t kMaxSpawnReplicas = 256;
-// Matches the stage worker's default --max_message_bytes: a longer prompt could
-// not be forwarded to stage 0 anyway.
-constexpr int64_t kMaxPromptBytes = int64_t{16} << 20;
-// The engines' per-request max_tokens range (kMaxTokensLimit in batching_engine.h).
-constexpr int64_t kMaxTokens = 1000000;
+// A prompt travels to stage 0 inside one AddRequest, which a worker accepts only
+// up to its message limit (16 MiB by default): a larger limit here would let one
+// request break a worker session.
+constexpr int64_t kMaxPromptBytes = kDefaultWorkerMaxMessageBytes - kAddRequestEnvelopeBytes;
 
 const std::vector<std::string> kTopKeys = {"name",
                                            "keepalive_ms",
@@ -59,6 +59,7 @@ const std::vector<std::string> kTopKeys = {"name",
                                            "reconnect_initial_backoff_ms",
                                            "reconnect_max_backoff_ms",
                                            "drain_timeout_ms",
+                                           "worker_abort_timeout_ms",
                                            "limits",
                                            "stages"};
 const std::vector<std::string> kLimitsKeys = {"max_in_flight", "max_prompt_bytes"};
@@ -92,27 +93,11 @@ absl::Status CheckAddress(const std::string& address, absl::string_view path) {
                                     absl::CHexEscape(address), "'"));
 }
 
-// CreateEngine() and Engine::Validate() name a bad key as "<what> <key>: ..." or
-// "unknown <what> '<key>'"; finding which configured key the message names lets
-// the error point at that key's path.
-std::string PathOfEngineError(absl::string_view message,
-                              const std::map<std::string, std::string>& values,
-                              absl::string_view map_path, absl::string_view what) {
-  for (const auto& entry : values) {
-    const std::string& key = entry.first;
-    if (absl::StrContains(message, absl::StrCat(what, " ", key, ":")) ||
-        absl::StrContains(message, absl::StrCat(what, " '", key, "'"))) {
-      return Child(map_path, key);
-    }
-  }
-  return std::string(map_path);
-}
-
 absl::Status ReadDefaults(const YAML::Node& node, const std::string& path,
                           v1::StageParameters* out) {
   Fields fields(node, path, kDefaultsKeys);
   int64_t max_tokens = 0;
-  fields.Int("max_tokens", 1, kMaxTokens, &max_tokens);
+  fields.Int("max_tokens", 1, kMaxTokensLimit, &max_tokens);
   if (max_tokens > 0) out->set_max_tokens(static_cast<uint32_t>(max_tokens));
   if (const YAML::Node* value = fields.Find("seed")) {
     uint64_t seed = 0;
@@ -136,41 +121,30 @@ absl::Status ReadDefaults(const YAML::Node& node, const std::string& path,
   return fields.status();
 }
 
-// For a spawned stage: the engine must exist, take these parameters and accept
-// these defaults, so that a bad value stops the orchestrator at start rather than
-// failing every worker it spawns, or every request.
-absl::Status CheckEngine(const StageConfig& stage, const Fields& fields) {
-  const std::vector<std::string> names = EngineNames();
-  if (std::find(names.begin(), names.end(), stage.engine) == names.end()) {
-    return Invalid(fields.PathOf("engine"),
-                   absl::StrCat("unknown engine '", absl::CHexEscape(stage.engine),
-                                "' (known: ", absl::StrJoin(names, ", "), ")"));
+bool IsEngineName(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '_';
+  });
+}
+
+// For a spawned stage: the engine's name and parameters go on the worker's
+// command line (--engine=name --engine_params=key=value,...). Whether the engine
+// exists and takes them is the worker's to say: it refuses to start and the
+// spawner names the field (local_workers.h).
+absl::Status CheckSpawnedEngine(const StageConfig& stage, Fields& fields) {
+  if (stage.engine.empty()) {
+    return Invalid(fields.PathOf("engine"), "required when spawning replicas");
+  }
+  if (!IsEngineName(stage.engine)) {
+    return Expected(*fields.Find("engine"), fields.PathOf("engine"), "an engine name (a-z, 0-9, _)");
   }
   for (const auto& [key, value] : stage.engine_params) {
-    // The spawner passes them as --engine_params=key=value,key=value.
     if (absl::StrContains(value, ',')) {
       return Invalid(Child(fields.PathOf("engine_params"), key),
                      "a value cannot contain ',' (stage_worker takes key=value,... pairs)");
     }
   }
-  absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine(stage.engine, stage.engine_params);
-  if (!engine.ok()) {
-    const absl::string_view message = engine.status().message();
-    return Invalid(PathOfEngineError(message, stage.engine_params, fields.PathOf("engine_params"),
-                                     "parameter"),
-                   message);
-  }
-  EngineRequest probe;
-  probe.id = "pipeline-config-defaults";
-  probe.input_complete = false;
-  probe.params = stage.defaults;
-  absl::Status status = (*engine)->Validate(probe);
-  if (status.ok()) return status;
-  const std::map<std::string, std::string> extra(stage.defaults.extra().begin(),
-                                                 stage.defaults.extra().end());
-  return Invalid(PathOfEngineError(status.message(), extra,
-                                   Child(fields.PathOf("defaults"), "extra"), "extra parameter"),
-                 status.message());
+  return absl::OkStatus();
 }
 
 absl::Status ReadAddresses(const YAML::Node& list, const std::string& path,
@@ -240,10 +214,7 @@ absl::Status ReadStage(const YAML::Node& node, int id, StageConfig* stage) {
     }
     return absl::OkStatus();
   }
-  if (stage->engine.empty()) {
-    return Invalid(fields.PathOf("engine"), "required when spawning replicas");
-  }
-  return CheckEngine(*stage, fields);
+  return CheckSpawnedEngine(*stage, fields);
 }
 
 absl::Status ReadStages(const YAML::Node& stages, PipelineConfig* config) {
@@ -289,6 +260,7 @@ absl::Status ReadConfig(const YAML::Node& root, PipelineConfig* config) {
   top.Millis("reconnect_initial_backoff_ms", 1, &config->reconnect_initial_backoff);
   top.Millis("reconnect_max_backoff_ms", 1, &config->reconnect_max_backoff);
   top.Millis("drain_timeout_ms", 0, &config->drain_timeout);
+  top.Millis("worker_abort_timeout_ms", 1, &config->worker_abort_timeout);
   if (top.status().ok() && config->reconnect_max_backoff < config->reconnect_initial_backoff) {
     top.Fail(
         Invalid("reconnect_max_backoff_ms",
@@ -363,27 +335,6 @@ absl::StatusOr<PipelineConfig> LoadPipelineConfig(const std::string& path) {
                         absl::StrCat(path, ": ", config.status().message()));
   }
   return config;
-}
-
-std::string ModalityName(v1::Modality m) {
-  switch (m) {
-    case v1::MODALITY_TEXT:
-      return "text";
-    case v1::MODALITY_AUDIO:
-      return "audio";
-    case v1::MODALITY_TOKENS:
-      return "tokens";
-    default:
-      return "unspecified";
-  }
-}
-
-absl::StatusOr<v1::Modality> ParseModality(absl::string_view name) {
-  for (v1::Modality m : {v1::MODALITY_TEXT, v1::MODALITY_AUDIO, v1::MODALITY_TOKENS}) {
-    if (name == ModalityName(m)) return m;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("expected text, audio or tokens, got '", absl::CHexEscape(name), "'"));
 }
 
 }  // namespace omnistage

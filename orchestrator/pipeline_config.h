@@ -7,11 +7,12 @@
 //   if (!config.ok()) return config.status();  // names the file, field and reason
 //   for (const StageConfig& stage : config->stages) SpawnOrConnect(stage);
 //
-// Loading validates everything that can be checked without the network: unknown
-// keys, types, ranges, and — for stages the orchestrator spawns — the engine name
-// and parameters, through the engine registry. A config that loads is therefore
-// one the orchestrator can start from; bad config is rejected at start with the
-// field path and the reason, e.g.
+// Loading validates everything the orchestrator itself can check: unknown keys,
+// types, ranges, addresses, names. What an engine accepts (its name, parameters
+// and the stage defaults) is checked by the worker that runs it: a spawned worker
+// refuses to start, any worker refuses a session whose defaults its engine would
+// refuse, and either way the error names the config field. Bad config is rejected
+// at start with the field path and the reason, e.g.
 //   stages[1].input_mode: expected on_finish or streaming, got 'stream'
 //
 // Thread-safe (no state). Never throws, also not on malformed YAML.
@@ -24,7 +25,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "protos/common.pb.h"
 
@@ -83,9 +83,13 @@ struct PipelineConfig {
   absl::Duration reconnect_max_backoff = absl::Milliseconds(5000);
   // On SIGTERM, how long in-flight requests may still run before being aborted.
   absl::Duration drain_timeout = absl::Milliseconds(10000);
+  // A worker Abort call that has not answered by then fails (the request is not
+  // committed and can be aborted again); a client's shorter deadline wins.
+  absl::Duration worker_abort_timeout = absl::Milliseconds(2000);
   // Generate calls beyond this many in flight get RESOURCE_EXHAUSTED.
   int max_in_flight = 10000;
-  // Longer prompts get INVALID_ARGUMENT.
+  // Longer prompts get INVALID_ARGUMENT. At most 16 MiB - 64 KiB, so a prompt
+  // always fits the AddRequest a worker accepts.
   size_t max_prompt_bytes = 65536;
 };
 
@@ -99,13 +103,6 @@ absl::StatusOr<PipelineConfig> ParsePipelineConfig(const std::string& yaml_text)
 // read for lack of permission, FAILED_PRECONDITION for other read failures (e.g.
 // a directory), else as ParsePipelineConfig().
 absl::StatusOr<PipelineConfig> LoadPipelineConfig(const std::string& path);
-
-// "text", "audio" or "tokens" ("unspecified" for anything else), as in configs.
-std::string ModalityName(v1::Modality m);
-
-// The inverse of ModalityName() for the three real modalities; INVALID_ARGUMENT
-// "expected text, audio or tokens, got '<name>'" otherwise.
-absl::StatusOr<v1::Modality> ParseModality(absl::string_view name);
 
 }  // namespace omnistage
 

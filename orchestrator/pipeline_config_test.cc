@@ -27,6 +27,7 @@ request_idle_timeout_ms: 0
 reconnect_initial_backoff_ms: 50
 reconnect_max_backoff_ms: 8000
 drain_timeout_ms: 2500
+worker_abort_timeout_ms: 750
 limits:
   max_in_flight: 500
   max_prompt_bytes: 1024
@@ -70,6 +71,7 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
   EXPECT_EQ(config->reconnect_initial_backoff, absl::Milliseconds(50));
   EXPECT_EQ(config->reconnect_max_backoff, absl::Milliseconds(8000));
   EXPECT_EQ(config->drain_timeout, absl::Milliseconds(2500));
+  EXPECT_EQ(config->worker_abort_timeout, absl::Milliseconds(750));
   EXPECT_EQ(config->max_in_flight, 500);
   EXPECT_EQ(config->max_prompt_bytes, 1024u);
   ASSERT_EQ(config->stages.size(), 3u);
@@ -121,6 +123,7 @@ TEST(PipelineConfigTest, AppliesDefaults) {
   EXPECT_EQ(config->reconnect_initial_backoff, absl::Milliseconds(100));
   EXPECT_EQ(config->reconnect_max_backoff, absl::Milliseconds(5000));
   EXPECT_EQ(config->drain_timeout, absl::Milliseconds(10000));
+  EXPECT_EQ(config->worker_abort_timeout, absl::Milliseconds(2000));
   EXPECT_EQ(config->max_in_flight, 10000);
   EXPECT_EQ(config->max_prompt_bytes, 65536u);
   ASSERT_EQ(config->stages.size(), 1u);
@@ -142,6 +145,8 @@ TEST(PipelineConfigTest, AcceptsEmptySectionsAndBoundaryValues) {
   EXPECT_EQ(config->keepalive_time, absl::Milliseconds(100));
   EXPECT_EQ(config->stages[0].defaults.max_tokens(), 1000000u);
   EXPECT_EQ(config->stages[0].defaults.seed(), UINT64_MAX);
+  // The largest prompt limit that still fits a worker's AddRequest.
+  EXPECT_TRUE(ParsePipelineConfig("limits: {max_prompt_bytes: 16711680}\n" + OneStage("")).ok());
 }
 
 // The error for each kind of mistake: INVALID_ARGUMENT, starting with the path of
@@ -163,17 +168,15 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
        "stages[0]: give exactly one of replicas and addresses"},
       {"stages: [{name: a, engine: x, final_output: true, output_modality: text}]",
        "stages[0]: give exactly one of replicas and addresses"},
-      {OneStage("engine_params: {batch_size: x}"),
-       "stages[0].engine_params.batch_size: engine sim_llm: parameter batch_size: expected an "
-       "integer in [1, 65536], got 'x'"},
-      {OneStage("engine_params: {bach_size: 4}"),
-       "stages[0].engine_params.bach_size: engine sim_llm: unknown parameter 'bach_size'"},
       {OneStage("engine_params: {batch_size: [1]}"),
        "stages[0].engine_params.batch_size: expected a single value, got a list"},
       {OneStage("engine_params: {output: 'text,tokens'}"),
        "stages[0].engine_params.output: a value cannot contain ','"},
-      {"stages: [{name: a, engine: gpt, replicas: 1, final_output: true, output_modality: text}]",
-       "stages[0].engine: unknown engine 'gpt' (known: sim_llm, thinker, talker, vocoder)"},
+      // Which engines exist and what they take is the worker's to say
+      // (local_workers_test.sh); the loader checks what goes on its command line.
+      {"stages: [{name: a, engine: 'Sim LLM', replicas: 1, final_output: true, "
+       "output_modality: text}]",
+       "stages[0].engine: expected an engine name (a-z, 0-9, _), got 'Sim LLM'"},
       {"stages: [{name: a, replicas: 1, final_output: true, output_modality: text}]",
        "stages[0].engine: required when spawning replicas"},
       {"stages: [{name: a, addresses: ['h:1'], engine_params: {x: 1}, final_output: true, "
@@ -189,7 +192,12 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {"limits: {max_in_flight: 0}\n" + OneStage(""),
        "limits.max_in_flight: expected an integer >= 1, got '0'"},
       {"limits: {max_prompt_bytes: 999999999999}\n" + OneStage(""),
-       "limits.max_prompt_bytes: expected an integer in [1, 16777216]"},
+       "limits.max_prompt_bytes: expected an integer in [1, 16711680]"},
+      // 16 MiB cannot fit in the AddRequest a worker accepts (black-box finding 1).
+      {"limits: {max_prompt_bytes: 16777216}\n" + OneStage(""),
+       "limits.max_prompt_bytes: expected an integer in [1, 16711680], got '16777216'"},
+      {"worker_abort_timeout_ms: 0\n" + OneStage(""),
+       "worker_abort_timeout_ms: expected a number of milliseconds in [1, "},
       {"limits: {max_inflight: 5}\n" + OneStage(""),
        "limits.max_inflight: unknown key (known: max_in_flight, max_prompt_bytes)"},
       {"limits: [1]\n" + OneStage(""), "limits: expected a map, got a list"},
@@ -253,8 +261,6 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {OneStage("defaults: {temperature: -0.5}"),
        "stages[0].defaults.temperature: expected a number in [0, 100], got '-0.5'"},
       {OneStage("defaults: {temperature: .nan}"), "stages[0].defaults.temperature: expected"},
-      {OneStage("defaults: {extra: {colour: red}}"),
-       "stages[0].defaults.extra.colour: engine sim_llm: unknown extra parameter 'colour'"},
       {OneStage("defaults: {extra: {k: {a: b}}}"),
        "stages[0].defaults.extra.k: expected a single value, got a map"},
       {"reconnect_initial_backoff_ms: 500\nreconnect_max_backoff_ms: 200\n" + OneStage(""),
@@ -428,18 +434,6 @@ TEST(PipelineConfigTest, LoadNamesTheFile) {
   absl::Status bad = LoadPipelineConfig(path).status();
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(bad.message(), path + ": stages: expected at least one stage, got none");
-}
-
-TEST(PipelineConfigTest, ModalityNamesRoundTrip) {
-  for (v1::Modality m : {v1::MODALITY_TEXT, v1::MODALITY_AUDIO, v1::MODALITY_TOKENS}) {
-    absl::StatusOr<v1::Modality> parsed = ParseModality(ModalityName(m));
-    ASSERT_TRUE(parsed.ok());
-    EXPECT_EQ(*parsed, m);
-  }
-  EXPECT_EQ(ModalityName(v1::MODALITY_UNSPECIFIED), "unspecified");
-  EXPECT_EQ(ParseModality("unspecified").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(ParseModality("Text").status().message()),
-              HasSubstr("expected text, audio or tokens, got 'Text'"));
 }
 
 }  // namespace

@@ -99,7 +99,7 @@ TEST_F(PipelineCoreTest, FailedAbortCommitsNothingAndCanBeRetried) {
   request.add_request_ids("r9");
   absl::StatusOr<v1::AbortResponse> first = absl::UnknownError("pending");
   int answers = 0;
-  core().Abort(request, [&](absl::StatusOr<v1::AbortResponse> r) {
+  core().Abort(request, absl::InfiniteFuture(), [&](absl::StatusOr<v1::AbortResponse> r) {
     ++answers;
     first = std::move(r);
   });
@@ -113,8 +113,16 @@ TEST_F(PipelineCoreTest, FailedAbortCommitsNothingAndCanBeRetried) {
 
   ASSERT_TRUE(fake(1, 0).CompleteAbort(absl::UnavailableError("worker busy")));
   ASSERT_EQ(answers, 1);
-  EXPECT_EQ(first.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(first.status().message(), HasSubstr("stage 1 replica 0"));
+  // The call answers; the id's outcome says it failed, where, and why.
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->results_size(), 1);
+  const v1::AbortResult& failed = first->results(0);
+  EXPECT_EQ(failed.outcome(), v1::AbortResult::OUTCOME_FAILED);
+  EXPECT_EQ(failed.error().code(), kUnavailable);
+  EXPECT_EQ(failed.error().stage_id(), 1);
+  EXPECT_EQ(failed.error().replica(), 0);
+  EXPECT_EQ(failed.error().instance_id(), "K0#1");
+  EXPECT_EQ(failed.error().message(), "stage 1 (talker) replica 0 abort failed: worker busy");
   EXPECT_EQ(sink->end_count(), 0);
   EXPECT_EQ(core().pool(0).Bound("r9"), std::nullopt) << "the thinker's abort succeeded";
   EXPECT_THAT(core().pool(1).Bound("r9"), Optional(0));
@@ -129,7 +137,7 @@ TEST_F(PipelineCoreTest, FailedAbortCommitsNothingAndCanBeRetried) {
   fake(2, 0).set_hold_aborts(true);
   fake(1, 0).set_hold_aborts(false);
   answers = 0;
-  core().Abort(request, [&](absl::StatusOr<v1::AbortResponse> r) {
+  core().Abort(request, absl::InfiniteFuture(), [&](absl::StatusOr<v1::AbortResponse> r) {
     ++answers;
     first = std::move(r);
   });
@@ -156,15 +164,16 @@ TEST_F(PipelineCoreTest, OverlappingAbortsOfOneRequestEndItOnce) {
   request.add_request_ids("r");
   std::vector<absl::StatusOr<v1::AbortResponse>> answers;
   auto record = [&](absl::StatusOr<v1::AbortResponse> r) { answers.push_back(std::move(r)); };
-  core().Abort(request, record);
-  core().Abort(request, record);
+  core().Abort(request, absl::InfiniteFuture(), record);
+  core().Abort(request, absl::InfiniteFuture(), record);
   ASSERT_EQ(fake(0, 0).held_aborts(), 2u);
   ASSERT_TRUE(fake(0, 0).CompleteAbort(absl::UnavailableError("busy")));
   Out(1, 0, "r", {Codes({1})});  // The retry still runs: the request stays frozen.
   EXPECT_THAT(LogWith("W0"), IsEmpty());
   ASSERT_TRUE(fake(0, 0).CompleteAbort(absl::OkStatus()));
   ASSERT_EQ(answers.size(), 2u);
-  EXPECT_FALSE(answers[0].ok());
+  ASSERT_TRUE(answers[0].ok()) << answers[0].status();
+  EXPECT_EQ(answers[0]->results(0).outcome(), v1::AbortResult::OUTCOME_FAILED);
   ASSERT_TRUE(answers[1].ok()) << answers[1].status();
   EXPECT_EQ(answers[1]->results(0).outcome(), v1::AbortResult::OUTCOME_ABORTED);
   ASSERT_EQ(sink->terminal_count(), 1);
@@ -173,31 +182,95 @@ TEST_F(PipelineCoreTest, OverlappingAbortsOfOneRequestEndItOnce) {
   ExpectAllEnded();
 }
 
-TEST_F(PipelineCoreTest, FailedSubmitLeavesNoBinding) {
-  Build(Shape{.thinkers = 2, .talker_input = InputMode::kOnFinish});
+// The kill race: a replica whose session closed a moment ago (its end not yet
+// seen) is evicted when a send finds it closed, and a request that has not
+// started on that stage goes to another live replica instead of failing.
+TEST_F(PipelineCoreTest, SendToAJustClosedSessionEvictsItAndPicksAnother) {
+  Build(Shape{.thinkers = 2, .talkers = 2, .talker_input = InputMode::kOnFinish});
+  auto victim = Gen("victim");  // T0
+  auto other = Gen("other");    // T1
+  fake(0, 0).FailCommands(absl::UnavailableError("session closed"));
+  auto fresh = Gen("fresh");  // Round robin says T0: dead, so T1.
+  EXPECT_EQ(fresh->fail_count(), 0) << fresh->fail_status();
+  EXPECT_THAT(LogWith("fresh"), ElementsAre("T0.add fresh failed", "T1.add fresh"));
+  EXPECT_FALSE(core().pool(0).alive(0));
+  // The requests that lived on T0 failed, naming it, as if its stream had broken.
+  ASSERT_EQ(victim->terminal_count(), 1);
+  const v1::Error victim_error = victim->terminal().error();
+  EXPECT_EQ(victim_error.code(), kUnavailable);
+  EXPECT_EQ(victim_error.stage_id(), 0);
+  EXPECT_EQ(victim_error.replica(), 0);
+  EXPECT_EQ(victim_error.instance_id(), "T0#1");
+  EXPECT_EQ(victim_error.message(), "stage 0 (thinker) replica 0 died: session closed");
+  EXPECT_EQ(other->end_count(), 0);
+
+  // At a later stage alike: K0's session closed, the hand-off goes to K1.
+  fake(1, 0).FailCommands(absl::UnavailableError("session closed"));
+  Done(0, 1, "other", {Text("x")});
+  EXPECT_THAT(LogWith("K"), ElementsAre("K0.add other failed", "K1.add other"));
+  EXPECT_EQ(other->end_count(), 0);
+  Done(1, 1, "other", {Codes({1})});
+  Done(2, 0, "other", {Audio("pcm")});
+  EXPECT_EQ(other->terminal().finish_reason(), v1::FINISH_REASON_STOP);
+  Done(0, 1, "fresh");
+  Done(1, 1, "fresh");
+  Done(2, 0, "fresh");
+  ExpectAllEnded();
+}
+
+TEST_F(PipelineCoreTest, NoLiveReplicaLeftNamesTheStageAndWhy) {
+  Build(Shape{.talker_input = InputMode::kOnFinish});
+  // Stage 0: the call itself fails; nothing is left bound.
   fake(0, 0).FailCommands(absl::UnavailableError("no session"));
   auto refused = Gen("r1");
   EXPECT_EQ(refused->fail_status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(refused->fail_status().message(),
-              HasSubstr("stage 0 (thinker) replica 0: could not send the request: no session"));
+  EXPECT_EQ(refused->fail_status().message(),
+            "stage 0 (thinker) has no live replica (replica 0: no session)");
   EXPECT_EQ(refused->terminal_count(), 0);
   EXPECT_EQ(core().in_flight(), 0u);
   EXPECT_EQ(core().pool(0).bindings(), 0u);
 
   // At a later stage the request has started: it ends with a terminal error.
-  auto sink = Gen("r2");  // T1
+  Ready(0, 0, "#2");
+  fake(0, 0).FailCommands(absl::OkStatus());
+  auto sink = Gen("r2");
   fake(1, 0).FailCommands(absl::UnavailableError("stream broken"));
-  Out(0, 1, "r2", {Text("x")});
-  Done(0, 1, "r2");
-  EXPECT_THAT(log_, ElementsAre("T0.add r1 failed", "T1.add r2", "K0.add r2 failed"));
+  Done(0, 0, "r2", {Text("x")});
   ASSERT_EQ(sink->terminal_count(), 1);
   const v1::Terminal terminal = sink->terminal();
-  const v1::Error& error = terminal.error();
   EXPECT_EQ(terminal.finish_reason(), v1::FINISH_REASON_ERROR);
-  EXPECT_EQ(error.code(), kUnavailable);
+  EXPECT_EQ(terminal.error().code(), kUnavailable);
+  EXPECT_EQ(terminal.error().stage_id(), 1);
+  EXPECT_EQ(terminal.error().replica(), -1);
+  EXPECT_EQ(terminal.error().message(),
+            "stage 1 (talker) has no live replica (replica 0: stream broken)");
+  ExpectAllEnded();
+}
+
+// A command the worker cannot take (over its Ready.max_message_bytes) fails that
+// request only: the replica and its other requests go on.
+TEST_F(PipelineCoreTest, CommandTooLargeForTheWorkerFailsOnlyThatRequest) {
+  Build(Shape{.talker_input = InputMode::kOnFinish});
+  auto neighbour = Gen("neighbour");
+  Out(0, 0, "neighbour", {Text("a")});
+  auto big = Gen("big");
+  fake(1, 0).FailCommands(
+      absl::ResourceExhaustedError("the command is 17000000 bytes; the worker accepts at most "
+                                   "16777216"));
+  Done(0, 0, "big", {Text("long text")});
+  ASSERT_EQ(big->terminal_count(), 1);
+  const v1::Error error = big->terminal().error();
+  EXPECT_EQ(error.code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
   EXPECT_EQ(error.stage_id(), 1);
-  EXPECT_EQ(error.message(),
-            "stage 1 (talker) replica 0: could not send the request: stream broken");
+  EXPECT_EQ(error.replica(), 0);
+  EXPECT_EQ(error.instance_id(), "K0#1");
+  EXPECT_THAT(error.message(), HasSubstr("stage 1 (talker) replica 0 could not take the request"));
+  EXPECT_TRUE(core().pool(1).alive(0));
+  fake(1, 0).FailCommands(absl::OkStatus());
+  Done(0, 0, "neighbour");
+  Done(1, 0, "neighbour");
+  Done(2, 0, "neighbour");
+  EXPECT_EQ(neighbour->terminal().finish_reason(), v1::FINISH_REASON_STOP);
   ExpectAllEnded();
 }
 
@@ -431,13 +504,21 @@ TEST_F(PipelineCoreTest, CancelWhoseAbortKeepsFailingEndsWithOneError) {
   auto sink = Gen("r1");
   Out(0, 0, "r1", {Text("x")});
   fake(1, 0).FailAborts(absl::UnavailableError("stuck"));
-  core().Cancel("r1", sink.get());  // No event loop: no retry with backoff.
+  core().Cancel("r1", sink.get());
+  // Five attempts, 50, 100, 200 and 400 ms apart; only then the error terminal.
+  scheduler_.AdvanceBy(absl::Milliseconds(749));
+  EXPECT_EQ(sink->end_count(), 0);
+  EXPECT_EQ(LogWith("K0.abort").size(), 4u);
+  scheduler_.AdvanceBy(absl::Milliseconds(1));
+  // The fifth attempt failed, and the ended request's cleanup made its first.
+  EXPECT_EQ(LogWith("K0.abort").size(), 5u + 1u);
   ASSERT_EQ(sink->terminal_count(), 1);
   EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_ERROR);
   EXPECT_THAT(sink->terminal().error().message(), HasSubstr("could not abort a cancelled request"));
   EXPECT_THAT(sink->terminal().error().message(), Not(HasSubstr("stage 0")));
   // The leftover talker binding is retried a few times, then given up.
-  EXPECT_EQ(LogWith("K0.abort").size(), 5u);
+  scheduler_.AdvanceBy(absl::Seconds(10));
+  EXPECT_EQ(LogWith("K0.abort").size(), 5u + 4u);
   ExpectAllEnded();
 }
 

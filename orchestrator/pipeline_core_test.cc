@@ -5,6 +5,7 @@
 // Status, CallStageUtility and Drain. Failure paths (abort, cancel, dead replicas,
 // rejections) are in pipeline_core_failure_test.cc. Fakes only: no sockets, no
 // sleeps, no event loop.
+#include "common/modality.h"
 #include "orchestrator/pipeline_core.h"
 
 #include <functional>

@@ -2,7 +2,8 @@
 // (codes) -> vocoder (audio, final) pipeline over FakeReplicaClients that share one
 // call log ("T0.add r1", "K1.append r1 last", "W0.abort [a,b]"), a recording
 // FakeResponseSink per Generate, and the end-of-test invariant check. The core
-// runs without an EventLoop: no timers, everything happens on the test thread.
+// runs on a ManualScheduler: everything happens on the test thread, and timers
+// fire only when a test moves the clock (scheduler_.AdvanceBy).
 #ifndef OMNISTAGE_ORCHESTRATOR_PIPELINE_CORE_TEST_HARNESS_H_
 #define OMNISTAGE_ORCHESTRATOR_PIPELINE_CORE_TEST_HARNESS_H_
 
@@ -21,6 +22,7 @@
 #include "orchestrator/pipeline_core.h"
 #include "tests/fake_replica_client.h"
 #include "tests/fake_response_sink.h"
+#include "tests/manual_scheduler.h"
 
 namespace omnistage {
 namespace pipeline_core_test {
@@ -85,6 +87,7 @@ class PipelineCoreTest : public ::testing::Test {
 
   // Creates the core over fresh fakes; every replica is made ready as "<T0>#1".
   void Build(PipelineConfig config) {
+    core_.reset();
     fakes_.clear();
     std::vector<std::vector<ReplicaClient*>> replicas;
     for (size_t s = 0; s < config.stages.size(); ++s) {
@@ -95,7 +98,7 @@ class PipelineCoreTest : public ::testing::Test {
         replicas[s].push_back(fakes_[s].back().get());
       }
     }
-    core_ = std::make_unique<PipelineCore>(std::move(config), std::move(replicas), nullptr);
+    core_ = std::make_unique<PipelineCore>(std::move(config), std::move(replicas), &scheduler_);
     for (size_t s = 0; s < fakes_.size(); ++s) {
       for (size_t r = 0; r < fakes_[s].size(); ++r) Ready(s, r, "#1");
     }
@@ -163,7 +166,7 @@ class PipelineCoreTest : public ::testing::Test {
     for (std::string& id : ids) request.add_request_ids(std::move(id));
     absl::StatusOr<v1::AbortResponse> result = absl::UnknownError("Abort never answered");
     int calls = 0;
-    core_->Abort(request, [&](absl::StatusOr<v1::AbortResponse> r) {
+    core_->Abort(request, absl::InfiniteFuture(), [&](absl::StatusOr<v1::AbortResponse> r) {
       ++calls;
       result = std::move(r);
     });
@@ -187,6 +190,8 @@ class PipelineCoreTest : public ::testing::Test {
     }
   }
 
+  // Declared first: the core cancels its timers here when it goes.
+  ManualScheduler scheduler_;
   std::vector<std::string> log_;
   std::vector<std::vector<std::unique_ptr<FakeReplicaClient>>> fakes_;
   std::unique_ptr<PipelineCore> core_;

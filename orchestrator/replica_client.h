@@ -1,9 +1,10 @@
 // ReplicaClient: the orchestrator's handle on one stage worker replica.
 //
-// The gRPC implementation (grpc_replica_client.h) owns one Connect session per
-// replica; FakeReplicaClient (tests) records calls and is driven by hand. Every
-// method is called on the orchestrator's event loop, and every callback and
-// ReplicaListener call arrives there too.
+// The real implementation (replica_session.h) keeps one Connect session per
+// replica over a WorkerStub; FakeReplicaClient (tests) records calls and is driven
+// by hand. Only the replica's StagePool calls it. Every method is called on the
+// orchestrator's event loop, and every callback and ReplicaListener call arrives
+// there too.
 #ifndef OMNISTAGE_ORCHESTRATOR_REPLICA_CLIENT_H_
 #define OMNISTAGE_ORCHESTRATOR_REPLICA_CLIENT_H_
 
@@ -13,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "protos/common.pb.h"
 #include "protos/stage_worker.pb.h"
 
@@ -23,15 +25,21 @@ class ReplicaClient {
   virtual ~ReplicaClient() = default;
 
   // Commands on the session stream, applied by the worker in the order sent. An
-  // error means the command was not sent (no session); OnReplicaDown follows.
-  virtual absl::Status Add(v1::AddRequest request) = 0;
+  // error means the command was not sent:
+  //   UNAVAILABLE         the replica has no session (it is down or going down);
+  //   RESOURCE_EXHAUSTED  the command is larger than the replica accepts
+  //                       (Ready.max_message_bytes); the replica is fine.
+  // Add moves from `*request` only when it succeeds, so a refused request can be
+  // sent elsewhere.
+  virtual absl::Status Add(v1::AddRequest* request) = 0;
   virtual absl::Status AppendInput(v1::AppendInput input) = 0;
   // `done` gets the utility's value or its error.
   virtual void CallUtility(const std::string& name, const google::protobuf::ListValue& args,
                            std::function<void(absl::StatusOr<google::protobuf::Value>)> done) = 0;
   // One Abort call carrying every id; never overtakes commands sent before it.
-  // `done` gets OK once the worker has stopped those requests.
-  virtual void Abort(const std::vector<std::string>& ids,
+  // `done` gets OK once the worker has stopped those requests, or an error
+  // (DEADLINE_EXCEEDED once `deadline` passes).
+  virtual void Abort(const std::vector<std::string>& ids, absl::Time deadline,
                      std::function<void(absl::Status)> done) = 0;
 };
 
@@ -45,7 +53,9 @@ class ReplicaListener {
   virtual void OnStepOutputs(int stage, int replica, v1::StepOutputs outputs) = 0;
   // The worker refused a command (e.g. bad parameters for an AddRequest).
   virtual void OnCommandRejected(int stage, int replica, const v1::CommandRejected& rejected) = 0;
-  // The session broke (stream error, worker exit, keepalive timeout, fatal event).
+  // The session broke (stream error, worker exit, keepalive timeout, fatal
+  // event) or was refused at its Hello (`reason` then carries the worker's
+  // error, with the field it refused).
   virtual void OnReplicaDown(int stage, int replica, const absl::Status& reason) = 0;
 };
 

@@ -8,25 +8,43 @@
 
 namespace omnistage {
 
-struct StagePool::AbortRun {
-  // Replica -> its ids, in replica order.
-  std::map<int, std::vector<std::string>> groups;
-  std::function<void(absl::Status)> done;
-};
+absl::Status PoolAbortResult::status() const {
+  if (failures.empty()) return absl::OkStatus();
+  const ReplicaAbortFailure& first = failures.front();
+  return absl::Status(first.status.code(), absl::StrCat("stage ", this->stage, " replica ",
+                                                        first.replica, ": abort failed: ",
+                                                        first.status.message()));
+}
 
 StagePool::StagePool(int stage_id, std::vector<ReplicaClient*> replicas, bool alive)
-    : stage_id_(stage_id), replicas_(std::move(replicas)), alive_(replicas_.size(), alive) {}
+    : stage_id_(stage_id),
+      replicas_(std::move(replicas)),
+      states_(replicas_.size()),
+      bound_(replicas_.size()) {
+  for (ReplicaState& state : states_) state.alive = alive;
+}
+
+// ---- Bindings --------------------------------------------------------------------
+
+void StagePool::Bind(const std::string& request_id, int replica) {
+  auto [it, added] = bindings_.emplace(request_id, replica);
+  if (!added) {
+    bound_[it->second].erase(request_id);
+    it->second = replica;
+  }
+  bound_[replica].insert(request_id);
+}
 
 absl::StatusOr<int> StagePool::Pick(const std::string& request_id) {
   auto it = bindings_.find(request_id);
-  if (it != bindings_.end() && alive_[it->second]) return it->second;
+  if (it != bindings_.end() && alive(it->second)) return it->second;
   const std::vector<int> live = LiveReplicas();
   if (live.empty()) {
     return absl::UnavailableError(absl::StrCat("stage ", stage_id_, " has no live replica"));
   }
   const int replica = live[rr_ % live.size()];
   ++rr_;
-  bindings_[request_id] = replica;
+  Bind(request_id, replica);
   return replica;
 }
 
@@ -36,19 +54,18 @@ std::optional<int> StagePool::Bound(const std::string& request_id) const {
   return it->second;
 }
 
-void StagePool::Release(const std::string& request_id) { bindings_.erase(request_id); }
+void StagePool::Release(const std::string& request_id) {
+  auto it = bindings_.find(request_id);
+  if (it == bindings_.end()) return;
+  bound_[it->second].erase(request_id);
+  bindings_.erase(it);
+}
 
 std::vector<std::string> StagePool::Evict(int replica) {
-  alive_[replica] = false;
-  std::vector<std::string> affected;
-  for (auto it = bindings_.begin(); it != bindings_.end();) {
-    if (it->second == replica) {
-      affected.push_back(it->first);
-      bindings_.erase(it++);
-    } else {
-      ++it;
-    }
-  }
+  states_[replica].alive = false;
+  std::vector<std::string> affected(bound_[replica].begin(), bound_[replica].end());
+  for (const std::string& id : affected) bindings_.erase(id);
+  bound_[replica].clear();
   std::sort(affected.begin(), affected.end());
   return affected;
 }
@@ -56,74 +73,177 @@ std::vector<std::string> StagePool::Evict(int replica) {
 void StagePool::Revive(int replica) {
   // A new incarnation holds none of the old state.
   Evict(replica);
-  alive_[replica] = true;
+  states_[replica].alive = true;
 }
 
 std::vector<int> StagePool::LiveReplicas() const {
   std::vector<int> live;
   for (int i = 0; i < size(); ++i) {
-    if (alive_[i]) live.push_back(i);
+    if (alive(i)) live.push_back(i);
   }
   return live;
 }
 
-int StagePool::BoundCount(int replica) const {
-  int count = 0;
-  for (const auto& [id, bound] : bindings_) count += bound == replica ? 1 : 0;
-  return count;
-}
+// ---- Abort -----------------------------------------------------------------------
 
-void StagePool::Abort(const std::vector<std::string>& request_ids,
-                      std::function<void(absl::Status)> done) {
-  auto run = std::make_shared<AbortRun>();
+struct StagePool::AbortRun {
+  int pending = 0;
+  std::vector<ReplicaAbortFailure> failures;
+  std::function<void(PoolAbortResult)> done;
+};
+
+void StagePool::Abort(const std::vector<std::string>& request_ids, absl::Time deadline,
+                      std::function<void(PoolAbortResult)> done) {
+  // Replica -> its ids, in replica order and, within a group, in the order given.
+  std::map<int, std::vector<std::string>> groups;
+  absl::flat_hash_set<std::string> seen;
   for (const std::string& id : request_ids) {
     auto it = bindings_.find(id);
     if (it == bindings_.end()) continue;  // Unbound: nothing to stop here.
-    std::vector<std::string>& group = run->groups[it->second];
-    if (std::find(group.begin(), group.end(), id) == group.end()) group.push_back(id);
+    if (seen.insert(id).second) groups[it->second].push_back(id);
   }
+  auto run = std::make_shared<AbortRun>();
   run->done = std::move(done);
-  AbortNext(std::move(run));
+  run->pending = static_cast<int>(groups.size()) + 1;  // +1 until every call is out.
+  auto finish_one = [self = shared_from_this(), run] {
+    if (--run->pending > 0) return;
+    // A replica evicted (or ids released) after its call failed holds nothing
+    // more: what it held already ended.
+    PoolAbortResult result;
+    result.stage = self->stage_id_;
+    for (ReplicaAbortFailure& failure : run->failures) {
+      std::vector<std::string>& ids = failure.ids;
+      ids.erase(std::remove_if(ids.begin(), ids.end(),
+                               [&](const std::string& id) {
+                                 return self->Bound(id) != failure.replica;
+                               }),
+                ids.end());
+      if (!ids.empty()) result.failures.push_back(std::move(failure));
+    }
+    std::sort(result.failures.begin(), result.failures.end(),
+              [](const ReplicaAbortFailure& a, const ReplicaAbortFailure& b) {
+                return a.replica < b.replica;
+              });
+    run->done(std::move(result));
+  };
+  for (auto& [replica, ids] : groups) {
+    auto group = std::make_shared<std::vector<std::string>>(std::move(ids));
+    replicas_[replica]->Abort(
+        *group, deadline,
+        [self = shared_from_this(), run, replica = replica, group, finish_one](absl::Status status) {
+          // Only what is still bound here counts: an eviction or a release may
+          // have happened while the call was in flight.
+          std::vector<std::string> still_bound;
+          for (const std::string& id : *group) {
+            if (self->Bound(id) == replica) still_bound.push_back(id);
+          }
+          if (status.ok()) {
+            for (const std::string& id : still_bound) self->Release(id);
+          } else if (!still_bound.empty()) {
+            run->failures.push_back(ReplicaAbortFailure{replica, status, std::move(still_bound)});
+          }
+          finish_one();
+        });
+  }
+  finish_one();
 }
 
-void StagePool::AbortNext(std::shared_ptr<AbortRun> run) {
-  // Drop what an eviction or release took away while earlier calls were in
-  // flight: a dead replica has nothing to stop (its requests already failed), and
-  // calling it would fail the abort of requests on healthy replicas.
-  while (!run->groups.empty()) {
-    const int replica = run->groups.begin()->first;
-    std::vector<std::string>& ids = run->groups.begin()->second;
-    ids.erase(std::remove_if(ids.begin(), ids.end(),
-                             [this, replica](const std::string& id) {
-                               auto it = bindings_.find(id);
-                               return it == bindings_.end() || it->second != replica;
-                             }),
-              ids.end());
-    if (!ids.empty()) break;
-    run->groups.erase(run->groups.begin());
+// ---- Replica identity and health ------------------------------------------------
+
+void StagePool::Admit(int replica, const v1::Ready& ready) {
+  ReplicaState& state = states_[replica];
+  state.instance_id = ready.instance_id();
+  state.capacity = ready.capacity();
+  state.max_message_bytes = ready.max_message_bytes();
+  state.down_reason = absl::OkStatus();
+  state.last_error.clear();
+  Revive(replica);
+}
+
+std::vector<std::string> StagePool::MarkDown(int replica, const absl::Status& reason) {
+  states_[replica].down_reason = reason;
+  states_[replica].last_error = std::string(reason.message());
+  return Evict(replica);
+}
+
+void StagePool::AppendStatus(v1::StageStatus* stage) const {
+  for (int r = 0; r < size(); ++r) {
+    const ReplicaState& state = states_[r];
+    v1::ReplicaStatus* replica = stage->add_replicas();
+    replica->set_replica(r);
+    replica->set_address(state.address);
+    replica->set_alive(state.alive);
+    replica->set_instance_id(state.instance_id);
+    replica->set_capacity(state.capacity);
+    replica->set_bound_requests(BoundCount(r));
+    replica->set_last_error(state.last_error);
+    replica->set_max_message_bytes(state.max_message_bytes);
   }
-  if (run->groups.empty()) {
-    run->done(absl::OkStatus());
-    return;
+}
+
+// ---- Sends ------------------------------------------------------------------------
+
+SubmitResult StagePool::Submit(v1::AddRequest* add) {
+  const std::string id = add->request_id();
+  SubmitResult result;
+  while (true) {
+    absl::StatusOr<int> replica = Pick(id);
+    if (!replica.ok()) {
+      result.status = replica.status();
+      result.replica = -1;
+      return result;
+    }
+    result.replica = *replica;
+    result.status = replicas_[*replica]->Add(add);
+    if (result.status.ok()) return result;
+    Release(id);  // A failed send leaves no binding.
+    if (result.status.code() != absl::StatusCode::kUnavailable) return result;
+    // The session closed before its end reached us: the replica is gone for
+    // every request bound to it, and this one has lost nothing.
+    result.lost.push_back(ReplicaLoss{*replica, result.status, MarkDown(*replica, result.status)});
   }
-  const int replica = run->groups.begin()->first;
-  std::vector<std::string> ids = run->groups.begin()->second;
-  replicas_[replica]->Abort(ids, [self = shared_from_this(), run, replica](absl::Status status) {
-    if (!status.ok()) {
-      run->done(absl::Status(status.code(),
-                             absl::StrCat("stage ", self->stage_id_, " replica ", replica,
-                                          ": abort failed: ", status.message())));
-      return;
+}
+
+absl::Status StagePool::Append(v1::AppendInput input, std::optional<ReplicaLoss>* lost) {
+  const std::optional<int> replica = Bound(input.request_id());
+  if (!replica.has_value()) {
+    return absl::NotFoundError(absl::StrCat("'", input.request_id(), "' is not bound on stage ",
+                                            stage_id_));
+  }
+  absl::Status status = replicas_[*replica]->AppendInput(std::move(input));
+  if (status.code() == absl::StatusCode::kUnavailable) {
+    *lost = ReplicaLoss{*replica, status, MarkDown(*replica, status)};
+  }
+  return status;
+}
+
+void StagePool::CallUtility(
+    const std::string& name, const google::protobuf::ListValue& args,
+    std::function<void(std::vector<absl::StatusOr<google::protobuf::Value>>)> done) {
+  struct Gather {
+    std::vector<absl::StatusOr<google::protobuf::Value>> results;
+    int pending = 0;
+    std::function<void(std::vector<absl::StatusOr<google::protobuf::Value>>)> done;
+  };
+  auto gather = std::make_shared<Gather>();
+  gather->results.assign(size(), absl::UnavailableError("is not alive"));
+  gather->done = std::move(done);
+  gather->pending = size() + 1;  // +1 until every call is out.
+  auto finish_one = [gather] {
+    if (--gather->pending == 0) gather->done(std::move(gather->results));
+  };
+  for (int r = 0; r < size(); ++r) {
+    if (!alive(r)) {
+      finish_one();
+      continue;
     }
-    // Release only what is still bound here: an eviction or a release may have
-    // happened while the call was in flight.
-    for (const std::string& id : run->groups.begin()->second) {
-      auto it = self->bindings_.find(id);
-      if (it != self->bindings_.end() && it->second == replica) self->bindings_.erase(it);
-    }
-    run->groups.erase(run->groups.begin());
-    self->AbortNext(run);
-  });
+    replicas_[r]->CallUtility(name, args,
+                              [gather, r, finish_one](absl::StatusOr<google::protobuf::Value> v) {
+                                gather->results[r] = std::move(v);
+                                finish_one();
+                              });
+  }
+  finish_one();
 }
 
 }  // namespace omnistage

@@ -1,6 +1,7 @@
-// StagePool: the replicas of one pipeline stage and which request lives on which.
+// StagePool: the replicas of one pipeline stage, which request lives on which,
+// and every call the orchestrator makes to those replicas.
 //
-// Semantics (ARCHITECTURE.md §3, seed P04):
+// Binding semantics (the seed, P04):
 // - Pick(rid): bound to a live replica -> that one (sticky; the round-robin counter
 //   does not move); otherwise live[rr % live.size()], rr += 1, and bind. No live
 //   replica -> UNAVAILABLE ("NoLiveReplica").
@@ -8,10 +9,20 @@
 // - Evict(replica): mark dead, drop and return its bindings; never picked again
 //   until Revive() (a new incarnation, with no bindings).
 // - Abort(ids): group ids by bound replica (unbound ids ignored, replicas with no
-//   ids not called), one call per replica, in replica order, one after another; a
-//   group's bindings are released only after its call succeeded; a failure stops
-//   there and is returned, the failed and not-yet-called groups stay bound. Ids
-//   evicted or released before their replica's turn are left out of its call.
+//   ids not called), one call per replica, all issued at once; a group's bindings
+//   are released only after its call succeeded; a failed group stays bound so the
+//   abort can be retried, and the other groups go ahead. The result names each
+//   failed replica with the ids it kept. Ids evicted or released while their call
+//   was in flight are neither released again nor reported as failed.
+//
+// Sends: Submit() picks and sends an AddRequest; a replica whose session turns
+// out closed is evicted on the spot (as if its stream had broken: its bound
+// requests are returned to the caller to fail) and the next live one is tried, so
+// a request that has not started anywhere never fails for a replica that died a
+// moment ago. Append() and CallUtility() go to the bound / every replica.
+//
+// Costs: Pick, Bound, Release are O(1); Evict is O(k log k) in the replica's k
+// bindings; Abort is linear in its ids.
 //
 // Not thread-safe: owned by the orchestrator's event loop.
 #ifndef OMNISTAGE_ORCHESTRATOR_STAGE_POOL_H_
@@ -25,11 +36,60 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "orchestrator/replica_client.h"
+#include "protos/orchestrator.pb.h"
 
 namespace omnistage {
+
+// What the pool knows of one replica, from its handshake and its failures.
+struct ReplicaState {
+  std::string address;
+  bool alive = false;
+  // From the last Ready.
+  std::string instance_id;
+  int capacity = 0;
+  int64_t max_message_bytes = 0;
+  // Why it went down last (OK while it has not), and that reason's message
+  // while it is not alive.
+  absl::Status down_reason;
+  std::string last_error;
+};
+
+// A replica found dead while sending to it: evicted, with the requests that were
+// bound to it (sorted), which the caller must fail.
+struct ReplicaLoss {
+  int replica = -1;
+  absl::Status reason;
+  std::vector<std::string> evicted;
+};
+
+// One replica's Abort call that failed, and the ids it still holds.
+struct ReplicaAbortFailure {
+  int replica = -1;
+  absl::Status status;
+  std::vector<std::string> ids;
+};
+
+struct PoolAbortResult {
+  int stage = 0;
+  // In replica order; empty when every call succeeded.
+  std::vector<ReplicaAbortFailure> failures;
+  // OK, or the first failure, as "stage S replica R: abort failed: ...".
+  absl::Status status() const;
+};
+
+struct SubmitResult {
+  // OK when sent. Else UNAVAILABLE (no live replica) or the refusal of `replica`.
+  absl::Status status;
+  // Where it was sent or which replica refused it; -1 when none was live.
+  int replica = -1;
+  // Replicas found dead on the way (already evicted).
+  std::vector<ReplicaLoss> lost;
+};
 
 class StagePool : public std::enable_shared_from_this<StagePool> {
  public:
@@ -39,8 +99,8 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
 
   int stage_id() const { return stage_id_; }
   int size() const { return static_cast<int>(replicas_.size()); }
-  ReplicaClient* replica(int index) const { return replicas_[index]; }
 
+  // ---- Bindings (the seed) ----
   absl::StatusOr<int> Pick(const std::string& request_id);
   std::optional<int> Bound(const std::string& request_id) const;
   void Release(const std::string& request_id);
@@ -48,24 +108,51 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   std::vector<std::string> Evict(int replica);
   // The replica answers again: live, with no bindings.
   void Revive(int replica);
-  bool alive(int replica) const { return alive_[replica]; }
+  bool alive(int replica) const { return states_[replica].alive; }
   // Ascending indices of live replicas.
   std::vector<int> LiveReplicas() const;
-  int BoundCount(int replica) const;
+  int BoundCount(int replica) const { return static_cast<int>(bound_[replica].size()); }
   size_t bindings() const { return bindings_.size(); }
 
-  // Asynchronous; `done` runs once, after the last call (or the first failure).
-  // The pool must be held by a shared_ptr while an abort runs.
-  void Abort(const std::vector<std::string>& request_ids, std::function<void(absl::Status)> done);
+  // Asynchronous; `done` runs once, after the last call completed. The pool
+  // must be held by a shared_ptr while an abort runs.
+  void Abort(const std::vector<std::string>& request_ids, absl::Time deadline,
+             std::function<void(PoolAbortResult)> done);
+
+  // ---- Replica identity and health ----
+  const ReplicaState& state(int replica) const { return states_[replica]; }
+  void set_address(int replica, std::string address) {
+    states_[replica].address = std::move(address);
+  }
+  // A handshake: records the incarnation and revives the replica.
+  void Admit(int replica, const v1::Ready& ready);
+  // The replica is down for `reason`: recorded, then evicted (see Evict).
+  std::vector<std::string> MarkDown(int replica, const absl::Status& reason);
+  // One ReplicaStatus per replica, in order.
+  void AppendStatus(v1::StageStatus* stage) const;
+
+  // ---- Sends ----
+  // Picks a replica for add->request_id() and sends it there (see above). On
+  // success `*add` was moved from and the request is bound to result.replica.
+  SubmitResult Submit(v1::AddRequest* add);
+  // Sends more input to the replica `input.request_id()` is bound to. NOT_FOUND
+  // when it is bound nowhere (nothing sent); a lost replica lands in `*lost`.
+  absl::Status Append(v1::AppendInput input, std::optional<ReplicaLoss>* lost);
+  // Calls utility `name` on every live replica; `done` gets one result per
+  // replica, in replica order (UNAVAILABLE for a replica that is not alive).
+  void CallUtility(const std::string& name, const google::protobuf::ListValue& args,
+                   std::function<void(std::vector<absl::StatusOr<google::protobuf::Value>>)> done);
 
  private:
   struct AbortRun;
-  void AbortNext(std::shared_ptr<AbortRun> run);
+  void Bind(const std::string& request_id, int replica);
 
   const int stage_id_;
   const std::vector<ReplicaClient*> replicas_;
-  std::vector<bool> alive_;
+  std::vector<ReplicaState> states_;
   absl::flat_hash_map<std::string, int> bindings_;
+  // bound_[r]: the ids bound to replica r (the same bindings, indexed by replica).
+  std::vector<absl::flat_hash_set<std::string>> bound_;
   uint64_t rr_ = 0;
 };
 

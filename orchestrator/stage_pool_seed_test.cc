@@ -77,7 +77,7 @@ class FakeProcessor {
 
 // The seed's abort_request, in the pool's callback style:
 //   1. collect the partial output (read-only);
-//   2. each pool's Abort({rid}), one after another; a failure stops here and is
+//   2. each pool's Abort({rid}), one pool after another; a failure stops here and is
 //      handed to `done` with nothing committed;
 //   3. commit (irreversible, so only after every abort that can fail);
 //   4. exactly one terminal output (rid, partial, finished, error="abort").
@@ -95,9 +95,9 @@ void AbortStagesFrom(std::shared_ptr<TwoPhaseAbort> op, size_t next) {
     op->done(OrchOutput{op->rid, op->partial, true, "abort"});
     return;
   }
-  op->pools[next]->Abort({op->rid}, [op, next](absl::Status status) {
-    if (!status.ok()) {
-      op->done(std::move(status));
+  op->pools[next]->Abort({op->rid}, kNoDeadline, [op, next](PoolAbortResult result) {
+    if (!result.failures.empty()) {
+      op->done(result.status());
       return;
     }
     AbortStagesFrom(op, next + 1);
@@ -166,7 +166,7 @@ TEST(StagePoolTest, SeedStateTableExamplesOneAndTwo) {
 
   // 6. One call per replica, ids in the order given, ghost ignored, B not called.
   DoneRecorder done;
-  p->Abort({"x", "z", "w", "ghost", "v"}, done.Callback());
+  p->Abort({"x", "z", "w", "ghost", "v"}, kNoDeadline, done.Callback());
   EXPECT_THAT(log, ElementsAre("A.abort [x,w]", "C.abort [z,v]"));
   EXPECT_THAT(b.aborts(), IsEmpty());
   EXPECT_EQ(done.calls, 1);
@@ -190,7 +190,7 @@ TEST(StagePoolTest, SeedFailureSemanticsAndRetry) {
   b.FailAborts(absl::UnavailableError("B is down"));
 
   DoneRecorder failed;
-  q->Abort({"m", "n", "o"}, failed.Callback());
+  q->Abort({"m", "n", "o"}, kNoDeadline, failed.Callback());
   EXPECT_THAT(log, ElementsAre("A.abort [m,o]", "B.abort [n]"));
   EXPECT_EQ(failed.calls, 1);
   EXPECT_EQ(failed.status.code(), absl::StatusCode::kUnavailable);
@@ -202,16 +202,18 @@ TEST(StagePoolTest, SeedFailureSemanticsAndRetry) {
   log.clear();
   b.FailAborts(absl::OkStatus());
   DoneRecorder retried;
-  q->Abort({"m", "n", "o"}, retried.Callback());
+  q->Abort({"m", "n", "o"}, kNoDeadline, retried.Callback());
   EXPECT_THAT(log, ElementsAre("B.abort [n]"));
   EXPECT_EQ(retried.calls, 1);
   EXPECT_TRUE(retried.status.ok()) << retried.status;
   EXPECT_EQ(q->bindings(), 0u);
 }
 
-// A failure stops the run: groups after the failed one are not called and stay
-// bound, so a retry still has everything it needs.
-TEST(StagePoolTest, AbortFailureLeavesLaterGroupsUncalledAndBound) {
+// A failed group does not hold the others back: every replica is called (the
+// seed's "failed group stays bound, succeeded groups are released"), so a batch
+// abort of many requests is not hostage to one replica. The failure names the
+// replica and the ids it still holds, ready for a retry of just those.
+TEST(StagePoolTest, AbortFailureKeepsOnlyTheFailedGroupBound) {
   std::vector<std::string> log;
   FakeReplicaClient a("A", &log), b("B", &log), c("C", &log);
   std::shared_ptr<StagePool> pool = MakePool(0, {&a, &b, &c});
@@ -221,14 +223,18 @@ TEST(StagePoolTest, AbortFailureLeavesLaterGroupsUncalledAndBound) {
   b.FailAborts(absl::InternalError("boom"));
 
   DoneRecorder done;
-  pool->Abort({"r2", "r1", "r0"}, done.Callback());
+  pool->Abort({"r2", "r1", "r0"}, kNoDeadline, done.Callback());
   // Replica order, not id order.
-  EXPECT_THAT(log, ElementsAre("A.abort [r0]", "B.abort [r1]"));
+  EXPECT_THAT(log, ElementsAre("A.abort [r0]", "B.abort [r1]", "C.abort [r2]"));
   EXPECT_EQ(done.calls, 1);
   EXPECT_EQ(done.status.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(std::string(done.status.message()), HasSubstr("stage 0 replica 1: abort failed"));
+  ASSERT_EQ(done.failures.size(), 1u);
+  EXPECT_EQ(done.failures[0].replica, 1);
+  EXPECT_THAT(done.failures[0].ids, ElementsAre("r1"));
   EXPECT_EQ(pool->Bound("r0"), std::nullopt);
   EXPECT_THAT(pool->Bound("r1"), Optional(1));
-  EXPECT_THAT(pool->Bound("r2"), Optional(2));
+  EXPECT_EQ(pool->Bound("r2"), std::nullopt);
 }
 
 // Example 3: collect -> every stage's abort, in pipeline order -> commit -> one

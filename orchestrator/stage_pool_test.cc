@@ -152,7 +152,7 @@ TEST(StagePoolTest, BoundCountFollowsPickReleaseAndAbort) {
   pool->Release("r0");
   EXPECT_EQ(pool->BoundCount(0), 2);
   DoneRecorder done;
-  pool->Abort({"r1"}, done.Callback());
+  pool->Abort({"r1"}, kNoDeadline, done.Callback());
   EXPECT_EQ(done.calls, 1);
   EXPECT_EQ(pool->BoundCount(1), 1);
   EXPECT_EQ(pool->bindings(), 3u);
@@ -167,13 +167,13 @@ TEST(StagePoolTest, AbortOfUnboundIdsCallsNothingAndCompletesOk) {
   ASSERT_TRUE(pool->Pick("bound").ok());
 
   DoneRecorder done;
-  pool->Abort({"ghost", "phantom"}, done.Callback());
+  pool->Abort({"ghost", "phantom"}, kNoDeadline, done.Callback());
   EXPECT_THAT(log, IsEmpty());
   EXPECT_EQ(done.calls, 1);
   EXPECT_TRUE(done.status.ok()) << done.status;
 
   DoneRecorder empty;
-  pool->Abort({}, empty.Callback());
+  pool->Abort({}, kNoDeadline, empty.Callback());
   EXPECT_THAT(log, IsEmpty());
   EXPECT_EQ(empty.calls, 1);
   EXPECT_TRUE(empty.status.ok()) << empty.status;
@@ -188,7 +188,7 @@ TEST(StagePoolTest, AbortSendsDuplicateIdsOnceInTheOrderGiven) {
   for (const char* rid : {"p", "q", "r", "s", "t"}) ASSERT_TRUE(pool->Pick(rid).ok());
 
   DoneRecorder done;
-  pool->Abort({"t", "s", "p", "t", "q", "r", "p", "s"}, done.Callback());
+  pool->Abort({"t", "s", "p", "t", "q", "r", "p", "s"}, kNoDeadline, done.Callback());
   EXPECT_THAT(log, ElementsAre("A.abort [t,p,r]", "B.abort [s,q]"));
   EXPECT_EQ(done.calls, 1);
   EXPECT_TRUE(done.status.ok()) << done.status;
@@ -196,8 +196,8 @@ TEST(StagePoolTest, AbortSendsDuplicateIdsOnceInTheOrderGiven) {
 }
 
 // Releasing before the replica confirmed would leave nothing to retry with (seed
-// question 5), so a group stays bound while its call is in flight, and the next
-// group's call starts only after the previous one finished.
+// question 5), so a group stays bound while its call is in flight. Every group's
+// call goes out at once; `done` waits for the last.
 TEST(StagePoolTest, InFlightAbortKeepsBindingsUntilCompletion) {
   std::vector<std::string> log;
   FakeReplicaClient a("A", &log), b("B", &log);
@@ -209,22 +209,21 @@ TEST(StagePoolTest, InFlightAbortKeepsBindingsUntilCompletion) {
   b.set_hold_aborts(true);
 
   DoneRecorder done;
-  pool->Abort({"x", "y", "z"}, done.Callback());
-  EXPECT_THAT(log, ElementsAre("A.abort [x,z]"));
+  pool->Abort({"x", "y", "z"}, kNoDeadline, done.Callback());
+  EXPECT_THAT(log, ElementsAre("A.abort [x,z]", "B.abort [y]"));
   EXPECT_THAT(pool->Bound("x"), Optional(0));
   EXPECT_THAT(pool->Bound("z"), Optional(0));
   EXPECT_THAT(pool->Bound("y"), Optional(1));
   EXPECT_EQ(done.calls, 0);
 
-  ASSERT_TRUE(a.CompleteAbort(absl::OkStatus()));
-  EXPECT_THAT(log, ElementsAre("A.abort [x,z]", "B.abort [y]"));
-  EXPECT_EQ(pool->Bound("x"), std::nullopt);
-  EXPECT_EQ(pool->Bound("z"), std::nullopt);
-  EXPECT_THAT(pool->Bound("y"), Optional(1));
-  EXPECT_EQ(done.calls, 0);
-
   ASSERT_TRUE(b.CompleteAbort(absl::OkStatus()));
   EXPECT_EQ(pool->Bound("y"), std::nullopt);
+  EXPECT_THAT(pool->Bound("x"), Optional(0));
+  EXPECT_EQ(done.calls, 0);
+
+  ASSERT_TRUE(a.CompleteAbort(absl::OkStatus()));
+  EXPECT_EQ(pool->Bound("x"), std::nullopt);
+  EXPECT_EQ(pool->Bound("z"), std::nullopt);
   EXPECT_EQ(done.calls, 1);
   EXPECT_TRUE(done.status.ok()) << done.status;
   EXPECT_EQ(a.held_aborts() + b.held_aborts(), 0u);
@@ -238,11 +237,24 @@ TEST(StagePoolTest, InFlightAbortThatFailsKeepsItsGroupBound) {
   a.set_hold_aborts(true);
 
   DoneRecorder done;
-  pool->Abort({"x"}, done.Callback());
+  pool->Abort({"x"}, kNoDeadline, done.Callback());
   ASSERT_TRUE(a.CompleteAbort(absl::DeadlineExceededError("slow")));
   EXPECT_EQ(done.calls, 1);
   EXPECT_EQ(done.status.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(pool->Bound("x"), Optional(0));
+}
+
+TEST(StagePoolTest, AbortCarriesItsDeadlineToEveryCall) {
+  std::vector<std::string> log;
+  FakeReplicaClient a("A", &log), b("B", &log);
+  std::shared_ptr<StagePool> pool = MakePool(0, {&a, &b});
+  ASSERT_TRUE(pool->Pick("x").ok());
+  ASSERT_TRUE(pool->Pick("y").ok());
+  const absl::Time deadline = absl::FromUnixSeconds(1234);
+  DoneRecorder done;
+  pool->Abort({"x", "y"}, deadline, done.Callback());
+  EXPECT_THAT(a.abort_deadlines(), ElementsAre(deadline));
+  EXPECT_THAT(b.abort_deadlines(), ElementsAre(deadline));
 }
 
 // The replica dies while its abort is in flight and the request is picked again
@@ -257,7 +269,7 @@ TEST(StagePoolTest, EvictDuringInFlightAbortKeepsRebindingElsewhere) {
   a.set_hold_aborts(true);
 
   DoneRecorder done;
-  pool->Abort({"x", "z"}, done.Callback());
+  pool->Abort({"x", "z"}, kNoDeadline, done.Callback());
   EXPECT_THAT(log, ElementsAre("A.abort [x,z]"));
   EXPECT_THAT(pool->Evict(0), ElementsAre("x", "z"));
   ASSERT_THAT(pool->Pick("x"), IsOkAndHolds(1));
@@ -271,11 +283,10 @@ TEST(StagePoolTest, EvictDuringInFlightAbortKeepsRebindingElsewhere) {
   EXPECT_THAT(b.aborts(), IsEmpty());
 }
 
-// A replica whose group has not been called yet dies while an earlier group is in
-// flight: its requests already got their terminal error through Evict, so the
-// abort must not call the dead replica (which would fail and fail the whole abort
-// of requests on healthy replicas).
-TEST(StagePoolTest, EvictOfNotYetCalledGroupSkipsThatReplica) {
+// A replica whose call failed dies before the run ends: its requests already got
+// their terminal error through Evict, so its failure must not fail the abort of
+// requests on healthy replicas.
+TEST(StagePoolTest, FailedGroupEvictedBeforeTheRunEndsIsNoFailure) {
   std::vector<std::string> log;
   FakeReplicaClient a("A", &log), b("B", &log), c("C", &log);
   std::shared_ptr<StagePool> pool = MakePool(0, {&a, &b, &c});
@@ -286,19 +297,20 @@ TEST(StagePoolTest, EvictOfNotYetCalledGroupSkipsThatReplica) {
   b.FailAborts(absl::UnavailableError("B is gone"));
 
   DoneRecorder done;
-  pool->Abort({"x", "y", "z"}, done.Callback());
+  pool->Abort({"x", "y", "z"}, kNoDeadline, done.Callback());
   ASSERT_THAT(pool->Evict(1), ElementsAre("y"));
   ASSERT_TRUE(a.CompleteAbort(absl::OkStatus()));
 
-  EXPECT_THAT(log, ElementsAre("A.abort [x]", "C.abort [z]"));
+  EXPECT_THAT(log, ElementsAre("A.abort [x]", "B.abort [y]", "C.abort [z]"));
   EXPECT_EQ(done.calls, 1);
   EXPECT_TRUE(done.status.ok()) << done.status;
+  EXPECT_THAT(done.failures, IsEmpty());
   EXPECT_EQ(pool->bindings(), 0u);
 }
 
-// A request that ends normally while an earlier group's call is in flight is not
-// sent to its replica any more: there is nothing left there to stop.
-TEST(StagePoolTest, ReleaseDuringInFlightAbortNarrowsALaterGroup) {
+// A request that ends normally while its replica's call is in flight is not
+// released twice, and the others of its group are.
+TEST(StagePoolTest, ReleaseDuringInFlightAbortIsTolerated) {
   std::vector<std::string> log;
   FakeReplicaClient a("A", &log), b("B", &log);
   std::shared_ptr<StagePool> pool = MakePool(0, {&a, &b});
@@ -306,18 +318,110 @@ TEST(StagePoolTest, ReleaseDuringInFlightAbortNarrowsALaterGroup) {
   ASSERT_THAT(pool->Pick("y"), IsOkAndHolds(1));
   ASSERT_THAT(pool->Pick("z"), IsOkAndHolds(0));
   ASSERT_THAT(pool->Pick("w"), IsOkAndHolds(1));
-  a.set_hold_aborts(true);
+  b.set_hold_aborts(true);
 
   DoneRecorder done;
-  pool->Abort({"x", "y", "w"}, done.Callback());
+  pool->Abort({"x", "y", "w"}, kNoDeadline, done.Callback());
   pool->Release("y");
-  ASSERT_TRUE(a.CompleteAbort(absl::OkStatus()));
+  ASSERT_THAT(pool->Pick("y"), IsOkAndHolds(0));  // A new use of the id, elsewhere.
+  ASSERT_TRUE(b.CompleteAbort(absl::OkStatus()));
 
-  EXPECT_THAT(log, ElementsAre("A.abort [x]", "B.abort [w]"));
+  EXPECT_THAT(log, ElementsAre("A.abort [x]", "B.abort [y,w]"));
   EXPECT_EQ(done.calls, 1);
   EXPECT_TRUE(done.status.ok()) << done.status;
   EXPECT_THAT(pool->Bound("z"), Optional(0));
-  EXPECT_EQ(pool->bindings(), 1u);
+  EXPECT_THAT(pool->Bound("y"), Optional(0));
+  EXPECT_EQ(pool->bindings(), 2u);
+}
+
+// ---- Sends --------------------------------------------------------------------------
+
+v1::AddRequest AddOf(const std::string& id) {
+  v1::AddRequest add;
+  add.set_request_id(id);
+  add.add_input()->mutable_text()->set_text("hello");
+  return add;
+}
+
+// The kill race: a replica whose session closed before its eviction reached the
+// pool is evicted on the spot, and the request goes to the next live replica.
+TEST(StagePoolTest, SubmitEvictsAReplicaFoundDeadAndPicksAgain) {
+  std::vector<std::string> log;
+  FakeReplicaClient a("A", &log), b("B", &log), c("C", &log);
+  std::shared_ptr<StagePool> pool = MakePool(0, {&a, &b, &c});
+  ASSERT_THAT(pool->Pick("old"), IsOkAndHolds(0));
+  ASSERT_THAT(pool->Pick("x"), IsOkAndHolds(1));
+  ASSERT_THAT(pool->Pick("y"), IsOkAndHolds(2));
+  a.FailCommands(absl::UnavailableError("session closed"));
+
+  // Round robin comes to A again; A is dead, so B (live[4 % 2]) takes it.
+  v1::AddRequest add = AddOf("new");
+  SubmitResult sent = pool->Submit(&add);
+  ASSERT_TRUE(sent.status.ok()) << sent.status;
+  EXPECT_EQ(sent.replica, 1);
+  EXPECT_THAT(log, ElementsAre("A.add new failed", "B.add new"));
+  ASSERT_EQ(b.adds().size(), 1u);
+  EXPECT_EQ(b.adds()[0].input(0).text().text(), "hello") << "the retry lost the input";
+  ASSERT_EQ(sent.lost.size(), 1u);
+  EXPECT_EQ(sent.lost[0].replica, 0);
+  EXPECT_THAT(sent.lost[0].evicted, ElementsAre("old"));
+  EXPECT_FALSE(pool->alive(0));
+  EXPECT_EQ(pool->state(0).last_error, "session closed");
+  EXPECT_THAT(pool->Bound("new"), Optional(1));
+}
+
+TEST(StagePoolTest, SubmitWithEveryReplicaDeadIsUnavailableAndLeavesNoBinding) {
+  std::vector<std::string> log;
+  FakeReplicaClient a("A", &log), b("B", &log);
+  std::shared_ptr<StagePool> pool = MakePool(0, {&a, &b});
+  a.FailCommands(absl::UnavailableError("gone"));
+  b.FailCommands(absl::UnavailableError("gone too"));
+  v1::AddRequest add = AddOf("r");
+  SubmitResult sent = pool->Submit(&add);
+  EXPECT_EQ(sent.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(sent.replica, -1);
+  EXPECT_EQ(sent.lost.size(), 2u);
+  EXPECT_EQ(pool->bindings(), 0u);
+}
+
+// A command too large for the replica is the request's fault: the replica stays.
+TEST(StagePoolTest, SubmitRefusedAsTooLargeKeepsTheReplicaAlive) {
+  std::vector<std::string> log;
+  FakeReplicaClient a("A", &log), b("B", &log);
+  std::shared_ptr<StagePool> pool = MakePool(0, {&a, &b});
+  a.FailCommands(absl::ResourceExhaustedError("the command is 17 MB"));
+  v1::AddRequest add = AddOf("big");
+  SubmitResult sent = pool->Submit(&add);
+  EXPECT_EQ(sent.status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(sent.replica, 0);
+  EXPECT_THAT(sent.lost, IsEmpty());
+  EXPECT_TRUE(pool->alive(0));
+  EXPECT_EQ(pool->bindings(), 0u);
+}
+
+TEST(StagePoolTest, AppendGoesToTheBoundReplicaAndReportsItsLoss) {
+  std::vector<std::string> log;
+  FakeReplicaClient a("A", &log), b("B", &log);
+  std::shared_ptr<StagePool> pool = MakePool(0, {&a, &b});
+  ASSERT_THAT(pool->Pick("x"), IsOkAndHolds(0));
+  ASSERT_THAT(pool->Pick("y"), IsOkAndHolds(1));
+  v1::AppendInput append;
+  append.set_request_id("y");
+  std::optional<ReplicaLoss> lost;
+  EXPECT_TRUE(pool->Append(append, &lost).ok());
+  EXPECT_THAT(log, ElementsAre("B.append y"));
+  EXPECT_FALSE(lost.has_value());
+
+  append.set_request_id("nowhere");
+  EXPECT_EQ(pool->Append(append, &lost).code(), absl::StatusCode::kNotFound);
+
+  b.FailCommands(absl::UnavailableError("stream broke"));
+  append.set_request_id("y");
+  EXPECT_EQ(pool->Append(append, &lost).code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(lost.has_value());
+  EXPECT_EQ(lost->replica, 1);
+  EXPECT_THAT(lost->evicted, ElementsAre("y"));
+  EXPECT_FALSE(pool->alive(1));
 }
 
 }  // namespace

@@ -31,18 +31,23 @@ MATCHER_P(IsOkAndHolds, expected, "is OK and holds " + ::testing::PrintToString(
 }
 
 // What the pool's asynchronous Abort reported, so tests can check that `done`
-// ran exactly once and with which status.
+// ran exactly once, with which status and which failed groups.
 struct DoneRecorder {
   int calls = 0;
   absl::Status status = absl::UnknownError("done never ran");
+  std::vector<ReplicaAbortFailure> failures;
 
-  std::function<void(absl::Status)> Callback() {
-    return [this](absl::Status s) {
+  std::function<void(PoolAbortResult)> Callback() {
+    return [this](PoolAbortResult result) {
       ++calls;
-      status = std::move(s);
+      status = result.status();
+      failures = std::move(result.failures);
     };
   }
 };
+
+// Pool aborts in these tests have no deadline.
+inline constexpr absl::Time kNoDeadline = absl::InfiniteFuture();
 
 inline std::shared_ptr<StagePool> MakePool(int stage, std::vector<FakeReplicaClient*> fakes) {
   std::vector<ReplicaClient*> replicas(fakes.begin(), fakes.end());

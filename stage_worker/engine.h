@@ -40,8 +40,10 @@ class Engine {
   virtual ~Engine() = default;
 
   // Checks a request's input and parameters before it is queued: a non-OK status
-  // (INVALID_ARGUMENT, with a message naming the bad field) rejects that request
-  // only. Thread-safe and side-effect free: called from gRPC threads.
+  // (INVALID_ARGUMENT, with a message naming the bad field and, where it can, the
+  // field's path in the AddRequest as common/field_error.h carries it, e.g.
+  // "params.extra.voice" or "input[0]") rejects that request only. Thread-safe and
+  // side-effect free: called from gRPC threads.
   virtual absl::Status Validate(const EngineRequest& request) const = 0;
 
   // Starts a request that passed Validate(). An error here is fatal for the worker.

@@ -4,8 +4,11 @@
 //       --engine_params=batch_size=64,step_time_us=2000
 //
 // Prints one line "listening port=<port> address=<host:port> instance=<id>" on
-// stdout once it serves. SIGTERM/SIGINT: stop accepting, stop the busy loop, exit 0.
-// A fatal engine error: a fatal event to every session, NOT_SERVING, exit 1.
+// stdout once it serves. Flags it refuses (an unknown engine, a bad engine
+// parameter) are named on stderr and, for whoever spawned it, in one stdout line
+// "refused field=<path> reason=<text>" (path: engine or engine_params.<key>); it
+// then exits 2. SIGTERM/SIGINT: stop accepting, stop the busy loop, exit 0. A
+// fatal engine error: a fatal event to every session, NOT_SERVING, exit 1.
 #include <pthread.h>
 #include <signal.h>
 
@@ -20,6 +23,8 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "common/field_error.h"
+#include "common/limits.h"
 #include "stage_worker/engines/registry.h"
 #include "stage_worker/worker.h"
 #include "stage_worker/worker_service.h"
@@ -30,7 +35,8 @@ ABSL_FLAG(std::string, engine, "sim_llm", "engine name (sim_llm, thinker, talker
 ABSL_FLAG(std::string, engine_params, "",
           "engine parameters as comma-separated key=value pairs, e.g. batch_size=64");
 ABSL_FLAG(std::string, instance_id, "", "instance id reported to clients (default: generated)");
-ABSL_FLAG(int, max_message_bytes, 16 << 20, "largest message accepted from a client");
+ABSL_FLAG(int, max_message_bytes, static_cast<int>(omnistage::kDefaultWorkerMaxMessageBytes),
+          "largest message accepted from a client (announced to clients in Ready)");
 ABSL_FLAG(int, shutdown_grace_ms, 2000, "how long running calls may take to end at shutdown");
 
 namespace omnistage {
@@ -41,15 +47,27 @@ absl::StatusOr<std::map<std::string, std::string>> ParseEngineParams(absl::strin
   for (absl::string_view pair : absl::StrSplit(text, ',', absl::SkipEmpty())) {
     std::pair<std::string, std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
     if (kv.first.empty() || pair.find('=') == absl::string_view::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--engine_params: expected key=value, got '", pair, "'"));
+      return AtField(absl::InvalidArgumentError(
+                         absl::StrCat("--engine_params: expected key=value, got '", pair, "'")),
+                     "engine_params");
     }
     if (!params.emplace(kv.first, kv.second).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--engine_params: '", kv.first, "' given twice"));
+      return AtField(absl::InvalidArgumentError(
+                         absl::StrCat("--engine_params: '", kv.first, "' given twice")),
+                     "engine_params");
     }
   }
   return params;
+}
+
+// A refused flag: a line for people on stderr, one for the spawner on stdout.
+int Refuse(const absl::Status& status) {
+  std::cerr << "stage_worker: " << status.message() << "\n";
+  const std::string field = ErrorField(status);
+  if (!field.empty()) {
+    std::cout << "refused field=" << field << " reason=" << status.message() << std::endl;
+  }
+  return 2;
 }
 
 int Run() {
@@ -64,20 +82,15 @@ int Run() {
 
   absl::StatusOr<std::map<std::string, std::string>> params =
       ParseEngineParams(absl::GetFlag(FLAGS_engine_params));
-  if (!params.ok()) {
-    std::cerr << "stage_worker: " << params.status().message() << "\n";
-    return 2;
-  }
+  if (!params.ok()) return Refuse(params.status());
   const std::string engine_name = absl::GetFlag(FLAGS_engine);
   absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine(engine_name, *params);
-  if (!engine.ok()) {
-    std::cerr << "stage_worker: " << engine.status().message() << "\n";
-    return 2;
-  }
+  if (!engine.ok()) return Refuse(engine.status());
   WorkerOptions options;
   options.stage_id = absl::GetFlag(FLAGS_stage_id);
   options.engine_name = engine_name;
   options.instance_id = absl::GetFlag(FLAGS_instance_id);
+  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   Worker worker(options, *std::move(engine));
 
   WorkerServerOptions server_options;

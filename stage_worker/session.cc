@@ -6,97 +6,24 @@
 
 namespace omnistage {
 
+namespace {
+
+StreamWriter<v1::WorkerEvent>::Options WriterOptions(uint64_t number) {
+  StreamWriter<v1::WorkerEvent>::Options options;
+  options.label = absl::StrCat("session ", number);
+  // A client that stopped reading: closing its stream aborts its requests,
+  // rather than letting memory grow without bound.
+  options.max_queued = Session::kMaxQueuedEvents;
+  return options;
+}
+
+}  // namespace
+
 Session::Session(uint64_t number, EventTransport* transport, uint64_t first_seq)
-    : number_(number), id_(absl::StrCat(number)), transport_(transport), last_seq_(first_seq) {}
-
-void Session::Send(v1::WorkerEvent event) {
-  const v1::WorkerEvent* start = nullptr;
-  bool cancel = false;
-  {
-    absl::MutexLock lock(&mu_);
-    if (ending_) return;
-    if (!writing_) {
-      in_flight_ = std::move(event);
-      writing_ = true;
-      start = &in_flight_;
-    } else if (queued_.size() >= kMaxQueuedEvents) {
-      // The client stopped reading. Closing the stream aborts its requests.
-      ending_ = true;
-      end_status_ = absl::ResourceExhaustedError(absl::StrCat(
-          "session ", id_, ": client is not reading; ", queued_.size(), " events queued"));
-      queued_.clear();
-      // A write is in flight and will not complete while the client does not
-      // read: cancel the stream rather than wait for it. Until the cancel is
-      // issued the stream must not finish (the transport would be gone).
-      cancel = true;
-      cancelling_ = true;
-    } else {
-      queued_.push_back(std::move(event));
-    }
-  }
-  if (start != nullptr) transport_->BeginWrite(start);
-  if (!cancel) return;
-  transport_->CancelStream();
-  bool finish;
-  absl::Status status;
-  {
-    absl::MutexLock lock(&mu_);
-    cancelling_ = false;
-    finish = TakeFinishLocked();
-    status = end_status_;
-  }
-  if (finish) transport_->FinishStream(status);
-}
-
-void Session::OnWriteDone(bool ok) {
-  const v1::WorkerEvent* start = nullptr;
-  bool finish = false;
-  absl::Status status;
-  {
-    absl::MutexLock lock(&mu_);
-    writing_ = false;
-    if (!ok) {
-      // The stream is broken: nothing more can be written.
-      queued_.clear();
-      if (!ending_) {
-        ending_ = true;
-        end_status_ = absl::CancelledError("stream broken");
-      }
-    }
-    if (!queued_.empty()) {
-      in_flight_ = std::move(queued_.front());
-      queued_.pop_front();
-      writing_ = true;
-      start = &in_flight_;
-    } else {
-      finish = TakeFinishLocked();
-      status = end_status_;
-    }
-  }
-  if (start != nullptr) transport_->BeginWrite(start);
-  if (finish) transport_->FinishStream(status);
-}
-
-void Session::End(const absl::Status& status) {
-  bool finish;
-  absl::Status final_status;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!ending_) {
-      ending_ = true;
-      end_status_ = status;
-    }
-    finish = TakeFinishLocked();
-    final_status = end_status_;
-  }
-  if (finish) transport_->FinishStream(final_status);
-}
-
-bool Session::TakeFinishLocked() {
-  if (!ending_ || writing_ || cancelling_ || finished_) return false;
-  finished_ = true;
-  return true;
-}
+    : number_(number),
+      id_(absl::StrCat(number)),
+      writer_(transport, WriterOptions(number)),
+      last_seq_(first_seq) {}
 
 bool Session::AddLive(const std::string& request_id) {
   absl::MutexLock lock(&mu_);

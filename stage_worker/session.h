@@ -1,8 +1,9 @@
 // Session: one orchestrator's Connect stream on a stage worker.
 //
-// A Session owns the stream's outgoing event queue (a gRPC stream allows one
-// outstanding write, so events queue here), the set of the session's live request
-// ids, and the fence that keeps an Abort from overtaking commands sent before it.
+// A Session owns the stream's outgoing events (a StreamWriter: one write in
+// flight, the rest queued, a client that stops reading cut off), the set of the
+// session's live request ids, and the fence that keeps an Abort from overtaking
+// commands sent before it.
 // Thread-safe: gRPC threads add commands and aborts, the busy-loop thread sends
 // step outputs.
 //
@@ -13,7 +14,6 @@
 #define OMNISTAGE_STAGE_WORKER_SESSION_H_
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -24,24 +24,18 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "common/stream_writer.h"
 #include "protos/stage_worker.pb.h"
 #include "stage_worker/engine_core.h"
 
 namespace omnistage {
 
 // The stream a Session writes to; implemented by the gRPC reactor. The Session
-// calls BeginWrite() with at most one write outstanding, and FinishStream() once, after
-// the last write completed; it never calls either while holding its own lock.
-class EventTransport {
- public:
-  virtual ~EventTransport() = default;
-  // `event` stays valid until the transport reports OnWriteDone() to the Session.
-  virtual void BeginWrite(const v1::WorkerEvent* event) = 0;
-  virtual void FinishStream(const absl::Status& status) = 0;
-  // Breaks the stream at once (the client is not reading): the write in flight
-  // fails, and the stream's end closes the session.
-  virtual void CancelStream() = 0;
-};
+// calls BeginWrite() with at most one write outstanding and FinishStream() once,
+// after the last write completed, never while holding its own lock;
+// CancelStream() breaks the stream at once (the client is not reading): the write
+// in flight fails, and the stream's end closes the session.
+using EventTransport = StreamWriter<v1::WorkerEvent>::Transport;
 
 class Session {
  public:
@@ -58,12 +52,12 @@ class Session {
   const std::string& id() const { return id_; }
 
   // Queues `event` for the client. Dropped once the session is ending.
-  void Send(v1::WorkerEvent event);
+  void Send(v1::WorkerEvent event) { writer_.Write(std::move(event)); }
   // Called by the transport when the previous BeginWrite() completed.
-  void OnWriteDone(bool ok);
+  void OnWriteDone(bool ok) { writer_.OnWriteDone(ok); }
   // Finishes the stream with `status` once the queued events are written.
   // Idempotent: the first status wins.
-  void End(const absl::Status& status);
+  void End(const absl::Status& status) { writer_.End(status); }
 
   // Request bookkeeping. Marks `request_id` live; false if it already is.
   bool AddLive(const std::string& request_id);
@@ -90,23 +84,11 @@ class Session {
   void Fence(uint64_t after_seq, CoreMessage abort, const Submit& submit);
 
  private:
-  // Finishes the transport if ending and idle; returns true if the caller must call
-  // transport_->FinishStream() (outside the lock).
-  bool TakeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
   const uint64_t number_;
   const std::string id_;
-  EventTransport* const transport_;
+  StreamWriter<v1::WorkerEvent> writer_;
 
   mutable absl::Mutex mu_;
-  std::deque<v1::WorkerEvent> queued_ ABSL_GUARDED_BY(mu_);
-  v1::WorkerEvent in_flight_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool ending_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  bool cancelling_ ABSL_GUARDED_BY(mu_) = false;  // CancelStream() about to be called.
-  absl::Status end_status_ ABSL_GUARDED_BY(mu_);
-
   absl::flat_hash_set<std::string> live_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;

@@ -7,7 +7,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/error_proto.h"
+#include "common/field_error.h"
 
 namespace omnistage {
 namespace {
@@ -18,10 +21,9 @@ std::string DefaultInstanceId() {
 
 absl::Status CheckRequestId(const std::string& id) {
   if (id.empty()) return absl::InvalidArgumentError("request_id is empty");
-  if (id.size() > Worker::kMaxRequestIdBytes) {
+  if (id.size() > kMaxRequestIdBytes) {
     return absl::InvalidArgumentError(absl::StrCat("request_id is ", id.size(),
-                                                   " bytes; the limit is ",
-                                                   Worker::kMaxRequestIdBytes));
+                                                   " bytes; the limit is ", kMaxRequestIdBytes));
   }
   return absl::OkStatus();
 }
@@ -101,6 +103,24 @@ absl::StatusOr<std::shared_ptr<Session>> Worker::OpenSession(const v1::Hello& he
                                                       options_.stage_id, ", not stage ",
                                                       hello.expected_stage_id()));
   }
+  if (hello.has_defaults()) {
+    // The client will merge these into every request: refuse them now, naming
+    // the field, rather than every request later.
+    EngineRequest probe;
+    probe.id = "hello-defaults";
+    probe.input_complete = false;
+    probe.params = hello.defaults();
+    absl::Status status = engine_->Validate(probe);
+    if (!status.ok()) {
+      const std::string field = ErrorField(status);
+      absl::string_view within_params = field;
+      absl::ConsumePrefix(&within_params, "params");
+      absl::ConsumePrefix(&within_params, ".");
+      return AtField(absl::InvalidArgumentError(
+                         absl::StrCat("stage defaults: ", status.message())),
+                     absl::StrCat("defaults", within_params.empty() ? "" : ".", within_params));
+    }
+  }
   absl::MutexLock lock(&mu_);
   return std::make_shared<Session>(next_session_++, transport, hello_seq);
 }
@@ -127,6 +147,7 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   ready->set_capacity(engine_->capacity());
   ready->set_session_id(session->id());
   ready->set_protocol_version(kProtocolVersion);
+  ready->set_max_message_bytes(options_.max_message_bytes);
   session->Send(std::move(event));
 }
 
@@ -155,12 +176,7 @@ void Worker::Reject(Session& session, const v1::WorkerCommand& command,
     case v1::WorkerCommand::COMMAND_NOT_SET:
       break;
   }
-  v1::Error* error = rejected->mutable_error();
-  error->set_code(static_cast<int>(status.code()));
-  error->set_message(std::string(status.message()));
-  error->set_stage_id(options_.stage_id);
-  error->set_replica(-1);
-  error->set_instance_id(options_.instance_id);
+  *rejected->mutable_error() = ErrorProto(status, options_.stage_id, -1, options_.instance_id);
   session.Send(std::move(event));
 }
 
@@ -356,12 +372,8 @@ void Worker::OnUtilityResult(uint64_t call_id,
   if (result.ok()) {
     *out->mutable_value() = *std::move(result);
   } else {
-    v1::Error* error = out->mutable_error();
-    error->set_code(static_cast<int>(result.status().code()));
-    error->set_message(std::string(result.status().message()));
-    error->set_stage_id(options_.stage_id);
-    error->set_replica(-1);
-    error->set_instance_id(options_.instance_id);
+    *out->mutable_error() =
+        ErrorProto(result.status(), options_.stage_id, -1, options_.instance_id);
   }
   pending.session->Send(std::move(event));
 }

@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/limits.h"
 #include "protos/stage_worker.pb.h"
 #include "stage_worker/engine.h"
 #include "stage_worker/engine_core.h"
@@ -40,12 +41,14 @@ struct WorkerOptions {
   std::string engine_name;
   // Unique per process start; empty picks one from the time and the process id.
   std::string instance_id;
+  // The largest command the server accepts (its receive limit), announced in
+  // Ready so that clients never send a larger one.
+  int64_t max_message_bytes = kDefaultWorkerMaxMessageBytes;
 };
 
 class Worker : public CoreSink {
  public:
   static constexpr uint32_t kProtocolVersion = 1;
-  static constexpr size_t kMaxRequestIdBytes = 128;
 
   Worker(WorkerOptions options, std::unique_ptr<Engine> engine);
   ~Worker() override;
@@ -64,7 +67,9 @@ class Worker : public CoreSink {
 
   // A client's Hello: checks it and makes a session writing to `transport`
   // (`hello_seq` is the Hello command's seq). Errors: FAILED_PRECONDITION (wrong
-  // stage or protocol version). The session does nothing until StartSession().
+  // stage or protocol version), INVALID_ARGUMENT (stage defaults the engine
+  // would refuse, with the field path "defaults...."). The session does nothing
+  // until StartSession().
   absl::StatusOr<std::shared_ptr<Session>> OpenSession(const v1::Hello& hello, uint64_t hello_seq,
                                                        EventTransport* transport);
   // Registers `session` and sends Ready on it, or, if the worker has stopped
@@ -81,6 +86,7 @@ class Worker : public CoreSink {
              std::function<void(absl::StatusOr<std::vector<std::string>>)> done);
 
   const std::string& instance_id() const { return options_.instance_id; }
+  int stage_id() const { return options_.stage_id; }
   const Engine& engine() const { return *engine_; }
   uint64_t steps() const { return core_.steps(); }
   // Live requests over all sessions (for tests and status).

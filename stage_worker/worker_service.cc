@@ -3,12 +3,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/error_proto.h"
 
 namespace omnistage {
 namespace {
 
-// One Connect stream. Before the Hello it answers alone; after it, writes and the
-// stream's end are driven by the Session.
+// One Connect stream. Before the Hello it answers alone (a refused Hello gets a
+// CommandRejected, then the stream ends with the error); after it, writes and
+// the stream's end are driven by the Session.
 class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerCommand, v1::WorkerEvent>,
                              public EventTransport {
  public:
@@ -33,7 +35,13 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerCommand, v
     StartRead(&command_);
   }
 
-  void OnWriteDone(bool ok) override { session_->OnWriteDone(ok); }
+  void OnWriteDone(bool ok) override {
+    if (session_ == nullptr) {
+      Finish(ToGrpcStatus(refusal_));  // The refusal of the Hello is written.
+      return;
+    }
+    session_->OnWriteDone(ok);
+  }
 
   void OnDone() override { delete this; }
 
@@ -56,7 +64,14 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerCommand, v
     absl::StatusOr<std::shared_ptr<Session>> session =
         worker_->OpenSession(command_.hello(), command_.seq(), this);
     if (!session.ok()) {
-      Finish(ToGrpcStatus(session.status()));
+      // Say which field was refused, then end the stream with the same error.
+      refusal_ = session.status();
+      v1::CommandRejected* rejected = refusal_event_.mutable_rejected();
+      rejected->set_seq(command_.seq());
+      rejected->set_command(v1::CommandRejected::KIND_HELLO);
+      *rejected->mutable_error() = ErrorProto(refusal_, worker_->stage_id(), -1,
+                                              worker_->instance_id());
+      StartWrite(&refusal_event_);
       return;
     }
     // session_ must be set before the first write can complete.
@@ -71,6 +86,9 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerCommand, v
   v1::WorkerCommand command_;
   // Set once, on the first read; reads are sequential, so no lock is needed.
   std::shared_ptr<Session> session_;
+  // A refused Hello: the event saying so, and the stream's final status.
+  v1::WorkerEvent refusal_event_;
+  absl::Status refusal_;
 };
 
 }  // namespace

@@ -14,10 +14,10 @@ FakeReplicaClient::FakeReplicaClient(std::string name, std::vector<std::string>*
   utility_result_ = ok;
 }
 
-absl::Status FakeReplicaClient::Add(v1::AddRequest request) {
-  log_->push_back(absl::StrCat(name_, ".add ", request.request_id(),
+absl::Status FakeReplicaClient::Add(v1::AddRequest* request) {
+  log_->push_back(absl::StrCat(name_, ".add ", request->request_id(),
                                command_status_.ok() ? "" : " failed"));
-  if (command_status_.ok()) adds_.push_back(std::move(request));
+  if (command_status_.ok()) adds_.push_back(std::move(*request));
   return command_status_;
 }
 
@@ -35,10 +35,11 @@ void FakeReplicaClient::CallUtility(
   done(utility_result_);
 }
 
-void FakeReplicaClient::Abort(const std::vector<std::string>& ids,
+void FakeReplicaClient::Abort(const std::vector<std::string>& ids, absl::Time deadline,
                               std::function<void(absl::Status)> done) {
   log_->push_back(absl::StrCat(name_, ".abort [", absl::StrJoin(ids, ","), "]"));
   aborts_.push_back(ids);
+  abort_deadlines_.push_back(deadline);
   if (hold_aborts_) {
     held_.push_back(std::move(done));
     return;

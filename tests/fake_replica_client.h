@@ -3,7 +3,7 @@
 //   std::vector<std::string> log;
 //   FakeReplicaClient a("A", &log);
 //   a.FailAborts(absl::UnavailableError("down"));     // the next Abort calls fail
-//   pool.Abort({"x"}, ...);                           // log: "A.abort [x]"
+//   pool.Abort({"x"}, deadline, ...);                 // log: "A.abort [x]"
 //   a.set_hold_aborts(true);                          // later aborts wait for
 //   a.CompleteAbort(absl::OkStatus());                //   an explicit completion
 #ifndef OMNISTAGE_TESTS_FAKE_REPLICA_CLIENT_H_
@@ -23,11 +23,12 @@ class FakeReplicaClient : public ReplicaClient {
   // Calls are appended to `log` (shared between fakes to see the global order).
   FakeReplicaClient(std::string name, std::vector<std::string>* log);
 
-  absl::Status Add(v1::AddRequest request) override;
+  absl::Status Add(v1::AddRequest* request) override;
   absl::Status AppendInput(v1::AppendInput input) override;
   void CallUtility(const std::string& name, const google::protobuf::ListValue& args,
                    std::function<void(absl::StatusOr<google::protobuf::Value>)> done) override;
-  void Abort(const std::vector<std::string>& ids, std::function<void(absl::Status)> done) override;
+  void Abort(const std::vector<std::string>& ids, absl::Time deadline,
+             std::function<void(absl::Status)> done) override;
 
   // Add and AppendInput return `status` from now on (OK by default); failed ones
   // are logged with " failed" and not recorded.
@@ -48,6 +49,8 @@ class FakeReplicaClient : public ReplicaClient {
   const std::vector<v1::AddRequest>& adds() const { return adds_; }
   const std::vector<v1::AppendInput>& appends() const { return appends_; }
   const std::vector<std::vector<std::string>>& aborts() const { return aborts_; }
+  // The deadline of each Abort call, in order.
+  const std::vector<absl::Time>& abort_deadlines() const { return abort_deadlines_; }
 
  private:
   const std::string name_;
@@ -55,6 +58,7 @@ class FakeReplicaClient : public ReplicaClient {
   std::vector<v1::AddRequest> adds_;
   std::vector<v1::AppendInput> appends_;
   std::vector<std::vector<std::string>> aborts_;
+  std::vector<absl::Time> abort_deadlines_;
   absl::Status abort_status_;
   absl::Status command_status_;
   bool hold_aborts_ = false;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/error_proto.h"
+
 namespace omnistage {
 
 WorkerTestClient::WorkerTestClient(std::shared_ptr<grpc::Channel> channel)
@@ -24,6 +26,9 @@ absl::StatusOr<v1::Ready> WorkerTestClient::Connect(v1::Hello hello) {
     std::optional<grpc::Status> end = WaitForEnd(absl::Seconds(10));
     if (!end.has_value()) return absl::DeadlineExceededError("no Ready within 10 s");
     return absl::Status(static_cast<absl::StatusCode>(end->error_code()), end->error_message());
+  }
+  if (first->has_rejected() && first->rejected().command() == v1::CommandRejected::KIND_HELLO) {
+    return StatusFromErrorProto(first->rejected().error());
   }
   if (!first->has_ready()) return absl::InternalError("first event is not Ready");
   session_id_ = first->ready().session_id();

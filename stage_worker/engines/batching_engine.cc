@@ -1,5 +1,7 @@
 #include "stage_worker/engines/batching_engine.h"
 
+#include "common/field_error.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/field_error.h"
 
 namespace omnistage {
 namespace {
@@ -107,18 +110,20 @@ absl::Status BatchingEngine::Validate(const EngineRequest& request) const {
   }
   if (request.params.has_max_tokens() &&
       (request.params.max_tokens() < 1 || request.params.max_tokens() > kMaxTokensLimit)) {
-    return absl::InvalidArgumentError(absl::StrCat("engine ", name_, ": max_tokens must be in [1, ",
-                                                   kMaxTokensLimit, "], got ",
-                                                   request.params.max_tokens()));
+    return AtField(absl::InvalidArgumentError(absl::StrCat("engine ", name_,
+                                                           ": max_tokens must be in [1, ",
+                                                           kMaxTokensLimit, "], got ",
+                                                           request.params.max_tokens())),
+                   "params.max_tokens");
   }
   for (size_t i = 0; i < request.input.size(); ++i) {
     absl::Status status = CheckKind(request.input[i], absl::StrCat("input payload ", i));
-    if (!status.ok()) return status;
+    if (!status.ok()) return AtField(status, absl::StrCat("input[", i, "]"));
   }
   EngineParams extra(name_, {request.params.extra().begin(), request.params.extra().end()},
                      "extra parameter");
   ReadExtra(&extra);
-  return extra.Finish();
+  return AtField(extra.Finish(), "params.extra");
 }
 
 absl::Status BatchingEngine::Add(EngineRequest request) {

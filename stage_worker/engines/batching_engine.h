@@ -34,13 +34,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/limits.h"
 #include "stage_worker/engine.h"
 #include "stage_worker/engines/engine_params.h"
 
 namespace omnistage {
 
-// Per-request max_tokens must lie in [1, kMaxTokensLimit].
-inline constexpr int64_t kMaxTokensLimit = 1000000;
 
 // The parameters every built-in engine accepts.
 struct BatchingOptions {

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/field_error.h"
 
 namespace omnistage {
 
@@ -25,8 +26,10 @@ const std::string* EngineParams::Lookup(absl::string_view key) {
 void EngineParams::Fail(absl::string_view key, absl::string_view expected,
                         absl::string_view value) {
   if (!status_.ok()) return;
-  status_ = absl::InvalidArgumentError(absl::StrCat(
-      "engine ", engine_, ": ", what_, " ", key, ": expected ", expected, ", got '", value, "'"));
+  status_ = AtField(absl::InvalidArgumentError(absl::StrCat("engine ", engine_, ": ", what_, " ",
+                                                           key, ": expected ", expected, ", got '",
+                                                           value, "'")),
+                    key);
 }
 
 int64_t EngineParams::Int(absl::string_view key, int64_t default_value, int64_t min, int64_t max) {
@@ -89,9 +92,10 @@ absl::Status EngineParams::Finish() const {
   if (!status_.ok()) return status_;
   for (const auto& [key, value] : values_) {
     if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
-    return absl::InvalidArgumentError(
-        absl::StrCat("engine ", engine_, ": unknown ", what_, " '", key,
-                     "' (known: ", known_.empty() ? "none" : absl::StrJoin(known_, ", "), ")"));
+    return AtField(absl::InvalidArgumentError(absl::StrCat(
+                       "engine ", engine_, ": unknown ", what_, " '", key, "' (known: ",
+                       known_.empty() ? "none" : absl::StrJoin(known_, ", "), ")")),
+                   key);
   }
   return absl::OkStatus();
 }

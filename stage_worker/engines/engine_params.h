@@ -12,6 +12,8 @@
 //   bool fail = params.Bool("fail_utilities", false);
 //   absl::Status status = params.Finish();  // INVALID_ARGUMENT naming the key
 //
+// Every error carries the key as its field path (common/field_error.h).
+//
 // Not thread-safe; use one instance per parse.
 #ifndef OMNISTAGE_STAGE_WORKER_ENGINES_ENGINE_PARAMS_H_
 #define OMNISTAGE_STAGE_WORKER_ENGINES_ENGINE_PARAMS_H_

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/field_error.h"
 #include "stage_worker/engines/sim_llm.h"
 #include "stage_worker/engines/talker.h"
 #include "stage_worker/engines/thinker.h"
@@ -33,10 +34,14 @@ constexpr Registration kEngines[] = {
 absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
     const std::string& name, const std::map<std::string, std::string>& params) {
   for (const Registration& engine : kEngines) {
-    if (name == engine.name) return engine.create(params);
+    if (name != engine.name) continue;
+    absl::StatusOr<std::unique_ptr<Engine>> created = engine.create(params);
+    if (!created.ok()) return AtField(created.status(), "engine_params");
+    return created;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown engine '", name, "' (known: ", absl::StrJoin(EngineNames(), ", "), ")"));
+  return AtField(absl::InvalidArgumentError(absl::StrCat("unknown engine '", name, "' (known: ",
+                                                         absl::StrJoin(EngineNames(), ", "), ")")),
+                 "engine");
 }
 
 std::vector<std::string> EngineNames() {

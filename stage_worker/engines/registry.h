@@ -20,7 +20,8 @@
 namespace omnistage {
 
 // Creates engine `name` with `params`. INVALID_ARGUMENT for an unknown engine
-// name, an unknown parameter or a bad value, with a message naming it.
+// name, an unknown parameter or a bad value, with a message naming it and the
+// field path "engine" or "engine_params.<key>" (common/field_error.h).
 absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
     const std::string& name, const std::map<std::string, std::string>& params);
 

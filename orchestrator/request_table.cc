@@ -1,0 +1,45 @@
+#include "orchestrator/request_table.h"
+
+#include <utility>
+
+#include "common/invariant.h"
+
+namespace omnistage {
+
+InFlightRequest* RequestTable::Find(const std::string& id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+InFlightRequest& RequestTable::Add(std::unique_ptr<InFlightRequest> request) {
+  const std::string id = request->id;
+  auto [it, fresh] = requests_.try_emplace(id, std::move(request));
+  OMNISTAGE_INVARIANT(fresh, "a request id was admitted while already in flight");
+  return *it->second;
+}
+
+void RequestTable::Finish(const std::string& id, v1::Terminal terminal) {
+  auto it = requests_.find(id);
+  OMNISTAGE_INVARIANT(it != requests_.end(), "a second terminal for a request that already ended");
+  if (it == requests_.end()) return;
+  std::unique_ptr<InFlightRequest> ended = std::move(it->second);
+  requests_.erase(it);
+  scheduler_->Cancel(ended->idle_timer);
+  ended->sink->Finish(ended->id, std::move(terminal));
+}
+
+void RequestTable::Remove(const std::string& id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  scheduler_->Cancel(it->second->idle_timer);
+  requests_.erase(it);
+}
+
+std::vector<std::string> RequestTable::Ids() const {
+  std::vector<std::string> ids;
+  ids.reserve(requests_.size());
+  for (const auto& [id, request] : requests_) ids.push_back(id);
+  return ids;
+}
+
+}  // namespace omnistage
