@@ -14,6 +14,10 @@ TEST(FieldErrorTest, PathsComposeOutward) {
   EXPECT_EQ(status.message(), "expected 1..64");
   EXPECT_EQ(ErrorField(absl::InvalidArgumentError("no field")), "");
   EXPECT_TRUE(AtField(absl::OkStatus(), "x").ok());
+  const absl::Status reworded = WithMessage(status, "batch_size: expected 1..64 (replica 0)");
+  EXPECT_EQ(reworded.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(reworded.message(), "batch_size: expected 1..64 (replica 0)");
+  EXPECT_EQ(ErrorField(reworded), "engine_params.batch_size");
 }
 
 TEST(ErrorProtoTest, CarriesWhereAndWhyBothWays) {

@@ -25,4 +25,8 @@ std::string ErrorField(const absl::Status& status) {
   return field.has_value() ? std::string(*field) : std::string();
 }
 
+absl::Status WithMessage(const absl::Status& status, absl::string_view message) {
+  return AtField(absl::Status(status.code(), message), ErrorField(status));
+}
+
 }  // namespace omnistage

@@ -23,6 +23,10 @@ absl::Status AtField(absl::Status status, absl::string_view field);
 // The field path `status` carries; empty when it names none.
 std::string ErrorField(const absl::Status& status);
 
+// `status` with its message replaced by `message`, keeping its code and field
+// path (for adding who or where to an error passed on).
+absl::Status WithMessage(const absl::Status& status, absl::string_view message);
+
 }  // namespace omnistage
 
 #endif  // OMNISTAGE_COMMON_FIELD_ERROR_H_

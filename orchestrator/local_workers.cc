@@ -111,8 +111,7 @@ absl::StatusOr<std::unique_ptr<LocalWorkers>> LocalWorkers::Start(
         const std::string who = absl::StrCat("stage ", stage.id, " (", stage.name, ") replica ", r);
         if (!ErrorField(s).empty()) {
           // The worker refused what the config gave it: name that config field.
-          return AtField(absl::Status(s.code(), absl::StrCat(s.message(), " (", who,
-                                                             " refused to start)")),
+          return AtField(WithMessage(s, absl::StrCat(s.message(), " (", who, " refused to start)")),
                          absl::StrCat("stages[", stage.id, "]"));
         }
         return absl::Status(s.code(), absl::StrCat(who, ": ", s.message()));

@@ -1,11 +1,43 @@
 #!/usr/bin/env bash
 # The orchestrator in local mode, as processes: it spawns its workers, restarts
 # one that is killed (a new incarnation, re-admitted), refuses to start on a taken
-# port with a clear message, and leaves no worker behind after SIGTERM.
+# port with a clear message, and leaves no worker behind after SIGTERM. What only
+# the workers can check (the engine, its parameters, the stage defaults) stops
+# start-up with the config file and field named, and leaves no worker behind.
 set -euo pipefail
 
 omni=client/omni
 source tests/orchestrator_process.sh
+
+# refused <name> <stage yaml> <expected message after "<file>: ">
+refused() {
+  local config="$out/$1.yaml"
+  printf 'stages:\n  - {name: llm, replicas: 2, final_output: true, output_modality: tokens, %s}\n' \
+    "$2" >"$config"
+  set +e
+  orchestrator/orchestrator --config="$config" --listen=127.0.0.1:0 \
+    --stage_worker=stage_worker/stage_worker >"$out/$1.out" 2>"$out/$1.err" &
+  local child=$!
+  wait "$child"
+  local rc=$?
+  set -e
+  [ "$rc" -eq 2 ] || fail "$1: exit code $rc: $(cat "$out/$1.err")"
+  grep -qF "orchestrator: $config: $3" "$out/$1.err" ||
+    fail "$1: expected '$config: $3' in: $(cat "$out/$1.err")"
+  if pgrep -f -- "--instance_id=llm-[0-9]-$child-" >/dev/null; then
+    fail "$1: a worker outlived the refused start-up"
+  fi
+  echo "refused as expected: $1"
+}
+refused bad_param "engine: sim_llm, engine_params: {batch_size: x}" \
+  "stages[0].engine_params.batch_size: engine sim_llm: parameter batch_size: expected an integer in [1, 65536], got 'x' (stage 0 (llm) replica 0 refused to start)"
+refused unknown_param "engine: sim_llm, engine_params: {bach_size: 4}" \
+  "stages[0].engine_params.bach_size: engine sim_llm: unknown parameter 'bach_size'"
+refused unknown_engine "engine: gpt" \
+  "stages[0].engine: unknown engine 'gpt' (known: sim_llm, thinker, talker, vocoder)"
+refused bad_defaults "engine: sim_llm, defaults: {extra: {colour: red}}" \
+  "stages[0].defaults.extra.colour: refused the session: stage defaults: engine sim_llm: unknown extra parameter 'colour'"
+
 start_orchestrator orchestrator/configs/local_sim.yaml
 
 instance() { "$omni" status "$server" | sed -n 's/.*"instanceId": "\([^"]*\)".*/\1/p' | head -1; }
@@ -42,4 +74,4 @@ stop_orchestrator
 for child in $children; do
   if kill -0 "$child" 2>/dev/null; then fail "worker $child outlived the orchestrator"; fi
 done
-echo "1 passed, 0 failed"
+echo "2 passed, 0 failed"

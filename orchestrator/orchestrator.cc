@@ -101,10 +101,9 @@ absl::Status Orchestrator::AwaitHandshakes(const std::vector<int>& stages,
           // the network's or the worker's and may pass.
           const absl::Status& down = state.down_reason;
           if (!down.ok() && !ErrorField(down).empty()) {
-            refusal = AtField(absl::Status(down.code(),
-                                           absl::StrCat(down.message(), " (stage ", s, " (",
-                                                        options_.config.stages[s].name,
-                                                        ") replica ", r, ")")),
+            refusal = AtField(WithMessage(down, absl::StrCat(down.message(), " (stage ", s, " (",
+                                                             options_.config.stages[s].name,
+                                                             ") replica ", r, ")")),
                               absl::StrCat("stages[", s, "]"));
           }
           waiting = true;

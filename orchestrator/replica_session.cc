@@ -99,9 +99,7 @@ void ReplicaSession::OnDone(uint64_t generation, const absl::Status& status) {
   if (generation != generation_) return;
   absl::Status reason;
   if (!refusal_.ok()) {
-    reason = AtField(absl::Status(refusal_.code(), absl::StrCat("refused the session: ",
-                                                               refusal_.message())),
-                     ErrorField(refusal_));
+    reason = WithMessage(refusal_, absl::StrCat("refused the session: ", refusal_.message()));
   } else if (!fatal_reason_.empty()) {
     reason = absl::UnavailableError(absl::StrCat("fatal engine error: ", fatal_reason_));
   } else {

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "common/field_error.h"
 #include "gtest/gtest.h"
 #include "protos/health.grpc.pb.h"
 #include "stage_worker/engines/registry.h"
@@ -24,6 +25,7 @@ class WorkerServiceTest : public ::testing::Test {
     WorkerOptions options;
     options.stage_id = stage_id;
     options.engine_name = "sim_llm";
+    options.max_message_bytes = max_message_bytes;
     worker_ = std::make_unique<Worker>(options, *std::move(engine));
     WorkerServerOptions server_options;
     server_options.max_receive_message_bytes = max_message_bytes;
@@ -98,6 +100,7 @@ TEST_F(WorkerServiceTest, HandshakeReportsIdentity) {
   ASSERT_TRUE(ready.ok()) << ready.status();
   EXPECT_EQ(ready->stage_id(), 2);
   EXPECT_EQ(ready->engine(), "sim_llm");
+  EXPECT_EQ(ready->max_message_bytes(), 16 << 20);
   EXPECT_EQ(ready->capacity(), 7);
   EXPECT_EQ(ready->instance_id(), worker_->instance_id());
   EXPECT_FALSE(ready->instance_id().empty());
@@ -139,6 +142,55 @@ TEST_F(WorkerServiceTest, HelloIsChecked) {
     EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(status.error_message().find("must be hello"), std::string::npos);
   }
+}
+
+// The client's stage defaults are checked at the Hello: refused ones name their
+// field, so a config mistake shows once, at start-up, not in every request.
+TEST_F(WorkerServiceTest, HelloWithDefaultsTheEngineRefusesNamesTheField) {
+  StartWorker({});
+  struct Case {
+    std::string extra_key;
+    uint32_t max_tokens;
+    std::string field;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"colour", 0, "defaults.extra.colour",
+            "stage defaults: engine sim_llm: unknown extra parameter 'colour'"},
+           {"", 2000000, "defaults.max_tokens",
+            "stage defaults: engine sim_llm: max_tokens must be in [1, 1000000], got 2000000"}}) {
+    WorkerTestClient client(channel_);
+    v1::Hello hello;
+    if (!c.extra_key.empty()) (*hello.mutable_defaults()->mutable_extra())[c.extra_key] = "red";
+    if (c.max_tokens > 0) hello.mutable_defaults()->set_max_tokens(c.max_tokens);
+    absl::StatusOr<v1::Ready> ready = client.Connect(hello);
+    EXPECT_EQ(ready.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(ErrorField(ready.status()), c.field);
+    EXPECT_EQ(std::string(ready.status().message()).substr(0, c.message.size()), c.message);
+    std::optional<grpc::Status> end = client.WaitForEnd(absl::Seconds(10));
+    ASSERT_TRUE(end.has_value());
+    EXPECT_EQ(end->error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  WorkerTestClient client(channel_);
+  v1::Hello hello;
+  hello.mutable_defaults()->set_max_tokens(8);
+  EXPECT_TRUE(client.Connect(hello).ok());
+}
+
+// A bad parameter of one request is refused for that request, naming its field
+// within the AddRequest.
+TEST_F(WorkerServiceTest, RejectedAddNamesTheFieldOfTheRequest) {
+  StartWorker({});
+  auto client = NewClient();
+  v1::WorkerCommand command;
+  command.mutable_add()->set_request_id("r");
+  command.mutable_add()->add_input()->mutable_text()->set_text("x");
+  (*command.mutable_add()->mutable_params()->mutable_extra())["voice"] = "alto";
+  client->Send(command);
+  std::optional<v1::WorkerEvent> event = client->Next(absl::Seconds(10));
+  ASSERT_TRUE(event.has_value() && event->has_rejected());
+  EXPECT_EQ(event->rejected().error().field(), "params.extra.voice");
+  EXPECT_EQ(event->rejected().command(), v1::CommandRejected::KIND_ADD);
 }
 
 TEST_F(WorkerServiceTest, OutputsOfOneStepTravelAsOneMessage) {

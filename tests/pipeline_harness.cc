@@ -51,8 +51,14 @@ std::string PipelineConfigYaml(const PipelineSpec& spec,
                    "request_idle_timeout_ms: ", spec.request_idle_timeout_ms, "\n",            //
                    "reconnect_initial_backoff_ms: ", spec.reconnect_initial_backoff_ms, "\n",  //
                    "reconnect_max_backoff_ms: ", spec.reconnect_max_backoff_ms, "\n",          //
-                   "drain_timeout_ms: ", spec.drain_timeout_ms, "\n",                          //
-                   "stages:\n");
+                   "drain_timeout_ms: ", spec.drain_timeout_ms, "\n");
+  if (spec.worker_abort_timeout_ms > 0) {
+    absl::StrAppend(&yaml, "worker_abort_timeout_ms: ", spec.worker_abort_timeout_ms, "\n");
+  }
+  if (spec.max_prompt_bytes > 0) {
+    absl::StrAppend(&yaml, "limits: {max_prompt_bytes: ", spec.max_prompt_bytes, "}\n");
+  }
+  absl::StrAppend(&yaml, "stages:\n");
   for (size_t s = 0; s < spec.stages.size(); ++s) {
     const StageSpec& stage = spec.stages[s];
     std::vector<std::string> quoted;
@@ -212,6 +218,8 @@ absl::StatusOr<std::unique_ptr<PipelineHarness>> PipelineHarness::Start(Pipeline
       if (!stage.engine_params.empty()) {
         worker.flags.push_back(absl::StrCat("--engine_params=", stage.engine_params));
       }
+      worker.flags.insert(worker.flags.end(), stage.worker_flags.begin(),
+                          stage.worker_flags.end());
       if (absl::Status status = SpawnWorker(worker, 0); !status.ok()) {
         return absl::Status(status.code(),
                             absl::StrCat("stage ", s, " replica ", r, ": ", status.message()));
@@ -360,12 +368,13 @@ std::unique_ptr<GenerateCall> PipelineHarness::StartGenerate(const v1::GenerateR
   return std::make_unique<GenerateCall>(stub_, request, deadline);
 }
 
-absl::StatusOr<v1::AbortResponse> PipelineHarness::Abort(const std::vector<std::string>& ids) {
+absl::StatusOr<v1::AbortResponse> PipelineHarness::Abort(const std::vector<std::string>& ids,
+                                                         absl::Duration deadline) {
   v1::AbortRequest request;
   for (const std::string& id : ids) request.add_request_ids(id);
   v1::AbortResponse response;
   grpc::ClientContext context;
-  context.set_deadline(DeadlineIn(absl::Seconds(20)));
+  context.set_deadline(DeadlineIn(deadline));
   grpc::Status status = stub_->Abort(&context, request, &response);
   if (!status.ok()) {
     return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());

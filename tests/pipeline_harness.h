@@ -68,6 +68,8 @@ struct StageSpec {
   std::string input_mode = "on_finish";    // on_finish or streaming
   // The stage's `defaults` as a YAML flow map, e.g. "{max_tokens: 64}"; empty: none.
   std::string defaults;
+  // More flags for this stage's workers, e.g. "--max_message_bytes=1048576".
+  std::vector<std::string> worker_flags;
 };
 
 // The pipeline and the orchestrator's timing. The defaults make a dead replica
@@ -81,6 +83,9 @@ struct PipelineSpec {
   int reconnect_max_backoff_ms = 500;
   int request_idle_timeout_ms = 30000;
   int drain_timeout_ms = 10000;
+  // 0: the config's default.
+  int worker_abort_timeout_ms = 0;
+  int max_prompt_bytes = 0;
 };
 
 // The YAML text of `spec` with `addresses[s]` as stage s's replicas.
@@ -210,7 +215,9 @@ class PipelineHarness {
                                           absl::Duration timeout = absl::Seconds(45));
   std::unique_ptr<GenerateCall> StartGenerate(const v1::GenerateRequest& request,
                                               absl::Duration deadline = absl::Seconds(60));
-  absl::StatusOr<v1::AbortResponse> Abort(const std::vector<std::string>& ids);
+  // The client's Abort, with `deadline` for the call.
+  absl::StatusOr<v1::AbortResponse> Abort(const std::vector<std::string>& ids,
+                                          absl::Duration deadline = absl::Seconds(20));
   absl::StatusOr<v1::PipelineStatus> Status();
   // The "stats" utility of every replica of `stage`, in replica order (through
   // the orchestrator's CallStageUtility; it does not touch abort counts).

@@ -106,16 +106,37 @@ TEST(StageWorkerProcessTest, CrashBreaksTheStream) {
 }
 
 TEST(StageWorkerProcessTest, BadFlagsStopStartUpWithAClearMessage) {
-  for (const std::vector<std::string>& flags :
-       std::vector<std::vector<std::string>>{{"--engine=no_such_engine"},
-                                             {"--engine=sim_llm", "--engine_params=batch_size=x"},
-                                             {"--engine=sim_llm", "--engine_params=novalue"},
-                                             {"--listen=256.0.0.1:99999"}}) {
+  struct Case {
+    std::vector<std::string> flags;
+    // The line a spawner reads on stdout: which flag, and why ("" for none).
+    std::string refusal;
+  };
+  const std::vector<Case> cases = {
+      {{"--engine=no_such_engine"},
+       "refused field=engine reason=unknown engine 'no_such_engine' (known: sim_llm, thinker, "
+       "talker, vocoder)"},
+      {{"--engine=sim_llm", "--engine_params=batch_size=x"},
+       "refused field=engine_params.batch_size reason=engine sim_llm: parameter batch_size: "
+       "expected an integer in [1, 65536], got 'x'"},
+      {{"--engine=sim_llm", "--engine_params=bach_size=4"},
+       "refused field=engine_params.bach_size reason=engine sim_llm: unknown parameter "
+       "'bach_size'"},
+      {{"--engine=sim_llm", "--engine_params=novalue"},
+       "refused field=engine_params reason=--engine_params: expected key=value, got 'novalue'"},
+      {{"--listen=256.0.0.1:99999"}, ""},
+  };
+  for (const Case& c : cases) {
     std::vector<std::string> argv = {kWorker};
-    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), c.flags.begin(), c.flags.end());
     absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(argv);
     ASSERT_TRUE(process.ok());
-    EXPECT_EQ((*process)->Wait(absl::Seconds(10)), 2) << flags.back();
+    if (!c.refusal.empty()) {
+      absl::StatusOr<std::string> line = (*process)->WaitForLine("refused", absl::Seconds(10));
+      ASSERT_TRUE(line.ok()) << c.flags.back() << ": " << line.status();
+      EXPECT_EQ(line->substr(0, c.refusal.size()), c.refusal);
+    }
+    EXPECT_EQ((*process)->Wait(absl::Seconds(10)), 2) << c.flags.back();
+    if (c.refusal.empty()) EXPECT_EQ((*process)->output().find("refused"), std::string::npos);
   }
 }
 
