@@ -6,8 +6,9 @@
 //
 //   bazel run -c opt //orchestrator:abort_benchmark [-- --runs=15]
 //
-// Prints min / median / max over the runs, the cost per id, and the 10k/1k ratio
-// (10x is linear; 100x would be quadratic).
+// Prints, at 10,000 in flight, min / median / max over the runs and the cost per
+// id; and the medians at 2,500 and 5,000 with the ratios from one size to the
+// next (2x when linear, 4x when quadratic).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include "tests/manual_scheduler.h"
 
 ABSL_FLAG(int, runs, 15, "repetitions of each measurement");
+ABSL_FLAG(std::string, only, "", "run only the measurements whose name contains this");
 
 namespace omnistage {
 namespace {
@@ -124,11 +126,14 @@ Spread Measure(int requests, const std::function<void(Pipeline&)>& op) {
 }
 
 void Report(const char* what, const std::function<void(Pipeline&)>& op, int affected_per_1000) {
-  const Spread small = Measure(1000, op);
-  const Spread large = Measure(10000, op);
-  std::printf("%-44s %8.2f %8.2f %8.2f ms  %6.2f us/id   10k/1k %5.1fx\n", what, large.min,
-              large.median, large.max, 1000 * large.median / (10 * affected_per_1000),
-              large.median / small.median);
+  if (std::string(what).find(absl::GetFlag(FLAGS_only)) == std::string::npos) return;
+  const Spread quarter = Measure(2500, op);
+  const Spread half = Measure(5000, op);
+  const Spread full = Measure(10000, op);
+  std::printf("%-40s %7.2f %7.2f %7.2f ms %5.2f us/id | %6.2f %6.2f ms  x%.1f x%.1f\n", what,
+              full.min, full.median, full.max, 1000 * full.median / (10 * affected_per_1000),
+              quarter.median, half.median, half.median / quarter.median,
+              full.median / half.median);
 }
 
 }  // namespace
@@ -137,10 +142,10 @@ void Report(const char* what, const std::function<void(Pipeline&)>& op, int affe
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   using omnistage::Pipeline;
-  std::printf("event-loop time, 10,000 in flight (min / median / max of %d runs)\n",
-              absl::GetFlag(FLAGS_runs));
+  std::printf("%-40s %-34s | %-15s  %s\n", "event-loop time (medians of runs)",
+              "10,000 in flight: min med max, per id", "2,500 and 5,000", "growth per 2x");
   omnistage::Report(
-      "Generate x10,000 (admission, the baseline)",
+      "Generate of as many again (the baseline)",
       [](Pipeline& p) {
         // Admission of 10,000 more on top: the per-request cost to compare with.
         auto sink = std::make_shared<omnistage::NullSink>();

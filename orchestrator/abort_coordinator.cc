@@ -130,12 +130,7 @@ std::vector<std::string> AbortCoordinator::Settle(
 // ---- Who asks -------------------------------------------------------------------
 
 void AbortCoordinator::Abort(const std::vector<std::string>& ids, absl::Time client_deadline,
-                             std::function<void(absl::StatusOr<v1::AbortResponse>)> done) {
-  if (ids.size() > static_cast<size_t>(AbortOptions::kMaxIds)) {
-    done(absl::InvalidArgumentError(absl::StrCat("request_ids: ", ids.size(),
-                                                 " ids; the limit is ", AbortOptions::kMaxIds)));
-    return;
-  }
+                             std::function<void(v1::AbortResponse)> done) {
   std::vector<std::string> frozen = Freeze(ids);
   Stop(frozen, WorkerDeadline(client_deadline),
        [this, alive = std::weak_ptr<bool>(alive_), ids, frozen,
@@ -197,12 +192,12 @@ void AbortCoordinator::AbortAll(const std::string& why) {
   const std::vector<std::string> ids = table_->Ids();
   if (ids.empty()) return;
   Abort(ids, absl::InfiniteFuture(),
-        [this, alive = std::weak_ptr<bool>(alive_), why](absl::StatusOr<v1::AbortResponse> result) {
-          if (alive.expired() || !result.ok()) return;
+        [this, alive = std::weak_ptr<bool>(alive_), why](v1::AbortResponse result) {
+          if (alive.expired()) return;
           // The workers could not confirm these: end them anyway.
           absl::flat_hash_map<std::string, v1::Error> errors;
           std::vector<std::string> failed;
-          for (const v1::AbortResult& r : result->results()) {
+          for (const v1::AbortResult& r : result.results()) {
             if (r.outcome() != v1::AbortResult::OUTCOME_FAILED) continue;
             failed.push_back(r.request_id());
             errors[r.request_id()] = ErrorProto(absl::UnavailableError(

@@ -51,9 +51,10 @@ class AbortListener {
   virtual void ResumeRequest(const std::string& id) = 0;
 };
 
+// The most ids one client Abort call may carry.
+inline constexpr int kMaxAbortIdsPerCall = 10000;
+
 struct AbortOptions {
-  // The most ids one Abort call may carry.
-  static constexpr int kMaxIds = 10000;
   // A worker Abort call fails after this (or at the client's deadline, if sooner).
   absl::Duration worker_abort_timeout = absl::Seconds(2);
   // A cancelled client's request: this many attempts, the n-th (0-based) retried
@@ -76,10 +77,9 @@ class AbortCoordinator {
   ~AbortCoordinator();
 
   // The client's Abort. `done` gets one result per requested id, in order:
-  // ABORTED, NOT_FOUND or FAILED (with the stage and replica); INVALID_ARGUMENT
-  // for more than AbortOptions::kMaxIds ids.
+  // ABORTED, NOT_FOUND or FAILED (with the stage and replica).
   void Abort(const std::vector<std::string>& ids, absl::Time client_deadline,
-             std::function<void(absl::StatusOr<v1::AbortResponse>)> done);
+             std::function<void(v1::AbortResponse)> done);
   // The client of request `id` went away.
   void Cancel(const std::string& id);
   // Aborts every in-flight request; those that cannot be confirmed end with an

@@ -374,8 +374,13 @@ void PipelineCore::Cancel(const std::string& request_id, const ResponseSink* sin
 void PipelineCore::Abort(const v1::AbortRequest& request, absl::Time deadline,
                          std::function<void(absl::StatusOr<v1::AbortResponse>)> done) {
   CheckInLoop();
+  if (request.request_ids_size() > kMaxAbortIdsPerCall) {
+    done(absl::InvalidArgumentError(absl::StrCat("request_ids: ", request.request_ids_size(),
+                                                 " ids; the limit is ", kMaxAbortIdsPerCall)));
+    return;
+  }
   abort_.Abort({request.request_ids().begin(), request.request_ids().end()}, deadline,
-               std::move(done));
+               [done = std::move(done)](v1::AbortResponse response) { done(std::move(response)); });
 }
 
 v1::PipelineStatus PipelineCore::Status() const {

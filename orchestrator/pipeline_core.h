@@ -52,7 +52,8 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // everywhere. Only acts if the request still belongs to `sink`.
   void Cancel(const std::string& request_id, const ResponseSink* sink);
   // The client's Abort of many requests (see AbortCoordinator); worker calls end
-  // by `deadline` at the latest.
+  // by `deadline` at the latest. INVALID_ARGUMENT for more than
+  // kMaxAbortIdsPerCall ids.
   void Abort(const v1::AbortRequest& request, absl::Time deadline,
              std::function<void(absl::StatusOr<v1::AbortResponse>)> done);
   v1::PipelineStatus Status() const;

@@ -20,19 +20,19 @@ constexpr int kThinkers = 4;
 
 class PipelineCoreScaleTest : public PipelineCoreTest {
  protected:
-  // kRequests requests, round robin over the thinkers; every one has also
+  // `count` requests, round robin over the thinkers; every one has also
   // started on the talker, so aborts and failures reach two stages.
-  void StartMany() {
+  void StartMany(int count = kRequests) {
     PipelineConfig config = OmniConfig(Shape{.thinkers = kThinkers, .talkers = 2});
-    config.max_in_flight = 2 * kRequests;
+    config.max_in_flight = 2 * count;
     Build(config);
     sinks.clear();
-    for (int i = 0; i < kRequests; ++i) {
+    for (int i = 0; i < count; ++i) {
       const std::string id = absl::StrCat("r", i);
       sinks.push_back(Gen(id, {v1::MODALITY_AUDIO}));
       Out(0, i % kThinkers, id, {Text("x")});
     }
-    ASSERT_EQ(core().in_flight(), static_cast<size_t>(kRequests));
+    ASSERT_EQ(core().in_flight(), static_cast<size_t>(count));
     ClearLog();
   }
   std::vector<std::shared_ptr<FakeResponseSink>> sinks;
@@ -89,8 +89,21 @@ TEST_F(PipelineCoreScaleTest, ReplicaHoldingThousandsDiesAndFailsOnlyThose) {
   ExpectAllEnded();
 }
 
-TEST_F(PipelineCoreScaleTest, DrainDeadlineAbortsTenThousandWithOneCallPerReplica) {
+TEST_F(PipelineCoreScaleTest, OneIdMoreThanACallMayCarryIsRefusedWhole) {
   StartMany();
+  std::vector<std::string> ids;
+  for (int i = 0; i <= kRequests; ++i) ids.push_back(absl::StrCat("r", i));
+  absl::StatusOr<v1::AbortResponse> result = AbortNow(ids);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(result.status().message(), "request_ids: 10001 ids; the limit is 10000");
+  EXPECT_EQ(LogWith(".abort").size(), 0u);
+  EXPECT_EQ(core().in_flight(), static_cast<size_t>(kRequests));
+}
+
+// A drain is not a client: it aborts everything in flight, however many, with
+// one call per replica per stage.
+TEST_F(PipelineCoreScaleTest, DrainDeadlineAbortsMoreThanAClientCallMayCarry) {
+  StartMany(kRequests + 2000);
   int drained = 0;
   core().Drain(scheduler_.Now() + absl::Seconds(1), [&] { ++drained; });
   scheduler_.AdvanceBy(absl::Seconds(1));
