@@ -1,5 +1,6 @@
 #include "stage_worker/engines/batching_engine.h"
 
+#include "common/error_proto.h"
 #include "common/field_error.h"
 
 #include <algorithm>
@@ -180,10 +181,7 @@ void BatchingEngine::FailRequest(const std::string& id, const absl::Status& stat
   output.set_request_id(id);
   output.set_finished(true);
   output.set_finish_reason(v1::FINISH_REASON_ERROR);
-  output.mutable_error()->set_code(static_cast<int32_t>(status.code()));
-  output.mutable_error()->set_message(std::string(status.message()));
-  output.mutable_error()->set_stage_id(-1);
-  output.mutable_error()->set_replica(-1);
+  *output.mutable_error() = ErrorProto(status);
 }
 
 void BatchingEngine::Abort(const std::vector<std::string>& ids) {
