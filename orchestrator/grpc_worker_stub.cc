@@ -68,13 +68,13 @@ class GrpcWorkerStub::ConnectCall
     }
     auto event = std::make_shared<v1::WorkerEvent>(std::move(event_));
     event_.Clear();
-    stub_->loop_->Post([on_event = on_event_, event] { on_event(std::move(*event)); });
+    stub_->loop_->Post([self = shared_from_this(), event] { self->on_event_(std::move(*event)); });
     StartRead(&event_);
   }
 
   void OnDone(const grpc::Status& status) override {
     std::shared_ptr<ConnectCall> self = std::move(self_);
-    stub_->loop_->Post([on_done = on_done_, status = FromGrpcStatus(status)] { on_done(status); });
+    stub_->loop_->Post([self, status = FromGrpcStatus(status)] { self->on_done_(status); });
     absl::MutexLock lock(&stub_->mu_);
     stub_->streams_.erase(self);
   }

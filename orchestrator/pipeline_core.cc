@@ -201,6 +201,7 @@ void PipelineCore::HandOff(InFlightRequest& r, int stage, v1::RequestOutput& out
   const int next = stage + 1;
   StageProgress& to = r.stages[next];
   if (to.finished) return;  // It ended early (e.g. max_tokens).
+  const std::string id = r.id;
   const bool last = output.finished();
   std::optional<v1::Error> error;
   if (config_.stages[next].input_mode == InputMode::kOnFinish) {
@@ -210,29 +211,31 @@ void PipelineCore::HandOff(InFlightRequest& r, int stage, v1::RequestOutput& out
   } else if (output.payloads_size() == 0 && !last) {
     return;
   } else if (!to.started) {
-    std::vector<v1::Payload> chunks(output.payloads().begin(), output.payloads().end());
-    error = StartStage(r, next, std::move(chunks), /*complete=*/last);
+    error = StartStage(r, next, {output.payloads().begin(), output.payloads().end()}, last);
   } else {
-    v1::AppendInput append;
-    append.set_request_id(r.id);
-    *append.mutable_chunks() = output.payloads();
-    append.set_last(last);
-    std::optional<ReplicaLoss> lost;
-    const std::string id = r.id;
-    const absl::Status sent = pools_[next]->Append(std::move(append), &lost);
-    // A lost replica fails every request bound to it, this one included. NOT_FOUND:
-    // an abort already stopped it on that stage; the chunk has nowhere to go.
-    if (lost.has_value()) {
-      HandleReplicaLoss(next, *lost);
-    } else if (!sent.ok() && sent.code() != absl::StatusCode::kNotFound) {
-      error = StageErrorAt(sent.code(), next, to.replica,
-                           absl::StrCat("could not take more input: ", sent.message()));
-    }
-    if (!error.has_value()) return;
-    FailRequests({id}, *error);
-    return;
+    error = SendMoreInput(r, next, output, last);
   }
-  if (error.has_value()) FailRequests({r.id}, *error);
+  if (error.has_value()) FailRequests({id}, *error);
+}
+
+std::optional<v1::Error> PipelineCore::SendMoreInput(InFlightRequest& r, int stage,
+                                                     const v1::RequestOutput& output, bool last) {
+  v1::AppendInput append;
+  append.set_request_id(r.id);
+  *append.mutable_chunks() = output.payloads();
+  append.set_last(last);
+  std::optional<ReplicaLoss> lost;
+  const absl::Status sent = pools_[stage]->Append(std::move(append), &lost);
+  if (lost.has_value()) {
+    // The replica is gone, and every request bound to it fails, this one too.
+    HandleReplicaLoss(stage, *lost);
+    return std::nullopt;
+  }
+  // NOT_FOUND: an abort already stopped the request on that stage (and failed
+  // elsewhere); the chunk has nowhere to go.
+  if (sent.ok() || sent.code() == absl::StatusCode::kNotFound) return std::nullopt;
+  return StageErrorAt(sent.code(), stage, r.stages[stage].replica,
+                      absl::StrCat("could not take more input: ", sent.message()));
 }
 
 void PipelineCore::MaybeComplete(InFlightRequest& r) {

@@ -93,6 +93,10 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // Feeds `output` of `stage` to the next stage, per its input mode; may end the
   // request.
   void HandOff(InFlightRequest& request, int stage, v1::RequestOutput& output);
+  // Streams `output`'s payloads to the replica `stage` already runs the request
+  // on; the error when that replica refused them. May end the request.
+  std::optional<v1::Error> SendMoreInput(InFlightRequest& request, int stage,
+                                         const v1::RequestOutput& output, bool last);
   void MaybeComplete(InFlightRequest& request);
 
   // Endings.

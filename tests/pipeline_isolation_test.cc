@@ -10,6 +10,8 @@
 //   later: the request stays in flight and a retry ends it.
 #include <signal.h>
 
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -40,6 +42,23 @@ v1::GenerateRequest Long(const std::string& id) {
 
 const v1::ReplicaStatus& Replica(const v1::PipelineStatus& status, int stage, int replica) {
   return status.stages(stage).replicas(replica);
+}
+
+// SIGSTOPs a worker and waits until the kernel shows it stopped ('T' in
+// /proc/<pid>/stat), so nothing it was doing can still complete afterwards.
+void StopWorker(PipelineHarness& pipeline, int stage, int replica) {
+  ChildProcess* worker = pipeline.worker_process(stage, replica);
+  worker->Signal(SIGSTOP);
+  const std::string path = absl::StrCat("/proc/", worker->pid(), "/stat");
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::ifstream stat(path);
+        std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+        const size_t paren = text.rfind(')');
+        return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'T';
+      },
+      absl::Seconds(5), absl::Milliseconds(1)))
+      << "worker " << stage << "/" << replica << " did not stop";
 }
 
 TEST(PipelineIsolationTest, RequestTooLargeForTheWorkerFailsOnlyItself) {
@@ -130,7 +149,7 @@ TEST(PipelineIsolationTest, AbortOfSeveralReportsEachOutcomeWhenOneReplicaCannot
   absl::StatusOr<v1::PipelineStatus> placed = pipeline->Status();
   ASSERT_TRUE(placed.ok());
   ASSERT_EQ(BoundRequests(*placed, 0, 1), 1);
-  pipeline->worker_process(0, 1)->Signal(SIGSTOP);
+  StopWorker(*pipeline, 0, 1);
 
   absl::StatusOr<v1::AbortResponse> response = pipeline->Abort({"healthy-0", "stuck-1", "ghost"});
   ASSERT_TRUE(response.ok()) << response.status();
@@ -169,7 +188,7 @@ TEST(PipelineIsolationTest, AbortPastTheClientsDeadlineNeverCommitsLater) {
   ASSERT_NE(pipeline, nullptr);
   std::unique_ptr<GenerateCall> call = pipeline->StartGenerate(Long("r0"));
   ASSERT_TRUE(call->WaitForOutput(absl::Seconds(30)));
-  pipeline->worker_process(0, 0)->Signal(SIGSTOP);
+  StopWorker(*pipeline, 0, 0);
 
   absl::StatusOr<v1::AbortResponse> late = pipeline->Abort({"r0"}, absl::Milliseconds(300));
   EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded) << late.status();

@@ -136,7 +136,9 @@ TEST(StageWorkerProcessTest, BadFlagsStopStartUpWithAClearMessage) {
       EXPECT_EQ(line->substr(0, c.refusal.size()), c.refusal);
     }
     EXPECT_EQ((*process)->Wait(absl::Seconds(10)), 2) << c.flags.back();
-    if (c.refusal.empty()) EXPECT_EQ((*process)->output().find("refused"), std::string::npos);
+    if (c.refusal.empty()) {
+      EXPECT_EQ((*process)->output().find("refused"), std::string::npos) << c.flags.back();
+    }
   }
 }
 
