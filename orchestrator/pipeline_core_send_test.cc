@@ -1,0 +1,113 @@
+// Tests for PipelineCore's sends to replicas that are gone or refuse: a session
+// found closed on send is evicted and another replica picked (the kill race), no
+// live replica left names the stage and why, and a command too large for a worker
+// fails only its request. Fakes only; every test ends with the invariant check.
+#include <string>
+
+#include "orchestrator/pipeline_core.h"
+#include "orchestrator/pipeline_core_test_harness.h"
+
+namespace omnistage {
+namespace pipeline_core_test {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr int kUnavailable = static_cast<int>(absl::StatusCode::kUnavailable);
+
+// The kill race: a replica whose session closed a moment ago (its end not yet
+// seen) is evicted when a send finds it closed, and a request that has not
+// started on that stage goes to another live replica instead of failing.
+TEST_F(PipelineCoreTest, SendToAJustClosedSessionEvictsItAndPicksAnother) {
+  Build(Shape{.thinkers = 2, .talkers = 2, .talker_input = InputMode::kOnFinish});
+  auto victim = Gen("victim");  // T0
+  auto other = Gen("other");    // T1
+  fake(0, 0).FailCommands(absl::UnavailableError("session closed"));
+  auto fresh = Gen("fresh");  // Round robin says T0: dead, so T1.
+  EXPECT_EQ(fresh->fail_count(), 0) << fresh->fail_status();
+  EXPECT_THAT(LogWith("fresh"), ElementsAre("T0.add fresh failed", "T1.add fresh"));
+  EXPECT_FALSE(core().pool(0).alive(0));
+  // The requests that lived on T0 failed, naming it, as if its stream had broken.
+  ASSERT_EQ(victim->terminal_count(), 1);
+  const v1::Error victim_error = victim->terminal().error();
+  EXPECT_EQ(victim_error.code(), kUnavailable);
+  EXPECT_EQ(victim_error.stage_id(), 0);
+  EXPECT_EQ(victim_error.replica(), 0);
+  EXPECT_EQ(victim_error.instance_id(), "T0#1");
+  EXPECT_EQ(victim_error.message(), "stage 0 (thinker) replica 0 died: session closed");
+  EXPECT_EQ(other->end_count(), 0);
+
+  // At a later stage alike: K0's session closed, the hand-off goes to K1.
+  fake(1, 0).FailCommands(absl::UnavailableError("session closed"));
+  Done(0, 1, "other", {Text("x")});
+  EXPECT_THAT(LogWith("K"), ElementsAre("K0.add other failed", "K1.add other"));
+  EXPECT_EQ(other->end_count(), 0);
+  Done(1, 1, "other", {Codes({1})});
+  Done(2, 0, "other", {Audio("pcm")});
+  EXPECT_EQ(other->terminal().finish_reason(), v1::FINISH_REASON_STOP);
+  Done(0, 1, "fresh");
+  Done(1, 1, "fresh");
+  Done(2, 0, "fresh");
+  ExpectAllEnded();
+}
+
+TEST_F(PipelineCoreTest, NoLiveReplicaLeftNamesTheStageAndWhy) {
+  Build(Shape{.talker_input = InputMode::kOnFinish});
+  // Stage 0: the call itself fails; nothing is left bound.
+  fake(0, 0).FailCommands(absl::UnavailableError("no session"));
+  auto refused = Gen("r1");
+  EXPECT_EQ(refused->fail_status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(refused->fail_status().message(),
+            "stage 0 (thinker) has no live replica (replica 0: no session)");
+  EXPECT_EQ(refused->terminal_count(), 0);
+  EXPECT_EQ(core().in_flight(), 0u);
+  EXPECT_EQ(core().pool(0).bindings(), 0u);
+
+  // At a later stage the request has started: it ends with a terminal error.
+  Ready(0, 0, "#2");
+  fake(0, 0).FailCommands(absl::OkStatus());
+  auto sink = Gen("r2");
+  fake(1, 0).FailCommands(absl::UnavailableError("stream broken"));
+  Done(0, 0, "r2", {Text("x")});
+  ASSERT_EQ(sink->terminal_count(), 1);
+  const v1::Terminal terminal = sink->terminal();
+  EXPECT_EQ(terminal.finish_reason(), v1::FINISH_REASON_ERROR);
+  EXPECT_EQ(terminal.error().code(), kUnavailable);
+  EXPECT_EQ(terminal.error().stage_id(), 1);
+  EXPECT_EQ(terminal.error().replica(), -1);
+  EXPECT_EQ(terminal.error().message(),
+            "stage 1 (talker) has no live replica (replica 0: stream broken)");
+  ExpectAllEnded();
+}
+
+// A command the worker cannot take (over its Ready.max_message_bytes) fails that
+// request only: the replica and its other requests go on.
+TEST_F(PipelineCoreTest, CommandTooLargeForTheWorkerFailsOnlyThatRequest) {
+  Build(Shape{.talker_input = InputMode::kOnFinish});
+  auto neighbour = Gen("neighbour");
+  Out(0, 0, "neighbour", {Text("a")});
+  auto big = Gen("big");
+  fake(1, 0).FailCommands(
+      absl::ResourceExhaustedError("the command is 17000000 bytes; the worker accepts at most "
+                                   "16777216"));
+  Done(0, 0, "big", {Text("long text")});
+  ASSERT_EQ(big->terminal_count(), 1);
+  const v1::Error error = big->terminal().error();
+  EXPECT_EQ(error.code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(error.stage_id(), 1);
+  EXPECT_EQ(error.replica(), 0);
+  EXPECT_EQ(error.instance_id(), "K0#1");
+  EXPECT_THAT(error.message(), HasSubstr("stage 1 (talker) replica 0 could not take the request"));
+  EXPECT_TRUE(core().pool(1).alive(0));
+  fake(1, 0).FailCommands(absl::OkStatus());
+  Done(0, 0, "neighbour");
+  Done(1, 0, "neighbour");
+  Done(2, 0, "neighbour");
+  EXPECT_EQ(neighbour->terminal().finish_reason(), v1::FINISH_REASON_STOP);
+  ExpectAllEnded();
+}
+
+}  // namespace
+}  // namespace pipeline_core_test
+}  // namespace omnistage
