@@ -177,10 +177,18 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
     }
     r.sink->Send(id, std::move(chunks));
   }
-  if (output.finished() && output.finish_reason() == v1::FINISH_REASON_ERROR) {
+  if (output.finished() && (output.finish_reason() == v1::FINISH_REASON_ERROR ||
+                             output.finish_reason() == v1::FINISH_REASON_ABORT)) {
+    // The worker failed it, or something other than this orchestrator stopped it
+    // there (this orchestrator's own aborts hold the request's outputs back).
+    // Either way it cannot go on: it ends now, saying so.
+    const bool stopped = output.finish_reason() == v1::FINISH_REASON_ABORT;
     pools_[stage]->Release(id);  // The worker holds nothing for it any more.
-    FailRequests({id}, StageErrorAt(StatusFromErrorProto(output.error()).code(), stage, replica,
-                                    absl::StrCat("failed: ", output.error().message())));
+    FailRequests({id}, StageErrorAt(stopped ? absl::StatusCode::kAborted
+                                            : StatusFromErrorProto(output.error()).code(),
+                                    stage, replica,
+                                    absl::StrCat(stopped ? "stopped the request: " : "failed: ",
+                                                 output.error().message())));
     return;
   }
   // The worker holds nothing for a finished request: release before a failed

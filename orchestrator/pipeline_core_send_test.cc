@@ -1,7 +1,9 @@
-// Tests for PipelineCore's sends to replicas that are gone or refuse: a session
-// found closed on send is evicted and another replica picked (the kill race), no
-// live replica left names the stage and why, and a command too large for a worker
-// fails only its request. Fakes only; every test ends with the invariant check.
+// Tests for PipelineCore's dealings with replicas that are gone, refuse, or stop a
+// request on their own: a session found closed on send is evicted and another
+// replica picked (the kill race), no live replica left names the stage and why, a
+// command too large for a worker fails only its request, and a stop nobody here
+// asked for ends the request at once. Fakes only; every test ends with the
+// invariant check.
 #include <string>
 
 #include "orchestrator/pipeline_core.h"
@@ -105,6 +107,68 @@ TEST_F(PipelineCoreTest, CommandTooLargeForTheWorkerFailsOnlyThatRequest) {
   Done(1, 0, "neighbour");
   Done(2, 0, "neighbour");
   EXPECT_EQ(neighbour->terminal().finish_reason(), v1::FINISH_REASON_STOP);
+  ExpectAllEnded();
+}
+
+// A stop nobody here asked for (another client's Abort on the worker, a worker-side
+// limit): the worker ends the request on this session with a finished ABORT, and
+// the client's stream ends at once with an error saying so, not at the idle timeout.
+TEST_F(PipelineCoreTest, StopNobodyAskedForEndsTheRequestAtOnceSayingSo) {
+  Build();
+  auto sink = Gen("r1");
+  auto other = Gen("r2", {v1::MODALITY_TEXT});
+  Out(0, 0, "r1", {Text("partial")});
+  ClearLog();
+  v1::StepOutputs step;
+  v1::RequestOutput* output = step.add_outputs();
+  output->set_request_id("r1");
+  output->set_finished(true);
+  output->set_finish_reason(v1::FINISH_REASON_ABORT);
+  output->mutable_error()->set_code(static_cast<int>(absl::StatusCode::kAborted));
+  output->mutable_error()->set_message("stopped by an Abort call");
+  core().OnStepOutputs(1, 0, step);
+  ASSERT_EQ(sink->terminal_count(), 1);
+  const v1::Error error = sink->terminal().error();
+  EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_ERROR);
+  EXPECT_EQ(error.code(), static_cast<int>(absl::StatusCode::kAborted));
+  EXPECT_EQ(error.stage_id(), 1);
+  EXPECT_EQ(error.replica(), 0);
+  EXPECT_EQ(error.instance_id(), "K0#1");
+  EXPECT_EQ(error.message(),
+            "stage 1 (talker) replica 0 stopped the request: stopped by an Abort call");
+  // Its other stages are stopped; the talker, which ended it, is not called.
+  EXPECT_THAT(log_, ElementsAre("T0.abort [r1]"));
+  EXPECT_EQ(other->end_count(), 0);
+  Done(0, 0, "r2");
+  ExpectAllEnded();
+}
+
+// This orchestrator's own abort: the worker's finished ABORT outputs arrive while
+// the request is held, and change nothing.
+TEST_F(PipelineCoreTest, ItsOwnAbortsFinishedOutputsChangeNothing) {
+  Build();
+  auto sink = Gen("r1");
+  Out(0, 0, "r1", {Text("partial")});
+  fake(1, 0).set_hold_aborts(true);
+  v1::AbortRequest request;
+  request.add_request_ids("r1");
+  absl::StatusOr<v1::AbortResponse> answer = absl::UnknownError("pending");
+  core().Abort(request, absl::InfiniteFuture(),
+               [&](absl::StatusOr<v1::AbortResponse> r) { answer = std::move(r); });
+  for (int stage : {0, 1}) {
+    v1::StepOutputs step;
+    v1::RequestOutput* output = step.add_outputs();
+    output->set_request_id("r1");
+    output->set_finished(true);
+    output->set_finish_reason(v1::FINISH_REASON_ABORT);
+    core().OnStepOutputs(stage, 0, step);
+  }
+  EXPECT_EQ(sink->end_count(), 0);
+  ASSERT_TRUE(fake(1, 0).CompleteAbort(absl::OkStatus()));
+  ASSERT_TRUE(answer.ok());
+  EXPECT_EQ(answer->results(0).outcome(), v1::AbortResult::OUTCOME_ABORTED);
+  EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_ABORT);
+  EXPECT_EQ(sink->terminal().partial_output(0).payload().text().text(), "partial");
   ExpectAllEnded();
 }
 

@@ -28,6 +28,20 @@ absl::Status CheckRequestId(const std::string& id) {
   return absl::OkStatus();
 }
 
+// One step-less StepOutputs event ending each of `ids` with `reason`.
+v1::WorkerEvent FinishedEvent(const std::vector<std::string>& ids, v1::FinishReason reason,
+                              const absl::Status& why) {
+  v1::WorkerEvent event;
+  for (const std::string& id : ids) {
+    v1::RequestOutput* output = event.mutable_step()->add_outputs();
+    output->set_request_id(id);
+    output->set_finished(true);
+    output->set_finish_reason(reason);
+    *output->mutable_error() = ErrorProto(why);
+  }
+  return event;
+}
+
 WorkerOptions WithInstanceId(WorkerOptions options) {
   if (options.instance_id.empty()) options.instance_id = DefaultInstanceId();
   return options;
@@ -307,13 +321,20 @@ void Worker::Abort(const v1::WorkerAbortRequest& request,
   for (const std::string& id : ids) engine_ids.push_back(EngineRequestId(number, id));
   // Runs on the loop thread right after the engine applied the abort (or at once
   // with false if the loop has ended). Which ids were live is decided there, in
-  // order with the step outputs that retire finished requests.
+  // order with the step outputs that retire finished requests, and each of them
+  // ends on its session with one finished ABORT output: every request added on a
+  // session ends there exactly once, whoever stopped it.
   auto on_applied = [session, ids = std::move(ids), done = std::move(done)](bool applied) {
-    if (applied) {
-      done(session->TakeLive(ids));
-    } else {
+    if (!applied) {
       done(absl::UnavailableError("the worker's engine loop has stopped"));
+      return;
     }
+    std::vector<std::string> aborted = session->TakeLive(ids);
+    if (!aborted.empty()) {
+      session->Send(FinishedEvent(aborted, v1::FINISH_REASON_ABORT,
+                                  absl::AbortedError("stopped by an Abort call")));
+    }
+    done(std::move(aborted));
   };
   session->Fence(request.after_seq(), CoreMessage::Abort(std::move(engine_ids), on_applied),
                  submit_);

@@ -237,18 +237,25 @@ TEST_F(WorkerServiceTest, AddImmediatelyFollowedByAbortIsNeverOvertaken) {
     ASSERT_EQ(*result, std::vector<std::string>{id}) << "iteration " << i;
     aborted.insert(id);
   }
-  EXPECT_TRUE(WaitEngineIdle(*client));
   EXPECT_EQ(worker_->live_requests(), 0u);
-  // No aborted request ever finished, and nothing for them follows the abort.
-  while (std::optional<v1::WorkerEvent> event = client->Next(absl::Milliseconds(100))) {
+  // Each aborted request ended once, with ABORT, and nothing for it follows.
+  // (Read before WaitEngineIdle, which consumes events.)
+  std::map<std::string, int> finished;
+  while (std::optional<v1::WorkerEvent> event = client->Next(absl::Milliseconds(300))) {
     if (!event->has_step()) continue;
     for (const v1::RequestOutput& out : event->step().outputs()) {
-      EXPECT_FALSE(out.finished()) << out.request_id();
+      EXPECT_EQ(finished[out.request_id()], 0) << out.request_id() << " output after its end";
+      if (!out.finished()) continue;
+      ++finished[out.request_id()];
+      EXPECT_EQ(out.finish_reason(), v1::FINISH_REASON_ABORT) << out.request_id();
+      EXPECT_EQ(out.error().code(), static_cast<int>(absl::StatusCode::kAborted));
     }
   }
+  EXPECT_EQ(finished.size(), aborted.size());
+  EXPECT_TRUE(WaitEngineIdle(*client));
 }
 
-TEST_F(WorkerServiceTest, AbortArrivingBeforeItsAddWaitsAndLeavesZeroOutputs) {
+TEST_F(WorkerServiceTest, AbortArrivingBeforeItsAddWaitsAndLeavesOnlyItsEnd) {
   StartWorker({{"batch_size", "4"}});
   auto client = NewClient();
   for (int i = 0; i < 20; ++i) {
@@ -281,11 +288,20 @@ TEST_F(WorkerServiceTest, AbortArrivingBeforeItsAddWaitsAndLeavesZeroOutputs) {
     ASSERT_EQ(response.aborted_ids_size(), 1);
     EXPECT_EQ(response.aborted_ids(0), id);
   }
-  // Add and its parked abort reach the loop together: not a single output.
-  EXPECT_TRUE(WaitEngineIdle(*client));
-  while (std::optional<v1::WorkerEvent> event = client->Next(absl::Milliseconds(100))) {
-    EXPECT_FALSE(event->has_step()) << event->DebugString();
+  // Add and its parked abort reach the loop together: the engine produced
+  // nothing; each request's only output is its finished ABORT.
+  int ends = 0;
+  while (std::optional<v1::WorkerEvent> event = client->Next(absl::Milliseconds(300))) {
+    ASSERT_TRUE(event->has_step()) << event->DebugString();
+    for (const v1::RequestOutput& out : event->step().outputs()) {
+      EXPECT_TRUE(out.finished()) << out.DebugString();
+      EXPECT_EQ(out.finish_reason(), v1::FINISH_REASON_ABORT);
+      EXPECT_EQ(out.payloads_size(), 0) << out.DebugString();
+      ++ends;
+    }
   }
+  EXPECT_EQ(ends, 20);
+  EXPECT_TRUE(WaitEngineIdle(*client));
 }
 
 TEST_F(WorkerServiceTest, DroppedSessionLeavesNoWork) {

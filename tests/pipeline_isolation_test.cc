@@ -7,7 +7,9 @@
 // - one Abort of several requests, where one replica cannot confirm, aborts the
 //   others and reports that one as FAILED (retryable), per id;
 // - an Abort whose client deadline passes while a worker is stuck commits nothing
-//   later: the request stays in flight and a retry ends it.
+//   later: the request stays in flight and a retry ends it;
+// - a stop nobody here asked for (a worker Abort from another client) ends the
+//   request's stream at once, saying so, even with no idle timeout.
 #include <signal.h>
 
 #include <fstream>
@@ -21,8 +23,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/numbers.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
+#include "tests/worker_test_client.h"
 
 namespace omnistage {
 namespace {
@@ -207,6 +211,52 @@ TEST(PipelineIsolationTest, AbortPastTheClientsDeadlineNeverCommitsLater) {
   const GenerateResult ended = call->Wait(absl::Seconds(30));
   ExpectOneTerminal(ended);
   EXPECT_EQ(ended.terminal.finish_reason(), v1::FINISH_REASON_ABORT) << ended.Summary();
+  ExpectPipelineBecomesIdle(*pipeline, absl::Seconds(20));
+}
+
+TEST(PipelineIsolationTest, StopNobodyAskedForEndsTheStreamAtOnce) {
+  PipelineSpec spec = OneStage();
+  spec.stages[0].replicas = 1;
+  spec.request_idle_timeout_ms = 0;  // Nothing else would ever end the stream.
+  std::unique_ptr<PipelineHarness> pipeline = StartPipeline(spec);
+  ASSERT_NE(pipeline, nullptr);
+  std::unique_ptr<GenerateCall> victim = pipeline->StartGenerate(Long("victim"));
+  ASSERT_TRUE(victim->WaitForOutput(absl::Seconds(30)));
+
+  // A client that is not the orchestrator stops the request on the worker: it
+  // opens its own session (sessions are numbered) and aborts "victim" in each
+  // earlier one, the orchestrator's among them.
+  WorkerTestClient rogue(grpc::CreateChannel(pipeline->worker_address(0, 0),
+                                             grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(rogue.Connect().ok());
+  uint64_t own = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(rogue.session_id(), &own));
+  const absl::Time start = absl::Now();
+  int stopped = 0;
+  for (uint64_t session = 1; session < own; ++session) {
+    v1::WorkerAbortRequest request;
+    request.set_session_id(absl::StrCat(session));
+    request.add_request_ids("victim");
+    v1::WorkerAbortResponse response;
+    grpc::ClientContext context;
+    if (rogue.stub().Abort(&context, request, &response).ok()) {
+      stopped += response.aborted_ids_size();
+    }
+  }
+  ASSERT_EQ(stopped, 1);
+
+  const GenerateResult r = victim->Wait(absl::Seconds(5));
+  ExpectOneTerminal(r);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << "the stream was not ended at once";
+  EXPECT_EQ(r.terminal.finish_reason(), v1::FINISH_REASON_ERROR) << r.Summary();
+  EXPECT_EQ(r.terminal.error().code(), static_cast<int>(absl::StatusCode::kAborted));
+  EXPECT_EQ(r.terminal.error().replica(), 0);
+  EXPECT_EQ(r.terminal.error().message(),
+            "stage 0 (llm) replica 0 stopped the request: stopped by an Abort call");
+  // The replica and the orchestrator go on.
+  GenerateResult after = pipeline->Generate(MakeRequest("after", "hi", {StageParams(0, 3)}));
+  ExpectOneTerminal(after);
+  EXPECT_EQ(after.terminal.finish_reason(), v1::FINISH_REASON_LENGTH) << after.Summary();
   ExpectPipelineBecomesIdle(*pipeline, absl::Seconds(20));
 }
 
