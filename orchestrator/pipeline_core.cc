@@ -320,6 +320,19 @@ void PipelineCore::OnReplicaDown(int stage, int replica, const absl::Status& rea
                     ReplicaLoss{replica, reason, pools_[stage]->MarkDown(replica, reason)});
 }
 
+void PipelineCore::OnReplicaStalled(int stage, int replica, const v1::Stalled& stalled) {
+  CheckInLoop();
+  // Not picked again until it recovers (OnReplicaReady, same instance); what it
+  // held is lost, so those requests fail now rather than at the idle timeout.
+  const std::string what = absl::StrCat(
+      "stalled: step ", stalled.step(), " has run for ",
+      absl::FormatDuration(absl::Milliseconds(stalled.running_ms())), " (stall timeout ",
+      absl::FormatDuration(absl::Milliseconds(stalled.stall_timeout_ms())), ")");
+  const std::vector<std::string> lost =
+      pools_[stage]->MarkDown(replica, absl::UnavailableError(what));
+  FailRequests(lost, StageErrorAt(absl::StatusCode::kUnavailable, stage, replica, what));
+}
+
 void PipelineCore::OnCommandRejected(int stage, int replica,
                                      const v1::CommandRejected& rejected) {
   CheckInLoop();

@@ -74,6 +74,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   void OnStepOutputs(int stage, int replica, v1::StepOutputs outputs) override;
   void OnCommandRejected(int stage, int replica, const v1::CommandRejected& rejected) override;
   void OnReplicaDown(int stage, int replica, const absl::Status& reason) override;
+  void OnReplicaStalled(int stage, int replica, const v1::Stalled& stalled) override;
 
  private:
   // AbortListener.

@@ -172,6 +172,44 @@ TEST_F(PipelineCoreTest, ItsOwnAbortsFinishedOutputsChangeNothing) {
   ExpectAllEnded();
 }
 
+// A hung engine must not poison its replica: when the worker reports a stalled
+// step, the requests it held fail at once naming the stall, nothing more is sent
+// there, and once the step returns the same instance serves again.
+TEST_F(PipelineCoreTest, StalledReplicaFailsItsRequestsAndIsSkippedUntilItRecovers) {
+  Build(Shape{.thinkers = 2});
+  auto held = Gen("held");  // T0
+  auto other = Gen("other", {v1::MODALITY_TEXT});  // T1
+  v1::Stalled stalled;
+  stalled.set_step(42);
+  stalled.set_running_ms(5200);
+  stalled.set_stall_timeout_ms(5000);
+  core().OnReplicaStalled(0, 0, stalled);
+  ASSERT_EQ(held->terminal_count(), 1);
+  const v1::Error error = held->terminal().error();
+  EXPECT_EQ(error.code(), kUnavailable);
+  EXPECT_EQ(error.replica(), 0);
+  EXPECT_EQ(error.instance_id(), "T0#1");
+  EXPECT_EQ(error.message(),
+            "stage 0 (thinker) replica 0 stalled: step 42 has run for 5.2s (stall timeout 5s)");
+  EXPECT_EQ(other->end_count(), 0);
+  EXPECT_FALSE(core().pool(0).alive(0));
+  EXPECT_EQ(core().Status().stages(0).replicas(0).last_error(),
+            "stalled: step 42 has run for 5.2s (stall timeout 5s)");
+  // New requests go to the replica that works.
+  ClearLog();
+  auto next = Gen("next", {v1::MODALITY_TEXT});
+  auto after = Gen("after", {v1::MODALITY_TEXT});
+  EXPECT_THAT(LogWith(".add"), ElementsAre("T1.add next", "T1.add after"));
+  // The step returned: the same instance is ready again, with no bindings.
+  Ready(0, 0, "#1");
+  EXPECT_TRUE(core().pool(0).alive(0));
+  EXPECT_EQ(core().pool(0).BoundCount(0), 0);
+  Done(0, 1, "other");
+  Done(0, 1, "next");
+  Done(0, 1, "after");
+  ExpectAllEnded();
+}
+
 }  // namespace
 }  // namespace pipeline_core_test
 }  // namespace omnistage

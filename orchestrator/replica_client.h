@@ -53,6 +53,10 @@ class ReplicaListener {
   virtual void OnStepOutputs(int stage, int replica, v1::StepOutputs outputs) = 0;
   // The worker refused a command (e.g. bad parameters for an AddRequest).
   virtual void OnCommandRejected(int stage, int replica, const v1::CommandRejected& rejected) = 0;
+  // The worker's engine is stuck in one step: its live requests are lost and it
+  // takes no new ones. If the step returns, OnReplicaReady follows with the same
+  // incarnation.
+  virtual void OnReplicaStalled(int stage, int replica, const v1::Stalled& stalled) = 0;
   // The session broke (stream error, worker exit, keepalive timeout, fatal
   // event) or was refused at its Hello (`reason` then carries the worker's
   // error, with the field it refused).

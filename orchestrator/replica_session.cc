@@ -59,6 +59,7 @@ void ReplicaSession::OnEvent(uint64_t generation, v1::WorkerEvent event) {
   switch (event.event_case()) {
     case v1::WorkerEvent::kReady:
       ready_ = true;
+      ready_event_ = event.ready();
       session_id_ = event.ready().session_id();
       max_message_bytes_ = event.ready().max_message_bytes();
       backoff_ = options_.reconnect_initial_backoff;
@@ -89,6 +90,12 @@ void ReplicaSession::OnEvent(uint64_t generation, v1::WorkerEvent event) {
     }
     case v1::WorkerEvent::kFatal:
       fatal_reason_ = event.fatal().reason();
+      return;
+    case v1::WorkerEvent::kStalled:
+      listener_->OnReplicaStalled(options_.stage, options_.replica, event.stalled());
+      return;
+    case v1::WorkerEvent::kRecovered:
+      listener_->OnReplicaReady(options_.stage, options_.replica, ready_event_);
       return;
     case v1::WorkerEvent::EVENT_NOT_SET:
       return;

@@ -3,8 +3,9 @@
 //
 // It keeps one Connect stream up through a WorkerStub: Hello (with the stage's
 // defaults, which the worker checks against its engine), then Ready (-> listener
-// OnReplicaReady), then commands with increasing seq; step outputs and rejections
-// go to the listener, utility results to their callers by call id. When the
+// OnReplicaReady), then commands with increasing seq; step outputs, rejections and
+// stalls go to the listener (a stalled worker that recovers is reported ready
+// again), utility results to their callers by call id. When the
 // stream ends (error, worker exit, keepalive timeout, fatal event, refused Hello)
 // it reports OnReplicaDown and opens a new one after a backoff that doubles from
 // reconnect_initial_backoff up to reconnect_max_backoff (reset by a Ready); a
@@ -86,6 +87,7 @@ class ReplicaSession : public ReplicaClient {
   std::shared_ptr<WorkerStream> stream_;
   uint64_t generation_ = 0;
   bool ready_ = false;
+  v1::Ready ready_event_;  // What Ready said; repeated to the listener on a recovery.
   std::string session_id_;
   int64_t max_message_bytes_ = 0;
   uint64_t seq_ = 0;  // Last seq sent on stream_.

@@ -39,6 +39,9 @@ class RecordingListener : public ReplicaListener {
     events.push_back(absl::StrCat("down ", reason.message()));
     downs.push_back(reason);
   }
+  void OnReplicaStalled(int stage, int replica, const v1::Stalled& stalled) override {
+    events.push_back(absl::StrCat("stalled ", stage, "/", replica, " step ", stalled.step()));
+  }
   std::vector<std::string> events;
   std::vector<absl::Status> downs;
 };
@@ -259,6 +262,21 @@ TEST_F(ReplicaSessionTest, RefusedHelloIsReportedWithTheField) {
   EXPECT_EQ(down.message(), "refused the session: stage defaults: unknown extra parameter 'voice'");
   EXPECT_EQ(ErrorField(down), "defaults.extra.voice");
   EXPECT_THAT(listener_.events, ElementsAre(HasSubstr("down refused the session")));
+}
+
+// A stalled worker keeps its session: the stall is reported, and its recovery as
+// the same incarnation being ready again.
+TEST_F(ReplicaSessionTest, StallAndRecoveryAreReportedOnTheSameSession) {
+  Start();
+  Ready("w-1");
+  v1::WorkerEvent stalled;
+  stalled.mutable_stalled()->set_step(42);
+  stub_.stream(0).Event(stalled);
+  v1::WorkerEvent recovered;
+  recovered.mutable_recovered()->set_step(42);
+  stub_.stream(0).Event(recovered);
+  EXPECT_THAT(listener_.events, ElementsAre("ready 1/2 w-1", "stalled 1/2 step 42", "ready 1/2 w-1"));
+  EXPECT_EQ(stub_.stream_count(), 1u) << "a stall is not a broken session";
 }
 
 }  // namespace

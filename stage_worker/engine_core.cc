@@ -134,9 +134,12 @@ absl::Status EngineCore::Loop() {
     }
     if (shutdown_.load()) break;
     if (engine_->HasWork()) {
+      const uint64_t step = steps_.load(std::memory_order_relaxed) + 1;
+      sink_->OnStepBegin(step);
       absl::StatusOr<std::vector<v1::RequestOutput>> outputs = engine_->Step();
+      sink_->OnStepEnd(step);
       if (!outputs.ok()) return outputs.status();
-      const uint64_t step = steps_.fetch_add(1, std::memory_order_relaxed) + 1;
+      steps_.store(step, std::memory_order_relaxed);
       sink_->OnStepOutputs(step, *std::move(outputs));
     }
   }

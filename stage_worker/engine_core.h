@@ -66,6 +66,10 @@ struct CoreMessage {
 class CoreSink {
  public:
   virtual ~CoreSink() = default;
+  // Around every engine step (`step` counts from 1), also one that fails: for
+  // watching step times. Nothing by default.
+  virtual void OnStepBegin(uint64_t step) {}
+  virtual void OnStepEnd(uint64_t step) {}
   // All outputs of one engine step (`step` counts from 1).
   virtual void OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs) = 0;
   // The outcome of UTILITY `call_id`.

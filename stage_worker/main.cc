@@ -8,11 +8,15 @@
 // parameter) are named on stderr and, for whoever spawned it, in one stdout line
 // "refused field=<path> reason=<text>" (path: engine or engine_params.<key>); it
 // then exits 2. SIGTERM/SIGINT: stop accepting, stop the busy loop, exit 0. A
-// fatal engine error: a fatal event to every session, NOT_SERVING, exit 1.
+// fatal engine error: a fatal event to every session, NOT_SERVING, exit 1. A step
+// that runs past --stall_timeout_ms: NOT_SERVING and a stalled event to every
+// session (SERVING again if it returns); past --stall_exit_ms: exit 3, so that a
+// supervisor restarts it.
 #include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <string>
@@ -38,6 +42,10 @@ ABSL_FLAG(std::string, instance_id, "", "instance id reported to clients (defaul
 ABSL_FLAG(int, max_message_bytes, static_cast<int>(omnistage::kDefaultWorkerMaxMessageBytes),
           "largest message accepted from a client (announced to clients in Ready)");
 ABSL_FLAG(int, shutdown_grace_ms, 2000, "how long running calls may take to end at shutdown");
+ABSL_FLAG(int, stall_timeout_ms, 30000,
+          "a step running longer is stalled: NOT_SERVING, its sessions told (0: never)");
+ABSL_FLAG(int, stall_exit_ms, 120000,
+          "a step running longer makes the worker exit with code 3 (0: never)");
 
 namespace omnistage {
 namespace {
@@ -91,7 +99,16 @@ int Run() {
   options.engine_name = engine_name;
   options.instance_id = absl::GetFlag(FLAGS_instance_id);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  options.stall.stall_after = absl::Milliseconds(absl::GetFlag(FLAGS_stall_timeout_ms));
+  options.stall.exit_after = absl::Milliseconds(absl::GetFlag(FLAGS_stall_exit_ms));
   Worker worker(options, *std::move(engine));
+  // The engine is stuck for good: exit so that a supervisor (the orchestrator
+  // for spawned workers, Kubernetes in a cluster) starts a fresh one. The busy
+  // loop cannot be joined, so nothing is torn down.
+  worker.set_on_stall_exit([](const absl::Status& why) {
+    std::cerr << "stage_worker: " << why.message() << "; exiting" << std::endl;
+    std::_Exit(3);
+  });
 
   WorkerServerOptions server_options;
   server_options.address = absl::GetFlag(FLAGS_listen);

@@ -44,6 +44,11 @@ std::vector<std::string> Session::TakeLive(const std::vector<std::string>& ids) 
   return taken;
 }
 
+std::vector<std::string> Session::LiveIds() const {
+  absl::MutexLock lock(&mu_);
+  return std::vector<std::string>(live_.begin(), live_.end());
+}
+
 std::vector<std::string> Session::Close(std::vector<CoreMessage>* released) {
   absl::MutexLock lock(&mu_);
   if (closed_) return {};

@@ -65,6 +65,8 @@ class Session {
   void EraseLive(const std::string& request_id);
   // Of `ids`, erases and returns the live ones (in the order given).
   std::vector<std::string> TakeLive(const std::vector<std::string>& ids);
+  // The live ids now, in no particular order.
+  std::vector<std::string> LiveIds() const;
   // Closes the session for new requests and returns every live id (then empty).
   // Aborts still waiting for their fence are moved to `released`. Returns nothing
   // after the first call.

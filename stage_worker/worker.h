@@ -31,6 +31,7 @@
 #include "stage_worker/engine.h"
 #include "stage_worker/engine_core.h"
 #include "stage_worker/session.h"
+#include "stage_worker/step_watchdog.h"
 
 namespace omnistage {
 
@@ -44,6 +45,9 @@ struct WorkerOptions {
   // The largest command the server accepts (its receive limit), announced in
   // Ready so that clients never send a larger one.
   int64_t max_message_bytes = kDefaultWorkerMaxMessageBytes;
+  // When a step counts as stalled, and when a stalled worker gives up and asks to
+  // exit (set_on_stall_exit). Zero: never.
+  StallOptions stall;
 };
 
 class Worker : public CoreSink {
@@ -61,9 +65,15 @@ class Worker : public CoreSink {
   // Joins the loop thread: OK after a shutdown, the engine's error after a fatal one.
   absl::Status Wait();
 
-  // Called once when the worker stops serving (fatal error or shutdown), on the
-  // busy-loop thread. Thread-safe; nullptr clears it.
-  void set_on_not_serving(std::function<void()> callback) ABSL_LOCKS_EXCLUDED(mu_);
+  // Called with false when the worker stops serving (fatal error, shutdown, or a
+  // stalled step) and with true when a stalled step returns; on the busy-loop or
+  // the watchdog thread. Thread-safe; nullptr clears it.
+  void set_on_serving(std::function<void(bool serving)> callback) ABSL_LOCKS_EXCLUDED(mu_);
+  // Called (on the watchdog thread) when a stalled step has run past
+  // options.stall.exit_after; the process should exit non-zero so that its
+  // supervisor restarts it. Thread-safe.
+  void set_on_stall_exit(std::function<void(const absl::Status& why)> callback)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // A client's Hello: checks it and makes a session writing to `transport`
   // (`hello_seq` is the Hello command's seq). Errors: FAILED_PRECONDITION (wrong
@@ -91,8 +101,12 @@ class Worker : public CoreSink {
   uint64_t steps() const { return core_.steps(); }
   // Live requests over all sessions (for tests and status).
   size_t live_requests() const;
+  // The step stalled now; 0 when none is.
+  uint64_t StalledStep() const;
 
   // CoreSink (busy-loop thread only).
+  void OnStepBegin(uint64_t step) override { watchdog_.StepBegan(step); }
+  void OnStepEnd(uint64_t step) override { watchdog_.StepEnded(step); }
   void OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs) override;
   void OnUtilityResult(uint64_t call_id,
                        absl::StatusOr<google::protobuf::Value> result) override;
@@ -112,6 +126,12 @@ class Worker : public CoreSink {
   // Ends every session with `status` (after `last_event`, if given) and marks
   // the worker not serving.
   void StopServing(const absl::Status& status, const v1::WorkerEvent* last_event);
+  // The watchdog's reports: a step stalled, it returned after all, or it ran
+  // past the exit timeout.
+  void OnStall(uint64_t step, absl::Duration running);
+  void OnRecover(uint64_t step, absl::Duration took);
+  void OnStallExit(uint64_t step, absl::Duration running);
+  std::vector<std::shared_ptr<Session>> SessionsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const WorkerOptions options_;
   const std::unique_ptr<Engine> engine_;
@@ -129,7 +149,16 @@ class Worker : public CoreSink {
   absl::Status stopped_ ABSL_GUARDED_BY(mu_);
   bool serving_ ABSL_GUARDED_BY(mu_) = true;
   absl::Status result_ ABSL_GUARDED_BY(mu_);
-  std::function<void()> on_not_serving_ ABSL_GUARDED_BY(mu_);
+  // The stalled step (0: none), the Stalled event sessions get, and what each
+  // session had live when it stalled.
+  uint64_t stalled_step_ ABSL_GUARDED_BY(mu_) = 0;
+  v1::WorkerEvent stalled_event_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<std::shared_ptr<Session>, std::vector<std::string>>> lost_
+      ABSL_GUARDED_BY(mu_);
+  std::function<void(bool)> on_serving_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const absl::Status&)> on_stall_exit_ ABSL_GUARDED_BY(mu_);
+  // Last: its thread calls into the members above.
+  StepWatchdog watchdog_;
 };
 
 // The engine's id for a session's request: "<session number>/<request id>".

@@ -50,7 +50,9 @@ double BareEngineTokensPerSecond(int batch, uint32_t tokens) {
 }
 
 Figures ThroughWorker(int batch, uint32_t tokens) {
-  Worker worker(WorkerOptions{0, "sim_llm", ""}, *CreateEngine("sim_llm", Params(batch)));
+  WorkerOptions options;
+  options.engine_name = "sim_llm";
+  Worker worker(options, *CreateEngine("sim_llm", Params(batch)));
   auto server = *WorkerServer::Start(WorkerServerOptions(), &worker);
   worker.Start();
   WorkerTestClient client(grpc::CreateChannel(absl::StrCat("127.0.0.1:", server->port()),

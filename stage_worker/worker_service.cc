@@ -125,12 +125,12 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   server->server_ = std::move(started->server);
   server->port_ = started->port;
   WorkerServer* raw = server.get();
-  worker->set_on_not_serving([raw] { raw->SetServing(false); });
+  worker->set_on_serving([raw](bool serving) { raw->SetServing(serving); });
   return server;
 }
 
 WorkerServer::~WorkerServer() {
-  worker_->set_on_not_serving(nullptr);
+  worker_->set_on_serving(nullptr);
   Shutdown(absl::ZeroDuration());
 }
 

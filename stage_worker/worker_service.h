@@ -44,8 +44,9 @@ struct WorkerServerOptions {
 
 class WorkerServer {
  public:
-  // Builds and starts the server (health SERVING) and marks it NOT_SERVING when the
-  // worker stops serving. `worker` must outlive the server.
+  // Builds and starts the server (health SERVING) and follows the worker's serving
+  // state (NOT_SERVING once it stops, and while a step is stalled). `worker` must
+  // outlive the server.
   static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(const WorkerServerOptions& options,
                                                              Worker* worker);
   ~WorkerServer();

@@ -19,13 +19,14 @@ namespace {
 class WorkerServiceTest : public ::testing::Test {
  protected:
   void StartWorker(std::map<std::string, std::string> params, int stage_id = 0,
-                   int max_message_bytes = 16 << 20) {
+                   int max_message_bytes = 16 << 20, StallOptions stall = {}) {
     absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine("sim_llm", params);
     ASSERT_TRUE(engine.ok()) << engine.status();
     WorkerOptions options;
     options.stage_id = stage_id;
     options.engine_name = "sim_llm";
     options.max_message_bytes = max_message_bytes;
+    options.stall = stall;
     worker_ = std::make_unique<Worker>(options, *std::move(engine));
     WorkerServerOptions server_options;
     server_options.max_receive_message_bytes = max_message_bytes;
@@ -518,6 +519,54 @@ TEST_F(WorkerServiceTest, ShutdownEndsSessionsAndReportsNotServing) {
   ASSERT_TRUE(end.has_value());
   EXPECT_EQ(end->error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(Health(channel_), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+}
+
+// Steps of 400 ms against a 100 ms stall timeout: each step stalls and returns.
+// The session hears of the stall (its live requests are lost, health goes
+// NOT_SERVING, new requests are refused) and of the recovery (the lost requests
+// end with a finished ABORT, health SERVING again).
+TEST_F(WorkerServiceTest, StalledStepIsReportedItsRequestsLostAndServingResumes) {
+  StartWorker({{"step_time_us", "400000"}}, 0, 16 << 20,
+              StallOptions{absl::Milliseconds(100), absl::ZeroDuration()});
+  auto client = NewClient();
+  client->Add("slow", "x", 5);
+  std::optional<v1::WorkerEvent> event = client->Next(absl::Seconds(10));
+  ASSERT_TRUE(event.has_value() && event->has_stalled()) << (event ? event->DebugString() : "");
+  EXPECT_EQ(event->stalled().step(), 1u);
+  EXPECT_GE(event->stalled().running_ms(), 100);
+  EXPECT_EQ(event->stalled().stall_timeout_ms(), 100);
+  EXPECT_EQ(worker_->StalledStep(), 1u);
+  EXPECT_EQ(Health(channel_), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  client->Add("refused", "x", 1);
+
+  // The step returns: its outputs, the lost request's end, the refusal and the
+  // recovery, in some order on the stream.
+  bool recovered = false, slow_aborted = false, refused = false;
+  while (!(recovered && slow_aborted && refused)) {
+    std::optional<v1::WorkerEvent> next = client->Next(absl::Seconds(10));
+    ASSERT_TRUE(next.has_value()) << "recovered=" << recovered << " aborted=" << slow_aborted
+                                  << " refused=" << refused;
+    if (next->has_recovered()) {
+      EXPECT_EQ(next->recovered().step(), 1u);
+      EXPECT_GE(next->recovered().took_ms(), 400);
+      recovered = true;
+    } else if (next->has_rejected()) {
+      EXPECT_EQ(next->rejected().request_id(), "refused");
+      EXPECT_EQ(next->rejected().error().code(), static_cast<int>(absl::StatusCode::kUnavailable));
+      refused = true;
+    } else if (next->has_step()) {
+      for (const v1::RequestOutput& out : next->step().outputs()) {
+        if (!out.finished()) continue;
+        EXPECT_EQ(out.request_id(), "slow");
+        EXPECT_EQ(out.finish_reason(), v1::FINISH_REASON_ABORT) << out.DebugString();
+        EXPECT_EQ(out.error().message(), "lost when step 1 stalled");
+        slow_aborted = true;
+      }
+    }
+  }
+  EXPECT_EQ(worker_->StalledStep(), 0u);
+  EXPECT_EQ(Health(channel_), grpc::health::v1::HealthCheckResponse::SERVING);
+  EXPECT_EQ(worker_->live_requests(), 0u);
 }
 
 }  // namespace

@@ -134,6 +134,77 @@ TEST(PipelineHangTest, IdleTimeoutFailsRequestsOfAHungReplicaWhenKeepaliveIsSlow
   ExpectPipelineBecomesIdle(*pipeline, absl::Seconds(20));
 }
 
+// One sim_llm stage of two replicas whose engines hang in their 200th step
+// (2 ms steps), with the workers' stall watchdog at 300 ms; keepalive and the
+// idle timeout are too slow to matter, so only the watchdog can tell.
+PipelineSpec HangingSpec(int stall_exit_ms) {
+  PipelineSpec spec;
+  spec.name = "hanging";
+  spec.keepalive_ms = 600000;
+  spec.keepalive_timeout_ms = 600000;
+  spec.request_idle_timeout_ms = 600000;
+  StageSpec llm = Stage("llm", "sim_llm", "batch_size=64,step_time_us=2000,hang_at_step=200", 2,
+                        true, "tokens");
+  llm.worker_flags = {"--stall_timeout_ms=300", absl::StrCat("--stall_exit_ms=", stall_exit_ms)};
+  spec.stages.push_back(llm);
+  return spec;
+}
+
+// A worker whose engine hangs inside a step still answers gRPC and keepalive; its
+// watchdog tells the orchestrator, which fails what it held and sends it nothing
+// more, instead of letting every request routed there wait for the idle timeout
+// and its bindings pile up.
+TEST(PipelineHangTest, HungEngineIsReportedItsRequestsFailAndNothingMoreGoesThere) {
+  std::unique_ptr<PipelineHarness> pipeline = StartPipeline(HangingSpec(0));
+  ASSERT_NE(pipeline, nullptr);
+  // The first request goes to replica 0, which alone steps, and hangs at step 200.
+  const absl::Time start = absl::Now();
+  GenerateResult victim =
+      pipeline->Generate(MakeRequest("victim", "long", {StageParams(0, 1000)}), absl::Seconds(20));
+  ExpectOneTerminal(victim);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << "the stall was not noticed";
+  EXPECT_EQ(victim.terminal.finish_reason(), v1::FINISH_REASON_ERROR) << victim.Summary();
+  EXPECT_EQ(victim.terminal.error().replica(), 0);
+  EXPECT_TRUE(absl::StrContains(victim.terminal.error().message(),
+                                "stage 0 (llm) replica 0 stalled: step 200 has run for"))
+      << victim.Summary();
+  absl::StatusOr<v1::PipelineStatus> status = pipeline->Status();
+  ASSERT_TRUE(status.ok());
+  EXPECT_FALSE(status->stages(0).replicas(0).alive());
+  EXPECT_TRUE(absl::StartsWith(status->stages(0).replicas(0).last_error(), "stalled: step 200"))
+      << status->stages(0).replicas(0).last_error();
+
+  // Everything after it goes to the working replica, and nothing stays bound.
+  std::vector<v1::GenerateRequest> requests;
+  for (int i = 0; i < 10; ++i) {
+    requests.push_back(MakeRequest(absl::StrCat("after-", i), "short", {StageParams(0, 5)}));
+  }
+  for (const GenerateResult& r : pipeline->GenerateAll(requests)) {
+    ExpectOneTerminal(r);
+    EXPECT_EQ(r.terminal.finish_reason(), v1::FINISH_REASON_LENGTH) << r.Summary();
+  }
+  status = pipeline->Status();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->in_flight_requests(), 0);
+  EXPECT_EQ(TotalBound(*status), 0);
+}
+
+TEST(PipelineHangTest, WorkerStalledPastItsExitTimeoutExitsForItsSupervisor) {
+  std::unique_ptr<PipelineHarness> pipeline = StartPipeline(HangingSpec(800));
+  ASSERT_NE(pipeline, nullptr);
+  GenerateResult victim =
+      pipeline->Generate(MakeRequest("victim", "long", {StageParams(0, 1000)}), absl::Seconds(20));
+  EXPECT_TRUE(absl::StrContains(victim.terminal.error().message(), "stalled")) << victim.Summary();
+  // Exit code 3 soon after 800 ms from the step's start.
+  EXPECT_EQ(pipeline->worker_process(0, 0)->Wait(absl::Seconds(10)), 3);
+  // A supervisor starts it again: a new incarnation, admitted, serving.
+  ASSERT_TRUE(pipeline->RestartWorker(0, 0).ok());
+  ASSERT_TRUE(pipeline->WaitAllAlive(absl::Seconds(15)).ok());
+  GenerateResult after = pipeline->Generate(MakeRequest("after", "x", {StageParams(0, 3)}));
+  ExpectOneTerminal(after);
+  EXPECT_EQ(after.terminal.finish_reason(), v1::FINISH_REASON_LENGTH) << after.Summary();
+}
+
 // CPU time (user + system) a process has used so far.
 absl::Duration CpuTime(pid_t pid) {
   std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
