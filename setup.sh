@@ -17,6 +17,9 @@ PACKAGES=(
   python3-grpcio python3-protobuf
   # Tests that start processes look them up by port and stop them by PID.
   procps
+  # The partition test cuts links with nftables rules in a network namespace of
+  # its own (unshare from util-linux, ip from iproute2).
+  nftables iproute2 util-linux
 )
 if [ "${1:-}" = "--with-benchmark" ]; then
   PACKAGES+=(nginx-light)

@@ -214,6 +214,7 @@ absl::StatusOr<std::unique_ptr<PipelineHarness>> PipelineHarness::Start(Pipeline
     for (int r = 0; r < stage.replicas; ++r) {
       Worker& worker = h->workers_[s].emplace_back();
       worker.stage = static_cast<int>(s);
+      if (r < static_cast<int>(stage.hosts.size())) worker.host = stage.hosts[r];
       worker.flags = {absl::StrCat("--stage_id=", s), absl::StrCat("--engine=", stage.engine)};
       if (!stage.engine_params.empty()) {
         worker.flags.push_back(absl::StrCat("--engine_params=", stage.engine_params));
@@ -249,7 +250,8 @@ PipelineHarness::~PipelineHarness() {
 }
 
 absl::Status PipelineHarness::SpawnWorker(Worker& worker, int port) {
-  std::vector<std::string> argv = {kStageWorkerBinary, absl::StrCat("--listen=127.0.0.1:", port)};
+  std::vector<std::string> argv = {kStageWorkerBinary,
+                                   absl::StrCat("--listen=", worker.host, ":", port)};
   argv.insert(argv.end(), worker.flags.begin(), worker.flags.end());
   // A fixed port can be briefly unavailable right after the previous process
   // died; try again for a while.
@@ -274,7 +276,7 @@ absl::Status PipelineHarness::SpawnWorker(Worker& worker, int port) {
 }
 
 std::string PipelineHarness::worker_address(int stage, int replica) const {
-  return absl::StrCat("127.0.0.1:", workers_[stage][replica].port);
+  return absl::StrCat(workers_[stage][replica].host, ":", workers_[stage][replica].port);
 }
 
 pid_t PipelineHarness::worker_pid(int stage, int replica) const {

@@ -70,6 +70,9 @@ struct StageSpec {
   std::string defaults;
   // More flags for this stage's workers, e.g. "--max_message_bytes=1048576".
   std::vector<std::string> worker_flags;
+  // The loopback address replica r listens on (hosts[r]); 127.0.0.1 for replicas
+  // beyond the list. One address per replica lets a test cut one off.
+  std::vector<std::string> hosts;
 };
 
 // The pipeline and the orchestrator's timing. The defaults make a dead replica
@@ -228,6 +231,7 @@ class PipelineHarness {
  private:
   struct Worker {
     int stage = 0;
+    std::string host = "127.0.0.1";
     std::vector<std::string> flags;  // Everything but --listen.
     int port = 0;
     std::string instance;
