@@ -22,7 +22,9 @@ namespace omnistage {
 
 class ChildProcess {
  public:
-  // Starts argv[0] (a path) with its stdout on a pipe; stderr is inherited.
+  // Starts argv[0] (a path) with its stdout on a pipe; stderr is inherited. The
+  // process is killed when the *thread* that started it ends (PR_SET_PDEATHSIG),
+  // so start long-lived processes from a thread that outlives them.
   static absl::StatusOr<std::unique_ptr<ChildProcess>> Start(const std::vector<std::string>& argv);
   ~ChildProcess();
 

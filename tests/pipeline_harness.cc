@@ -221,6 +221,10 @@ absl::StatusOr<std::unique_ptr<PipelineHarness>> PipelineHarness::Start(Pipeline
       }
       worker.flags.insert(worker.flags.end(), stage.worker_flags.begin(),
                           stage.worker_flags.end());
+      if (r < static_cast<int>(stage.replica_flags.size())) {
+        worker.flags.insert(worker.flags.end(), stage.replica_flags[r].begin(),
+                            stage.replica_flags[r].end());
+      }
       if (absl::Status status = SpawnWorker(worker, 0); !status.ok()) {
         return absl::Status(status.code(),
                             absl::StrCat("stage ", s, " replica ", r, ": ", status.message()));

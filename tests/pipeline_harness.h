@@ -73,6 +73,9 @@ struct StageSpec {
   // The loopback address replica r listens on (hosts[r]); 127.0.0.1 for replicas
   // beyond the list. One address per replica lets a test cut one off.
   std::vector<std::string> hosts;
+  // More flags for replica r alone (replica_flags[r]), after the stage's: a
+  // later --engine_params replaces the stage's.
+  std::vector<std::vector<std::string>> replica_flags;
 };
 
 // The pipeline and the orchestrator's timing. The defaults make a dead replica
