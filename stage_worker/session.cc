@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/error_proto.h"
 
 namespace omnistage {
 
@@ -97,6 +99,32 @@ void Session::Fence(uint64_t after_seq, CoreMessage abort, const Submit& submit)
     return;
   }
   fenced_.emplace(after_seq, std::move(abort));
+}
+
+std::string EngineRequestId(uint64_t session, const std::string& request_id) {
+  return absl::StrCat(session, "/", request_id);
+}
+
+bool ParseEngineRequestId(const std::string& engine_id, uint64_t* session,
+                          std::string* request_id) {
+  const size_t slash = engine_id.find('/');
+  if (slash == std::string::npos) return false;
+  if (!absl::SimpleAtoi(absl::string_view(engine_id).substr(0, slash), session)) return false;
+  *request_id = engine_id.substr(slash + 1);
+  return true;
+}
+
+v1::WorkerEvent FinishedEvent(const std::vector<std::string>& ids, v1::FinishReason reason,
+                              const absl::Status& why) {
+  v1::WorkerEvent event;
+  for (const std::string& id : ids) {
+    v1::RequestOutput* output = event.mutable_step()->add_outputs();
+    output->set_request_id(id);
+    output->set_finished(true);
+    output->set_finish_reason(reason);
+    *output->mutable_error() = ErrorProto(why);
+  }
+  return event;
 }
 
 }  // namespace omnistage

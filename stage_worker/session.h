@@ -98,6 +98,18 @@ class Session {
   std::multimap<uint64_t, CoreMessage> fenced_ ABSL_GUARDED_BY(mu_);
 };
 
+// The engine's id for a session's request: "<session number>/<request id>".
+std::string EngineRequestId(uint64_t session, const std::string& request_id);
+// Splits an engine id back; false if it is not one.
+bool ParseEngineRequestId(const std::string& engine_id, uint64_t* session,
+                          std::string* request_id);
+
+// A step-less StepOutputs event ending each of `ids` with `reason`, the error
+// saying `why`: how a session hears that its requests were stopped by anything
+// other than their engine (every request ends on its session exactly once).
+v1::WorkerEvent FinishedEvent(const std::vector<std::string>& ids, v1::FinishReason reason,
+                              const absl::Status& why);
+
 }  // namespace omnistage
 
 #endif  // OMNISTAGE_STAGE_WORKER_SESSION_H_

@@ -30,20 +30,6 @@ absl::Status CheckRequestId(const std::string& id) {
   return absl::OkStatus();
 }
 
-// One step-less StepOutputs event ending each of `ids` with `reason`.
-v1::WorkerEvent FinishedEvent(const std::vector<std::string>& ids, v1::FinishReason reason,
-                              const absl::Status& why) {
-  v1::WorkerEvent event;
-  for (const std::string& id : ids) {
-    v1::RequestOutput* output = event.mutable_step()->add_outputs();
-    output->set_request_id(id);
-    output->set_finished(true);
-    output->set_finish_reason(reason);
-    *output->mutable_error() = ErrorProto(why);
-  }
-  return event;
-}
-
 WorkerOptions WithInstanceId(WorkerOptions options) {
   if (options.instance_id.empty()) options.instance_id = DefaultInstanceId();
   return options;
@@ -51,29 +37,17 @@ WorkerOptions WithInstanceId(WorkerOptions options) {
 
 }  // namespace
 
-std::string EngineRequestId(uint64_t session, const std::string& request_id) {
-  return absl::StrCat(session, "/", request_id);
-}
-
-bool ParseEngineRequestId(const std::string& engine_id, uint64_t* session,
-                          std::string* request_id) {
-  const size_t slash = engine_id.find('/');
-  if (slash == std::string::npos) return false;
-  if (!absl::SimpleAtoi(absl::string_view(engine_id).substr(0, slash), session)) return false;
-  *request_id = engine_id.substr(slash + 1);
-  return true;
-}
-
 Worker::Worker(WorkerOptions options, std::unique_ptr<Engine> engine)
     : options_(WithInstanceId(std::move(options))),
       engine_(std::move(engine)),
       core_(engine_.get(), this),
       submit_([this](std::vector<CoreMessage> batch) { core_.SubmitAll(std::move(batch)); }),
-      watchdog_(options_.stall,
-                StepWatchdog::Callbacks{
-                    [this](uint64_t step, absl::Duration running) { OnStall(step, running); },
-                    [this](uint64_t step, absl::Duration running) { OnStallExit(step, running); },
-                    [this](uint64_t step, absl::Duration took) { OnRecover(step, took); }}) {}
+      stall_(options_.stall,
+             StallGuard::Hooks{[this] {
+                                 absl::MutexLock lock(&mu_);
+                                 return SessionsLocked();
+                               },
+                               [this](bool serving) { SetServing(serving); }, submit_}) {}
 
 Worker::~Worker() {
   if (loop_.joinable()) {
@@ -94,19 +68,23 @@ void Worker::set_on_serving(std::function<void(bool)> callback) {
 }
 
 void Worker::set_on_stall_exit(std::function<void(const absl::Status&)> callback) {
-  absl::MutexLock lock(&mu_);
-  on_stall_exit_ = std::move(callback);
+  stall_.set_on_exit(std::move(callback));
+}
+
+void Worker::SetServing(bool serving) {
+  std::function<void(bool)> on_serving;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!serving_) return;  // Stopped for good: stays NOT_SERVING.
+    on_serving = on_serving_;
+  }
+  if (on_serving) on_serving(serving);
 }
 
 absl::Status Worker::Wait() {
   if (loop_.joinable()) loop_.join();
   absl::MutexLock lock(&mu_);
   return result_;
-}
-
-uint64_t Worker::StalledStep() const {
-  absl::MutexLock lock(&mu_);
-  return stalled_step_;
 }
 
 size_t Worker::live_requests() const {
@@ -180,12 +158,9 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   ready->set_protocol_version(kProtocolVersion);
   ready->set_max_message_bytes(options_.max_message_bytes);
   session->Send(std::move(event));
-  std::optional<v1::WorkerEvent> stalled;
-  {
-    absl::MutexLock lock(&mu_);
-    if (stalled_step_ != 0) stalled = stalled_event_;
+  if (std::optional<v1::WorkerEvent> stalled = stall_.StalledEvent()) {
+    session->Send(*std::move(stalled));
   }
-  if (stalled.has_value()) session->Send(*std::move(stalled));
 }
 
 void Worker::Reject(Session& session, const v1::WorkerCommand& command,
@@ -225,7 +200,7 @@ void Worker::HandleCommand(Session& session, v1::WorkerCommand& command) {
         Reject(session, command, add.request_id(), s);
         return;
       }
-      if (const uint64_t stalled = StalledStep(); stalled != 0) {
+      if (const uint64_t stalled = stall_.stalled_step(); stalled != 0) {
         Reject(session, command, add.request_id(),
                absl::UnavailableError(absl::StrCat("the engine is stalled in step ", stalled)));
         return;
@@ -465,85 +440,6 @@ std::vector<std::shared_ptr<Session>> Worker::SessionsLocked() const {
   sessions.reserve(sessions_.size());
   for (const auto& [number, session] : sessions_) sessions.push_back(session);
   return sessions;
-}
-
-// ---- Stalls ------------------------------------------------------------------------
-
-void Worker::OnStall(uint64_t step, absl::Duration running) {
-  std::vector<std::shared_ptr<Session>> sessions;
-  std::function<void(bool)> on_serving;
-  v1::WorkerEvent event;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!serving_) return;
-    stalled_step_ = step;
-    v1::Stalled* stalled = stalled_event_.mutable_stalled();
-    stalled->set_step(step);
-    stalled->set_running_ms(absl::ToInt64Milliseconds(running));
-    stalled->set_stall_timeout_ms(absl::ToInt64Milliseconds(options_.stall.stall_after));
-    stalled->set_exit_after_ms(absl::ToInt64Milliseconds(options_.stall.exit_after));
-    event = stalled_event_;
-    sessions = SessionsLocked();
-    for (const auto& session : sessions) lost_.emplace_back(session, session->LiveIds());
-    on_serving = on_serving_;
-  }
-  std::cerr << "stage_worker: step " << step << " has run for " << absl::FormatDuration(running)
-            << " (stall timeout " << absl::FormatDuration(options_.stall.stall_after)
-            << "): NOT_SERVING; its requests are lost" << std::endl;
-  if (on_serving) on_serving(false);
-  for (const auto& session : sessions) session->Send(event);
-}
-
-void Worker::OnRecover(uint64_t step, absl::Duration took) {
-  std::vector<std::shared_ptr<Session>> sessions;
-  std::vector<std::pair<std::shared_ptr<Session>, std::vector<std::string>>> lost;
-  std::function<void(bool)> on_serving;
-  {
-    absl::MutexLock lock(&mu_);
-    if (stalled_step_ != step) return;
-    stalled_step_ = 0;
-    lost = std::move(lost_);
-    lost_.clear();
-    sessions = SessionsLocked();
-    if (serving_) on_serving = on_serving_;
-  }
-  std::cerr << "stage_worker: the stalled step " << step << " returned after "
-            << absl::FormatDuration(took) << ": SERVING again" << std::endl;
-  // The clients were told these requests are lost: stop them, each ending on
-  // its session with a finished ABORT.
-  std::vector<CoreMessage> aborts;
-  for (auto& [session, ids] : lost) {
-    std::vector<std::string> engine_ids;
-    for (const std::string& id : ids) engine_ids.push_back(EngineRequestId(session->number(), id));
-    aborts.push_back(CoreMessage::Abort(
-        std::move(engine_ids), [session = session, ids = ids, step](bool applied) {
-          if (!applied) return;
-          std::vector<std::string> stopped = session->TakeLive(ids);
-          if (stopped.empty()) return;
-          session->Send(FinishedEvent(
-              stopped, v1::FINISH_REASON_ABORT,
-              absl::AbortedError(absl::StrCat("lost when step ", step, " stalled"))));
-        }));
-  }
-  if (!aborts.empty()) core_.SubmitAll(std::move(aborts));
-  if (on_serving) on_serving(true);
-  v1::WorkerEvent event;
-  event.mutable_recovered()->set_step(step);
-  event.mutable_recovered()->set_took_ms(absl::ToInt64Milliseconds(took));
-  for (const auto& session : sessions) session->Send(event);
-}
-
-void Worker::OnStallExit(uint64_t step, absl::Duration running) {
-  std::function<void(const absl::Status&)> on_exit;
-  {
-    absl::MutexLock lock(&mu_);
-    on_exit = on_stall_exit_;
-  }
-  const absl::Status why = absl::DeadlineExceededError(
-      absl::StrCat("step ", step, " has run for ", absl::FormatDuration(running),
-                   ", past the stall exit timeout ",
-                   absl::FormatDuration(options_.stall.exit_after)));
-  if (on_exit) on_exit(why);
 }
 
 }  // namespace omnistage

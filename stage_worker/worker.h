@@ -31,6 +31,7 @@
 #include "stage_worker/engine.h"
 #include "stage_worker/engine_core.h"
 #include "stage_worker/session.h"
+#include "stage_worker/stall_guard.h"
 #include "stage_worker/step_watchdog.h"
 
 namespace omnistage {
@@ -102,11 +103,11 @@ class Worker : public CoreSink {
   // Live requests over all sessions (for tests and status).
   size_t live_requests() const;
   // The step stalled now; 0 when none is.
-  uint64_t StalledStep() const;
+  uint64_t StalledStep() const { return stall_.stalled_step(); }
 
   // CoreSink (busy-loop thread only).
-  void OnStepBegin(uint64_t step) override { watchdog_.StepBegan(step); }
-  void OnStepEnd(uint64_t step) override { watchdog_.StepEnded(step); }
+  void OnStepBegin(uint64_t step) override { stall_.StepBegan(step); }
+  void OnStepEnd(uint64_t step) override { stall_.StepEnded(step); }
   void OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs) override;
   void OnUtilityResult(uint64_t call_id,
                        absl::StatusOr<google::protobuf::Value> result) override;
@@ -126,11 +127,8 @@ class Worker : public CoreSink {
   // Ends every session with `status` (after `last_event`, if given) and marks
   // the worker not serving.
   void StopServing(const absl::Status& status, const v1::WorkerEvent* last_event);
-  // The watchdog's reports: a step stalled, it returned after all, or it ran
-  // past the exit timeout.
-  void OnStall(uint64_t step, absl::Duration running);
-  void OnRecover(uint64_t step, absl::Duration took);
-  void OnStallExit(uint64_t step, absl::Duration running);
+  // Tells the server's health, unless the worker has stopped for good.
+  void SetServing(bool serving) ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<std::shared_ptr<Session>> SessionsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const WorkerOptions options_;
@@ -149,23 +147,10 @@ class Worker : public CoreSink {
   absl::Status stopped_ ABSL_GUARDED_BY(mu_);
   bool serving_ ABSL_GUARDED_BY(mu_) = true;
   absl::Status result_ ABSL_GUARDED_BY(mu_);
-  // The stalled step (0: none), the Stalled event sessions get, and what each
-  // session had live when it stalled.
-  uint64_t stalled_step_ ABSL_GUARDED_BY(mu_) = 0;
-  v1::WorkerEvent stalled_event_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::pair<std::shared_ptr<Session>, std::vector<std::string>>> lost_
-      ABSL_GUARDED_BY(mu_);
   std::function<void(bool)> on_serving_ ABSL_GUARDED_BY(mu_);
-  std::function<void(const absl::Status&)> on_stall_exit_ ABSL_GUARDED_BY(mu_);
-  // Last: its thread calls into the members above.
-  StepWatchdog watchdog_;
+  // Last: its watchdog thread calls into the members above.
+  StallGuard stall_;
 };
-
-// The engine's id for a session's request: "<session number>/<request id>".
-std::string EngineRequestId(uint64_t session, const std::string& request_id);
-// Splits an engine id back; false if it is not one.
-bool ParseEngineRequestId(const std::string& engine_id, uint64_t* session,
-                          std::string* request_id);
 
 }  // namespace omnistage
 
