@@ -50,6 +50,15 @@ ABSL_FLAG(int, fatal_every_steps, 4000, "replica 1 of stage 1 fails fatally at t
 namespace omnistage {
 namespace {
 
+// Under AddressSanitizer freed memory is held in quarantine (256 MiB by default),
+// so RSS says nothing about leaks there; the sanitizer build checks everything
+// else, and the plain builds check memory.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kRssMeansSomething = false;
+#else
+constexpr bool kRssMeansSomething = true;
+#endif
+
 enum class ClientFault { kNone, kAbort, kCancel, kDeadline };
 const char* kFaultNames[] = {"plain", "abort", "cancel", "deadline"};
 
@@ -272,13 +281,23 @@ int Run() {
                       static_cast<uint32_t>(4 + rng() % 24), static_cast<uint32_t>(8 + rng() % 56)};
     reference.push_back(RequestFor(absl::StrCat("ref-", i), shapes[i]));
   }
-  std::vector<std::vector<int32_t>> expected;
-  for (const GenerateResult& r : pipeline.GenerateAll(reference)) {
-    if (r.terminal.finish_reason() != v1::FINISH_REASON_LENGTH) {
-      std::fprintf(stderr, "chaos_soak: the fault-free run failed: %s\n", r.Summary().c_str());
-      return 1;
+  // No fault is injected yet, but a slow machine (a sanitizer build, say) can
+  // still miss a 300 ms keepalive: a shape whose reference failed is run again.
+  std::vector<std::vector<int32_t>> expected(shapes.size());
+  std::vector<GenerateResult> results = pipeline.GenerateAll(reference);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    for (int attempt = 1; results[i].terminal.finish_reason() != v1::FINISH_REASON_LENGTH;
+         ++attempt) {
+      if (attempt == 5) {
+        std::fprintf(stderr, "chaos_soak: the fault-free run failed: %s\n",
+                     results[i].Summary().c_str());
+        return 1;
+      }
+      (void)pipeline.WaitAllAlive(absl::Seconds(30));
+      results[i] = pipeline.Generate(
+          RequestFor(absl::StrCat("ref-", i, "-", attempt), shapes[i]));
     }
-    expected.push_back(r.tokens);
+    expected[i] = results[i].tokens;
   }
   const pid_t orchestrator = pipeline.orchestrator()->pid();
   const ProcessStats before = StatsOf(orchestrator);
@@ -334,7 +353,7 @@ int Run() {
   const bool settled = Eventually(
       [&] {
         after = StatsOf(orchestrator);
-        return after.rss_kb <= before.rss_kb * 110 / 100 + 2048 &&
+        return (!kRssMeansSomething || after.rss_kb <= before.rss_kb * 110 / 100 + 2048) &&
                after.own_threads <= before.own_threads && after.threads <= before.threads + 8 &&
                after.fds <= before.fds + 2;
       },
@@ -366,6 +385,7 @@ int Run() {
       absl::FormatDuration(settling).c_str());
   release.Notify();
   injector.join();
+  if (!kRssMeansSomething) std::printf("(RSS not checked: an AddressSanitizer build)\n");
   if (problems.empty()) {
     std::printf("all checks hold\n");
     return 0;
