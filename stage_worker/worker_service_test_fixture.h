@@ -1,0 +1,106 @@
+// The fixture of the StageWorker service tests: a sim_llm Worker behind a real
+// WorkerServer on port 0, real clients, and helpers to read the engine's stats
+// through the busy loop.
+#ifndef OMNISTAGE_STAGE_WORKER_WORKER_SERVICE_TEST_FIXTURE_H_
+#define OMNISTAGE_STAGE_WORKER_WORKER_SERVICE_TEST_FIXTURE_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "protos/health.grpc.pb.h"
+#include "stage_worker/engines/registry.h"
+#include "stage_worker/worker_service.h"
+#include "tests/worker_test_client.h"
+
+namespace omnistage {
+
+class WorkerServiceTest : public ::testing::Test {
+ protected:
+  void StartWorker(std::map<std::string, std::string> params, int stage_id = 0,
+                   int max_message_bytes = 16 << 20, StallOptions stall = {}) {
+    absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine("sim_llm", params);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    WorkerOptions options;
+    options.stage_id = stage_id;
+    options.engine_name = "sim_llm";
+    options.max_message_bytes = max_message_bytes;
+    options.stall = stall;
+    worker_ = std::make_unique<Worker>(options, *std::move(engine));
+    WorkerServerOptions server_options;
+    server_options.max_receive_message_bytes = max_message_bytes;
+    auto server = WorkerServer::Start(server_options, worker_.get());
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    worker_->Start();
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
+                                   grpc::InsecureChannelCredentials());
+  }
+
+  void TearDown() override {
+    if (worker_ != nullptr) {
+      worker_->RequestShutdown();
+      (void)worker_->Wait();
+    }
+    server_.reset();
+  }
+
+  std::unique_ptr<WorkerTestClient> NewClient() {
+    auto client = std::make_unique<WorkerTestClient>(channel_);
+    absl::StatusOr<v1::Ready> ready = client->Connect();
+    EXPECT_TRUE(ready.ok()) << ready.status();
+    return client;
+  }
+
+  // Asks the engine (through the busy loop, so it is race-free) for its stats.
+  static google::protobuf::Struct Stats(WorkerTestClient& client, uint64_t call_id) {
+    v1::WorkerCommand command;
+    command.mutable_utility()->set_call_id(call_id);
+    command.mutable_utility()->set_name("stats");
+    client.Send(command);
+    for (int i = 0; i < 1000; ++i) {
+      std::optional<v1::WorkerEvent> event = client.Next(absl::Seconds(5));
+      if (!event.has_value()) break;
+      if (event->has_utility_result() && event->utility_result().call_id() == call_id) {
+        return event->utility_result().value().struct_value();
+      }
+    }
+    ADD_FAILURE() << "no stats result";
+    return {};
+  }
+
+  static double Field(const google::protobuf::Struct& s, const std::string& name) {
+    auto it = s.fields().find(name);
+    return it == s.fields().end() ? -1 : it->second.number_value();
+  }
+
+  // Waits until the engine has no running or waiting request.
+  bool WaitEngineIdle(WorkerTestClient& client) {
+    for (uint64_t call = 1000; call < 1500; ++call) {
+      google::protobuf::Struct stats = Stats(client, call);
+      if (Field(stats, "running") == 0 && Field(stats, "waiting") == 0) return true;
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return false;
+  }
+
+  std::unique_ptr<Worker> worker_;
+  std::unique_ptr<WorkerServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+inline grpc::health::v1::HealthCheckResponse::ServingStatus Health(std::shared_ptr<grpc::Channel> channel) {
+  auto stub = grpc::health::v1::Health::NewStub(channel);
+  grpc::ClientContext context;
+  grpc::health::v1::HealthCheckRequest request;
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status status = stub->Check(&context, request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response.status();
+}
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_STAGE_WORKER_WORKER_SERVICE_TEST_FIXTURE_H_
