@@ -333,6 +333,13 @@ void PipelineCore::OnReplicaStalled(int stage, int replica, const v1::Stalled& s
   FailRequests(lost, StageErrorAt(absl::StatusCode::kUnavailable, stage, replica, what));
 }
 
+void PipelineCore::OnReplicaDraining(int stage, int replica, const v1::Draining& draining) {
+  CheckInLoop();
+  // Its requests go on to their end (or to the worker's drain timeout, which
+  // ends each with a finished ABORT); new ones go elsewhere.
+  pools_[stage]->Drain(replica);
+}
+
 void PipelineCore::OnCommandRejected(int stage, int replica,
                                      const v1::CommandRejected& rejected) {
   CheckInLoop();

@@ -75,6 +75,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   void OnCommandRejected(int stage, int replica, const v1::CommandRejected& rejected) override;
   void OnReplicaDown(int stage, int replica, const absl::Status& reason) override;
   void OnReplicaStalled(int stage, int replica, const v1::Stalled& stalled) override;
+  void OnReplicaDraining(int stage, int replica, const v1::Draining& draining) override;
 
  private:
   // AbortListener.

@@ -210,6 +210,33 @@ TEST_F(PipelineCoreTest, StalledReplicaFailsItsRequestsAndIsSkippedUntilItRecove
   ExpectAllEnded();
 }
 
+// A worker that drains (SIGTERM): nothing new goes there, what it has goes on to
+// its end; when its session then ends, nothing is left to fail.
+TEST_F(PipelineCoreTest, DrainingReplicaTakesNothingNewAndFinishesWhatItHas) {
+  Build(Shape{.thinkers = 2});
+  auto kept = Gen("kept", {v1::MODALITY_TEXT});  // T0
+  core().OnReplicaDraining(0, 0, v1::Draining());
+  EXPECT_EQ(core().Status().stages(0).replicas(0).state(), v1::ReplicaStatus::STATE_DRAINING);
+  EXPECT_TRUE(core().Status().stages(0).replicas(0).alive());
+  ClearLog();
+  auto a = Gen("a", {v1::MODALITY_TEXT});
+  auto b = Gen("b", {v1::MODALITY_TEXT});
+  EXPECT_THAT(LogWith(".add"), ElementsAre("T1.add a", "T1.add b"));
+  Out(0, 0, "kept", {Text("still here")});
+  Done(0, 0, "kept");
+  EXPECT_EQ(kept->terminal().finish_reason(), v1::FINISH_REASON_STOP);
+  EXPECT_EQ(kept->Text("kept"), "still here");
+  // The worker exits; its session ends with nothing bound to it.
+  core().OnReplicaDown(0, 0, absl::UnavailableError("stage worker is shutting down"));
+  EXPECT_EQ(core().Status().stages(0).replicas(0).state(), v1::ReplicaStatus::STATE_DEAD);
+  // Its successor (a new instance on the same address) is live again.
+  Ready(0, 0, "#2");
+  EXPECT_EQ(core().Status().stages(0).replicas(0).state(), v1::ReplicaStatus::STATE_LIVE);
+  Done(0, 1, "a");
+  Done(0, 1, "b");
+  ExpectAllEnded();
+}
+
 }  // namespace
 }  // namespace pipeline_core_test
 }  // namespace omnistage

@@ -57,6 +57,9 @@ class ReplicaListener {
   // takes no new ones. If the step returns, OnReplicaReady follows with the same
   // incarnation.
   virtual void OnReplicaStalled(int stage, int replica, const v1::Stalled& stalled) = 0;
+  // The worker is shutting down gracefully: it finishes the requests it has and
+  // should be sent no new ones. Its session ends when it is done.
+  virtual void OnReplicaDraining(int stage, int replica, const v1::Draining& draining) = 0;
   // The session broke (stream error, worker exit, keepalive timeout, fatal
   // event) or was refused at its Hello (`reason` then carries the worker's
   // error, with the field it refused).

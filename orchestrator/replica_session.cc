@@ -97,6 +97,15 @@ void ReplicaSession::OnEvent(uint64_t generation, v1::WorkerEvent event) {
     case v1::WorkerEvent::kRecovered:
       listener_->OnReplicaReady(options_.stage, options_.replica, ready_event_);
       return;
+    case v1::WorkerEvent::kDraining: {
+      listener_->OnReplicaDraining(options_.stage, options_.replica, event.draining());
+      // The listener picks this replica no more: every Add for it was sent
+      // before this, which lets the worker finish its drain early.
+      v1::WorkerCommand ack;
+      ack.mutable_drain_ack();
+      (void)Send(ack);
+      return;
+    }
     case v1::WorkerEvent::EVENT_NOT_SET:
       return;
   }

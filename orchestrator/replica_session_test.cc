@@ -42,6 +42,9 @@ class RecordingListener : public ReplicaListener {
   void OnReplicaStalled(int stage, int replica, const v1::Stalled& stalled) override {
     events.push_back(absl::StrCat("stalled ", stage, "/", replica, " step ", stalled.step()));
   }
+  void OnReplicaDraining(int stage, int replica, const v1::Draining& draining) override {
+    events.push_back(absl::StrCat("draining ", stage, "/", replica));
+  }
   std::vector<std::string> events;
   std::vector<absl::Status> downs;
 };
@@ -277,6 +280,19 @@ TEST_F(ReplicaSessionTest, StallAndRecoveryAreReportedOnTheSameSession) {
   stub_.stream(0).Event(recovered);
   EXPECT_THAT(listener_.events, ElementsAre("ready 1/2 w-1", "stalled 1/2 step 42", "ready 1/2 w-1"));
   EXPECT_EQ(stub_.stream_count(), 1u) << "a stall is not a broken session";
+}
+
+TEST_F(ReplicaSessionTest, DrainingIsReported) {
+  Start();
+  Ready("w-1");
+  v1::WorkerEvent draining;
+  draining.mutable_draining()->set_drain_timeout_ms(30000);
+  stub_.stream(0).Event(draining);
+  EXPECT_THAT(listener_.events, ElementsAre("ready 1/2 w-1", "draining 1/2"));
+  // Acknowledged on the stream, after anything sent before.
+  ASSERT_EQ(stub_.stream(0).written.size(), 2u);
+  EXPECT_TRUE(stub_.stream(0).written[1].has_drain_ack());
+  EXPECT_EQ(stub_.stream(0).written[1].seq(), 2u);
 }
 
 }  // namespace

@@ -74,12 +74,13 @@ void StagePool::Revive(int replica) {
   // A new incarnation holds none of the old state.
   Evict(replica);
   states_[replica].alive = true;
+  states_[replica].draining = false;
 }
 
 std::vector<int> StagePool::LiveReplicas() const {
   std::vector<int> live;
   for (int i = 0; i < size(); ++i) {
-    if (alive(i)) live.push_back(i);
+    if (alive(i) && !states_[i].draining) live.push_back(i);
   }
   return live;
 }
@@ -173,6 +174,9 @@ void StagePool::AppendStatus(v1::StageStatus* stage) const {
     replica->set_replica(r);
     replica->set_address(state.address);
     replica->set_alive(state.alive);
+    replica->set_state(!state.alive     ? v1::ReplicaStatus::STATE_DEAD
+                       : state.draining ? v1::ReplicaStatus::STATE_DRAINING
+                                        : v1::ReplicaStatus::STATE_LIVE);
     replica->set_instance_id(state.instance_id);
     replica->set_capacity(state.capacity);
     replica->set_bound_requests(BoundCount(r));

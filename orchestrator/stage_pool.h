@@ -8,6 +8,8 @@
 // - Bound(rid) is read-only; Release(rid) tolerates unknown ids.
 // - Evict(replica): mark dead, drop and return its bindings; never picked again
 //   until Revive() (a new incarnation, with no bindings).
+// - Drain(replica): still alive, its bindings stay and their requests go on, but
+//   it leaves the live list: not picked for new requests (until Revive()).
 // - Abort(ids): group ids by bound replica (unbound ids ignored, replicas with no
 //   ids not called), one call per replica, all issued at once; a group's bindings
 //   are released only after its call succeeded; a failed group stays bound so the
@@ -48,7 +50,10 @@ namespace omnistage {
 // What the pool knows of one replica, from its handshake and its failures.
 struct ReplicaState {
   std::string address;
+  // Connected and handshaken: its bound requests go on.
   bool alive = false;
+  // Alive but leaving (the worker drains): picked for no new request.
+  bool draining = false;
   // From the last Ready.
   std::string instance_id;
   int capacity = 0;
@@ -109,7 +114,9 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   // The replica answers again: live, with no bindings.
   void Revive(int replica);
   bool alive(int replica) const { return states_[replica].alive; }
-  // Ascending indices of live replicas.
+  // Takes an alive replica off the live list; its bound requests go on.
+  void Drain(int replica) { states_[replica].draining = true; }
+  // Ascending indices of live replicas (alive and not draining).
   std::vector<int> LiveReplicas() const;
   int BoundCount(int replica) const { return static_cast<int>(bound_[replica].size()); }
   size_t bindings() const { return bindings_.size(); }

@@ -7,7 +7,10 @@
 // stdout once it serves. Flags it refuses (an unknown engine, a bad engine
 // parameter) are named on stderr and, for whoever spawned it, in one stdout line
 // "refused field=<path> reason=<text>" (path: engine or engine_params.<key>); it
-// then exits 2. SIGTERM/SIGINT: stop accepting, stop the busy loop, exit 0. A
+// then exits 2. SIGTERM/SIGINT: drain — NOT_SERVING, every session told, the
+// requests it has run for up to --drain_timeout_ms, the rest are stopped (each
+// ends on its session) — then stop the busy loop and exit 0 (a second signal
+// ends it at once). A
 // fatal engine error: a fatal event to every session, NOT_SERVING, exit 1. A step
 // that runs past --stall_timeout_ms: NOT_SERVING and a stalled event to every
 // session (SERVING again if it returns); past --stall_exit_ms: exit 3, so that a
@@ -16,6 +19,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -42,6 +46,8 @@ ABSL_FLAG(std::string, instance_id, "", "instance id reported to clients (defaul
 ABSL_FLAG(int, max_message_bytes, static_cast<int>(omnistage::kDefaultWorkerMaxMessageBytes),
           "largest message accepted from a client (announced to clients in Ready)");
 ABSL_FLAG(int, shutdown_grace_ms, 2000, "how long running calls may take to end at shutdown");
+ABSL_FLAG(int, drain_timeout_ms, 30000,
+          "on SIGTERM: how long the requests it has may still run before they are stopped");
 ABSL_FLAG(int, stall_timeout_ms, 30000,
           "a step running longer is stalled: NOT_SERVING, its sessions told (0: never)");
 ABSL_FLAG(int, stall_exit_ms, 120000,
@@ -139,8 +145,16 @@ int Run() {
   } while (signal == SIGUSR1 && !loop_ended);
   if (signal != SIGUSR1) {
     std::cerr << "stage_worker: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT")
-              << ", shutting down\n";
-    (*server)->SetServing(false);
+              << ", draining (signal again to stop at once)\n";
+    // A second signal ends the drain: default action from here on.
+    std::signal(SIGTERM, SIG_DFL);
+    std::signal(SIGINT, SIG_DFL);
+    sigset_t stop_now;  // Not SIGUSR1: the monitor still sends it when the loop ends.
+    sigemptyset(&stop_now);
+    sigaddset(&stop_now, SIGTERM);
+    sigaddset(&stop_now, SIGINT);
+    pthread_sigmask(SIG_UNBLOCK, &stop_now, nullptr);
+    worker.Drain(absl::Milliseconds(absl::GetFlag(FLAGS_drain_timeout_ms)));
     worker.RequestShutdown();
   }
   monitor.join();

@@ -46,6 +46,16 @@ std::vector<std::string> Session::TakeLive(const std::vector<std::string>& ids) 
   return taken;
 }
 
+void Session::MarkDrainAcked() {
+  absl::MutexLock lock(&mu_);
+  drain_acked_ = true;
+}
+
+bool Session::done_adding() const {
+  absl::MutexLock lock(&mu_);
+  return drain_acked_ || closed_;
+}
+
 std::vector<std::string> Session::LiveIds() const {
   absl::MutexLock lock(&mu_);
   return std::vector<std::string>(live_.begin(), live_.end());

@@ -67,6 +67,10 @@ class Session {
   std::vector<std::string> TakeLive(const std::vector<std::string>& ids);
   // The live ids now, in no particular order.
   std::vector<std::string> LiveIds() const;
+  // The client acknowledged a drain: it adds nothing more.
+  void MarkDrainAcked();
+  // Acknowledged, or closed: nothing more will be added on this session.
+  bool done_adding() const;
   // Closes the session for new requests and returns every live id (then empty).
   // Aborts still waiting for their fence are moved to `released`. Returns nothing
   // after the first call.
@@ -93,6 +97,7 @@ class Session {
   mutable absl::Mutex mu_;
   absl::flat_hash_set<std::string> live_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool drain_acked_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;
   // Aborts waiting for a command: after_seq -> messages, in arrival order.
   std::multimap<uint64_t, CoreMessage> fenced_ ABSL_GUARDED_BY(mu_);

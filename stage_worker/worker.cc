@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/numbers.h"
+#include "absl/synchronization/blocking_counter.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
@@ -75,10 +76,75 @@ void Worker::SetServing(bool serving) {
   std::function<void(bool)> on_serving;
   {
     absl::MutexLock lock(&mu_);
-    if (!serving_) return;  // Stopped for good: stays NOT_SERVING.
+    // Stopped or leaving for good: stays NOT_SERVING.
+    if (!serving_ || draining_.has_value()) return;
     on_serving = on_serving_;
   }
   if (on_serving) on_serving(serving);
+}
+
+int Worker::Drain(absl::Duration timeout) {
+  std::vector<std::shared_ptr<Session>> sessions;
+  std::function<void(bool)> on_serving;
+  v1::WorkerEvent event;
+  event.mutable_draining()->set_drain_timeout_ms(absl::ToInt64Milliseconds(timeout));
+  {
+    absl::MutexLock lock(&mu_);
+    draining_ = event;
+    sessions = SessionsLocked();
+    on_serving = on_serving_;
+  }
+  if (on_serving) on_serving(false);
+  for (const auto& session : sessions) session->Send(event);
+  // Done early once nothing runs and no client will add more (each acknowledged
+  // the drain or left).
+  auto finished = [this] {
+    if (live_requests() > 0) return false;
+    absl::MutexLock lock(&mu_);
+    for (const auto& [number, session] : sessions_) {
+      if (!session->done_adding()) return false;
+    }
+    return true;
+  };
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!finished() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
+
+  // What is left is stopped, each request ending on its session, before the
+  // sessions end.
+  int stopped = 0;
+  std::vector<CoreMessage> aborts;
+  {
+    absl::MutexLock lock(&mu_);
+    sessions = SessionsLocked();
+  }
+  std::vector<std::pair<std::shared_ptr<Session>, std::vector<std::string>>> left;
+  for (const auto& session : sessions) {
+    std::vector<std::string> ids = session->LiveIds();
+    if (ids.empty()) continue;
+    stopped += static_cast<int>(ids.size());
+    left.emplace_back(session, std::move(ids));
+  }
+  if (left.empty()) return 0;
+  absl::BlockingCounter done(static_cast<int>(left.size()));
+  const std::string why = absl::StrCat("stopped when the worker's drain timeout (",
+                                       absl::FormatDuration(timeout), ") passed");
+  for (auto& [session, ids] : left) {
+    std::vector<std::string> engine_ids;
+    for (const std::string& id : ids) engine_ids.push_back(EngineRequestId(session->number(), id));
+    aborts.push_back(CoreMessage::Abort(
+        std::move(engine_ids), [session = session, ids = ids, why, &done](bool applied) {
+          std::vector<std::string> ended = applied ? session->TakeLive(ids) : ids;
+          if (applied && !ended.empty()) {
+            session->Send(FinishedEvent(ended, v1::FINISH_REASON_ABORT, absl::AbortedError(why)));
+          }
+          done.DecrementCount();
+        }));
+  }
+  core_.SubmitAll(std::move(aborts));
+  done.Wait();
+  std::cerr << "stage_worker: drain timeout passed; stopped " << stopped << " requests"
+            << std::endl;
+  return stopped;
 }
 
 absl::Status Worker::Wait() {
@@ -161,6 +227,12 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   if (std::optional<v1::WorkerEvent> stalled = stall_.StalledEvent()) {
     session->Send(*std::move(stalled));
   }
+  std::optional<v1::WorkerEvent> draining;
+  {
+    absl::MutexLock lock(&mu_);
+    draining = draining_;
+  }
+  if (draining.has_value()) session->Send(*std::move(draining));
 }
 
 void Worker::Reject(Session& session, const v1::WorkerCommand& command,
@@ -185,6 +257,7 @@ void Worker::Reject(Session& session, const v1::WorkerCommand& command,
     case v1::WorkerCommand::kUtility:
       rejected->set_command(v1::CommandRejected::KIND_UTILITY);
       break;
+    case v1::WorkerCommand::kDrainAck:  // Never rejected.
     case v1::WorkerCommand::COMMAND_NOT_SET:
       break;
   }
@@ -269,6 +342,10 @@ void Worker::HandleCommand(Session& session, v1::WorkerCommand& command) {
       }
       return;
     }
+    case v1::WorkerCommand::kDrainAck:
+      session.MarkDrainAcked();
+      (void)session.Sequence(command.seq(), std::nullopt, submit_);
+      return;
     case v1::WorkerCommand::kHello:
       Reject(session, command, "", absl::InvalidArgumentError("hello already received"));
       return;

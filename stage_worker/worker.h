@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,6 +64,13 @@ class Worker : public CoreSink {
   // Asks the loop to stop (any thread, non-blocking). Sessions end with
   // UNAVAILABLE once it has.
   void RequestShutdown();
+  // A graceful end (SIGTERM): stops serving, tells every session it is draining
+  // (clients then send nothing new and acknowledge; what still arrives is
+  // served), lets the live requests run until none is left and every session
+  // has acknowledged or left, or `timeout` passes; then stops the rest, each
+  // ending with a finished ABORT on its session. Blocks; returns how many it
+  // stopped. RequestShutdown() comes next.
+  int Drain(absl::Duration timeout);
   // Joins the loop thread: OK after a shutdown, the engine's error after a fatal one.
   absl::Status Wait();
 
@@ -147,6 +155,8 @@ class Worker : public CoreSink {
   absl::Status stopped_ ABSL_GUARDED_BY(mu_);
   bool serving_ ABSL_GUARDED_BY(mu_) = true;
   absl::Status result_ ABSL_GUARDED_BY(mu_);
+  // Set by Drain(): the Draining event new sessions get too.
+  std::optional<v1::WorkerEvent> draining_ ABSL_GUARDED_BY(mu_);
   std::function<void(bool)> on_serving_ ABSL_GUARDED_BY(mu_);
   // Last: its watchdog thread calls into the members above.
   StallGuard stall_;

@@ -39,7 +39,7 @@ RunningWorker StartWorker(const std::vector<std::string>& flags) {
   return worker;
 }
 
-TEST(StageWorkerProcessTest, ServesHealthAndExitsZeroOnSigterm) {
+TEST(StageWorkerProcessTest, ServesHealthAndDrainsThenExitsZeroOnSigterm) {
   RunningWorker worker = StartWorker({"--stage_id=1", "--engine=thinker"});
   auto health = grpc::health::v1::Health::NewStub(worker.channel);
   grpc::ClientContext context;
@@ -71,7 +71,20 @@ TEST(StageWorkerProcessTest, ServesHealthAndExitsZeroOnSigterm) {
   EXPECT_EQ(ready->stage_id(), 1);
   EXPECT_EQ(ready->engine(), "thinker");
 
+  // SIGTERM drains: the session hears it, health says NOT_SERVING, and once the
+  // session acknowledged (as an orchestrator does) with nothing running, the
+  // worker ends its sessions and exits 0.
   worker.process->Signal(SIGTERM);
+  std::optional<v1::WorkerEvent> draining = client.Next(absl::Seconds(10));
+  ASSERT_TRUE(draining.has_value() && draining->has_draining());
+  {
+    grpc::ClientContext check;
+    ASSERT_TRUE(health->Check(&check, {}, &response).ok());
+    EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  }
+  v1::WorkerCommand ack;
+  ack.mutable_drain_ack();
+  client.Send(ack);
   EXPECT_EQ(worker.process->Wait(absl::Seconds(10)), 0);
   std::optional<grpc::Status> end = client.WaitForEnd(absl::Seconds(5));
   ASSERT_TRUE(end.has_value());
