@@ -17,7 +17,7 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
 
 absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options,
                                               const std::vector<grpc::Service*>& services) {
-  grpc::EnableDefaultHealthCheckService(true);
+  grpc::EnableDefaultHealthCheckService(!options.readiness_service.empty());
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   StartedServer started;
   grpc::ServerBuilder builder;
@@ -36,13 +36,16 @@ absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options,
   if (started.server == nullptr || started.port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));
   }
-  SetServing(started.server.get(), true);
+  if (grpc::HealthCheckServiceInterface* health = started.server->GetHealthCheckService()) {
+    health->SetServingStatus("", true);
+    health->SetServingStatus(options.readiness_service, true);
+  }
   return started;
 }
 
-void SetServing(grpc::Server* server, bool serving) {
+void SetReady(grpc::Server* server, const std::string& service, bool ready) {
   if (server != nullptr && server->GetHealthCheckService() != nullptr) {
-    server->GetHealthCheckService()->SetServingStatus(serving);
+    server->GetHealthCheckService()->SetServingStatus(service, ready);
   }
 }
 

@@ -1,6 +1,10 @@
 // Small gRPC helpers shared by both services: status conversion and a server
 // with the settings every omnistage server wants (health, reflection, no
 // SO_REUSEPORT, keepalive).
+//
+// Health, as Kubernetes' gRPC probes read it: service "" is liveness (the process
+// serves gRPC), the service's own name (e.g. "omnistage.v1.StageWorker") is
+// readiness (it should be sent work).
 #ifndef OMNISTAGE_COMMON_GRPC_UTIL_H_
 #define OMNISTAGE_COMMON_GRPC_UTIL_H_
 
@@ -22,6 +26,11 @@ struct GrpcServerOptions {
   std::string address = "127.0.0.1:0";
   // Largest message accepted from a client.
   int max_receive_message_bytes = 16 << 20;
+  // The readiness name gRPC's built-in health service answers for, SERVING at
+  // start (SetReady changes it); "" stays SERVING. Empty: no built-in health
+  // service (the caller registers its own). gRPC's switch for it is
+  // process-wide: set per server as it is built.
+  std::string readiness_service;
 };
 
 struct StartedServer {
@@ -29,13 +38,15 @@ struct StartedServer {
   int port = 0;
 };
 
-// Builds and starts a server for `services` with grpc.health.v1 (SERVING) and
-// server reflection. UNAVAILABLE if it cannot listen.
+// Builds and starts a server for `services` with server reflection and, when
+// options.readiness_service is set, gRPC's grpc.health.v1. UNAVAILABLE if it
+// cannot listen.
 absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options,
                                               const std::vector<grpc::Service*>& services);
 
-// Sets the server-wide health status (no-op for a null server).
-void SetServing(grpc::Server* server, bool serving);
+// Sets the readiness `service` of the built-in health service (no-op for a null
+// server or one without it).
+void SetReady(grpc::Server* server, const std::string& service, bool ready);
 
 }  // namespace omnistage
 

@@ -54,6 +54,7 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
     }
   }
   o->service_ = std::make_unique<OrchestratorService>(o->core_.get(), &o->loop_);
+  o->health_ = std::make_unique<OrchestratorHealth>(o->core_.get(), &o->loop_);
   GrpcServerOptions server_options;
   server_options.address = o->options_.listen;
   // Room for the largest prompt plus the request's other fields; a larger
@@ -61,7 +62,10 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
   server_options.max_receive_message_bytes = static_cast<int>(
       std::max<int64_t>(4 << 20, static_cast<int64_t>(config.max_prompt_bytes) +
                                      kAddRequestEnvelopeBytes));
-  absl::StatusOr<StartedServer> started = StartGrpcServer(server_options, {o->service_.get()});
+  // No built-in health service (readiness_service stays empty): ours answers
+  // from the loop (health_service.h).
+  absl::StatusOr<StartedServer> started =
+      StartGrpcServer(server_options, {o->service_.get(), o->health_.get()});
   if (!started.ok()) return started.status();
   o->server_ = std::move(started->server);
   o->port_ = started->port;
@@ -119,9 +123,9 @@ void Orchestrator::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   if (!loop_thread_.joinable()) return;  // Start() failed before anything ran.
-  SetServing(server_.get(), false);
   // Drain while the loop and the server still run: in-flight streams end with
-  // their terminal responses, late ones with an abort.
+  // their terminal responses, late ones with an abort. Readiness turns
+  // NOT_SERVING as the drain begins.
   auto drained = std::make_shared<absl::Notification>();
   loop_.Post([this, drained] {
     core_->Drain(absl::Now() + options_.config.drain_timeout, [drained] { drained->Notify(); });

@@ -20,6 +20,7 @@
 #include "common/event_loop.h"
 #include "grpcpp/grpcpp.h"
 #include "orchestrator/grpc_worker_stub.h"
+#include "orchestrator/health_service.h"
 #include "orchestrator/orchestrator_service.h"
 #include "orchestrator/pipeline_config.h"
 #include "orchestrator/pipeline_core.h"
@@ -63,6 +64,7 @@ class Orchestrator {
   std::vector<std::vector<std::unique_ptr<ReplicaSession>>> sessions_;
   std::unique_ptr<PipelineCore> core_;
   std::unique_ptr<OrchestratorService> service_;
+  std::unique_ptr<OrchestratorHealth> health_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::thread loop_thread_;

@@ -54,6 +54,15 @@ v1::Error PipelineCore::StageErrorAt(absl::StatusCode code, int stage, int repli
   return StageError(code, config_.stages[stage], *pools_[stage], replica, what);
 }
 
+bool PipelineCore::Ready() const {
+  CheckInLoop();
+  if (!accepting_) return false;
+  for (const auto& pool : pools_) {
+    if (pool->LiveReplicas().empty()) return false;
+  }
+  return true;
+}
+
 void PipelineCore::set_replica_address(int stage, int replica, std::string address) {
   pools_[stage]->set_address(replica, std::move(address));
 }

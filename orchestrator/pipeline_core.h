@@ -67,6 +67,9 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // For status: where replica `replica` of `stage` listens.
   void set_replica_address(int stage, int replica, std::string address);
   size_t in_flight() const { return table_.size(); }
+  // Should be sent requests: accepting (not draining) and every stage has a
+  // live replica.
+  bool Ready() const;
   const StagePool& pool(int stage) const { return *pools_[stage]; }
 
   // ReplicaListener.

@@ -118,6 +118,8 @@ TEST_F(WorkerServiceTest, DrainLetsRequestsFinishThenStopsTheRest) {
   } while (!event->has_draining());
   EXPECT_EQ(event->draining().drain_timeout_ms(), 600);
   EXPECT_EQ(Health(channel_), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  // Liveness stays: a draining worker must not be restarted.
+  EXPECT_EQ(Health(channel_, ""), grpc::health::v1::HealthCheckResponse::SERVING);
   client->Add("late", "x", 3);  // Sent before the client could know: still served.
   v1::WorkerCommand ack;
   ack.mutable_drain_ack();

@@ -120,6 +120,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   GrpcServerOptions grpc_options;
   grpc_options.address = options.address;
   grpc_options.max_receive_message_bytes = options.max_receive_message_bytes;
+  grpc_options.readiness_service = kReadinessService;
   absl::StatusOr<StartedServer> started = StartGrpcServer(grpc_options, {&server->service_});
   if (!started.ok()) return started.status();
   server->server_ = std::move(started->server);
@@ -134,7 +135,9 @@ WorkerServer::~WorkerServer() {
   Shutdown(absl::ZeroDuration());
 }
 
-void WorkerServer::SetServing(bool serving) { omnistage::SetServing(server_.get(), serving); }
+void WorkerServer::SetServing(bool serving) {
+  SetReady(server_.get(), kReadinessService, serving);
+}
 
 void WorkerServer::Shutdown(absl::Duration grace) {
   if (server_ == nullptr) return;

@@ -44,6 +44,10 @@ struct WorkerServerOptions {
 
 class WorkerServer {
  public:
+  // Health: "" is liveness (SERVING while the server runs); this name is
+  // readiness (NOT_SERVING once the worker stops, drains or stalls).
+  static constexpr char kReadinessService[] = "omnistage.v1.StageWorker";
+
   // Builds and starts the server (health SERVING) and follows the worker's serving
   // state (NOT_SERVING once it stops, and while a step is stalled). `worker` must
   // outlive the server.

@@ -91,10 +91,15 @@ class WorkerServiceTest : public ::testing::Test {
   std::shared_ptr<grpc::Channel> channel_;
 };
 
-inline grpc::health::v1::HealthCheckResponse::ServingStatus Health(std::shared_ptr<grpc::Channel> channel) {
+// The worker's readiness ("omnistage.v1.StageWorker"), or with service "" its
+// liveness.
+inline grpc::health::v1::HealthCheckResponse::ServingStatus Health(
+    std::shared_ptr<grpc::Channel> channel,
+    const std::string& service = WorkerServer::kReadinessService) {
   auto stub = grpc::health::v1::Health::NewStub(channel);
   grpc::ClientContext context;
   grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
   grpc::health::v1::HealthCheckResponse response;
   grpc::Status status = stub->Check(&context, request, &response);
   EXPECT_TRUE(status.ok()) << status.error_message();

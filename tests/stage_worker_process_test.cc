@@ -42,10 +42,16 @@ RunningWorker StartWorker(const std::vector<std::string>& flags) {
 TEST(StageWorkerProcessTest, ServesHealthAndDrainsThenExitsZeroOnSigterm) {
   RunningWorker worker = StartWorker({"--stage_id=1", "--engine=thinker"});
   auto health = grpc::health::v1::Health::NewStub(worker.channel);
-  grpc::ClientContext context;
+  grpc::health::v1::HealthCheckRequest readiness;
+  readiness.set_service("omnistage.v1.StageWorker");
   grpc::health::v1::HealthCheckResponse response;
-  ASSERT_TRUE(health->Check(&context, {}, &response).ok());
-  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  for (const grpc::health::v1::HealthCheckRequest& request :
+       {grpc::health::v1::HealthCheckRequest(), readiness}) {
+    grpc::ClientContext context;
+    ASSERT_TRUE(health->Check(&context, request, &response).ok());
+    EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING)
+        << "service '" << request.service() << "'";
+  }
 
   // Server reflection lists the service (what grpcurl relies on).
   {
@@ -79,8 +85,12 @@ TEST(StageWorkerProcessTest, ServesHealthAndDrainsThenExitsZeroOnSigterm) {
   ASSERT_TRUE(draining.has_value() && draining->has_draining());
   {
     grpc::ClientContext check;
-    ASSERT_TRUE(health->Check(&check, {}, &response).ok());
+    ASSERT_TRUE(health->Check(&check, readiness, &response).ok());
     EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+    grpc::ClientContext live;
+    ASSERT_TRUE(health->Check(&live, {}, &response).ok());
+    EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING)
+        << "liveness must hold while draining";
   }
   v1::WorkerCommand ack;
   ack.mutable_drain_ack();
