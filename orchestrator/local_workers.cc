@@ -77,11 +77,15 @@ std::string DefaultWorkerBinary() {
   char self[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (n <= 0) return "stage_worker";
-  std::string path(self, n);
-  // .../orchestrator/orchestrator -> .../stage_worker/stage_worker
+  const std::string path(self, n);
   const size_t slash = path.rfind('/');
-  const size_t parent = slash == std::string::npos ? std::string::npos : path.rfind('/', slash - 1);
-  if (parent == std::string::npos) return "stage_worker";
+  if (slash == std::string::npos) return "stage_worker";
+  // A flat install (an image, /usr/local/bin): next to this program.
+  const std::string beside = path.substr(0, slash) + "/stage_worker";
+  if (access(beside.c_str(), X_OK) == 0) return beside;
+  // A Bazel output tree: .../orchestrator/orchestrator -> .../stage_worker/stage_worker.
+  const size_t parent = path.rfind('/', slash - 1);
+  if (parent == std::string::npos) return beside;
   return path.substr(0, parent) + "/stage_worker/stage_worker";
 }
 

@@ -68,8 +68,9 @@ class LocalWorkers {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// Where the stage_worker binary is when none is given: next to this program in a
-// Bazel output tree (bazel-bin/stage_worker/stage_worker, or the runfiles tree).
+// Where the stage_worker binary is when none is given: next to this program (a
+// flat install), else where a Bazel output tree puts it
+// (bazel-bin/stage_worker/stage_worker, or the runfiles tree).
 std::string DefaultWorkerBinary();
 
 }  // namespace omnistage

@@ -38,6 +38,23 @@ refused unknown_engine "engine: gpt" \
 refused bad_defaults "engine: sim_llm, defaults: {extra: {colour: red}}" \
   "stages[0].defaults.extra.colour: refused the session: stage defaults: engine sim_llm: unknown extra parameter 'colour'"
 
+# A flat install (both binaries in one folder, as in an image) finds its workers
+# without --stage_worker.
+flat="$out/flat"
+mkdir -p "$flat"
+cp orchestrator/orchestrator stage_worker/stage_worker "$flat/"
+"$flat/orchestrator" --config=orchestrator/configs/local_sim.yaml --listen=127.0.0.1:0 \
+  >"$out/flat.out" 2>"$out/flat.err" &
+flat_pid=$!
+for _ in $(seq 1 300); do
+  grep -q 'listening port=' "$out/flat.out" && break
+  sleep 0.1
+done
+grep -q 'listening port=' "$out/flat.out" || { kill -KILL $flat_pid; fail "flat install: $(cat "$out/flat.err")"; }
+kill -TERM $flat_pid
+wait $flat_pid || fail "flat install: exit code $?"
+echo "flat install: started its workers and stopped"
+
 start_orchestrator orchestrator/configs/local_sim.yaml
 
 instance() { "$omni" status "$server" | sed -n 's/.*"instanceId": "\([^"]*\)".*/\1/p' | head -1; }
