@@ -11,8 +11,10 @@ PACKAGES=(
   # gRPC 1.51, Protobuf 3.21, Abseil 20220623, GoogleTest/GoogleMock 1.12.
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev
-  # Pipeline config files.
-  libyaml-cpp-dev
+  # Pipeline config files; DNS lookups for discovered stages.
+  libyaml-cpp-dev libc-ares-dev
+  # Discovery tests run a real DNS server on loopback.
+  dnsmasq-base
   # The Python client example and its test (run with /usr/bin/python3).
   python3-grpcio python3-protobuf
   # Tests that start processes look them up by port and stop them by PID.

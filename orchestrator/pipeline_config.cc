@@ -22,6 +22,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/limits.h"
 #include "common/modality.h"
 #include "orchestrator/yaml_fields.h"
@@ -64,8 +65,11 @@ const std::vector<std::string> kTopKeys = {"name",
                                            "stages"};
 const std::vector<std::string> kLimitsKeys = {"max_in_flight", "max_prompt_bytes"};
 const std::vector<std::string> kStageKeys = {
-    "name",         "engine",          "engine_params", "replicas", "addresses",
-    "final_output", "output_modality", "input_mode",    "defaults"};
+    "name",         "engine",          "engine_params", "replicas",  "addresses",
+    "discovery",    "final_output",    "output_modality", "input_mode", "defaults"};
+const std::vector<std::string> kDiscoveryKeys = {"dns", "port", "refresh_ms"};
+// Lookups more often than this would load the cluster's DNS for nothing.
+constexpr int64_t kMinRefreshMs = 100;
 const std::vector<std::string> kDefaultsKeys = {"max_tokens", "seed", "temperature", "extra"};
 
 // host:port, host a name, an IPv4 address or a bracketed IPv6 address.
@@ -163,6 +167,40 @@ absl::Status ReadAddresses(const YAML::Node& list, const std::string& path,
   return absl::OkStatus();
 }
 
+// A DNS name: dot-separated labels of a-z, 0-9 and '-', at most 253 characters.
+bool IsDnsName(absl::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  if (name.back() == '.') name.remove_suffix(1);  // Fully qualified.
+  for (absl::string_view label : absl::StrSplit(name, '.')) {
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') {
+      return false;
+    }
+    for (char c : label) {
+      if (!absl::ascii_isalnum(c) && c != '-') return false;
+    }
+  }
+  return true;
+}
+
+absl::Status ReadDiscovery(const YAML::Node& node, const std::string& path,
+                           std::optional<DnsDiscovery>* out) {
+  if (!node.IsMap()) return Expected(node, path, "a map with dns and port");
+  Fields fields(node, path, kDiscoveryKeys);
+  DnsDiscovery discovery;
+  fields.String("dns", &discovery.name, /*required=*/true);
+  if (fields.status().ok() && !IsDnsName(discovery.name)) {
+    fields.Fail(Expected(*fields.Find("dns"), fields.PathOf("dns"),
+                         "a DNS name (e.g. omnistage-talker.default.svc.cluster.local)"));
+  }
+  int64_t port = 0;
+  if (fields.Find("port", /*required=*/true) != nullptr) fields.Int("port", 1, 65535, &port);
+  discovery.port = static_cast<int>(port);
+  fields.Millis("refresh_ms", kMinRefreshMs, &discovery.refresh);
+  if (!fields.status().ok()) return fields.status();
+  *out = std::move(discovery);
+  return absl::OkStatus();
+}
+
 bool IsStageName(const std::string& name) {
   return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
     return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '_' || c == '-';
@@ -174,8 +212,8 @@ absl::Status ReadStage(const YAML::Node& node, int id, StageConfig* stage) {
   if (node.IsNull()) return Expected(node, path, "a map");
   Fields fields(node, path, kStageKeys);
   if (!fields.status().ok()) return fields.status();
-  if (fields.Has("replicas") == fields.Has("addresses")) {
-    return Invalid(path, "give exactly one of replicas and addresses");
+  if (fields.Has("replicas") + fields.Has("addresses") + fields.Has("discovery") != 1) {
+    return Invalid(path, "give exactly one of replicas, addresses and discovery");
   }
   stage->id = id;
   stage->defaults.set_stage_id(id);
@@ -192,6 +230,9 @@ absl::Status ReadStage(const YAML::Node& node, int id, StageConfig* stage) {
   if (const YAML::Node* addresses = fields.Find("addresses")) {
     fields.Fail(ReadAddresses(*addresses, fields.PathOf("addresses"), &stage->addresses));
   }
+  if (const YAML::Node* discovery = fields.Find("discovery")) {
+    fields.Fail(ReadDiscovery(*discovery, fields.PathOf("discovery"), &stage->discovery));
+  }
   fields.Bool("final_output", &stage->final_output);
   std::string modality;
   fields.OneOf("output_modality", {"text", "audio", "tokens"}, &modality, /*required=*/true);
@@ -205,12 +246,12 @@ absl::Status ReadStage(const YAML::Node& node, int id, StageConfig* stage) {
   if (!fields.status().ok()) return fields.status();
 
   if (stage->spawn_replicas == 0) {
-    // Workers at addresses were started with their own engine and parameters;
-    // parameters here would be silently ignored.
+    // Workers at addresses (or found through DNS) were started with their own
+    // engine and parameters; parameters here would be silently ignored.
     if (!stage->engine_params.empty()) {
       return Invalid(fields.PathOf("engine_params"),
-                     "only used with replicas (workers at addresses take their parameters on "
-                     "their own command line)");
+                     "only used with replicas (workers at addresses or found by discovery take "
+                     "their parameters on their own command line)");
     }
     return absl::OkStatus();
   }
@@ -239,6 +280,16 @@ absl::Status ReadStages(const YAML::Node& stages, PipelineConfig* config) {
       if (!added) {
         return Invalid(path, absl::StrCat("'", stage.addresses[j], "' is already used by ",
                                           it->second, " (one worker serves one replica)"));
+      }
+    }
+    if (stage.discovery.has_value()) {
+      const std::string path = absl::StrCat("stages[", i, "].discovery");
+      auto [it, added] = address_users.emplace(
+          absl::StrCat("dns:", stage.discovery->name, ":", stage.discovery->port), path);
+      if (!added) {
+        return Invalid(path, absl::StrCat("'", stage.discovery->name, "' port ",
+                                          stage.discovery->port, " is already used by ",
+                                          it->second, " (one worker serves one stage)"));
       }
     }
     config->stages.push_back(std::move(stage));
@@ -284,6 +335,11 @@ absl::Status ReadConfig(const YAML::Node& root, PipelineConfig* config) {
 }
 
 }  // namespace
+
+std::string StageConfig::origin() const {
+  if (discovery.has_value()) return absl::StrCat("dns:", discovery->name);
+  return spawn_replicas > 0 ? "spawned" : "addresses";
+}
 
 absl::StatusOr<PipelineConfig> ParsePipelineConfig(const std::string& yaml_text) {
   if (yaml_text.size() > kMaxConfigBytes) {

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,19 +39,31 @@ enum class InputMode {
   kStreaming,
 };
 
+// A stage whose replicas are the A/AAAA records of a DNS name (a Kubernetes
+// headless Service): looked up every `refresh`, each address one replica.
+struct DnsDiscovery {
+  std::string name;
+  int port = 0;
+  absl::Duration refresh = absl::Milliseconds(5000);
+};
+
 struct StageConfig {
   // Position in the pipeline, 0-based; stage i's output feeds stage i + 1.
   int id = 0;
   // Unique within the pipeline, [a-z0-9_-]+.
   std::string name;
-  // Engine name; always set when spawning, may be empty for `addresses`.
+  // Engine name; always set when spawning, may be empty for `addresses` and
+  // `discovery`.
   std::string engine;
   // Passed to the engine as given (values as strings); only when spawning.
   std::map<std::string, std::string> engine_params;
-  // > 0: spawn this many local stage_worker processes. 0: use `addresses`.
+  // Exactly one of the next three says where the replicas are.
+  // > 0: spawn this many local stage_worker processes.
   int spawn_replicas = 0;
-  // host:port of existing workers, one per replica; empty when spawning.
+  // host:port of existing workers, one per replica.
   std::vector<std::string> addresses;
+  // Replicas that come and go, found through DNS.
+  std::optional<DnsDiscovery> discovery;
   // Whether this stage's output streams to clients.
   bool final_output = false;
   v1::Modality output_modality = v1::MODALITY_UNSPECIFIED;
@@ -60,10 +73,13 @@ struct StageConfig {
   // defaults.stage_id() == id.
   v1::StageParameters defaults;
 
-  // The number of replicas, spawned or addressed.
+  // The number of replicas, spawned or addressed (0 with discovery: it varies).
   int replica_count() const {
     return spawn_replicas > 0 ? spawn_replicas : static_cast<int>(addresses.size());
   }
+  // Where a replica came from, for status: "spawned", "addresses" or
+  // "dns:<name>".
+  std::string origin() const;
 };
 
 // The initializers are the documented defaults of the keys left out of a file.

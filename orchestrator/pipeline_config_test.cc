@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -47,7 +48,7 @@ stages:
     input_mode: streaming
   - name: vocoder
     engine: vocoder
-    replicas: 2
+    discovery: {dns: omnistage-vocoder.default.svc.cluster.local, port: 9000, refresh_ms: 250}
     final_output: true
     output_modality: audio
     input_mode: streaming
@@ -108,7 +109,14 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
 
   const StageConfig& vocoder = config->stages[2];
   EXPECT_EQ(vocoder.id, 2);
-  EXPECT_EQ(vocoder.replica_count(), 2);
+  ASSERT_TRUE(vocoder.discovery.has_value());
+  EXPECT_EQ(vocoder.discovery->name, "omnistage-vocoder.default.svc.cluster.local");
+  EXPECT_EQ(vocoder.discovery->port, 9000);
+  EXPECT_EQ(vocoder.discovery->refresh, absl::Milliseconds(250));
+  EXPECT_EQ(vocoder.replica_count(), 0);
+  EXPECT_EQ(thinker.origin(), "spawned");
+  EXPECT_EQ(talker.origin(), "addresses");
+  EXPECT_EQ(vocoder.origin(), "dns:omnistage-vocoder.default.svc.cluster.local");
   EXPECT_EQ(vocoder.output_modality, v1::MODALITY_AUDIO);
   EXPECT_EQ(vocoder.defaults.stage_id(), 2);
 }
@@ -145,6 +153,12 @@ TEST(PipelineConfigTest, AcceptsEmptySectionsAndBoundaryValues) {
   EXPECT_EQ(config->keepalive_time, absl::Milliseconds(100));
   EXPECT_EQ(config->stages[0].defaults.max_tokens(), 1000000u);
   EXPECT_EQ(config->stages[0].defaults.seed(), UINT64_MAX);
+  // Discovery's refresh defaults to 5 s; a fully qualified name is a name.
+  absl::StatusOr<PipelineConfig> discovered =
+      ParsePipelineConfig(absl::StrReplaceAll(OneStage("discovery: {dns: talker., port: 1}"),
+                                              {{"replicas: 1, ", ""}}));
+  ASSERT_TRUE(discovered.ok()) << discovered.status();
+  EXPECT_EQ(discovered->stages[0].discovery->refresh, absl::Milliseconds(5000));
   // The largest prompt limit that still fits a worker's AddRequest.
   EXPECT_TRUE(ParsePipelineConfig("limits: {max_prompt_bytes: 16711680}\n" + OneStage("")).ok());
 }
@@ -165,9 +179,33 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
        "stages[1].input_mode: expected on_finish or streaming, got 'stream'"},
       {"stages: [{name: a, replicas: 1, addresses: ['h:1'], final_output: true, "
        "output_modality: text}]",
-       "stages[0]: give exactly one of replicas and addresses"},
+       "stages[0]: give exactly one of replicas, addresses and discovery"},
       {"stages: [{name: a, engine: x, final_output: true, output_modality: text}]",
-       "stages[0]: give exactly one of replicas and addresses"},
+       "stages[0]: give exactly one of replicas, addresses and discovery"},
+      {"stages: [{name: a, addresses: ['h:1'], discovery: {dns: a, port: 1}, "
+       "final_output: true, output_modality: text}]",
+       "stages[0]: give exactly one of replicas, addresses and discovery"},
+      {"stages: [{name: a, discovery: {port: 9000}, final_output: true, output_modality: text}]",
+       "stages[0].discovery.dns: required"},
+      {"stages: [{name: a, discovery: {dns: a.b}, final_output: true, output_modality: text}]",
+       "stages[0].discovery.port: required"},
+      {"stages: [{name: a, discovery: {dns: a.b, port: 70000}, final_output: true, "
+       "output_modality: text}]",
+       "stages[0].discovery.port: expected an integer in [1, 65535], got '70000'"},
+      {"stages: [{name: a, discovery: {dns: 'talker_svc..x', port: 1}, final_output: true, "
+       "output_modality: text}]",
+       "stages[0].discovery.dns: expected a DNS name"},
+      {"stages: [{name: a, discovery: {dns: a.b, port: 1, refresh_ms: 10}, final_output: true, "
+       "output_modality: text}]",
+       "stages[0].discovery.refresh_ms: expected a number of milliseconds in [100, "},
+      {"stages: [{name: a, discovery: {dns: a.b, port: 1, ttl: 5}, final_output: true, "
+       "output_modality: text}]",
+       "stages[0].discovery.ttl: unknown key"},
+      {"stages: [{name: a, discovery: [a.b], final_output: true, output_modality: text}]",
+       "stages[0].discovery: expected a map with dns and port"},
+      {"stages: [{name: a, discovery: {dns: a.b, port: 1}, engine_params: {x: 1}, "
+       "final_output: true, output_modality: text}]",
+       "stages[0].engine_params: only used with replicas"},
       {OneStage("engine_params: {batch_size: [1]}"),
        "stages[0].engine_params.batch_size: expected a single value, got a list"},
       {OneStage("engine_params: {output: 'text,tokens'}"),
@@ -187,6 +225,9 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {absl::StrCat("stages: [{name: b, engine: sim_llm, replicas: 1, output_modality: text}, ",
                     two_stages_tail, "}]"),
        "stages: names must be unique ('b' twice)"},
+      {"stages: [{name: a, discovery: {dns: a.b, port: 1}, output_modality: text}, "
+       "{name: b, discovery: {dns: a.b, port: 1}, final_output: true, output_modality: text}]",
+       "stages[1].discovery: 'a.b' port 1 is already used by stages[0].discovery"},
       {"limits: {max_in_flight: abc}\n" + OneStage(""),
        "limits.max_in_flight: expected an integer >= 1, got 'abc'"},
       {"limits: {max_in_flight: 0}\n" + OneStage(""),

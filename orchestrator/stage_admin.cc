@@ -39,18 +39,17 @@ void CallStageUtility(const PipelineConfig& config, const StagePools& pools,
   pool->CallUtility(
       request.name(), request.args(),
       [&stage_config = config.stages[stage], pool,
-       done = std::move(done)](std::vector<absl::StatusOr<google::protobuf::Value>> results) {
+       done = std::move(done)](UtilityResults results) {
         v1::StageUtilityResponse response;
-        for (size_t i = 0; i < results.size(); ++i) {
-          const int r = static_cast<int>(i);
+        for (auto& [r, value] : results) {
           v1::ReplicaUtilityResult* result = response.add_results();
           result->set_replica(r);
           result->set_address(pool->state(r).address);
-          if (results[i].ok()) {
-            *result->mutable_value() = *std::move(results[i]);
+          if (value.ok()) {
+            *result->mutable_value() = *std::move(value);
           } else {
-            *result->mutable_error() = StageError(results[i].status().code(), stage_config, *pool,
-                                                  r, results[i].status().message());
+            *result->mutable_error() = StageError(value.status().code(), stage_config, *pool, r,
+                                                  value.status().message());
           }
         }
         done(std::move(response));

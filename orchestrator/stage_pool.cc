@@ -28,11 +28,13 @@ StagePool::StagePool(int stage_id, std::vector<ReplicaClient*> replicas, bool al
 
 void StagePool::Bind(const std::string& request_id, int replica) {
   auto [it, added] = bindings_.emplace(request_id, replica);
+  const int previous = it->second;
   if (!added) {
-    bound_[it->second].erase(request_id);
+    bound_[previous].erase(request_id);
     it->second = replica;
   }
   bound_[replica].insert(request_id);
+  if (!added) CheckIdle(previous);
 }
 
 absl::StatusOr<int> StagePool::Pick(const std::string& request_id) {
@@ -57,8 +59,10 @@ std::optional<int> StagePool::Bound(const std::string& request_id) const {
 void StagePool::Release(const std::string& request_id) {
   auto it = bindings_.find(request_id);
   if (it == bindings_.end()) return;
-  bound_[it->second].erase(request_id);
+  const int replica = it->second;
+  bound_[replica].erase(request_id);
   bindings_.erase(it);
+  CheckIdle(replica);
 }
 
 std::vector<std::string> StagePool::Evict(int replica) {
@@ -67,6 +71,7 @@ std::vector<std::string> StagePool::Evict(int replica) {
   for (const std::string& id : affected) bindings_.erase(id);
   bound_[replica].clear();
   std::sort(affected.begin(), affected.end());
+  CheckIdle(replica);
   return affected;
 }
 
@@ -80,9 +85,50 @@ void StagePool::Revive(int replica) {
 std::vector<int> StagePool::LiveReplicas() const {
   std::vector<int> live;
   for (int i = 0; i < size(); ++i) {
-    if (alive(i) && !states_[i].draining) live.push_back(i);
+    const ReplicaState& state = states_[i];
+    if (state.alive && !state.draining && !state.retiring) live.push_back(i);
   }
   return live;
+}
+
+// ---- Membership ------------------------------------------------------------------
+
+int StagePool::Add(ReplicaClient* client, std::string address, std::string origin) {
+  replicas_.push_back(client);
+  states_.emplace_back();
+  states_.back().address = std::move(address);
+  states_.back().origin = std::move(origin);
+  bound_.emplace_back();
+  return size() - 1;
+}
+
+void StagePool::Retire(int replica, std::function<void()> idle) {
+  states_[replica].retiring = true;
+  idle_[replica] = std::move(idle);
+  CheckIdle(replica);
+}
+
+void StagePool::Unretire(int replica) {
+  states_[replica].retiring = false;
+  idle_.erase(replica);
+}
+
+void StagePool::CheckIdle(int replica) {
+  if (!states_[replica].retiring || !bound_[replica].empty()) return;
+  auto it = idle_.find(replica);
+  if (it == idle_.end()) return;
+  std::function<void()> idle = std::move(it->second);
+  idle_.erase(it);
+  idle();
+}
+
+void StagePool::Remove(int replica) {
+  ReplicaState& state = states_[replica];
+  state.alive = false;
+  state.retiring = true;
+  state.removed = true;
+  replicas_[replica] = nullptr;
+  idle_.erase(replica);
 }
 
 // ---- Abort -----------------------------------------------------------------------
@@ -168,15 +214,19 @@ std::vector<std::string> StagePool::MarkDown(int replica, const absl::Status& re
 }
 
 void StagePool::AppendStatus(v1::StageStatus* stage) const {
+  stage->set_discovery_error(discovery_error_);
   for (int r = 0; r < size(); ++r) {
     const ReplicaState& state = states_[r];
+    if (state.removed) continue;
     v1::ReplicaStatus* replica = stage->add_replicas();
     replica->set_replica(r);
     replica->set_address(state.address);
     replica->set_alive(state.alive);
-    replica->set_state(!state.alive     ? v1::ReplicaStatus::STATE_DEAD
-                       : state.draining ? v1::ReplicaStatus::STATE_DRAINING
-                                        : v1::ReplicaStatus::STATE_LIVE);
+    replica->set_origin(state.origin);
+    replica->set_retiring(state.retiring);
+    replica->set_state(!state.alive                        ? v1::ReplicaStatus::STATE_DEAD
+                       : state.draining || state.retiring ? v1::ReplicaStatus::STATE_DRAINING
+                                                          : v1::ReplicaStatus::STATE_LIVE);
     replica->set_instance_id(state.instance_id);
     replica->set_capacity(state.capacity);
     replica->set_bound_requests(BoundCount(r));
@@ -221,29 +271,31 @@ absl::Status StagePool::Append(v1::AppendInput input, std::optional<ReplicaLoss>
   return status;
 }
 
-void StagePool::CallUtility(
-    const std::string& name, const google::protobuf::ListValue& args,
-    std::function<void(std::vector<absl::StatusOr<google::protobuf::Value>>)> done) {
+void StagePool::CallUtility(const std::string& name, const google::protobuf::ListValue& args,
+                            std::function<void(UtilityResults)> done) {
   struct Gather {
-    std::vector<absl::StatusOr<google::protobuf::Value>> results;
+    UtilityResults results;
     int pending = 0;
-    std::function<void(std::vector<absl::StatusOr<google::protobuf::Value>>)> done;
+    std::function<void(UtilityResults)> done;
   };
   auto gather = std::make_shared<Gather>();
-  gather->results.assign(size(), absl::UnavailableError("is not alive"));
+  for (int r = 0; r < size(); ++r) {
+    if (!states_[r].removed) gather->results.emplace_back(r, absl::UnavailableError("is not alive"));
+  }
   gather->done = std::move(done);
-  gather->pending = size() + 1;  // +1 until every call is out.
+  gather->pending = static_cast<int>(gather->results.size()) + 1;  // +1 until every call is out.
   auto finish_one = [gather] {
     if (--gather->pending == 0) gather->done(std::move(gather->results));
   };
-  for (int r = 0; r < size(); ++r) {
+  for (size_t i = 0; i < gather->results.size(); ++i) {
+    const int r = gather->results[i].first;
     if (!alive(r)) {
       finish_one();
       continue;
     }
     replicas_[r]->CallUtility(name, args,
-                              [gather, r, finish_one](absl::StatusOr<google::protobuf::Value> v) {
-                                gather->results[r] = std::move(v);
+                              [gather, i, finish_one](absl::StatusOr<google::protobuf::Value> v) {
+                                gather->results[i].second = std::move(v);
                                 finish_one();
                               });
   }

@@ -10,6 +10,14 @@
 //   until Revive() (a new incarnation, with no bindings).
 // - Drain(replica): still alive, its bindings stay and their requests go on, but
 //   it leaves the live list: not picked for new requests (until Revive()).
+//
+// Membership (replicas that come and go, e.g. from DNS): Add() appends a replica,
+// dead until its handshake; indices are never reused, so appending changes nothing
+// for bindings that exist. Retire(replica) takes it off the live list for good
+// (a handshake does not bring it back; Unretire() does); once it holds no
+// binding (at once, or when its last request ends or it dies) its `idle`
+// callback runs, once, and the owner may Remove() it: the pool forgets its
+// client, and status no longer lists it.
 // - Abort(ids): group ids by bound replica (unbound ids ignored, replicas with no
 //   ids not called), one call per replica, all issued at once; a group's bindings
 //   are released only after its call succeeded; a failed group stays bound so the
@@ -35,6 +43,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -50,10 +59,17 @@ namespace omnistage {
 // What the pool knows of one replica, from its handshake and its failures.
 struct ReplicaState {
   std::string address;
+  // Where the replica came from: "spawned", "addresses", "dns:<name>".
+  std::string origin;
   // Connected and handshaken: its bound requests go on.
   bool alive = false;
   // Alive but leaving (the worker drains): picked for no new request.
   bool draining = false;
+  // No longer wanted (it left discovery): picked for nothing, removed once it
+  // holds no request.
+  bool retiring = false;
+  // Forgotten by the pool (after retiring); its index is never reused.
+  bool removed = false;
   // From the last Ready.
   std::string instance_id;
   int capacity = 0;
@@ -87,6 +103,9 @@ struct PoolAbortResult {
   absl::Status status() const;
 };
 
+// Per replica: its index and what its utility call returned.
+using UtilityResults = std::vector<std::pair<int, absl::StatusOr<google::protobuf::Value>>>;
+
 struct SubmitResult {
   // OK when sent. Else UNAVAILABLE (no live replica) or the refusal of `replica`.
   absl::Status status;
@@ -98,8 +117,8 @@ struct SubmitResult {
 
 class StagePool : public std::enable_shared_from_this<StagePool> {
  public:
-  // `replicas` are not owned and must outlive the pool. All start alive when
-  // `alive` is true, else dead until Revive().
+  // `replicas` are not owned and must outlive the pool (or their Remove()). All
+  // start alive when `alive` is true, else dead until Revive().
   StagePool(int stage_id, std::vector<ReplicaClient*> replicas, bool alive = true);
 
   int stage_id() const { return stage_id_; }
@@ -116,7 +135,21 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   bool alive(int replica) const { return states_[replica].alive; }
   // Takes an alive replica off the live list; its bound requests go on.
   void Drain(int replica) { states_[replica].draining = true; }
-  // Ascending indices of live replicas (alive and not draining).
+  // ---- Membership ----
+  // Appends a replica (dead until Admit()); returns its index. `client` is not
+  // owned and must stay valid until Remove().
+  int Add(ReplicaClient* client, std::string address, std::string origin);
+  // See above. `idle` runs on the calling thread from inside whichever pool
+  // call released the last binding: defer real work.
+  void Retire(int replica, std::function<void()> idle);
+  // Wanted again before it was removed: back on the live list once alive.
+  void Unretire(int replica);
+  // Forgets a retired replica that holds no binding.
+  void Remove(int replica);
+  // The last discovery failure of this stage ("" after a success), for status.
+  void set_discovery_error(std::string error) { discovery_error_ = std::move(error); }
+
+  // Ascending indices of live replicas (alive, not draining, not retiring).
   std::vector<int> LiveReplicas() const;
   int BoundCount(int replica) const { return static_cast<int>(bound_[replica].size()); }
   size_t bindings() const { return bindings_.size(); }
@@ -135,7 +168,7 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   void Admit(int replica, const v1::Ready& ready);
   // The replica is down for `reason`: recorded, then evicted (see Evict).
   std::vector<std::string> MarkDown(int replica, const absl::Status& reason);
-  // One ReplicaStatus per replica, in order.
+  // One ReplicaStatus per replica not removed, in order.
   void AppendStatus(v1::StageStatus* stage) const;
 
   // ---- Sends ----
@@ -145,22 +178,29 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   // Sends more input to the replica `input.request_id()` is bound to. NOT_FOUND
   // when it is bound nowhere (nothing sent); a lost replica lands in `*lost`.
   absl::Status Append(v1::AppendInput input, std::optional<ReplicaLoss>* lost);
-  // Calls utility `name` on every live replica; `done` gets one result per
-  // replica, in replica order (UNAVAILABLE for a replica that is not alive).
+  // Calls utility `name` on every alive replica; `done` gets one result per
+  // replica not removed, in replica order, with its index (UNAVAILABLE for a
+  // replica that is not alive).
   void CallUtility(const std::string& name, const google::protobuf::ListValue& args,
-                   std::function<void(std::vector<absl::StatusOr<google::protobuf::Value>>)> done);
+                   std::function<void(UtilityResults)> done);
 
  private:
   struct AbortRun;
   void Bind(const std::string& request_id, int replica);
+  // Runs a retiring replica's idle callback once it holds no binding.
+  void CheckIdle(int replica);
 
   const int stage_id_;
-  const std::vector<ReplicaClient*> replicas_;
+  // replicas_[r] is null once r is removed.
+  std::vector<ReplicaClient*> replicas_;
   std::vector<ReplicaState> states_;
   absl::flat_hash_map<std::string, int> bindings_;
   // bound_[r]: the ids bound to replica r (the same bindings, indexed by replica).
   std::vector<absl::flat_hash_set<std::string>> bound_;
   uint64_t rr_ = 0;
+  // idle_[r]: a retiring replica's callback, until it has run.
+  absl::flat_hash_map<int, std::function<void()>> idle_;
+  std::string discovery_error_;
 };
 
 }  // namespace omnistage

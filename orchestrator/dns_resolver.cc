@@ -1,0 +1,167 @@
+#include "orchestrator/dns_resolver.h"
+
+#include <ares.h>
+#include <arpa/inet.h>
+#include <arpa/nameser.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace omnistage {
+namespace {
+
+// Records read from one answer; a headless Service lists one per ready pod.
+constexpr int kMaxRecords = 4096;
+
+// What one query (A or AAAA) found.
+struct Query {
+  bool done = false;
+  int status = ARES_SUCCESS;
+  std::vector<std::string> addresses;
+};
+
+void OnAnswer(void* arg, int status, int /*timeouts*/, unsigned char* answer, int length,
+              int family) {
+  Query* query = static_cast<Query*>(arg);
+  query->done = true;
+  query->status = status;
+  if (status != ARES_SUCCESS) return;
+  char text[INET6_ADDRSTRLEN];
+  if (family == AF_INET) {
+    std::vector<ares_addrttl> records(kMaxRecords);
+    int count = kMaxRecords;
+    query->status = ares_parse_a_reply(answer, length, nullptr, records.data(), &count);
+    if (query->status != ARES_SUCCESS) return;
+    for (int i = 0; i < count; ++i) {
+      if (inet_ntop(AF_INET, &records[i].ipaddr, text, sizeof(text)) != nullptr) {
+        query->addresses.emplace_back(text);
+      }
+    }
+  } else {
+    std::vector<ares_addr6ttl> records(kMaxRecords);
+    int count = kMaxRecords;
+    query->status = ares_parse_aaaa_reply(answer, length, nullptr, records.data(), &count);
+    if (query->status != ARES_SUCCESS) return;
+    for (int i = 0; i < count; ++i) {
+      if (inet_ntop(AF_INET6, &records[i].ip6addr, text, sizeof(text)) != nullptr) {
+        query->addresses.emplace_back(text);
+      }
+    }
+  }
+}
+
+void OnA(void* arg, int status, int timeouts, unsigned char* answer, int length) {
+  OnAnswer(arg, status, timeouts, answer, length, AF_INET);
+}
+
+void OnAaaa(void* arg, int status, int timeouts, unsigned char* answer, int length) {
+  OnAnswer(arg, status, timeouts, answer, length, AF_INET6);
+}
+
+bool IsEmptyAnswer(int status) { return status == ARES_ENODATA || status == ARES_ENOTFOUND; }
+
+absl::Status LookupError(const std::string& name, const char* type, int status) {
+  const std::string message =
+      absl::StrCat("DNS lookup of ", name, " (", type, "): ", ares_strerror(status));
+  if (status == ARES_ETIMEOUT) return absl::DeadlineExceededError(message);
+  return absl::UnavailableError(message);
+}
+
+}  // namespace
+
+struct DnsResolver::Channel {
+  ares_channel channel = nullptr;
+  ~Channel() {
+    if (channel != nullptr) ares_destroy(channel);
+  }
+};
+
+absl::StatusOr<std::unique_ptr<DnsResolver>> DnsResolver::Create(
+    const DnsResolverOptions& options) {
+  static std::once_flag init_once;
+  static int init_status = ARES_SUCCESS;
+  std::call_once(init_once, [] { init_status = ares_library_init(ARES_LIB_INIT_ALL); });
+  if (init_status != ARES_SUCCESS) {
+    return absl::InternalError(absl::StrCat("c-ares: ", ares_strerror(init_status)));
+  }
+  auto channel = std::make_unique<Channel>();
+  ares_options ares{};
+  ares.timeout = static_cast<int>(std::max<int64_t>(1, absl::ToInt64Milliseconds(options.timeout)));
+  ares.tries = std::max(1, options.tries);
+  const int status =
+      ares_init_options(&channel->channel, &ares, ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES);
+  if (status != ARES_SUCCESS) {
+    return absl::InternalError(absl::StrCat("c-ares: cannot start: ", ares_strerror(status)));
+  }
+  if (!options.server.empty()) {
+    const int set = ares_set_servers_ports_csv(channel->channel, options.server.c_str());
+    if (set != ARES_SUCCESS) {
+      return absl::InvalidArgumentError(absl::StrCat("DNS server '", options.server,
+                                                     "': expected host:port (", ares_strerror(set),
+                                                     ")"));
+    }
+  }
+  return std::unique_ptr<DnsResolver>(new DnsResolver(std::move(channel)));
+}
+
+DnsResolver::DnsResolver(std::unique_ptr<Channel> channel) : channel_(std::move(channel)) {}
+
+DnsResolver::~DnsResolver() = default;
+
+absl::StatusOr<std::vector<std::string>> DnsResolver::Resolve(const std::string& name) {
+  ares_channel channel = channel_->channel;
+  Query a, aaaa;
+  ares_search(channel, name.c_str(), ns_c_in, ns_t_a, &OnA, &a);
+  ares_search(channel, name.c_str(), ns_c_in, ns_t_aaaa, &OnAaaa, &aaaa);
+  // c-ares drives its own retries and timeouts; this loop only waits for its
+  // sockets (poll: the process may hold descriptors past select's limit).
+  while (!a.done || !aaaa.done) {
+    ares_socket_t sockets[ARES_GETSOCK_MAXNUM];
+    const int bits = ares_getsock(channel, sockets, ARES_GETSOCK_MAXNUM);
+    std::vector<pollfd> fds;
+    for (int i = 0; i < ARES_GETSOCK_MAXNUM; ++i) {
+      short events = 0;
+      if (ARES_GETSOCK_READABLE(bits, i)) events |= POLLIN;
+      if (ARES_GETSOCK_WRITABLE(bits, i)) events |= POLLOUT;
+      if (events != 0) fds.push_back(pollfd{sockets[i], events, 0});
+    }
+    timeval wait{};
+    timeval* next = ares_timeout(channel, nullptr, &wait);
+    const int timeout_ms =
+        next == nullptr ? 100 : static_cast<int>(next->tv_sec * 1000 + next->tv_usec / 1000);
+    const int ready = poll(fds.data(), fds.size(), timeout_ms);
+    if (ready <= 0) {
+      ares_process_fd(channel, ARES_SOCKET_BAD, ARES_SOCKET_BAD);  // Timeouts.
+      continue;
+    }
+    for (const pollfd& fd : fds) {
+      if (fd.revents == 0) continue;
+      const bool readable = (fd.revents & (POLLIN | POLLERR | POLLHUP)) != 0;
+      const bool writable = (fd.revents & POLLOUT) != 0;
+      ares_process_fd(channel, readable ? fd.fd : ARES_SOCKET_BAD,
+                      writable ? fd.fd : ARES_SOCKET_BAD);
+    }
+  }
+  if (a.status != ARES_SUCCESS && !IsEmptyAnswer(a.status)) return LookupError(name, "A", a.status);
+  if (aaaa.status != ARES_SUCCESS && !IsEmptyAnswer(aaaa.status)) {
+    return LookupError(name, "AAAA", aaaa.status);
+  }
+  std::vector<std::string> addresses = std::move(a.addresses);
+  addresses.insert(addresses.end(), aaaa.addresses.begin(), aaaa.addresses.end());
+  std::sort(addresses.begin(), addresses.end());
+  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
+  if (addresses.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "DNS lookup of ", name, ": no address (",
+        a.status == ARES_ENOTFOUND && aaaa.status == ARES_ENOTFOUND ? "no such name"
+                                                                     : "no A or AAAA record",
+        ")"));
+  }
+  return addresses;
+}
+
+}  // namespace omnistage

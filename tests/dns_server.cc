@@ -1,0 +1,141 @@
+#include "tests/dns_server.h"
+
+#include <netinet/in.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "orchestrator/dns_resolver.h"
+
+namespace omnistage {
+namespace {
+
+constexpr absl::Duration kWait = absl::Seconds(5);
+
+// A loopback UDP port nothing is bound to at the moment of asking.
+int FreeUdpPort() {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    port = ntohs(address.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::string UserName() {
+  const passwd* user = getpwuid(getuid());
+  return user != nullptr ? user->pw_name : "root";
+}
+
+// Asks `server` for `name` until `expected` is the answer (empty: no such name).
+absl::Status AwaitAnswer(const std::string& server, const std::string& name,
+                         std::vector<std::string> expected) {
+  std::sort(expected.begin(), expected.end());
+  expected.erase(std::unique(expected.begin(), expected.end()), expected.end());
+  absl::StatusOr<std::unique_ptr<DnsResolver>> resolver =
+      DnsResolver::Create({server, absl::Milliseconds(200), 1});
+  if (!resolver.ok()) return resolver.status();
+  const absl::Time deadline = absl::Now() + kWait;
+  std::string last;
+  while (absl::Now() < deadline) {
+    absl::StatusOr<std::vector<std::string>> answer = (*resolver)->Resolve(name);
+    if (answer.ok() && *answer == expected) return absl::OkStatus();
+    if (!answer.ok() && answer.status().code() == absl::StatusCode::kNotFound &&
+        expected.empty()) {
+      return absl::OkStatus();
+    }
+    last = answer.ok() ? absl::StrJoin(*answer, ",") : answer.status().ToString();
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("dnsmasq at ", server, " still answers ", name,
+                                                  " with ", last));
+}
+
+}  // namespace
+
+DnsServer::DnsServer(std::string dir, std::string address, std::unique_ptr<ChildProcess> process)
+    : dir_(std::move(dir)), address_(std::move(address)), process_(std::move(process)) {}
+
+DnsServer::~DnsServer() {
+  process_.reset();  // SIGKILL and wait.
+  std::remove(absl::StrCat(dir_, "/hosts/records").c_str());
+  rmdir(absl::StrCat(dir_, "/hosts").c_str());
+  rmdir(dir_.c_str());
+}
+
+absl::StatusOr<std::unique_ptr<DnsServer>> DnsServer::Start() {
+  if (access(kBinary, X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kBinary, " is missing: install dnsmasq-base (./setup.sh does)"));
+  }
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/dns.XXXXXX");
+  if (mkdtemp(dir.data()) == nullptr) return absl::InternalError("mkdtemp failed");
+  const std::string hosts = absl::StrCat(dir, "/hosts");
+  mkdir(hosts.c_str(), 0700);
+  std::ofstream(absl::StrCat(hosts, "/records")).flush();
+  absl::Status last = absl::UnavailableError("not started");
+  // A port found free can be taken before dnsmasq binds it: try a few.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const std::string port = absl::StrCat(FreeUdpPort());
+    absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start({
+        kBinary, "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts",
+        absl::StrCat("--hostsdir=", hosts), "--listen-address=127.0.0.1", "--bind-interfaces",
+        absl::StrCat("--port=", port),
+        // Answer .test names from the hosts file, refuse the rest, cache nothing.
+        "--local=/test/", "--local-ttl=0", absl::StrCat("--user=", UserName()), "--pid-file=",
+    });
+    if (!process.ok()) return process.status();
+    const std::string address = absl::StrCat("127.0.0.1:", port);
+    last = AwaitAnswer(address, "ready.probe.test", {});
+    if (last.ok()) {
+      return std::unique_ptr<DnsServer>(new DnsServer(dir, address, *std::move(process)));
+    }
+  }
+  return last;
+}
+
+absl::Status DnsServer::WriteRecords() {
+  const std::string path = absl::StrCat(dir_, "/hosts/records");
+  const std::string staged = absl::StrCat(dir_, "/records.new");
+  {
+    std::ofstream out(staged);
+    for (const auto& [name, ips] : records_) {
+      for (const std::string& ip : ips) out << ip << " " << name << "\n";
+    }
+    if (!out.good()) return absl::InternalError(absl::StrCat("cannot write ", staged));
+  }
+  // A rename is one inotify event: dnsmasq never reads a half-written file.
+  if (std::rename(staged.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot rename to ", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DnsServer::Set(const std::string& name, const std::vector<std::string>& ips) {
+  if (ips.empty()) {
+    records_.erase(name);
+  } else {
+    records_[name] = ips;
+  }
+  if (absl::Status written = WriteRecords(); !written.ok()) return written;
+  return AwaitAnswer(address_, name, ips);
+}
+
+}  // namespace omnistage
