@@ -24,33 +24,34 @@ struct Query {
   std::vector<std::string> addresses;
 };
 
+// Reads the records of one answer into `query`; `parse` is c-ares' parser of
+// that record type.
+template <typename Record, typename Address>
+void ReadRecords(const unsigned char* answer, int length, int family,
+                 int (*parse)(const unsigned char*, int, hostent**, Record*, int*),
+                 Address Record::*address, Query* query) {
+  std::vector<Record> records(kMaxRecords);
+  int count = kMaxRecords;
+  query->status = parse(answer, length, nullptr, records.data(), &count);
+  if (query->status != ARES_SUCCESS) return;
+  char text[INET6_ADDRSTRLEN];
+  for (int i = 0; i < count; ++i) {
+    if (inet_ntop(family, &(records[i].*address), text, sizeof(text)) != nullptr) {
+      query->addresses.emplace_back(text);
+    }
+  }
+}
+
 void OnAnswer(void* arg, int status, int /*timeouts*/, unsigned char* answer, int length,
               int family) {
   Query* query = static_cast<Query*>(arg);
   query->done = true;
   query->status = status;
   if (status != ARES_SUCCESS) return;
-  char text[INET6_ADDRSTRLEN];
   if (family == AF_INET) {
-    std::vector<ares_addrttl> records(kMaxRecords);
-    int count = kMaxRecords;
-    query->status = ares_parse_a_reply(answer, length, nullptr, records.data(), &count);
-    if (query->status != ARES_SUCCESS) return;
-    for (int i = 0; i < count; ++i) {
-      if (inet_ntop(AF_INET, &records[i].ipaddr, text, sizeof(text)) != nullptr) {
-        query->addresses.emplace_back(text);
-      }
-    }
+    ReadRecords(answer, length, family, &ares_parse_a_reply, &ares_addrttl::ipaddr, query);
   } else {
-    std::vector<ares_addr6ttl> records(kMaxRecords);
-    int count = kMaxRecords;
-    query->status = ares_parse_aaaa_reply(answer, length, nullptr, records.data(), &count);
-    if (query->status != ARES_SUCCESS) return;
-    for (int i = 0; i < count; ++i) {
-      if (inet_ntop(AF_INET6, &records[i].ip6addr, text, sizeof(text)) != nullptr) {
-        query->addresses.emplace_back(text);
-      }
-    }
+    ReadRecords(answer, length, family, &ares_parse_aaaa_reply, &ares_addr6ttl::ip6addr, query);
   }
 }
 
