@@ -23,6 +23,20 @@ ReplicaSession::~ReplicaSession() {
 
 void ReplicaSession::Start() { Connect(); }
 
+void ReplicaSession::Close(const absl::Status& reason) {
+  if (closed_) return;
+  closed_ = true;
+  ++generation_;  // The stream's own ending is not reported.
+  scheduler_->Cancel(reconnect_timer_);
+  reconnect_timer_ = 0;
+  ready_ = false;
+  if (stream_ != nullptr) {
+    stream_->Cancel();
+    stream_.reset();
+  }
+  FailUtilities(reason);
+}
+
 absl::Status ReplicaSession::NotConnected() const {
   return absl::UnavailableError(absl::StrCat("stage ", options_.stage, " replica ",
                                              options_.replica, " is not connected"));
@@ -30,6 +44,7 @@ absl::Status ReplicaSession::NotConnected() const {
 
 void ReplicaSession::Connect() {
   reconnect_timer_ = 0;
+  if (closed_) return;
   const uint64_t generation = ++generation_;
   ready_ = false;
   session_id_.clear();

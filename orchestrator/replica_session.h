@@ -59,6 +59,10 @@ class ReplicaSession : public ReplicaClient {
   void set_listener(ReplicaListener* listener) { listener_ = listener; }
   // Opens the first session.
   void Start();
+  // Ends the session for good (the replica left the pool): the stream is
+  // cancelled, pending utility calls fail with `reason`, nothing reconnects and
+  // the listener hears nothing more. Then the session may be destroyed.
+  void Close(const absl::Status& reason);
 
   // ReplicaClient.
   absl::Status Add(v1::AddRequest* request) override;
@@ -98,6 +102,7 @@ class ReplicaSession : public ReplicaClient {
   std::map<uint64_t, std::function<void(absl::StatusOr<google::protobuf::Value>)>> utilities_;
   absl::Duration backoff_;
   Scheduler::TimerId reconnect_timer_ = 0;
+  bool closed_ = false;
   // Expires with the session, so late callbacks and timers do nothing.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -295,5 +295,25 @@ TEST_F(ReplicaSessionTest, DrainingIsReported) {
   EXPECT_EQ(stub_.stream(0).written[1].seq(), 2u);
 }
 
+
+TEST_F(ReplicaSessionTest, CloseCancelsTheStreamFailsUtilitiesAndNeverReconnects) {
+  Start();
+  Ready("w-1");
+  absl::Status utility = absl::OkStatus();
+  session_->CallUtility("stats", {}, [&](absl::StatusOr<google::protobuf::Value> v) {
+    utility = v.status();
+  });
+  session_->Close(absl::UnavailableError("replica left discovery"));
+  EXPECT_TRUE(stub_.stream(0).cancelled);
+  EXPECT_EQ(utility.message(), "replica left discovery");
+  // The cancelled stream's end is not reported, and nothing reconnects.
+  stub_.stream(0).End(absl::CancelledError("cancelled"));
+  scheduler_.AdvanceBy(absl::Minutes(1));
+  EXPECT_EQ(stub_.stream_count(), 1u);
+  EXPECT_THAT(listener_.events, ElementsAre("ready 1/2 w-1"));
+  v1::AddRequest add = AddOf("a");
+  EXPECT_EQ(session_->Add(&add).code(), absl::StatusCode::kUnavailable);
+}
+
 }  // namespace
 }  // namespace omnistage
