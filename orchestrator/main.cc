@@ -1,6 +1,7 @@
 // orchestrator: the omnistage API server. Loads a pipeline config, spawns the
-// stage workers it asks for on loopback (or connects to the given addresses),
-// and serves omnistage.v1.Orchestrator with health and reflection.
+// stage workers it asks for on loopback (or connects to the given addresses, or
+// to the replicas a DNS name lists), and serves omnistage.v1.Orchestrator with
+// health and reflection.
 //
 //   orchestrator --config=orchestrator/configs/local_omni.yaml --listen=127.0.0.1:50051
 //
@@ -24,6 +25,9 @@
 
 ABSL_FLAG(std::string, config, "", "pipeline config file (YAML); see docs/pipeline_config.md");
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "host:port for clients; port 0 picks one");
+ABSL_FLAG(std::string, dns_server, "",
+          "host:port of the DNS server for stages with discovery: (default: the system's, "
+          "from /etc/resolv.conf)");
 ABSL_FLAG(std::string, stage_worker, "",
           "stage_worker binary for spawned stages (default: next to this binary)");
 
@@ -70,6 +74,7 @@ int Run() {
   options.config = *config;
   options.addresses = (*workers)->addresses();
   options.listen = absl::GetFlag(FLAGS_listen);
+  options.dns_server = absl::GetFlag(FLAGS_dns_server);
   absl::StatusOr<std::unique_ptr<Orchestrator>> orchestrator = Orchestrator::Start(options);
   if (!orchestrator.ok()) {
     std::cerr << "orchestrator: " << orchestrator.status().message() << "\n";

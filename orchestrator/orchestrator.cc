@@ -21,37 +21,19 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
   }
   std::unique_ptr<Orchestrator> o(new Orchestrator(std::move(options)));
   const PipelineConfig& config = o->options_.config;
-  std::vector<std::vector<ReplicaClient*>> replicas;
-  for (size_t s = 0; s < o->options_.addresses.size(); ++s) {
-    o->stubs_.emplace_back();
-    o->sessions_.emplace_back();
-    replicas.emplace_back();
-    for (size_t r = 0; r < o->options_.addresses[s].size(); ++r) {
-      WorkerChannelOptions channel;
-      channel.address = o->options_.addresses[s][r];
-      channel.keepalive_time = config.keepalive_time;
-      channel.keepalive_timeout = config.keepalive_timeout;
-      channel.reconnect_initial_backoff = config.reconnect_initial_backoff;
-      channel.reconnect_max_backoff = config.reconnect_max_backoff;
-      o->stubs_[s].push_back(std::make_unique<GrpcWorkerStub>(channel, &o->loop_));
-      ReplicaSessionOptions session;
-      session.stage = static_cast<int>(s);
-      session.replica = static_cast<int>(r);
-      session.defaults = config.stages[s].defaults;
-      session.reconnect_initial_backoff = config.reconnect_initial_backoff;
-      session.reconnect_max_backoff = config.reconnect_max_backoff;
-      o->sessions_[s].push_back(
-          std::make_unique<ReplicaSession>(session, o->stubs_[s].back().get(), &o->loop_));
-      replicas[s].push_back(o->sessions_[s].back().get());
-    }
-  }
-  o->core_ = std::make_unique<PipelineCore>(o->options_.config, std::move(replicas), &o->loop_);
-  for (size_t s = 0; s < o->sessions_.size(); ++s) {
-    for (size_t r = 0; r < o->sessions_[s].size(); ++r) {
-      o->sessions_[s][r]->set_listener(o->core_.get());
-      o->core_->set_replica_address(static_cast<int>(s), static_cast<int>(r),
-                                    o->options_.addresses[s][r]);
-    }
+  // Every stage starts with no replica; they join on the loop, below.
+  o->core_ = std::make_unique<PipelineCore>(
+      config, std::vector<std::vector<ReplicaClient*>>(config.stages.size()), &o->loop_);
+  o->replicas_ = std::make_unique<ReplicaSet>(&config, o->core_.get(), &o->loop_);
+  o->memberships_.resize(config.stages.size());
+  std::vector<DnsTarget> targets;
+  for (const StageConfig& stage : config.stages) {
+    if (!stage.discovery.has_value()) continue;
+    o->memberships_[stage.id] = std::make_unique<StageMembership>(
+        o->core_->shared_pool(stage.id), absl::StrCat("stage ", stage.id, " (", stage.name, ")"),
+        stage.origin(), o->replicas_.get(), &o->loop_);
+    targets.push_back({stage.id, stage.discovery->name, stage.discovery->port,
+                       stage.discovery->refresh});
   }
   o->service_ = std::make_unique<OrchestratorService>(o->core_.get(), &o->loop_);
   o->health_ = std::make_unique<OrchestratorHealth>(o->core_.get(), &o->loop_);
@@ -71,10 +53,28 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
   o->port_ = started->port;
   o->loop_thread_ = std::thread([loop = &o->loop_] { loop->Run(); });
   o->loop_.Post([o = o.get()] {
-    for (auto& stage : o->sessions_) {
-      for (auto& session : stage) session->Start();
+    for (const StageConfig& stage : o->options_.config.stages) {
+      StagePool& pool = *o->core_->shared_pool(stage.id);
+      for (const std::string& address : o->options_.addresses[stage.id]) {
+        ReplicaClient* client = o->replicas_->Create(stage.id, pool.size(), address);
+        o->replicas_->Start(stage.id, pool.Add(client, address, stage.origin()));
+      }
     }
   });
+  if (!targets.empty()) {
+    DnsResolverOptions resolver;
+    resolver.server = o->options_.dns_server;
+    absl::StatusOr<std::unique_ptr<DnsWatcher>> watcher = DnsWatcher::Start(
+        resolver, std::move(targets),
+        [o = o.get()](int stage, const absl::StatusOr<std::vector<std::string>>& addresses) {
+          o->loop_.Post([o, stage, addresses] { o->memberships_[stage]->Apply(addresses); });
+        });
+    if (!watcher.ok()) {
+      o->Shutdown();
+      return watcher.status();
+    }
+    o->watcher_ = *std::move(watcher);
+  }
   return o;
 }
 
@@ -131,12 +131,11 @@ void Orchestrator::Shutdown() {
     core_->Drain(absl::Now() + options_.config.drain_timeout, [drained] { drained->Notify(); });
   });
   drained->WaitForNotificationWithTimeout(options_.config.drain_timeout + absl::Seconds(5));
+  if (watcher_ != nullptr) watcher_->Stop();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   loop_.Stop();
   loop_thread_.join();
-  for (auto& stage : stubs_) {
-    for (auto& stub : stage) stub->Shutdown();
-  }
+  replicas_->ShutdownAll();
 }
 
 }  // namespace omnistage

@@ -1,7 +1,7 @@
 // Orchestrator: a running orchestrator — its event loop thread, PipelineCore,
-// one ReplicaSession (over a GrpcWorkerStub) per replica, and the gRPC server
-// (Orchestrator service, health, reflection). Used by the binary and by
-// in-process tests.
+// the replicas' sessions (ReplicaSet), the DNS watcher and a StageMembership
+// per discovered stage, and the gRPC server (Orchestrator service, health,
+// reflection). Used by the binary and by in-process tests.
 //
 //   auto orchestrator = Orchestrator::Start(options);
 //   ... clients call 127.0.0.1:(*orchestrator)->port() ...
@@ -19,19 +19,24 @@
 #include "absl/time/time.h"
 #include "common/event_loop.h"
 #include "grpcpp/grpcpp.h"
-#include "orchestrator/grpc_worker_stub.h"
+#include "orchestrator/dns_watcher.h"
 #include "orchestrator/health_service.h"
 #include "orchestrator/orchestrator_service.h"
 #include "orchestrator/pipeline_config.h"
 #include "orchestrator/pipeline_core.h"
-#include "orchestrator/replica_session.h"
+#include "orchestrator/replica_set.h"
+#include "orchestrator/stage_membership.h"
 
 namespace omnistage {
 
 struct OrchestratorOptions {
   PipelineConfig config;
-  // addresses[s][r]: where replica r of stage s listens (host:port).
+  // addresses[s][r]: where replica r of stage s listens (host:port); empty for
+  // a stage whose replicas come from `discovery:`.
   std::vector<std::vector<std::string>> addresses;
+  // host:port of the DNS server discovery asks; empty: the system's
+  // configuration (/etc/resolv.conf).
+  std::string dns_server;
   // host:port for clients; port 0 picks one.
   std::string listen = "127.0.0.1:0";
 };
@@ -60,9 +65,11 @@ class Orchestrator {
 
   const OrchestratorOptions options_;
   EventLoop loop_;
-  std::vector<std::vector<std::unique_ptr<GrpcWorkerStub>>> stubs_;
-  std::vector<std::vector<std::unique_ptr<ReplicaSession>>> sessions_;
   std::unique_ptr<PipelineCore> core_;
+  std::unique_ptr<ReplicaSet> replicas_;
+  // memberships_[s]: set for discovered stages only.
+  std::vector<std::unique_ptr<StageMembership>> memberships_;
+  std::unique_ptr<DnsWatcher> watcher_;
   std::unique_ptr<OrchestratorService> service_;
   std::unique_ptr<OrchestratorHealth> health_;
   std::unique_ptr<grpc::Server> server_;

@@ -71,6 +71,8 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // live replica.
   bool Ready() const;
   const StagePool& pool(int stage) const { return *pools_[stage]; }
+  // For membership (replicas that join and leave at run time).
+  const std::shared_ptr<StagePool>& shared_pool(int stage) { return pools_[stage]; }
 
   // ReplicaListener.
   void OnReplicaReady(int stage, int replica, const v1::Ready& ready) override;

@@ -40,42 +40,6 @@ int64_t Field(const google::protobuf::Struct& fields, const std::string& name) {
 
 }  // namespace
 
-// ---- Config ------------------------------------------------------------------------
-
-std::string PipelineConfigYaml(const PipelineSpec& spec,
-                               const std::vector<std::vector<std::string>>& addresses) {
-  std::string yaml =
-      absl::StrCat("name: ", spec.name, "\n",                                                  //
-                   "keepalive_ms: ", spec.keepalive_ms, "\n",                                  //
-                   "keepalive_timeout_ms: ", spec.keepalive_timeout_ms, "\n",                  //
-                   "request_idle_timeout_ms: ", spec.request_idle_timeout_ms, "\n",            //
-                   "reconnect_initial_backoff_ms: ", spec.reconnect_initial_backoff_ms, "\n",  //
-                   "reconnect_max_backoff_ms: ", spec.reconnect_max_backoff_ms, "\n",          //
-                   "drain_timeout_ms: ", spec.drain_timeout_ms, "\n");
-  if (spec.worker_abort_timeout_ms > 0) {
-    absl::StrAppend(&yaml, "worker_abort_timeout_ms: ", spec.worker_abort_timeout_ms, "\n");
-  }
-  if (spec.max_prompt_bytes > 0) {
-    absl::StrAppend(&yaml, "limits: {max_prompt_bytes: ", spec.max_prompt_bytes, "}\n");
-  }
-  absl::StrAppend(&yaml, "stages:\n");
-  for (size_t s = 0; s < spec.stages.size(); ++s) {
-    const StageSpec& stage = spec.stages[s];
-    std::vector<std::string> quoted;
-    for (const std::string& address : addresses[s])
-      quoted.push_back(absl::StrCat("\"", address, "\""));
-    absl::StrAppend(&yaml, "  - name: ", stage.name, "\n",                              //
-                    "    engine: ", stage.engine, "\n",                                 //
-                    "    addresses: [", absl::StrJoin(quoted, ", "), "]\n",             //
-                    "    final_output: ", stage.final_output ? "true" : "false", "\n",  //
-                    "    output_modality: ", stage.output_modality, "\n");
-    // The first stage takes the prompt; its input mode means nothing.
-    if (s > 0) absl::StrAppend(&yaml, "    input_mode: ", stage.input_mode, "\n");
-    if (!stage.defaults.empty()) absl::StrAppend(&yaml, "    defaults: ", stage.defaults, "\n");
-  }
-  return yaml;
-}
-
 // ---- Results and calls -----------------------------------------------------------------
 
 std::string GenerateResult::Summary() const {
@@ -206,26 +170,36 @@ GenerateResult GenerateCall::Snapshot() {
 
 // ---- Processes ------------------------------------------------------------------------
 
+PipelineHarness::Worker PipelineHarness::NewWorker(int stage, int replica,
+                                                   const std::string& host) const {
+  const StageSpec& spec = spec_.stages[stage];
+  Worker worker;
+  worker.stage = stage;
+  worker.host = host;
+  worker.flags = {absl::StrCat("--stage_id=", stage), absl::StrCat("--engine=", spec.engine)};
+  if (!spec.engine_params.empty()) {
+    worker.flags.push_back(absl::StrCat("--engine_params=", spec.engine_params));
+  }
+  worker.flags.insert(worker.flags.end(), spec.worker_flags.begin(), spec.worker_flags.end());
+  if (replica < static_cast<int>(spec.replica_flags.size())) {
+    worker.flags.insert(worker.flags.end(), spec.replica_flags[replica].begin(),
+                        spec.replica_flags[replica].end());
+  }
+  return worker;
+}
+
 absl::StatusOr<std::unique_ptr<PipelineHarness>> PipelineHarness::Start(PipelineSpec spec) {
   std::unique_ptr<PipelineHarness> h(new PipelineHarness(std::move(spec)));
   h->workers_.resize(h->spec_.stages.size());
   for (size_t s = 0; s < h->spec_.stages.size(); ++s) {
     const StageSpec& stage = h->spec_.stages[s];
     for (int r = 0; r < stage.replicas; ++r) {
-      Worker& worker = h->workers_[s].emplace_back();
-      worker.stage = static_cast<int>(s);
-      if (r < static_cast<int>(stage.hosts.size())) worker.host = stage.hosts[r];
-      worker.flags = {absl::StrCat("--stage_id=", s), absl::StrCat("--engine=", stage.engine)};
-      if (!stage.engine_params.empty()) {
-        worker.flags.push_back(absl::StrCat("--engine_params=", stage.engine_params));
-      }
-      worker.flags.insert(worker.flags.end(), stage.worker_flags.begin(),
-                          stage.worker_flags.end());
-      if (r < static_cast<int>(stage.replica_flags.size())) {
-        worker.flags.insert(worker.flags.end(), stage.replica_flags[r].begin(),
-                            stage.replica_flags[r].end());
-      }
-      if (absl::Status status = SpawnWorker(worker, 0); !status.ok()) {
+      const std::string host =
+          r < static_cast<int>(stage.hosts.size()) ? stage.hosts[r] : "127.0.0.1";
+      // A discovered stage's replicas share one port, like the pods of a Service.
+      const int port = !stage.dns_name.empty() && r > 0 ? h->workers_[s][0].port : 0;
+      Worker& worker = h->workers_[s].emplace_back(h->NewWorker(static_cast<int>(s), r, host));
+      if (absl::Status status = SpawnWorker(worker, port); !status.ok()) {
         return absl::Status(status.code(),
                             absl::StrCat("stage ", s, " replica ", r, ": ", status.message()));
       }
@@ -295,6 +269,16 @@ void PipelineHarness::KillWorker(int stage, int replica) {
   worker.process->Wait(absl::Seconds(10));
 }
 
+absl::StatusOr<int> PipelineHarness::AddWorker(int stage, const std::string& host) {
+  const int replica = static_cast<int>(workers_[stage].size());
+  Worker worker = NewWorker(stage, replica, host);
+  if (absl::Status status = SpawnWorker(worker, workers_[stage].at(0).port); !status.ok()) {
+    return status;
+  }
+  workers_[stage].push_back(std::move(worker));
+  return replica;
+}
+
 absl::Status PipelineHarness::RestartWorker(int stage, int replica) {
   Worker& worker = workers_[stage][replica];
   worker.process.reset();  // Kills and reaps it if it still runs.
@@ -303,9 +287,11 @@ absl::Status PipelineHarness::RestartWorker(int stage, int replica) {
 
 absl::Status PipelineHarness::StartOrchestrator() {
   orchestrator_.reset();
-  absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(
-      {kOrchestratorBinary, absl::StrCat("--config=", config_path_), "--listen=127.0.0.1:0",
-       absl::StrCat("--stage_worker=", kStageWorkerBinary)});
+  std::vector<std::string> argv = {kOrchestratorBinary, absl::StrCat("--config=", config_path_),
+                                   "--listen=127.0.0.1:0",
+                                   absl::StrCat("--stage_worker=", kStageWorkerBinary)};
+  if (!spec_.dns_server.empty()) argv.push_back(absl::StrCat("--dns_server=", spec_.dns_server));
+  absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(argv);
   if (!process.ok()) return process.status();
   orchestrator_ = *std::move(process);
   absl::StatusOr<std::string> line =
@@ -415,11 +401,12 @@ std::vector<absl::StatusOr<WorkerStats>> PipelineHarness::Stats(int stage) {
     }
     return stats;
   }
+  // One per replica the orchestrator lists, in its order.
+  stats.clear();
   for (const v1::ReplicaUtilityResult& result : response.results()) {
-    if (result.replica() < 0 || result.replica() >= replicas(stage)) continue;
     if (result.has_error()) {
-      stats[result.replica()] = absl::Status(static_cast<absl::StatusCode>(result.error().code()),
-                                             result.error().message());
+      stats.push_back(absl::Status(static_cast<absl::StatusCode>(result.error().code()),
+                                   result.error().message()));
       continue;
     }
     const google::protobuf::Struct& fields = result.value().struct_value();
@@ -429,7 +416,7 @@ std::vector<absl::StatusOr<WorkerStats>> PipelineHarness::Stats(int stage) {
     s.steps = Field(fields, "steps");
     s.capacity = Field(fields, "capacity");
     s.abort_calls = Field(fields, "abort_calls");
-    stats[result.replica()] = s;
+    stats.push_back(s);
   }
   return stats;
 }

@@ -49,54 +49,12 @@
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
 #include "tests/child_process.h"
+#include "tests/pipeline_spec.h"
 
 namespace omnistage {
 
 inline constexpr char kStageWorkerBinary[] = "stage_worker/stage_worker";
 inline constexpr char kOrchestratorBinary[] = "orchestrator/orchestrator";
-
-// One stage of the pipeline under test.
-struct StageSpec {
-  std::string name;
-  std::string engine = "sim_llm";
-  // The workers' --engine_params ("k=v,k=v"); the workers are ours, so these are
-  // flags, not config keys.
-  std::string engine_params;
-  int replicas = 1;
-  bool final_output = false;
-  std::string output_modality = "tokens";  // text, audio or tokens
-  std::string input_mode = "on_finish";    // on_finish or streaming
-  // The stage's `defaults` as a YAML flow map, e.g. "{max_tokens: 64}"; empty: none.
-  std::string defaults;
-  // More flags for this stage's workers, e.g. "--max_message_bytes=1048576".
-  std::vector<std::string> worker_flags;
-  // The loopback address replica r listens on (hosts[r]); 127.0.0.1 for replicas
-  // beyond the list. One address per replica lets a test cut one off.
-  std::vector<std::string> hosts;
-  // More flags for replica r alone (replica_flags[r]), after the stage's: a
-  // later --engine_params replaces the stage's.
-  std::vector<std::vector<std::string>> replica_flags;
-};
-
-// The pipeline and the orchestrator's timing. The defaults make a dead replica
-// noticed and a restarted one re-admitted within about a second.
-struct PipelineSpec {
-  std::string name = "harness";
-  std::vector<StageSpec> stages;
-  int keepalive_ms = 500;
-  int keepalive_timeout_ms = 500;
-  int reconnect_initial_backoff_ms = 50;
-  int reconnect_max_backoff_ms = 500;
-  int request_idle_timeout_ms = 30000;
-  int drain_timeout_ms = 10000;
-  // 0: the config's default.
-  int worker_abort_timeout_ms = 0;
-  int max_prompt_bytes = 0;
-};
-
-// The YAML text of `spec` with `addresses[s]` as stage s's replicas.
-std::string PipelineConfigYaml(const PipelineSpec& spec,
-                               const std::vector<std::vector<std::string>>& addresses);
 
 // A worker engine's "stats" utility.
 struct WorkerStats {
@@ -198,6 +156,10 @@ class PipelineHarness {
   }
   // kill -9 and reap.
   void KillWorker(int stage, int replica);
+  // Starts one more worker of `stage` on `host`, at the port of its replica 0
+  // (a new pod of a discovered stage); returns its replica index here (the
+  // orchestrator numbers replicas in the order it learns them).
+  absl::StatusOr<int> AddWorker(int stage, const std::string& host);
   // Starts a killed worker again with the same flags, on the same port.
   absl::Status RestartWorker(int stage, int replica);
 
@@ -225,8 +187,10 @@ class PipelineHarness {
   absl::StatusOr<v1::AbortResponse> Abort(const std::vector<std::string>& ids,
                                           absl::Duration deadline = absl::Seconds(20));
   absl::StatusOr<v1::PipelineStatus> Status();
-  // The "stats" utility of every replica of `stage`, in replica order (through
-  // the orchestrator's CallStageUtility; it does not touch abort counts).
+  // The "stats" utility of every replica of `stage` the orchestrator lists, in
+  // its replica order (through the orchestrator's CallStageUtility; it does not
+  // touch abort counts). For a stage with fixed addresses, entry r is replica
+  // r here; a discovered stage's replicas are numbered in the order they joined.
   std::vector<absl::StatusOr<WorkerStats>> Stats(int stage);
   // Stats of every replica of every stage; an error if any replica did not answer.
   absl::StatusOr<std::vector<std::vector<WorkerStats>>> AllStats();
@@ -242,6 +206,8 @@ class PipelineHarness {
   };
 
   explicit PipelineHarness(PipelineSpec spec) : spec_(std::move(spec)) {}
+  // Replica `replica` of `stage` on `host`, with its flags; not started.
+  Worker NewWorker(int stage, int replica, const std::string& host) const;
   // Starts `worker` listening on `port` (0: any) and reads its port line.
   static absl::Status SpawnWorker(Worker& worker, int port);
 

@@ -5,29 +5,20 @@
 // an error naming the stage and replica.
 #include <signal.h>
 
-#include <atomic>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
+#include "tests/steady_load.h"
 
 namespace omnistage {
 namespace {
-
-constexpr int kShapes = 16;
-
-v1::GenerateRequest ShapeRequest(const std::string& id, int shape) {
-  return MakeRequest(id, absl::StrCat("shape number ", shape), {StageParams(0, 20 + shape * 3)});
-}
 
 TEST(PipelineRollTest, ReplacingEveryReplicaOneByOneUnderLoadFailsNothing) {
   PipelineSpec spec;
@@ -38,31 +29,8 @@ TEST(PipelineRollTest, ReplacingEveryReplicaOneByOneUnderLoadFailsNothing) {
   std::unique_ptr<PipelineHarness> pipeline = StartPipeline(spec);
   ASSERT_NE(pipeline, nullptr);
 
-  std::vector<v1::GenerateRequest> reference;
-  for (int shape = 0; shape < kShapes; ++shape) {
-    reference.push_back(ShapeRequest(absl::StrCat("ref-", shape), shape));
-  }
-  std::vector<std::vector<int32_t>> expected;
-  for (const GenerateResult& r : pipeline->GenerateAll(reference)) {
-    ASSERT_EQ(r.terminal.finish_reason(), v1::FINISH_REASON_LENGTH) << r.Summary();
-    expected.push_back(r.tokens);
-  }
-
-  // 32 streams all the time the roll takes.
-  std::atomic<bool> stop{false};
-  absl::Mutex mu;
-  std::vector<std::pair<int, GenerateResult>> results;
-  std::vector<std::thread> clients;
-  for (int c = 0; c < 32; ++c) {
-    clients.emplace_back([&, c] {
-      for (int i = 0; !stop; ++i) {
-        const int shape = (c + i) % kShapes;
-        GenerateResult r = pipeline->Generate(ShapeRequest(absl::StrCat("c", c, "-", i), shape));
-        absl::MutexLock lock(&mu);
-        results.emplace_back(shape, std::move(r));
-      }
-    });
-  }
+  SteadyLoad load(pipeline.get());
+  load.Start(32);
   absl::SleepFor(absl::Milliseconds(300));
   for (int replica = 0; replica < 3; ++replica) {
     const std::string before = pipeline->worker_instance(0, replica);
@@ -74,16 +42,7 @@ TEST(PipelineRollTest, ReplacingEveryReplicaOneByOneUnderLoadFailsNothing) {
     EXPECT_NE(pipeline->worker_instance(0, replica), before);
     absl::SleepFor(absl::Milliseconds(200));
   }
-  stop = true;
-  for (std::thread& t : clients) t.join();
-
-  int identical = 0;
-  for (const auto& [shape, r] : results) {
-    ExpectOneTerminal(r);
-    ASSERT_EQ(r.terminal.finish_reason(), v1::FINISH_REASON_LENGTH) << r.Summary();
-    ASSERT_EQ(r.tokens, expected[shape]) << r.Summary();
-    ++identical;
-  }
+  const int identical = load.FinishAndCheck();
   EXPECT_GT(identical, 100) << "too little load to mean anything";
   std::cout << identical << " requests through the roll, none failed" << std::endl;
   ExpectPipelineBecomesIdle(*pipeline, absl::Seconds(20));
