@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs what omnistage needs to build, test and run on Debian bookworm.
 # Idempotent: when everything is present it only checks and returns.
-# Usage (as root): ./setup.sh [--with-benchmark]
+# Usage (as root): ./setup.sh [--with-benchmark] [--with-podman] | --build-only
 #   --with-benchmark  also installs nginx, for the benchmark's nginx rows
+#   --with-podman     also what deploy/podman/run_sim.sh needs (podman, runc, catatonit)
+#   --build-only      only what building the binaries needs (image builds)
 set -euo pipefail
+cd "$(dirname "$0")"
 
 PACKAGES=(
   # Build: Bazel 4 (WORKSPACE mode) and the compilers.
@@ -13,6 +16,20 @@ PACKAGES=(
   libabsl-dev libgtest-dev libgmock-dev
   # Pipeline config files; DNS lookups for discovered stages.
   libyaml-cpp-dev libc-ares-dev
+)
+BUILD_ONLY=0
+WITH_BENCHMARK=0
+WITH_PODMAN=0
+for arg in "$@"; do
+  case "$arg" in
+    --build-only) BUILD_ONLY=1 ;;
+    --with-benchmark) WITH_BENCHMARK=1 ;;
+    --with-podman) WITH_PODMAN=1 ;;
+    *) echo "usage: $0 [--with-benchmark] [--with-podman] | --build-only" >&2; exit 2 ;;
+  esac
+done
+if [ "$BUILD_ONLY" = 0 ]; then
+  PACKAGES+=(
   # Discovery tests run a real DNS server on loopback.
   dnsmasq-base
   # The Python client example and its test (run with /usr/bin/python3).
@@ -22,9 +39,15 @@ PACKAGES=(
   # The partition test cuts links with nftables rules in a network namespace of
   # its own (unshare from util-linux, ip from iproute2).
   nftables iproute2 util-linux
-)
-if [ "${1:-}" = "--with-benchmark" ]; then
+  )
+fi
+if [ "$WITH_BENCHMARK" = 1 ]; then
   PACKAGES+=(nginx-light)
+fi
+if [ "$WITH_PODMAN" = 1 ]; then
+  # Pods under podman (runc: crun refuses hybrid cgroup hosts; catatonit: the
+  # pods' infra container), their DNS server, and the manifest rewrite.
+  PACKAGES+=(podman runc catatonit dnsmasq-base python3-yaml)
 fi
 
 missing=()
@@ -33,25 +56,34 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+if [ "$BUILD_ONLY" = 0 ]; then
+  # The manifest test renders with `kubectl kustomize` (any kubectl; Debian's
+  # is kubernetes-client) and validates with Node.js packages from npm.
+  command -v kubectl >/dev/null || missing+=(kubernetes-client)
+  command -v node >/dev/null || missing+=(nodejs npm)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
-  exit 0
+else
+  if ! grep -qs 'bookworm' /etc/os-release; then
+    echo "setup: this script supports Debian bookworm only." >&2
+    echo "setup: install by hand the equivalents of: ${missing[*]}" >&2
+    exit 1
+  fi
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing packages: ${missing[*]}" >&2
+    echo "setup: run as root (e.g. sudo ./setup.sh), or: sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-if ! grep -qs 'bookworm' /etc/os-release; then
-  echo "setup: this script supports Debian bookworm only." >&2
-  echo "setup: install by hand the equivalents of: ${missing[*]}" >&2
-  exit 1
+if [ "$BUILD_ONLY" = 0 ] && [ ! -d deploy/kubernetes/validate/node_modules ]; then
+  echo "setup: npm ci in deploy/kubernetes/validate (the manifest validator)"
+  npm ci --prefix deploy/kubernetes/validate --no-audit --no-fund --loglevel=error
 fi
-if [ "$(id -u)" -ne 0 ]; then
-  echo "setup: missing packages: ${missing[*]}" >&2
-  echo "setup: run as root (e.g. sudo ./setup.sh), or: sudo apt-get install -y ${missing[*]}" >&2
-  exit 1
-fi
-
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends "${missing[@]}"
 echo "setup: done"

@@ -460,6 +460,26 @@ TEST(PipelineConfigTest, ShippedSimConfigIsOneFastStage) {
   EXPECT_EQ(config->stages[0].engine_params.at("step_time_us"), "0");
 }
 
+// The config the Kubernetes manifests mount: the demo pipeline with every
+// stage's replicas from its headless Service.
+TEST(PipelineConfigTest, ShippedKubernetesConfigDiscoversEveryStage) {
+  absl::StatusOr<PipelineConfig> config = LoadPipelineConfig("deploy/kubernetes/base/pipeline.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->stages.size(), 3u);
+  const std::vector<std::string> names = {"thinker", "talker", "vocoder"};
+  for (size_t s = 0; s < names.size(); ++s) {
+    const StageConfig& stage = config->stages[s];
+    EXPECT_EQ(stage.name, names[s]);
+    EXPECT_EQ(stage.engine, names[s]);
+    ASSERT_TRUE(stage.discovery.has_value()) << names[s];
+    EXPECT_EQ(stage.discovery->name, "omnistage-" + names[s]);
+    EXPECT_EQ(stage.discovery->port, 50061);
+    EXPECT_EQ(stage.origin(), "dns:omnistage-" + names[s]);
+  }
+  EXPECT_EQ(config->stages[1].input_mode, InputMode::kStreaming);
+  EXPECT_EQ(config->drain_timeout, absl::Seconds(20));
+}
+
 TEST(PipelineConfigTest, LoadNamesTheFile) {
   absl::Status missing = LoadPipelineConfig("no/such/config.yaml").status();
   EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);

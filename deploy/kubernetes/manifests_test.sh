@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Test of the Kubernetes manifests, offline (no cluster): renders the sim and
+# gpu overlays with `${KUBECTL:-kubectl} kustomize`, checks both with
+# validate/validate.mjs (schemas, unknown fields, cross-references), then makes
+# sure the validator catches each defect planted in validate/testdata/.
+# Optional: KUBECTL_COMPARE=/path/to/another/kubectl also renders with that one
+# (e.g. kubectl 1.20's kustomize v2 and 1.32's v5) and requires the same objects.
+# Needs node and validate/node_modules (./setup.sh runs
+# `npm ci --prefix deploy/kubernetes/validate`).
+set -euo pipefail
+
+# Work from the real location of this script: under Bazel it runs from a
+# runfiles tree of symlinks, and node looks for node_modules next to the real
+# path of validate.mjs.
+HERE="$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")"
+VALIDATE_DIR="$HERE/validate"
+KUBECTL="${KUBECTL:-kubectl}"
+NODE="${NODE:-node}"
+export HOME="${HOME:-${TEST_TMPDIR:-/tmp}}"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+command -v "$NODE" >/dev/null || fail "node not found (set NODE=/path/to/node)"
+command -v "$KUBECTL" >/dev/null || fail "kubectl not found (set KUBECTL=/path/to/kubectl)"
+for pkg in kubernetes-models @kubernetes/client-node yaml; do
+  [ -d "$VALIDATE_DIR/node_modules/$pkg" ] ||
+    fail "$VALIDATE_DIR/node_modules/$pkg is missing: run ./setup.sh at the repository root" \
+      "(it runs npm ci --prefix deploy/kubernetes/validate)"
+done
+
+TMP="$(mktemp -d "${TEST_TMPDIR:-/tmp}/manifests_test.XXXXXX")"
+trap 'rm -rf "$TMP"' EXIT
+
+# render KUBECTL OVERLAY OUT: kustomize output in OUT; its warnings (v5 warns
+# about fields kept for v2) are shown only if rendering fails.
+render() {
+  if ! "$1" kustomize "$HERE/overlays/$2" >"$3" 2>"$TMP/stderr"; then
+    cat "$TMP/stderr" >&2
+    fail "$1 kustomize overlays/$2 failed"
+  fi
+}
+
+checks=0
+for overlay in sim gpu; do
+  render "$KUBECTL" "$overlay" "$TMP/$overlay.yaml"
+  if ! out="$("$NODE" "$VALIDATE_DIR/validate.mjs" "$TMP/$overlay.yaml")"; then
+    echo "$out" >&2
+    fail "overlays/$overlay does not validate"
+  fi
+  echo "overlays/$overlay: $out"
+  # The pipeline checks must have run: one orchestrator config, three workers.
+  grep -q "1 pipeline config(s) checked against 3 stage worker container(s)" <<<"$out" ||
+    fail "overlays/$overlay: the orchestrator's pipeline config was not checked"
+  checks=$((checks + 1))
+
+  if [ -n "${KUBECTL_COMPARE:-}" ]; then
+    render "$KUBECTL_COMPARE" "$overlay" "$TMP/$overlay.compare.yaml"
+    if ! diff <("$NODE" "$VALIDATE_DIR/canonical.mjs" "$TMP/$overlay.yaml") \
+      <("$NODE" "$VALIDATE_DIR/canonical.mjs" "$TMP/$overlay.compare.yaml") >"$TMP/diff"; then
+      cat "$TMP/diff" >&2
+      fail "overlays/$overlay renders differently with $KUBECTL and $KUBECTL_COMPARE"
+    fi
+    echo "overlays/$overlay: same objects with $KUBECTL_COMPARE"
+    checks=$((checks + 1))
+  fi
+done
+
+gpus="$(grep -c 'nvidia.com/gpu: 1' "$TMP/gpu.yaml" || true)"
+[ "$gpus" = 3 ] || fail "overlays/gpu: expected 3 workers with nvidia.com/gpu: 1 in limits, found $gpus"
+! grep -q 'nvidia.com/gpu' "$TMP/sim.yaml" || fail "overlays/sim must not ask for GPUs"
+checks=$((checks + 1))
+
+# Negative cases: fixture, and a substring its problem line must contain.
+NEGATIVE=(
+  "unknown-field.yaml|containers[0].imagePullPolcy: unknown field"
+  "wrong-type.yaml|readinessProbe.periodSeconds: wrong type: must be integer"
+  "missing-required.yaml|Service/w: spec.ports[0].port: required field missing"
+  "selector-no-pod.yaml|Service/w: spec.selector: {\"matchLabels\":{\"app\":\"wx\"}} matches the pod template of no Deployment"
+  "probe-port.yaml|readinessProbe.grpc.port: 50062 is no containerPort of container stage-worker"
+  "configmap-key.yaml|key pipeline.yaml is not in ConfigMap pipeline"
+  "discovery-no-service.yaml|stages[0].discovery.dns: w-typo names no Service"
+  "discovery-not-headless.yaml|stages[0].discovery.dns: Service/w is not headless"
+  "stage-id-mismatch.yaml|--stage_id=1, but Service/w is discovered by stages[0]"
+  "grace-short.yaml|terminationGracePeriodSeconds: 15 s does not exceed container stage-worker's --drain_timeout_ms (20000 ms)"
+)
+for case in "${NEGATIVE[@]}"; do
+  fixture="${case%%|*}"
+  want="${case#*|}"
+  rc=0
+  out="$("$NODE" "$VALIDATE_DIR/validate.mjs" "$VALIDATE_DIR/testdata/$fixture")" || rc=$?
+  [ "$rc" = 1 ] || { echo "$out" >&2; fail "testdata/$fixture: validator exited $rc, expected 1"; }
+  grep -qF -- "$want" <<<"$out" || { echo "$out" >&2; fail "testdata/$fixture: no problem line containing: $want"; }
+  echo "testdata/$fixture: rejected: $(grep -F -- "$want" <<<"$out" | head -1)"
+  checks=$((checks + 1))
+done
+
+version="$("$KUBECTL" version --client 2>/dev/null | grep -o 'v[0-9][0-9.]*' | head -1 || true)"
+echo "PASS: $checks checks: overlays sim and gpu render (kubectl ${version:-?}${KUBECTL_COMPARE:+, same objects with $KUBECTL_COMPARE})" \
+  "and validate (schemas, unknown fields, selectors, ports, probes, ConfigMaps, discovery, stage ids," \
+  "grace vs drain); ${#NEGATIVE[@]} planted defects each rejected."

@@ -1,0 +1,143 @@
+// Schema checks of one Kubernetes object, offline: the kind's JSON schema from
+// kubernetes-models (wrong types, missing required fields, bad enum values)
+// and the field lists of @kubernetes/client-node's generated models (unknown
+// fields, which those schemas let through but the API server rejects or drops).
+// Part of validate.mjs; checkSchema() returns problems as {path, message}.
+
+import * as clientModels from "@kubernetes/client-node/dist/gen/models/all.js";
+
+// "apps/v1" -> {group: "apps", version: "v1"}; "v1" -> {group: "", version: "v1"}.
+function splitApiVersion(apiVersion) {
+  const slash = apiVersion.lastIndexOf("/");
+  return slash < 0
+    ? { group: "", version: apiVersion }
+    : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
+}
+
+// ajv's "/spec/containers/0/name" -> "spec.containers[0].name".
+export function pointerToPath(pointer) {
+  let path = "";
+  for (const part of pointer.split("/").slice(1)) {
+    const key = part.replace(/~1/g, "/").replace(/~0/g, "~");
+    path += /^\d+$/.test(key) ? `[${key}]` : path === "" ? key : `.${key}`;
+  }
+  return path;
+}
+
+function joinPath(path, key) {
+  return typeof key === "number" ? `${path}[${key}]` : path === "" ? key : `${path}.${key}`;
+}
+
+const schemaCache = new Map();
+
+// The kubernetes-models class of apiVersion/kind, or null when it has none.
+async function modelClass(apiVersion, kind) {
+  const id = `${apiVersion}/${kind}`;
+  if (!schemaCache.has(id)) {
+    let cls = null;
+    if (/^[a-z0-9.\-]*\/?v[0-9a-z]+$/.test(apiVersion) && /^[A-Za-z0-9]+$/.test(kind)) {
+      try {
+        cls = (await import(`kubernetes-models/${apiVersion}/${kind}`))[kind] ?? null;
+      } catch {
+        cls = null;
+      }
+    }
+    schemaCache.set(id, cls);
+  }
+  return schemaCache.get(id);
+}
+
+// The client-node model (a class with attributeTypeMap) of apiVersion/kind.
+function fieldModel(apiVersion, kind) {
+  const { group, version } = splitApiVersion(apiVersion);
+  const v = version.charAt(0).toUpperCase() + version.slice(1);
+  const groupPrefix = group
+    .split(".")[0]
+    .replace(/(^|-)([a-z])/g, (_, __, c) => c.toUpperCase());
+  const coreOrGroup = group === "" ? "Core" : groupPrefix;
+  for (const name of [`${v}${kind}`, `${coreOrGroup}${v}${kind}`]) {
+    if (clientModels[name]?.attributeTypeMap) return name;
+  }
+  return null;
+}
+
+// Reports every key that the model type `type` does not define, recursively.
+// Values of the wrong shape are left to the JSON schema check.
+function findUnknownFields(value, type, path, problems) {
+  if (value === null || value === undefined) return;
+  const array = /^Array<(.+)>$/.exec(type);
+  if (array) {
+    if (Array.isArray(value)) value.forEach((item, i) => findUnknownFields(item, array[1], joinPath(path, i), problems));
+    return;
+  }
+  const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
+  if (map) {
+    if (typeof value === "object" && !Array.isArray(value)) {
+      for (const [key, item] of Object.entries(value)) findUnknownFields(item, map[1], joinPath(path, key), problems);
+    }
+    return;
+  }
+  const model = clientModels[type];
+  if (!model?.attributeTypeMap || typeof value !== "object" || Array.isArray(value)) return;
+  const fields = new Map(model.attributeTypeMap.map((a) => [a.baseName, a.type]));
+  for (const [key, item] of Object.entries(value)) {
+    if (!fields.has(key)) {
+      problems.push({ path: joinPath(path, key), message: "unknown field" });
+    } else {
+      findUnknownFields(item, fields.get(key), joinPath(path, key), problems);
+    }
+  }
+}
+
+// One problem per ajv error, with the field path of the offending value.
+function describeSchemaErrors(errors) {
+  const seen = new Set();
+  const problems = [];
+  for (const e of errors) {
+    let path = pointerToPath(e.instancePath);
+    let message;
+    if (e.keyword === "required") {
+      path = joinPath(path, e.params.missingProperty);
+      message = "required field missing";
+    } else if (e.keyword === "type") {
+      message = `wrong type: must be ${e.params.type}`;
+    } else if (e.keyword === "enum") {
+      message = `must be one of ${e.params.allowedValues.join(", ")}`;
+    } else {
+      message = e.message ?? e.keyword;
+    }
+    const line = `${path}: ${message}`;
+    if (!seen.has(line)) {
+      seen.add(line);
+      problems.push({ path, message });
+    }
+  }
+  return problems;
+}
+
+// All schema problems of one parsed object (an empty list when it is valid).
+export async function checkSchema(obj) {
+  const { apiVersion, kind } = obj;
+  if (typeof apiVersion !== "string" || typeof kind !== "string") {
+    return [{ path: "", message: "apiVersion and kind must both be set (strings)" }];
+  }
+  const problems = [];
+  const cls = await modelClass(apiVersion, kind);
+  if (!cls) {
+    problems.push({ path: "", message: `no schema for ${apiVersion} ${kind} (unknown kind or apiVersion)` });
+  } else {
+    try {
+      new cls(obj).validate();
+    } catch (err) {
+      if (!Array.isArray(err.errors)) throw err;
+      problems.push(...describeSchemaErrors(err.errors));
+    }
+  }
+  const model = fieldModel(apiVersion, kind);
+  if (!model) {
+    if (cls) problems.push({ path: "", message: `no field list for ${apiVersion} ${kind}: unknown fields not checked` });
+  } else {
+    findUnknownFields(obj, model, "", problems);
+  }
+  return problems;
+}

@@ -1,0 +1,310 @@
+#!/usr/bin/env node
+// Offline validator of rendered omnistage manifests (`kubectl kustomize` output).
+// Usage: node validate.mjs [FILE...]   (no FILE, or "-": read stdin)
+// Checks every object against its kind's schema (schema.mjs), then the
+// cross-references a cluster would only reveal at run time: Service and PDB
+// selectors, Service target ports, probe ports, mounted ConfigMaps and keys,
+// and the orchestrator's pipeline config against the stage workers (discovery
+// Services, --stage_id, drain timeouts vs terminationGracePeriodSeconds).
+// Prints one line per problem ("Kind/name: field.path: what") and exits 1 if
+// any, else a summary and exit 0. Needs only node_modules (no cluster).
+
+import { readFileSync } from "node:fs";
+import { parseAllDocuments, parse as parseYaml } from "yaml";
+import { checkSchema } from "./schema.mjs";
+
+const WORKER_DRAIN_DEFAULT_MS = 30000; // stage_worker --drain_timeout_ms default
+const ORCHESTRATOR_DRAIN_DEFAULT_MS = 10000; // pipeline config drain_timeout_ms default
+const GRACE_DEFAULT_S = 30; // Kubernetes' terminationGracePeriodSeconds default
+const WORKLOAD_KINDS = new Set(["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"]);
+const PROBES = ["startupProbe", "livenessProbe", "readinessProbe"];
+
+const problems = [];
+const idOf = (obj) => `${obj?.kind ?? "?"}/${obj?.metadata?.name ?? "?"}`;
+const report = (obj, path, message) => problems.push(`${idOf(obj)}: ${path ? path + ": " : ""}${message}`);
+
+// --- input -----------------------------------------------------------------
+
+function readInputs(args) {
+  const files = args.length ? args : ["-"];
+  const objects = [];
+  for (const file of files) {
+    const text = readFileSync(file === "-" ? 0 : file, "utf8");
+    for (const doc of parseAllDocuments(text)) {
+      if (doc.errors.length) {
+        problems.push(`${file}: YAML: ${doc.errors[0].message.split("\n")[0]}`);
+        continue;
+      }
+      const obj = doc.toJS();
+      if (obj === null || obj === undefined) continue;
+      if (typeof obj !== "object" || Array.isArray(obj)) {
+        problems.push(`${file}: a document is not a mapping (an object)`);
+      } else if (obj.kind === "List" && Array.isArray(obj.items)) {
+        objects.push(...obj.items);
+      } else {
+        objects.push(obj);
+      }
+    }
+  }
+  return objects;
+}
+
+// --- helpers ---------------------------------------------------------------
+
+// Whether a label selector ({matchLabels, matchExpressions} or, for Services,
+// a plain map) selects `labels`.
+function selects(selector, labels = {}) {
+  const matchLabels = selector.matchLabels ?? (selector.matchExpressions ? {} : selector);
+  for (const [k, v] of Object.entries(matchLabels)) if (labels[k] !== v) return false;
+  for (const e of selector.matchExpressions ?? []) {
+    const has = Object.hasOwn(labels, e.key);
+    const isIn = has && (e.values ?? []).includes(labels[e.key]);
+    if (e.operator === "In" && !isIn) return false;
+    if (e.operator === "NotIn" && isIn) return false;
+    if (e.operator === "Exists" && !has) return false;
+    if (e.operator === "DoesNotExist" && has) return false;
+  }
+  return true;
+}
+
+const isEmptySelector = (s) =>
+  !s || (Object.keys(s.matchLabels ?? (s.matchExpressions ? {} : s)).length === 0 && !(s.matchExpressions ?? []).length);
+const showSelector = (s) => JSON.stringify(s.matchLabels || s.matchExpressions ? s : { matchLabels: s });
+
+// A container's --name=value / --name value flags from command and args.
+function flagsOf(container) {
+  const words = [...(container.command ?? []), ...(container.args ?? [])].map(String);
+  const flags = new Map();
+  words.forEach((w, i) => {
+    const m = /^--?([A-Za-z0-9_.-]+)(?:=(.*))?$/.exec(w);
+    if (!m) return;
+    const next = words[i + 1];
+    flags.set(m[1], m[2] ?? (next !== undefined && !next.startsWith("-") ? next : ""));
+  });
+  return flags;
+}
+
+// Whether a container declares `port` (a number, or a port name).
+function hasPort(container, port) {
+  return (container.ports ?? []).some((p) => (typeof port === "number" ? p.containerPort === port : p.name === port));
+}
+
+// --- cross-references ------------------------------------------------------
+
+// Pod template checks that need nothing outside the workload itself, plus its
+// ConfigMap references. Returns {obj, labels, containers, spec} or null.
+function checkWorkload(w, configMaps) {
+  const spec = w.spec?.template?.spec;
+  if (!spec || !Array.isArray(spec.containers)) return null;
+  const labels = w.spec.template.metadata?.labels ?? {};
+  if (w.spec.selector && !selects(w.spec.selector, labels)) {
+    report(w, "spec.selector", "does not match the pod template's labels (spec.template.metadata.labels)");
+  }
+  const volumes = new Map((spec.volumes ?? []).map((v) => [v.name, v]));
+  spec.containers.forEach((c, ci) => {
+    const at = `spec.template.spec.containers[${ci}]`;
+    for (const probe of PROBES) {
+      const p = c[probe];
+      if (!p) continue;
+      for (const [handler, port] of [["grpc", p.grpc?.port], ["httpGet", p.httpGet?.port], ["tcpSocket", p.tcpSocket?.port]]) {
+        if (port !== undefined && !hasPort(c, port)) {
+          report(w, `${at}.${probe}.${handler}.port`, `${port} is no containerPort of container ${c.name}`);
+        }
+      }
+    }
+    (c.volumeMounts ?? []).forEach((m, mi) => {
+      if (!volumes.has(m.name)) report(w, `${at}.volumeMounts[${mi}].name`, `no volume named ${m.name} in the pod`);
+    });
+    const env = new Set((c.env ?? []).map((e) => e.name));
+    [...(c.command ?? []), ...(c.args ?? [])].forEach((word) => {
+      for (const [, name] of String(word).matchAll(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g)) {
+        if (!env.has(name)) report(w, `${at}.args`, `$(${name}) names no env var of container ${c.name} (stays literal)`);
+      }
+    });
+    (c.env ?? []).forEach((e, ei) => {
+      const ref = e.valueFrom?.configMapKeyRef;
+      if (ref) checkConfigMapRef(w, `${at}.env[${ei}].valueFrom.configMapKeyRef`, ref.name, ref.optional, [ref.key], configMaps);
+    });
+  });
+  (spec.volumes ?? []).forEach((v, vi) => {
+    const at = `spec.template.spec.volumes[${vi}]`;
+    if (v.configMap) {
+      checkConfigMapRef(w, `${at}.configMap`, v.configMap.name, v.configMap.optional, (v.configMap.items ?? []).map((i) => i.key), configMaps);
+    }
+    (v.projected?.sources ?? []).forEach((s, si) => {
+      if (s.configMap) {
+        checkConfigMapRef(w, `${at}.projected.sources[${si}].configMap`, s.configMap.name, s.configMap.optional, (s.configMap.items ?? []).map((i) => i.key), configMaps);
+      }
+    });
+  });
+  return { obj: w, labels, containers: spec.containers, spec };
+}
+
+function checkConfigMapRef(w, path, name, optional, keys, configMaps) {
+  const cm = configMaps.get(name);
+  if (!cm) {
+    if (!optional) report(w, `${path}.name`, `ConfigMap ${name} is not in the rendered output`);
+    return;
+  }
+  for (const key of keys) {
+    if (!Object.hasOwn(cm.data ?? {}, key) && !Object.hasOwn(cm.binaryData ?? {}, key)) {
+      report(w, path, `key ${key} is not in ConfigMap ${name} (it has: ${Object.keys({ ...cm.data, ...cm.binaryData }).join(", ") || "none"})`);
+    }
+  }
+}
+
+function checkService(svc, workloads) {
+  const selector = svc.spec?.selector;
+  if (isEmptySelector(selector)) return []; // endpoints managed by hand
+  const selected = workloads.filter((w) => selects(selector, w.labels));
+  if (!selected.length) {
+    report(svc, "spec.selector", `${showSelector(selector)} matches the pod template of no Deployment`);
+    return [];
+  }
+  (svc.spec.ports ?? []).forEach((p, pi) => {
+    const target = p.targetPort ?? p.port;
+    for (const w of selected) {
+      if (!w.containers.some((c) => hasPort(c, target))) {
+        report(svc, `spec.ports[${pi}].targetPort`, `${target} is no containerPort of the pods of ${idOf(w.obj)}`);
+      }
+    }
+  });
+  return selected;
+}
+
+function checkPdb(pdb, workloads) {
+  const selector = pdb.spec?.selector;
+  if (isEmptySelector(selector) || !workloads.some((w) => selects(selector, w.labels))) {
+    report(pdb, "spec.selector", `${showSelector(selector ?? {})} matches the pod template of no Deployment`);
+  }
+}
+
+// The pipeline config the container reads (--config=PATH), from the ConfigMap
+// mounted at PATH's directory; null (after reporting why) when not found.
+function mountedConfig(w, container, path, configMaps) {
+  const where = `${idOf(w.obj)}: container ${container.name} --config=${path}`;
+  for (const m of container.volumeMounts ?? []) {
+    const dir = m.mountPath.replace(/\/+$/, "");
+    if (!path.startsWith(dir + "/")) continue;
+    const rest = path.slice(dir.length + 1);
+    const volume = (w.spec.volumes ?? []).find((v) => v.name === m.name)?.configMap;
+    if (!volume) break; // not a ConfigMap volume
+    const item = (volume.items ?? []).find((i) => i.path === rest);
+    const key = m.subPath ? m.subPath : volume.items ? item?.key : rest;
+    const data = configMaps.get(volume.name)?.data ?? {};
+    if (key === undefined || !Object.hasOwn(data, key)) return null; // reported by checkConfigMapRef
+    try {
+      return { name: volume.name, key, config: parseYaml(data[key]) ?? {} };
+    } catch (err) {
+      problems.push(`${where}: ConfigMap ${volume.name} key ${key} is no valid YAML: ${err.message.split("\n")[0]}`);
+      return null;
+    }
+  }
+  problems.push(`${where}: no mounted ConfigMap key provides this file`);
+  return null;
+}
+
+// discovery.dns -> Service name: "svc" or "svc.<ns>[.svc[.cluster.local]]".
+function serviceOfDns(dns, services) {
+  const m = /^([a-z0-9-]+)(?:\.([a-z0-9-]+)(?:\.svc(?:\.cluster\.local)?)?)?\.?$/.exec(dns);
+  if (!m) return null;
+  return services.find((s) => s.metadata?.name === m[1] && (!m[2] || !s.metadata.namespace || s.metadata.namespace === m[2])) ?? null;
+}
+
+function checkGrace(w, c, drainMs, what) {
+  const grace = w.spec.terminationGracePeriodSeconds ?? GRACE_DEFAULT_S;
+  if (!(grace * 1000 > drainMs)) {
+    report(w.obj, "spec.template.spec.terminationGracePeriodSeconds",
+      `${grace} s does not exceed container ${c.name}'s ${what} (${drainMs} ms): SIGKILL would cut the drain short`);
+  }
+}
+
+// The orchestrator's pipeline config against the rendered workers.
+function checkPipeline(orch, container, cfg, services, workloads, serviceTargets) {
+  const where = `ConfigMap/${cfg.name} ${cfg.key}`;
+  const drain = cfg.config.drain_timeout_ms ?? ORCHESTRATOR_DRAIN_DEFAULT_MS;
+  checkGrace(orch, container, drain, "pipeline drain_timeout_ms");
+  const stages = Array.isArray(cfg.config.stages) ? cfg.config.stages : [];
+  if (!stages.length) problems.push(`${where}: stages: no stages`);
+  stages.forEach((stage, index) => {
+    const d = stage?.discovery;
+    if (!d) return;
+    const at = `${where}: stages[${index}].discovery`;
+    const svc = serviceOfDns(String(d.dns), services);
+    if (!svc) {
+      problems.push(`${at}.dns: ${d.dns} names no Service of the rendered output`);
+      return;
+    }
+    if (svc.spec?.clusterIP !== "None") {
+      problems.push(`${at}.dns: ${idOf(svc)} is not headless (needs clusterIP: None to list every pod)`);
+    }
+    if (!(svc.spec?.ports ?? []).some((p) => p.port === d.port)) {
+      problems.push(`${at}.port: ${d.port} is no port of ${idOf(svc)}`);
+    }
+    for (const w of serviceTargets.get(svc) ?? []) {
+      if (!w.containers.some((c) => c.ports?.some((p) => p.containerPort === d.port))) {
+        problems.push(`${at}.port: ${d.port} is no containerPort of the pods of ${idOf(w.obj)} (selected by ${idOf(svc)})`);
+      }
+      w.containers.forEach((c, ci) => {
+        const id = flagsOf(c).get("stage_id");
+        if (id !== undefined && String(id) !== String(index)) {
+          report(w.obj, `spec.template.spec.containers[${ci}].args`,
+            `--stage_id=${id}, but ${idOf(svc)} is discovered by stages[${index}] (${stage.name}): expected --stage_id=${index}`);
+        }
+      });
+      if (!w.containers.some((c) => flagsOf(c).has("stage_id"))) {
+        report(w.obj, "spec.template.spec.containers[*].args", `no container passes --stage_id (its ${idOf(svc)} is discovered by stages[${index}])`);
+      }
+    }
+  });
+}
+
+// --- main ------------------------------------------------------------------
+
+const objects = readInputs(process.argv.slice(2));
+for (const obj of objects) {
+  for (const p of await checkSchema(obj)) report(obj, p.path, p.message);
+  if (!obj?.metadata?.name) report(obj, "metadata.name", "required field missing");
+}
+
+const ofKind = (kind) => objects.filter((o) => o?.kind === kind);
+const configMaps = new Map(ofKind("ConfigMap").map((c) => [c.metadata?.name, c]));
+const services = ofKind("Service");
+const workloads = objects
+  .filter((o) => WORKLOAD_KINDS.has(o?.kind))
+  .map((w) => checkWorkload(w, configMaps))
+  .filter(Boolean);
+const serviceTargets = new Map(services.map((s) => [s, checkService(s, workloads)]));
+ofKind("PodDisruptionBudget").forEach((pdb) => checkPdb(pdb, workloads));
+
+let pipelines = 0;
+let workers = 0;
+for (const w of workloads) {
+  for (const c of w.containers) {
+    const flags = flagsOf(c);
+    if (flags.has("stage_id")) {
+      workers++;
+      const drain = Number(flags.get("drain_timeout_ms") ?? WORKER_DRAIN_DEFAULT_MS);
+      checkGrace(w, c, drain, "--drain_timeout_ms");
+    }
+    if (flags.has("config")) {
+      const cfg = mountedConfig(w, c, flags.get("config"), configMaps);
+      if (cfg) {
+        pipelines++;
+        checkPipeline(w, c, cfg, services, workloads, serviceTargets);
+      }
+    }
+  }
+}
+
+if (problems.length) {
+  for (const p of problems) console.log(`FAIL ${p}`);
+  console.log(`validate: ${problems.length} problem(s) in ${objects.length} object(s)`);
+  process.exit(1);
+}
+const kinds = {};
+for (const o of objects) kinds[o.kind] = (kinds[o.kind] ?? 0) + 1;
+console.log(
+  `validate: OK: ${objects.length} objects (${Object.entries(kinds).map(([k, n]) => `${n} ${k}`).join(", ")}); ` +
+    `${pipelines} pipeline config(s) checked against ${workers} stage worker container(s)`,
+);

@@ -1,0 +1,58 @@
+#!/usr/bin/python3
+"""Turns rendered Kubernetes manifests into what `podman kube play` can run.
+
+podman kube play runs Deployments (one pod per replica) and ConfigMaps, but not
+Services, cluster DNS or PodDisruptionBudgets, and (podman 4.3) it publishes
+every containerPort on the host, so two replicas of one stage would collide.
+This keeps the ConfigMaps and Deployments, drops the container ports (pods on a
+podman network reach each other by IP anyway) and arguments that need the
+downward API's $(VAR) expansion, and points the orchestrator at the DNS server
+the run script starts. It also writes, per headless Service, the Deployment
+whose pods it selects, so the script can put the pods' addresses in DNS.
+
+  for_podman.py --dns_server=10.89.77.1:5353 --services=services.txt \
+      < rendered.yaml > play.yaml
+"""
+import argparse
+import sys
+
+import yaml
+
+
+def matches(selector, labels):
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dns_server", required=True)
+    parser.add_argument("--services", required=True, help="writes 'service deployment' lines")
+    args = parser.parse_args()
+
+    objects = [o for o in yaml.safe_load_all(sys.stdin) if o]
+    deployments = [o for o in objects if o["kind"] == "Deployment"]
+    kept = []
+    for obj in objects:
+        if obj["kind"] == "ConfigMap":
+            kept.append(obj)
+        elif obj["kind"] == "Deployment":
+            labels = obj["spec"]["template"]["metadata"]["labels"]
+            orchestrator = labels.get("app.kubernetes.io/component") == "orchestrator"
+            for container in obj["spec"]["template"]["spec"]["containers"]:
+                container.pop("ports", None)
+                container["args"] = [a for a in container.get("args", []) if "$(" not in a]
+                if orchestrator:
+                    container["args"].append("--dns_server=" + args.dns_server)
+            kept.append(obj)
+    with open(args.services, "w") as out:
+        for svc in objects:
+            if svc["kind"] != "Service" or svc["spec"].get("clusterIP") != "None":
+                continue
+            for d in deployments:
+                if matches(svc["spec"].get("selector"), d["spec"]["template"]["metadata"]["labels"]):
+                    out.write("%s %s\n" % (svc["metadata"]["name"], d["metadata"]["name"]))
+    yaml.safe_dump_all(kept, sys.stdout, sort_keys=False)
+
+
+if __name__ == "__main__":
+    main()
