@@ -60,8 +60,8 @@ bazel build //client:omni >/dev/null 2>&1 || bazel build //client:omni
 # (kustomize v5 warns about fields it deprecates; v2.0.3 needs them.)
 kubectl kustomize deploy/kubernetes/overlays/sim >"$work/rendered.yaml" 2>"$work/kustomize.log" ||
   { cat "$work/kustomize.log" >&2; exit 1; }
-dns_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-python3 deploy/podman/for_podman.py --dns_server="$gateway:$dns_port" \
+dns_port="$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+/usr/bin/python3 deploy/podman/for_podman.py --dns_server="$gateway:$dns_port" \
   --services="$work/services.txt" <"$work/rendered.yaml" >"$work/play.yaml"
 
 podman network rm -f "$network" >/dev/null 2>&1 || true
