@@ -14,8 +14,8 @@ PACKAGES=(
   # gRPC 1.51, Protobuf 3.21, Abseil 20220623, GoogleTest/GoogleMock 1.12.
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev
-  # Pipeline config files; DNS lookups for discovered stages.
-  libyaml-cpp-dev libc-ares-dev
+  # Pipeline config files; DNS lookups for discovered stages; the metrics endpoint.
+  libyaml-cpp-dev libc-ares-dev libcpp-httplib-dev
 )
 BUILD_ONLY=0
 WITH_BENCHMARK=0
@@ -32,6 +32,9 @@ if [ "$BUILD_ONLY" = 0 ]; then
   PACKAGES+=(
   # Discovery tests run a real DNS server on loopback.
   dnsmasq-base
+  # Metrics tests check the exposition with promtool and scrape with a real
+  # Prometheus server (the package ships both).
+  prometheus
   # The Python client example and its test (run with /usr/bin/python3).
   python3-grpcio python3-protobuf
   # Tests that start processes look them up by port and stop them by PID.
