@@ -6,7 +6,7 @@ namespace omnistage {
 
 void EventLoop::Run() {
   loop_thread_ = std::this_thread::get_id();
-  std::deque<std::function<void()>> batch;
+  std::deque<std::pair<absl::Time, std::function<void()>>> batch;
   std::vector<std::pair<absl::Time, TimerId>> due;
   while (true) {
     {
@@ -31,8 +31,9 @@ void EventLoop::Run() {
       }
     }
     while (!batch.empty()) {
-      std::function<void()> task = std::move(batch.front());
+      auto [posted, task] = std::move(batch.front());
       batch.pop_front();
+      lag_observer_(absl::Now() - posted);
       task();
       absl::MutexLock lock(&mu_);
       if (stopped_) return;
@@ -60,8 +61,9 @@ void EventLoop::Stop() {
 }
 
 void EventLoop::Post(std::function<void()> task) {
+  const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
-  tasks_.push_back(std::move(task));
+  tasks_.emplace_back(now, std::move(task));
 }
 
 EventLoop::TimerId EventLoop::PostAt(absl::Time when, std::function<void()> task) {

@@ -40,6 +40,11 @@ class EventLoop : public Scheduler {
   void Run();
   // Makes Run() return after the closure it is running (queued ones are dropped).
   void Stop();
+  // Hears, for every posted task, how long it waited between Post() and its
+  // start (the loop's lag; a metric). Set before Run(); no-op by default.
+  void set_lag_observer(std::function<void(absl::Duration)> observer) {
+    lag_observer_ = std::move(observer);
+  }
 
   // Scheduler. Tasks run in the order posted; InLoop() is true on the thread
   // running Run().
@@ -51,13 +56,15 @@ class EventLoop : public Scheduler {
 
  private:
   absl::Mutex mu_;
-  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  // Each with the time it was posted.
+  std::deque<std::pair<absl::Time, std::function<void()>>> tasks_ ABSL_GUARDED_BY(mu_);
   // (deadline, id) -> task; ids keep equal deadlines in posting order.
   std::map<std::pair<absl::Time, TimerId>, std::function<void()>> timers_ ABSL_GUARDED_BY(mu_);
   std::map<TimerId, absl::Time> timer_deadlines_ ABSL_GUARDED_BY(mu_);
   TimerId next_timer_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<std::thread::id> loop_thread_;
+  std::function<void(absl::Duration)> lag_observer_ = [](absl::Duration) {};
 };
 
 }  // namespace omnistage

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -74,6 +75,27 @@ absl::Duration ThreadCpuTime() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return absl::DurationFromTimespec(ts);
+}
+
+TEST(EventLoopTest, LagObserverHearsEveryTaskAndHowLongItWaited) {
+  EventLoop loop;
+  absl::Mutex mu;
+  std::vector<absl::Duration> lags;
+  loop.set_lag_observer([&](absl::Duration lag) {
+    absl::MutexLock lock(&mu);
+    lags.push_back(lag);
+  });
+  LoopThread thread(&loop);
+  absl::Notification release, done;
+  loop.Post([&] { release.WaitForNotification(); });
+  loop.Post([&] { done.Notify(); });  // Waits behind the first.
+  absl::SleepFor(absl::Milliseconds(30));
+  release.Notify();
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(lags.size(), 2u);
+  EXPECT_GE(lags[0], absl::ZeroDuration());
+  EXPECT_GE(lags[1], absl::Milliseconds(30));
 }
 
 TEST(EventLoopTest, TasksRunInPostingOrderOnTheLoopThread) {

@@ -5,7 +5,8 @@
 //
 //   orchestrator --config=orchestrator/configs/local_omni.yaml --listen=127.0.0.1:50051
 //
-// Prints one line "listening port=<port> address=<host:port>" once it serves.
+// Prints one line "listening port=<port> address=<host:port>" once it serves
+// (with " metrics_port=<port>" when --metrics_listen is set).
 // SIGTERM/SIGINT: stop admitting, let in-flight requests finish (drain_timeout),
 // abort the rest, stop the workers it spawned, exit 0.
 #include <signal.h>
@@ -25,6 +26,9 @@
 
 ABSL_FLAG(std::string, config, "", "pipeline config file (YAML); see docs/pipeline_config.md");
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "host:port for clients; port 0 picks one");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "host:port for Prometheus metrics at /metrics over HTTP (off when empty; port 0 "
+          "picks one)");
 ABSL_FLAG(std::string, dns_server, "",
           "host:port of the DNS server for stages with discovery: (default: the system's, "
           "from /etc/resolv.conf)");
@@ -75,6 +79,7 @@ int Run() {
   options.addresses = (*workers)->addresses();
   options.listen = absl::GetFlag(FLAGS_listen);
   options.dns_server = absl::GetFlag(FLAGS_dns_server);
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   absl::StatusOr<std::unique_ptr<Orchestrator>> orchestrator = Orchestrator::Start(options);
   if (!orchestrator.ok()) {
     std::cerr << "orchestrator: " << orchestrator.status().message() << "\n";
@@ -95,7 +100,11 @@ int Run() {
   }
   const std::string host = options.listen.substr(0, options.listen.rfind(':'));
   std::cout << "listening port=" << (*orchestrator)->port() << " address=" << host << ":"
-            << (*orchestrator)->port() << std::endl;
+            << (*orchestrator)->port();
+  if ((*orchestrator)->metrics_port() > 0) {
+    std::cout << " metrics_port=" << (*orchestrator)->metrics_port();
+  }
+  std::cout << std::endl;
 
   int signal = 0;
   sigwait(&signals, &signal);

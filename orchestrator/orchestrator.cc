@@ -35,6 +35,25 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
     targets.push_back({stage.id, stage.discovery->name, stage.discovery->port,
                        stage.discovery->refresh});
   }
+  o->loop_.set_lag_observer(
+      [metrics = &o->core_->metrics()](absl::Duration lag) { metrics->LoopLag(lag); });
+  // A scrape takes a snapshot on the loop (in flight, per replica up and
+  // bound) and renders on its own thread; a loop that does not answer within a
+  // second leaves the last snapshot's values.
+  o->core_->metrics_registry().OnRender([o = o.get()] {
+    auto done = std::make_shared<absl::Notification>();
+    o->loop_.Post([o, done] {
+      o->core_->SnapshotMetrics();
+      done->Notify();
+    });
+    done->WaitForNotificationWithTimeout(absl::Seconds(1));
+  });
+  if (!o->options_.metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsServer>> metrics =
+        MetricsServer::Start(o->options_.metrics_listen, &o->core_->metrics_registry());
+    if (!metrics.ok()) return metrics.status();
+    o->metrics_ = *std::move(metrics);
+  }
   o->service_ = std::make_unique<OrchestratorService>(o->core_.get(), &o->loop_);
   o->health_ = std::make_unique<OrchestratorHealth>(o->core_.get(), &o->loop_);
   GrpcServerOptions server_options;
@@ -132,6 +151,7 @@ void Orchestrator::Shutdown() {
   });
   drained->WaitForNotificationWithTimeout(options_.config.drain_timeout + absl::Seconds(5));
   if (watcher_ != nullptr) watcher_->Stop();
+  metrics_.reset();  // Its scrapes post to the loop: stop them first.
   server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   loop_.Stop();
   loop_thread_.join();

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/event_loop.h"
+#include "common/metrics_server.h"
 #include "grpcpp/grpcpp.h"
 #include "orchestrator/dns_watcher.h"
 #include "orchestrator/health_service.h"
@@ -39,6 +40,8 @@ struct OrchestratorOptions {
   std::string dns_server;
   // host:port for clients; port 0 picks one.
   std::string listen = "127.0.0.1:0";
+  // host:port of the Prometheus endpoint (/metrics); empty: none.
+  std::string metrics_listen;
 };
 
 class Orchestrator {
@@ -47,6 +50,8 @@ class Orchestrator {
   ~Orchestrator();
 
   int port() const { return port_; }
+  // The metrics endpoint's port; 0 when it is off.
+  int metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->port(); }
   // Waits (up to `timeout`) until every replica of `stages` has answered its
   // first Hello. Returns the first refusal (e.g. stage defaults the engine does
   // not take) with the config field it is about ("stages[1].defaults.extra.voice")
@@ -73,6 +78,7 @@ class Orchestrator {
   std::unique_ptr<OrchestratorService> service_;
   std::unique_ptr<OrchestratorHealth> health_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<MetricsServer> metrics_;
   int port_ = 0;
   std::thread loop_thread_;
   bool shut_down_ = false;

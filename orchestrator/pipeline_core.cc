@@ -7,6 +7,7 @@
 #include "common/error_proto.h"
 #include "common/invariant.h"
 #include "orchestrator/generate_request.h"
+#include "orchestrator/metered_sink.h"
 #include "orchestrator/stage_admin.h"
 #include "orchestrator/stage_error.h"
 
@@ -28,15 +29,30 @@ v1::Terminal ErrorTerminal(const v1::Error& error) {
 
 }  // namespace
 
+namespace {
+
+std::vector<std::string> StageNames(const PipelineConfig& config) {
+  std::vector<std::string> names;
+  for (const StageConfig& stage : config.stages) names.push_back(stage.name);
+  return names;
+}
+
+}  // namespace
+
 PipelineCore::PipelineCore(PipelineConfig config,
                            std::vector<std::vector<ReplicaClient*>> replicas, Scheduler* scheduler)
     : config_(std::move(config)),
       scheduler_(scheduler),
+      metrics_(&metrics_registry_, StageNames(config_)),
       table_(scheduler),
       abort_(AbortOptionsFor(config_), &config_, &pools_, &table_, scheduler, this) {
   for (size_t s = 0; s < replicas.size(); ++s) {
     pools_.push_back(std::make_shared<StagePool>(static_cast<int>(s), std::move(replicas[s]),
                                                  /*alive=*/false));
+    pools_.back()->set_on_abort_call(
+        [this, stage = static_cast<int>(s)](int replica) {
+          metrics_.WorkerAbortCall(stage, replica);
+        });
   }
 }
 
@@ -95,8 +111,10 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
   return id;
 }
 
-void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> sink) {
+void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> client) {
   CheckInLoop();
+  const ResponseSink* owner = client.get();
+  auto sink = std::make_shared<MeteredSink>(std::move(client), &metrics_, scheduler_);
   absl::StatusOr<std::string> id = AdmitId(request);
   if (!id.ok()) {
     sink->Fail(id.status());
@@ -104,6 +122,7 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   }
   InFlightRequest& r =
       table_.Add(NewInFlightRequest(config_, request, *id, std::move(sink), scheduler_->Now()));
+  r.owner = owner;
   std::vector<v1::Payload> input(1);
   input[0].mutable_text()->set_text(std::move(*request.mutable_prompt()));
   if (std::optional<v1::Error> error = StartStage(r, 0, std::move(input), /*complete=*/true)) {
@@ -133,11 +152,13 @@ std::optional<v1::Error> PipelineCore::StartStage(InFlightRequest& r, int stage,
   std::string lost_reason;
   for (const ReplicaLoss& loss : sent.lost) {
     lost_reason = absl::StrCat(" (replica ", loss.replica, ": ", loss.reason.message(), ")");
+    metrics_.Evicted(stage, "send_failed");
     HandleReplicaLoss(stage, loss);
   }
   if (sent.status.ok()) {
     r.stages[stage].started = true;
     r.stages[stage].replica = sent.replica;
+    r.stages[stage].sent_at = scheduler_->Now();
     return std::nullopt;
   }
   if (sent.replica < 0) {
@@ -186,6 +207,7 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
     }
     r.sink->Send(id, std::move(chunks));
   }
+  if (output.finished()) metrics_.StageDone(stage, scheduler_->Now() - r.stages[stage].sent_at);
   if (output.finished() && (output.finish_reason() == v1::FINISH_REASON_ERROR ||
                              output.finish_reason() == v1::FINISH_REASON_ABORT)) {
     // The worker failed it, or something other than this orchestrator stopped it
@@ -245,6 +267,7 @@ std::optional<v1::Error> PipelineCore::SendMoreInput(InFlightRequest& r, int sta
   const absl::Status sent = pools_[stage]->Append(std::move(append), &lost);
   if (lost.has_value()) {
     // The replica is gone, and every request bound to it fails, this one too.
+    metrics_.Evicted(stage, "send_failed");
     HandleReplicaLoss(stage, *lost);
     return std::nullopt;
   }
@@ -325,6 +348,8 @@ void PipelineCore::OnReplicaReady(int stage, int replica, const v1::Ready& ready
 
 void PipelineCore::OnReplicaDown(int stage, int replica, const absl::Status& reason) {
   CheckInLoop();
+  // A reconnect attempt that fails again is no new eviction.
+  if (pools_[stage]->alive(replica)) metrics_.Evicted(stage, "stream_ended");
   HandleReplicaLoss(stage,
                     ReplicaLoss{replica, reason, pools_[stage]->MarkDown(replica, reason)});
 }
@@ -337,6 +362,7 @@ void PipelineCore::OnReplicaStalled(int stage, int replica, const v1::Stalled& s
       "stalled: step ", stalled.step(), " has run for ",
       absl::FormatDuration(absl::Milliseconds(stalled.running_ms())), " (stall timeout ",
       absl::FormatDuration(absl::Milliseconds(stalled.stall_timeout_ms())), ")");
+  if (pools_[stage]->alive(replica)) metrics_.Evicted(stage, "stalled");
   const std::vector<std::string> lost =
       pools_[stage]->MarkDown(replica, absl::UnavailableError(what));
   FailRequests(lost, StageErrorAt(absl::StatusCode::kUnavailable, stage, replica, what));
@@ -407,7 +433,8 @@ void PipelineCore::Cancel(const std::string& request_id, const ResponseSink* sin
   const InFlightRequest* r = table_.Find(request_id);
   // Goes ahead even while a client Abort of it runs: if that one fails, this one
   // still stops the work of a client that is gone.
-  if (r == nullptr || r->sink.get() != sink) return;
+  if (r == nullptr || r->owner != sink) return;
+  metrics_.ClientCancelled();
   abort_.Cancel(request_id);
 }
 
@@ -420,7 +447,23 @@ void PipelineCore::Abort(const v1::AbortRequest& request, absl::Time deadline,
     return;
   }
   abort_.Abort({request.request_ids().begin(), request.request_ids().end()}, deadline,
-               [done = std::move(done)](v1::AbortResponse response) { done(std::move(response)); });
+               [this, alive = std::weak_ptr<bool>(alive_), received = scheduler_->Now(),
+                done = std::move(done)](v1::AbortResponse response) {
+                 if (!alive.expired()) metrics_.AbortCallDone(scheduler_->Now() - received);
+                 done(std::move(response));
+               });
+}
+
+void PipelineCore::SnapshotMetrics() {
+  CheckInLoop();
+  metrics_.SnapshotInFlight(table_.size());
+  metrics_.BeginReplicaSnapshot();
+  for (const auto& pool : pools_) {
+    for (int r = 0; r < pool->size(); ++r) {
+      if (pool->state(r).removed) continue;
+      metrics_.SnapshotReplica(pool->stage_id(), r, pool->alive(r), pool->BoundCount(r));
+    }
+  }
 }
 
 v1::PipelineStatus PipelineCore::Status() const {

@@ -26,8 +26,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/scheduler.h"
+#include "common/metrics.h"
 #include "orchestrator/abort_coordinator.h"
 #include "orchestrator/pipeline_config.h"
+#include "orchestrator/pipeline_metrics.h"
 #include "orchestrator/replica_client.h"
 #include "orchestrator/request_table.h"
 #include "orchestrator/response_sink.h"
@@ -71,6 +73,12 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // live replica.
   bool Ready() const;
   const StagePool& pool(int stage) const { return *pools_[stage]; }
+  // The orchestrator's metrics (the registry /metrics serves).
+  MetricsRegistry& metrics_registry() { return metrics_registry_; }
+  PipelineMetrics& metrics() { return metrics_; }
+  // Sets the gauges of loop-owned state (in flight, per replica up and bound)
+  // for a scrape.
+  void SnapshotMetrics();
   // For membership (replicas that join and leave at run time).
   const std::shared_ptr<StagePool>& shared_pool(int stage) { return pools_[stage]; }
 
@@ -119,6 +127,8 @@ class PipelineCore : public ReplicaListener, private AbortListener {
 
   const PipelineConfig config_;
   Scheduler* const scheduler_;
+  MetricsRegistry metrics_registry_;
+  PipelineMetrics metrics_;
   std::vector<std::shared_ptr<StagePool>> pools_;
   RequestTable table_;
   AbortCoordinator abort_;

@@ -26,8 +26,9 @@ namespace omnistage {
 struct StageProgress {
   bool started = false;
   bool finished = false;
-  // Where it runs, once started.
+  // Where it runs, once started, and since when.
   int replica = -1;
+  absl::Time sent_at;
   v1::FinishReason reason = v1::FINISH_REASON_UNSPECIFIED;
   // on_finish hand-off: the previous stage's output so far.
   std::vector<v1::Payload> pending_input;
@@ -43,6 +44,8 @@ struct DeferredOutput {
 struct InFlightRequest {
   std::string id;
   std::shared_ptr<ResponseSink> sink;
+  // The client's own sink, under `sink`'s decorators: what a cancellation names.
+  const ResponseSink* owner = nullptr;
   // Per stage: the parameters (defaults merged), whether its output streams to
   // the client, and its progress.
   std::vector<v1::StageParameters> params;

@@ -175,6 +175,7 @@ void StagePool::Abort(const std::vector<std::string>& request_ids, absl::Time de
   };
   for (auto& [replica, ids] : groups) {
     auto group = std::make_shared<std::vector<std::string>>(std::move(ids));
+    on_abort_call_(replica);
     replicas_[replica]->Abort(
         *group, deadline,
         [self = shared_from_this(), run, replica = replica, group, finish_one](absl::Status status) {

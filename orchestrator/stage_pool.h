@@ -146,6 +146,10 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   void Unretire(int replica);
   // Forgets a retired replica that holds no binding.
   void Remove(int replica);
+  // Runs for every Abort call sent to a replica (metrics); no-op by default.
+  void set_on_abort_call(std::function<void(int replica)> on_call) {
+    on_abort_call_ = std::move(on_call);
+  }
   // The last discovery failure of this stage ("" after a success), for status.
   void set_discovery_error(std::string error) { discovery_error_ = std::move(error); }
 
@@ -201,6 +205,7 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   // idle_[r]: a retiring replica's callback, until it has run.
   absl::flat_hash_map<int, std::function<void()>> idle_;
   std::string discovery_error_;
+  std::function<void(int replica)> on_abort_call_ = [](int) {};
 };
 
 }  // namespace omnistage

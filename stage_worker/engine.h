@@ -35,6 +35,13 @@ struct EngineRequest {
   v1::StageParameters params;
 };
 
+// How many requests an engine holds: in its batch, and admitted but waiting
+// (for a batch slot or for streamed input).
+struct EngineLoad {
+  int running = 0;
+  int waiting = 0;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -73,6 +80,9 @@ class Engine {
 
   // How many requests run concurrently (the batch capacity). Constant.
   virtual int capacity() const = 0;
+
+  // What it holds now (metrics). Called on the busy-loop thread.
+  virtual EngineLoad load() const = 0;
 };
 
 }  // namespace omnistage

@@ -56,6 +56,11 @@ bool InputQueue::PushAll(std::vector<CoreMessage>& messages) {
   return true;
 }
 
+size_t InputQueue::size() const {
+  absl::MutexLock lock(&mu_);
+  return messages_.size();
+}
+
 CoreMessage InputQueue::PopBlocking() {
   absl::MutexLock lock(&mu_);
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !messages_.empty(); };
@@ -120,7 +125,9 @@ absl::Status EngineCore::Loop() {
   while (!shutdown_.load()) {
     if (!engine_->HasWork()) {
       // The only place the loop blocks. The message it returns is a real one.
+      const absl::Time blocked = absl::Now();
       CoreMessage first = queue_.PopBlocking();
+      sink_->OnIdle(absl::Now() - blocked);
       if (absl::Status s = Apply(first); !s.ok()) return s;
     }
     queue_.DrainInto(&batch);
@@ -136,10 +143,13 @@ absl::Status EngineCore::Loop() {
     if (engine_->HasWork()) {
       const uint64_t step = steps_.load(std::memory_order_relaxed) + 1;
       sink_->OnStepBegin(step);
+      const absl::Time began = absl::Now();
       absl::StatusOr<std::vector<v1::RequestOutput>> outputs = engine_->Step();
+      const absl::Duration took = absl::Now() - began;
       sink_->OnStepEnd(step);
       if (!outputs.ok()) return outputs.status();
       steps_.store(step, std::memory_order_relaxed);
+      sink_->OnStepped(took, outputs->size(), engine_->load());
       sink_->OnStepOutputs(step, *std::move(outputs));
     }
   }
@@ -154,6 +164,7 @@ absl::Status EngineCore::Apply(CoreMessage& m) {
       return engine_->AppendInput(m.id, std::move(m.chunks), m.last);
     case CoreMessage::Kind::kAbort:
       engine_->Abort(m.ids);
+      sink_->OnAbortApplied(m.ids.size(), engine_->load());
       if (m.abort_done) m.abort_done(true);
       return absl::OkStatus();
     case CoreMessage::Kind::kUtility:

@@ -31,6 +31,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "stage_worker/engine.h"
 
 namespace omnistage {
@@ -70,6 +72,12 @@ class CoreSink {
   // watching step times. Nothing by default.
   virtual void OnStepBegin(uint64_t step) {}
   virtual void OnStepEnd(uint64_t step) {}
+  // For metrics, nothing by default: how long the loop just sat blocked on an
+  // empty queue; a step that succeeded, how long it took, how many outputs it
+  // made and what the engine holds after it; an abort the engine applied.
+  virtual void OnIdle(absl::Duration blocked) {}
+  virtual void OnStepped(absl::Duration took, size_t outputs, EngineLoad load) {}
+  virtual void OnAbortApplied(size_t ids, EngineLoad load) {}
   // All outputs of one engine step (`step` counts from 1).
   virtual void OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs) = 0;
   // The outcome of UTILITY `call_id`.
@@ -95,9 +103,10 @@ class InputQueue {
   void DrainInto(std::deque<CoreMessage>* out);
   // Refuses further pushes and returns what was still queued.
   std::deque<CoreMessage> Close();
+  size_t size() const;
 
  private:
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::deque<CoreMessage> messages_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
@@ -125,6 +134,8 @@ class EngineCore {
 
   // Steps taken so far. Thread-safe.
   uint64_t steps() const { return steps_.load(std::memory_order_relaxed); }
+  // Messages waiting for the loop. Thread-safe.
+  size_t queue_depth() const { return queue_.size(); }
 
  private:
   // The loop proper; returns the fatal error, or OK after a shutdown request.

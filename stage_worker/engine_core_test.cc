@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "stage_worker/engine_core_test_util.h"
@@ -20,6 +21,7 @@ namespace omnistage {
 namespace engine_core_test {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
@@ -29,6 +31,29 @@ using ::testing::StartsWith;
 
 // Shutdown and fatal are exclusive: a step that fails while a shutdown is pending
 // ends the loop with fatal only.
+// The metrics hooks: one per step with its output count and the engine's load
+// after it, one per applied abort, and one for each time the loop blocked.
+TEST_F(EngineCoreTest, MetricsHooksSeeStepsAbortsAndIdleTime) {
+  StartLoop();
+  ASSERT_TRUE(core_.Submit(CoreMessage::Add(Request("a", 2))));
+  ASSERT_TRUE(sink_.WaitFor("step 2: (a,0)", kDeadline));
+  ASSERT_TRUE(core_.Submit(CoreMessage::Add(Request("b", 5))));
+  ASSERT_TRUE(sink_.WaitFor("step 3: (b,4)", kDeadline));
+  absl::Notification applied;
+  ASSERT_TRUE(core_.Submit(CoreMessage::Abort({"b"}, [&](bool) { applied.Notify(); })));
+  ASSERT_TRUE(applied.WaitForNotificationWithTimeout(kDeadline));
+  core_.RequestShutdown();
+  JoinLoop();
+  const std::vector<std::string> hooks = sink_.metric_events();
+  ASSERT_GE(hooks.size(), 4u);
+  EXPECT_EQ(hooks[0], "stepped outputs=1 running=1");
+  EXPECT_EQ(hooks[1], "stepped outputs=1 running=0");
+  EXPECT_EQ(hooks[2], "stepped outputs=1 running=1");
+  EXPECT_THAT(hooks, Contains("aborted ids=1 running=0"));
+  // Blocked before "a" arrived and again between "a" and "b".
+  EXPECT_GE(sink_.idles(), 2);
+}
+
 TEST_F(EngineCoreTest, FatalAndShutdownAreExclusive) {
   engine_.FailStep(2);
   engine_.AllowSteps(1);

@@ -109,6 +109,11 @@ void FakeEngine::Abort(const std::vector<std::string>& ids) {
               live_.end());
 }
 
+EngineLoad FakeEngine::load() const {
+  absl::MutexLock lock(&mu_);
+  return {static_cast<int>(live_.size()), 0};
+}
+
 bool FakeEngine::HasWork() const {
   absl::MutexLock lock(&mu_);
   ++has_work_calls_;
@@ -207,6 +212,32 @@ void RecordingSink::Record(std::string event) {
   absl::MutexLock lock(&mu_);
   events_.push_back(std::move(event));
   threads_.push_back(std::this_thread::get_id());
+}
+
+void RecordingSink::OnIdle(absl::Duration blocked) {
+  absl::MutexLock lock(&mu_);
+  ++idles_;
+}
+
+void RecordingSink::OnStepped(absl::Duration took, size_t outputs, EngineLoad load) {
+  absl::MutexLock lock(&mu_);
+  metric_events_.push_back(
+      absl::StrCat("stepped outputs=", outputs, " running=", load.running));
+}
+
+void RecordingSink::OnAbortApplied(size_t ids, EngineLoad load) {
+  absl::MutexLock lock(&mu_);
+  metric_events_.push_back(absl::StrCat("aborted ids=", ids, " running=", load.running));
+}
+
+std::vector<std::string> RecordingSink::metric_events() const {
+  absl::MutexLock lock(&mu_);
+  return metric_events_;
+}
+
+int RecordingSink::idles() const {
+  absl::MutexLock lock(&mu_);
+  return idles_;
 }
 
 }  // namespace engine_core_test

@@ -73,6 +73,7 @@ class FakeEngine : public Engine {
   absl::StatusOr<google::protobuf::Value> Utility(const std::string& name,
                                                   const google::protobuf::ListValue& args) override;
   int capacity() const override { return 64; }
+  EngineLoad load() const override;
 
  private:
   mutable absl::Mutex mu_;
@@ -92,8 +93,15 @@ class RecordingSink : public CoreSink {
   void OnUtilityResult(uint64_t call_id, absl::StatusOr<google::protobuf::Value> result) override;
   void OnShutdown() override;
   void OnFatal(const absl::Status& reason) override;
+  // The metrics hooks, kept apart from events().
+  void OnIdle(absl::Duration blocked) override;
+  void OnStepped(absl::Duration took, size_t outputs, EngineLoad load) override;
+  void OnAbortApplied(size_t ids, EngineLoad load) override;
 
   std::vector<std::string> events() const;
+  // "stepped outputs=N running=R" and "aborted ids=N running=R", in order.
+  std::vector<std::string> metric_events() const;
+  int idles() const;
   // False if `event` has not been recorded within `timeout`.
   bool WaitFor(const std::string& event, absl::Duration timeout) const;
   // True if every event so far was delivered on thread `id`.
@@ -105,6 +113,8 @@ class RecordingSink : public CoreSink {
   mutable absl::Mutex mu_;
   std::vector<std::string> events_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread::id> threads_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> metric_events_ ABSL_GUARDED_BY(mu_);
+  int idles_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class EngineCoreTest : public ::testing::Test {

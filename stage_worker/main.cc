@@ -33,12 +33,16 @@
 #include "absl/strings/string_view.h"
 #include "common/field_error.h"
 #include "common/limits.h"
+#include "common/metrics_server.h"
 #include "stage_worker/engines/registry.h"
 #include "stage_worker/worker.h"
 #include "stage_worker/worker_service.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "host:port to listen on; port 0 picks one");
 ABSL_FLAG(int, stage_id, 0, "the pipeline stage this worker serves");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "host:port for Prometheus metrics at /metrics over HTTP (off when empty; port 0 "
+          "picks one)");
 ABSL_FLAG(std::string, engine, "sim_llm", "engine name (sim_llm, thinker, talker, vocoder)");
 ABSL_FLAG(std::string, engine_params, "",
           "engine parameters as comma-separated key=value pairs, e.g. batch_size=64");
@@ -125,11 +129,23 @@ int Run() {
     std::cerr << "stage_worker: " << server.status().message() << "\n";
     return 2;
   }
+  std::unique_ptr<MetricsServer> metrics;
+  if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsServer>> started =
+        MetricsServer::Start(listen, &worker.metrics_registry());
+    if (!started.ok()) {
+      std::cerr << "stage_worker: " << started.status().message() << "\n";
+      return 2;
+    }
+    metrics = *std::move(started);
+  }
   worker.Start();
 
   const std::string host = server_options.address.substr(0, server_options.address.rfind(':'));
   std::cout << "listening port=" << (*server)->port() << " address=" << host << ":"
-            << (*server)->port() << " instance=" << worker.instance_id() << std::endl;
+            << (*server)->port() << " instance=" << worker.instance_id();
+  if (metrics != nullptr) std::cout << " metrics_port=" << metrics->port();
+  std::cout << std::endl;
 
   const pthread_t main_thread = pthread_self();
   absl::Status result;
@@ -158,6 +174,7 @@ int Run() {
     worker.RequestShutdown();
   }
   monitor.join();
+  metrics.reset();
   (*server)->Shutdown(absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
   if (!result.ok()) {
     std::cerr << "stage_worker: fatal engine error: " << result.message() << "\n";

@@ -48,7 +48,14 @@ Worker::Worker(WorkerOptions options, std::unique_ptr<Engine> engine)
                                  absl::MutexLock lock(&mu_);
                                  return SessionsLocked();
                                },
-                               [this](bool serving) { SetServing(serving); }, submit_}) {}
+                               [this](bool serving) { SetServing(serving); }, submit_}) {
+  // Gauges of state other threads own, read when a scrape asks.
+  metrics_registry_.OnRender([this] {
+    metrics_.SetQueueDepth(core_.queue_depth());
+    absl::MutexLock lock(&mu_);
+    metrics_.SetSessions(sessions_.size());
+  });
+}
 
 Worker::~Worker() {
   if (loop_.joinable()) {
@@ -458,6 +465,7 @@ void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs
 
 void Worker::OnUtilityResult(uint64_t call_id,
                              absl::StatusOr<google::protobuf::Value> result) {
+  metrics_.UtilityDone(result.ok());
   PendingUtility pending;
   {
     absl::MutexLock lock(&mu_);

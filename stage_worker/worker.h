@@ -28,12 +28,14 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/limits.h"
+#include "common/metrics.h"
 #include "protos/stage_worker.pb.h"
 #include "stage_worker/engine.h"
 #include "stage_worker/engine_core.h"
 #include "stage_worker/session.h"
 #include "stage_worker/stall_guard.h"
 #include "stage_worker/step_watchdog.h"
+#include "stage_worker/worker_metrics.h"
 
 namespace omnistage {
 
@@ -110,12 +112,19 @@ class Worker : public CoreSink {
   uint64_t steps() const { return core_.steps(); }
   // Live requests over all sessions (for tests and status).
   size_t live_requests() const;
+  // The worker's metrics (the registry /metrics serves).
+  MetricsRegistry& metrics_registry() { return metrics_registry_; }
   // The step stalled now; 0 when none is.
   uint64_t StalledStep() const { return stall_.stalled_step(); }
 
   // CoreSink (busy-loop thread only).
   void OnStepBegin(uint64_t step) override { stall_.StepBegan(step); }
   void OnStepEnd(uint64_t step) override { stall_.StepEnded(step); }
+  void OnIdle(absl::Duration blocked) override { metrics_.Idle(blocked); }
+  void OnStepped(absl::Duration took, size_t outputs, EngineLoad load) override {
+    metrics_.Stepped(took, outputs, load);
+  }
+  void OnAbortApplied(size_t ids, EngineLoad load) override { metrics_.AbortApplied(ids, load); }
   void OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs) override;
   void OnUtilityResult(uint64_t call_id,
                        absl::StatusOr<google::protobuf::Value> result) override;
@@ -140,6 +149,8 @@ class Worker : public CoreSink {
   std::vector<std::shared_ptr<Session>> SessionsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const WorkerOptions options_;
+  MetricsRegistry metrics_registry_;
+  WorkerMetrics metrics_{&metrics_registry_};
   const std::unique_ptr<Engine> engine_;
   EngineCore core_;
   // Session::Sequence/Fence hand their messages to the loop through this.

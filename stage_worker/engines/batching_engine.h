@@ -118,6 +118,9 @@ class BatchingEngine : public Engine {
   absl::StatusOr<google::protobuf::Value> Utility(const std::string& name,
                                                   const google::protobuf::ListValue& args) override;
   int capacity() const override { return options_.batch_size; }
+  EngineLoad load() const override {
+    return {static_cast<int>(running_.size()), static_cast<int>(waiting_.size())};
+  }
 
   const std::string& name() const { return name_; }
 

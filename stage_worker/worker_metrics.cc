@@ -1,0 +1,71 @@
+#include "stage_worker/worker_metrics.h"
+
+namespace omnistage {
+
+WorkerMetrics::WorkerMetrics(MetricsRegistry* registry)
+    : step_duration_(registry
+                         ->AddHistogram("omnistage_worker_step_duration_seconds",
+                                        "Time of one engine step.", {}, FineLatencyBuckets())
+                         .With({})),
+      step_outputs_(registry
+                        ->AddHistogram("omnistage_worker_step_requests",
+                                       "Requests with output in one engine step (batch size).",
+                                       {}, SizeBuckets())
+                        .With({})),
+      steps_(registry->AddCounter("omnistage_worker_steps_total", "Engine steps taken.").With({})),
+      running_(registry
+                   ->AddGauge("omnistage_worker_running_requests",
+                              "Requests in the engine's batch, after the last step.")
+                   .With({})),
+      waiting_(registry
+                   ->AddGauge("omnistage_worker_waiting_requests",
+                              "Requests admitted but waiting for a batch slot or for input.")
+                   .With({})),
+      queue_depth_(registry
+                       ->AddGauge("omnistage_worker_input_queue_depth",
+                                  "Messages queued for the busy loop.")
+                       .With({})),
+      aborts_(registry
+                  ->AddCounter("omnistage_worker_aborted_requests_total",
+                               "Request ids the engine was told to abort.")
+                  .With({})),
+      utility_calls_(registry->AddCounter("omnistage_worker_utility_calls_total",
+                                          "Utility calls answered, by outcome.", {"outcome"})),
+      sessions_(registry
+                    ->AddGauge("omnistage_worker_sessions",
+                               "Open sessions (one per orchestrator).")
+                    .With({})),
+      loop_seconds_(registry->AddCounter(
+          "omnistage_worker_busy_loop_seconds_total",
+          "Time the busy loop spent blocked with nothing to do (state=idle) and inside engine "
+          "steps (state=stepping).",
+          {"state"})),
+      idle_seconds_(loop_seconds_.With({"idle"})),
+      stepping_seconds_(loop_seconds_.With({"stepping"})) {}
+
+void WorkerMetrics::Idle(absl::Duration blocked) {
+  idle_seconds_.Increment(absl::ToDoubleSeconds(blocked));
+}
+
+void WorkerMetrics::Stepped(absl::Duration took, size_t outputs, EngineLoad load) {
+  const double seconds = absl::ToDoubleSeconds(took);
+  step_duration_.Observe(seconds);
+  stepping_seconds_.Increment(seconds);
+  step_outputs_.Observe(static_cast<double>(outputs));
+  steps_.Increment();
+  SetLoad(load);
+}
+
+void WorkerMetrics::AbortApplied(size_t ids, EngineLoad load) {
+  aborts_.Increment(static_cast<double>(ids));
+  SetLoad(load);
+}
+
+void WorkerMetrics::UtilityDone(bool ok) { utility_calls_.With({ok ? "ok" : "error"}).Increment(); }
+
+void WorkerMetrics::SetLoad(EngineLoad load) {
+  running_.Set(load.running);
+  waiting_.Set(load.waiting);
+}
+
+}  // namespace omnistage

@@ -1,0 +1,48 @@
+// WorkerMetrics: a stage worker's Prometheus metrics (docs/observability.md
+// lists them): the busy loop's steps, their duration and size, what the engine
+// holds, idle versus stepping time, aborts, utility calls, sessions and the
+// input queue. The busy loop reports through the typed methods; the queue and
+// session gauges are read when a scrape asks. Thread-safe (atomics).
+#ifndef OMNISTAGE_STAGE_WORKER_WORKER_METRICS_H_
+#define OMNISTAGE_STAGE_WORKER_WORKER_METRICS_H_
+
+#include <cstddef>
+
+#include "absl/time/time.h"
+#include "common/metrics.h"
+#include "stage_worker/engine.h"
+
+namespace omnistage {
+
+class WorkerMetrics {
+ public:
+  // Adds the families to `registry`, which must outlive this object.
+  explicit WorkerMetrics(MetricsRegistry* registry);
+
+  void Idle(absl::Duration blocked);
+  void Stepped(absl::Duration took, size_t outputs, EngineLoad load);
+  void AbortApplied(size_t ids, EngineLoad load);
+  void UtilityDone(bool ok);
+  void SetQueueDepth(size_t depth) { queue_depth_.Set(static_cast<double>(depth)); }
+  void SetSessions(size_t sessions) { sessions_.Set(static_cast<double>(sessions)); }
+
+ private:
+  void SetLoad(EngineLoad load);
+
+  Histogram& step_duration_;
+  Histogram& step_outputs_;
+  Counter& steps_;
+  Gauge& running_;
+  Gauge& waiting_;
+  Gauge& queue_depth_;
+  Counter& aborts_;
+  Family<Counter>& utility_calls_;
+  Gauge& sessions_;
+  Family<Counter>& loop_seconds_;
+  Counter& idle_seconds_;
+  Counter& stepping_seconds_;
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_STAGE_WORKER_WORKER_METRICS_H_
