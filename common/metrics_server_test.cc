@@ -3,32 +3,18 @@
 // port, a taken port and a malformed address are refused.
 #include "common/metrics_server.h"
 
-#include <stdio.h>
-
-#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "tests/promtool.h"
 
 namespace omnistage {
 namespace {
 
 using ::testing::HasSubstr;
-
-// `promtool check metrics` over `text`: its exit code and output.
-std::pair<int, std::string> Promtool(const std::string& text) {
-  const char* tmp = getenv("TEST_TMPDIR");
-  const std::string path = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/metrics.txt");
-  std::ofstream(path) << text;
-  FILE* pipe = popen(absl::StrCat("promtool check metrics < ", path, " 2>&1").c_str(), "r");
-  std::string output;
-  char buffer[512];
-  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
-  return {pclose(pipe), output};
-}
 
 MetricsRegistry* SampleRegistry() {
   auto* registry = new MetricsRegistry();
@@ -55,8 +41,8 @@ TEST(MetricsServerTest, ServesTheRegistryAtMetricsAndPromtoolAgrees) {
   EXPECT_EQ(result->status, 200);
   EXPECT_THAT(result->get_header_value("Content-Type"), HasSubstr("version=0.0.4"));
   EXPECT_THAT(result->body, HasSubstr("omnistage_requests_total{finish_reason=\"stop\"} 10\n"));
-  const auto [rc, output] = Promtool(result->body);
-  EXPECT_EQ(rc, 0) << output;
+  const PromtoolResult checked = PromtoolCheckMetrics(result->body);
+  EXPECT_EQ(checked.exit_code, 0) << checked.output;
 
   httplib::Result other = client.Get("/");
   ASSERT_TRUE(other);
@@ -65,8 +51,8 @@ TEST(MetricsServerTest, ServesTheRegistryAtMetricsAndPromtoolAgrees) {
 
 TEST(MetricsServerTest, PromtoolRejectsWhatBreaksTheFormat) {
   // The check above means something: promtool does fail a bad exposition.
-  const auto [rc, output] = Promtool("# TYPE x counter\nx{a=\"b} 1\n");
-  EXPECT_NE(rc, 0) << output;
+  const PromtoolResult checked = PromtoolCheckMetrics("# TYPE x counter\nx{a=\"b} 1\n");
+  EXPECT_NE(checked.exit_code, 0) << checked.output;
 }
 
 TEST(MetricsServerTest, ATakenPortAndABadAddressAreRefused) {

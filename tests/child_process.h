@@ -49,6 +49,8 @@ class ChildProcess {
 
 // The port in a "listening port=<N> ..." line, or 0.
 int ParsePort(const std::string& line);
+// The number after "<key>=" in a line ("metrics_port=9090"); 0 when absent.
+int ParseNumberAfter(const std::string& line, const std::string& key);
 
 }  // namespace omnistage
 

@@ -242,6 +242,7 @@ absl::Status PipelineHarness::SpawnWorker(Worker& worker, int port) {
         (*process)->WaitForLine("listening port=", absl::Seconds(20));
     if (line.ok() && ParsePort(*line) > 0) {
       worker.port = ParsePort(*line);
+      worker.metrics_port = ParseNumberAfter(*line, "metrics_port");
       worker.instance = ParseInstance(*line);
       worker.process = *std::move(process);
       return absl::OkStatus();
@@ -291,6 +292,7 @@ absl::Status PipelineHarness::StartOrchestrator() {
                                    "--listen=127.0.0.1:0",
                                    absl::StrCat("--stage_worker=", kStageWorkerBinary)};
   if (!spec_.dns_server.empty()) argv.push_back(absl::StrCat("--dns_server=", spec_.dns_server));
+  argv.insert(argv.end(), spec_.orchestrator_flags.begin(), spec_.orchestrator_flags.end());
   absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(argv);
   if (!process.ok()) return process.status();
   orchestrator_ = *std::move(process);
@@ -301,6 +303,7 @@ absl::Status PipelineHarness::StartOrchestrator() {
                         absl::StrCat("orchestrator did not start: ", line.status().message()));
   }
   orchestrator_port_ = ParsePort(*line);
+  orchestrator_metrics_port_ = ParseNumberAfter(*line, "metrics_port");
   if (orchestrator_port_ <= 0) return absl::InternalError(absl::StrCat("bad port line: ", *line));
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);  // Audio responses can be large.

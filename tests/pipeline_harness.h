@@ -145,6 +145,10 @@ class PipelineHarness {
 
   // ---- Workers -----------------------------------------------------------------
   int worker_port(int stage, int replica) const { return workers_[stage][replica].port; }
+  // From the worker's port line when it runs with --metrics_listen; else 0.
+  int worker_metrics_port(int stage, int replica) const {
+    return workers_[stage][replica].metrics_port;
+  }
   std::string worker_address(int stage, int replica) const;
   // The instance id from the worker's port line.
   const std::string& worker_instance(int stage, int replica) const {
@@ -169,6 +173,8 @@ class PipelineHarness {
   absl::Status StartOrchestrator();
   ChildProcess* orchestrator() const { return orchestrator_.get(); }
   int orchestrator_port() const { return orchestrator_port_; }
+  // With --metrics_listen among spec.orchestrator_flags; else 0.
+  int orchestrator_metrics_port() const { return orchestrator_metrics_port_; }
   const std::string& config_path() const { return config_path_; }
   std::shared_ptr<v1::Orchestrator::Stub> stub() const { return stub_; }
   // Waits until GetPipelineStatus shows every replica alive.
@@ -201,6 +207,7 @@ class PipelineHarness {
     std::string host = "127.0.0.1";
     std::vector<std::string> flags;  // Everything but --listen.
     int port = 0;
+    int metrics_port = 0;
     std::string instance;
     std::unique_ptr<ChildProcess> process;
   };
@@ -216,6 +223,7 @@ class PipelineHarness {
   std::string config_path_;
   std::unique_ptr<ChildProcess> orchestrator_;
   int orchestrator_port_ = 0;
+  int orchestrator_metrics_port_ = 0;
   std::shared_ptr<v1::Orchestrator::Stub> stub_;
 };
 

@@ -53,6 +53,8 @@ struct PipelineSpec {
   int max_prompt_bytes = 0;
   // host:port of the DNS server for stages with a dns_name (--dns_server).
   std::string dns_server;
+  // More flags for the orchestrator, e.g. "--metrics_listen=127.0.0.1:0".
+  std::vector<std::string> orchestrator_flags;
 };
 
 // The YAML text of `spec` with `addresses[s]` as stage s's replicas (for a
