@@ -57,6 +57,10 @@ class StreamWriter {
     // (Message::ByteSizeLong()). The first message of a write always goes.
     std::function<void(Message& into, Message&& next)> merge;
     size_t max_write_bytes = 0;
+    // Hears the change of the bytes waiting in the queue (not the write in
+    // flight): + when a message queues, - when it is written or dropped. Sizes
+    // are Message::ByteSizeLong(). Called outside the writer's lock.
+    std::function<void(int64_t delta)> on_queued_bytes = [](int64_t) {};
   };
 
   StreamWriter(Transport* transport, Options options)
@@ -71,20 +75,26 @@ class StreamWriter {
   bool Write(Message&& message) {
     const Message* start = nullptr;
     size_t queued = 0;
+    int64_t added = -1;  // Bytes queued; -1: not queued.
     {
       absl::MutexLock lock(&mu_);
       if (ending_) return false;
-      const size_t bytes = Merging() ? message.ByteSizeLong() : 0;
       if (!writing_) {
         in_flight_ = std::move(message);
         writing_ = true;
         start = &in_flight_;
       } else if (options_.max_queued == 0 || queue_.size() < options_.max_queued) {
+        const size_t bytes = message.ByteSizeLong();
         queue_.emplace_back(std::move(message), bytes);
-        return true;
+        queued_bytes_ += bytes;
+        added = static_cast<int64_t>(bytes);
       } else {
         queued = queue_.size();
       }
+    }
+    if (added >= 0) {
+      options_.on_queued_bytes(added);
+      return true;
     }
     if (start != nullptr) {
       transport_->BeginWrite(start);
@@ -101,11 +111,13 @@ class StreamWriter {
     const Message* start = nullptr;
     bool finish = false;
     absl::Status status;
+    int64_t delta = 0;
     {
       absl::MutexLock lock(&mu_);
+      const size_t before = queued_bytes_;
       writing_ = false;
       if (!ok) {
-        queue_.clear();
+        ClearQueueLocked();
         if (!ending_) {
           ending_ = true;
           status_ = absl::CancelledError(absl::StrCat(options_.label, ": the stream broke"));
@@ -119,7 +131,9 @@ class StreamWriter {
         finish = TakeFinishLocked();
         status = status_;
       }
+      delta = static_cast<int64_t>(queued_bytes_) - static_cast<int64_t>(before);
     }
+    if (delta != 0) options_.on_queued_bytes(delta);
     if (start != nullptr) transport_->BeginWrite(start);
     if (finish) transport_->FinishStream(status);
   }
@@ -143,6 +157,7 @@ class StreamWriter {
   // Drops the queue, cancels the stream and finishes it with `status` once the
   // write in flight failed.
   void Abandon(absl::Status status) {
+    size_t dropped = 0;
     {
       absl::MutexLock lock(&mu_);
       if (finished_) return;
@@ -150,9 +165,11 @@ class StreamWriter {
         ending_ = true;
         status_ = std::move(status);
       }
-      queue_.clear();
+      dropped = queued_bytes_;
+      ClearQueueLocked();
       ++cancelling_;  // Keeps the stream from finishing under CancelStream() below.
     }
+    if (dropped > 0) options_.on_queued_bytes(-static_cast<int64_t>(dropped));
     transport_->CancelStream();
     bool finish;
     {
@@ -183,7 +200,13 @@ class StreamWriter {
       options_.merge(next, std::move(queue_.front().first));
       queue_.pop_front();
     }
+    queued_bytes_ -= bytes;
     return next;
+  }
+
+  void ClearQueueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    queue_.clear();
+    queued_bytes_ = 0;
   }
 
   bool TakeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -196,8 +219,9 @@ class StreamWriter {
   const Options options_;
 
   mutable absl::Mutex mu_;
-  // (message, its size when merging), oldest first.
+  // (message, its ByteSizeLong()), oldest first; and their sum.
   std::deque<std::pair<Message, size_t>> queue_ ABSL_GUARDED_BY(mu_);
+  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // Assigned under mu_ only while no write is in flight; read by that write.
   Message in_flight_;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;

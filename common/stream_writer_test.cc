@@ -71,6 +71,34 @@ TEST_F(StreamWriterTest, OneWriteInFlightTheRestInOrder) {
   EXPECT_TRUE(transport_.finishes.empty());
 }
 
+TEST_F(StreamWriterTest, QueuedBytesAreReportedAsTheyComeAndGo) {
+  int64_t queued = 0;
+  std::vector<int64_t> deltas;
+  Writer::Options options;
+  options.on_queued_bytes = [&](int64_t delta) {
+    queued += delta;
+    deltas.push_back(delta);
+  };
+  Writer writer(&transport_, options);
+  const int64_t two = static_cast<int64_t>(Ids({2}).ByteSizeLong());
+  const int64_t three = static_cast<int64_t>(Ids({3, 4}).ByteSizeLong());
+  EXPECT_TRUE(writer.Write(Ids({1})));  // In flight: not queued.
+  EXPECT_EQ(queued, 0);
+  EXPECT_TRUE(writer.Write(Ids({2})));
+  EXPECT_TRUE(writer.Write(Ids({3, 4})));
+  EXPECT_EQ(queued, two + three);
+  Complete(writer);  // {1} done, {2} leaves the queue for the wire.
+  EXPECT_EQ(queued, three);
+  Complete(writer);  // {3,4} on the wire.
+  EXPECT_EQ(queued, 0);
+  EXPECT_TRUE(writer.Write(Ids({5})));
+  EXPECT_TRUE(writer.Write(Ids({6})));
+  EXPECT_EQ(queued, 2 * two);
+  writer.Abandon(absl::CancelledError("gone"));  // Dropped: back to 0.
+  EXPECT_EQ(queued, 0);
+  EXPECT_THAT(deltas, ElementsAre(two, three, -two, -three, two, two, -2 * two));
+}
+
 TEST_F(StreamWriterTest, MergesWhatQueuedWithinTheWriteSize) {
   Writer::Options options;
   options.merge = [](v1::TokenIds& into, v1::TokenIds&& next) {

@@ -5,8 +5,10 @@
 namespace omnistage {
 namespace {
 
-StreamWriter<v1::GenerateResponse>::Options WriterOptions() {
+StreamWriter<v1::GenerateResponse>::Options WriterOptions(
+    std::function<void(int64_t)> on_queued_bytes) {
   StreamWriter<v1::GenerateResponse>::Options options;
+  options.on_queued_bytes = std::move(on_queued_bytes);
   options.label = "Generate stream";
   options.merge = [](v1::GenerateResponse& into, v1::GenerateResponse&& next) {
     for (v1::OutputChunk& chunk : *next.mutable_outputs()) *into.add_outputs() = std::move(chunk);
@@ -18,8 +20,9 @@ StreamWriter<v1::GenerateResponse>::Options WriterOptions() {
 
 }  // namespace
 
-ClientStream::ClientStream(Transport* transport, CancelFn cancel)
-    : cancel_(std::move(cancel)), writer_(transport, WriterOptions()) {}
+ClientStream::ClientStream(Transport* transport, CancelFn cancel,
+                           std::function<void(int64_t delta)> on_queued_bytes)
+    : cancel_(std::move(cancel)), writer_(transport, WriterOptions(std::move(on_queued_bytes))) {}
 
 void ClientStream::Started(const std::string& request_id) {
   bool cancelled;

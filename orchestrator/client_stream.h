@@ -37,7 +37,10 @@ class ClientStream : public ResponseSink, public std::enable_shared_from_this<Cl
       std::function<void(std::shared_ptr<ClientStream> stream, const std::string& request_id)>;
 
   // `transport` (the reactor) must stay valid until it is finished.
-  ClientStream(Transport* transport, CancelFn cancel);
+  // `on_queued_bytes` hears the bytes waiting for the client grow and shrink
+  // (StreamWriter::Options::on_queued_bytes).
+  ClientStream(Transport* transport, CancelFn cancel,
+               std::function<void(int64_t delta)> on_queued_bytes = [](int64_t) {});
 
   // ResponseSink (the core's loop).
   void Started(const std::string& request_id) override;

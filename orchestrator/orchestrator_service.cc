@@ -18,9 +18,11 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
                   v1::GenerateRequest request)
       : context_(context),
         stream_(std::make_shared<ClientStream>(
-            this, [core, loop](std::shared_ptr<ClientStream> stream, const std::string& id) {
+            this,
+            [core, loop](std::shared_ptr<ClientStream> stream, const std::string& id) {
               loop->Post([core, stream, id] { core->Cancel(id, stream.get()); });
-            })) {
+            },
+            [metrics = &core->metrics()](int64_t delta) { metrics->QueuedBytes(delta); })) {
     loop->Post([core, stream = stream_, request = std::move(request)]() mutable {
       core->Generate(std::move(request), stream);
     });

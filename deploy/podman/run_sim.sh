@@ -113,3 +113,10 @@ echo
 [ -s "$work/text" ] || { echo "run_sim: no text" >&2; exit 1; }
 [ "$(stat -c %s "$wav" 2>/dev/null || echo 0)" -gt 44 ] || { echo "run_sim: no audio" >&2; exit 1; }
 echo "== saved $wav ($(stat -c %s "$wav") bytes)"
+# The orchestrator's Prometheus endpoint (--metrics_listen in the manifests) counted it.
+echo "== metrics at ${orchestrator%:*}:9090"
+/usr/bin/python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+  "http://${orchestrator%:*}:9090/metrics" >"$work/metrics"
+grep -E '^omnistage_(requests_total|replica_up)' "$work/metrics"
+grep -q '^omnistage_requests_total{finish_reason="stop"} 1$' "$work/metrics" ||
+  { echo "run_sim: the orchestrator's metrics do not count the request" >&2; exit 1; }
