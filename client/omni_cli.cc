@@ -20,6 +20,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "common/flags_usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -314,8 +315,9 @@ int Run(const std::vector<char*>& args) {
 }  // namespace omnistage
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  omnistage::SetUsage(
       "omni generate|abort|status|utility [--server=host:port] [flags]: talks to an "
-      "omnistage orchestrator.");
+      "omnistage orchestrator.",
+      "client/omni_cli.cc");
   return omnistage::Run(absl::ParseCommandLine(argc, argv));
 }

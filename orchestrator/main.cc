@@ -20,6 +20,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "common/field_error.h"
+#include "common/flags_usage.h"
 #include "orchestrator/local_workers.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/pipeline_config.h"
@@ -124,7 +125,7 @@ int Run() {
 }  // namespace omnistage
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("Serves an omnistage pipeline over gRPC.");
+  omnistage::SetUsage("Serves an omnistage pipeline over gRPC.", "orchestrator/main.cc");
   absl::ParseCommandLine(argc, argv);
   return omnistage::Run();
 }

@@ -32,6 +32,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/field_error.h"
+#include "common/flags_usage.h"
 #include "common/limits.h"
 #include "common/metrics_server.h"
 #include "stage_worker/engines/registry.h"
@@ -187,7 +188,7 @@ int Run() {
 }  // namespace omnistage
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("Serves one replica of one pipeline stage over gRPC.");
+  omnistage::SetUsage("Serves one replica of one pipeline stage over gRPC.", "stage_worker/main.cc");
   absl::ParseCommandLine(argc, argv);
   return omnistage::Run();
 }
