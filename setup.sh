@@ -16,6 +16,8 @@ PACKAGES=(
   libabsl-dev libgtest-dev libgmock-dev
   # Pipeline config files; DNS lookups for discovered stages; the metrics endpoint.
   libyaml-cpp-dev libc-ares-dev libcpp-httplib-dev
+  # Log lines (spdlog over Debian's libfmt).
+  libspdlog-dev
 )
 BUILD_ONLY=0
 WITH_BENCHMARK=0
