@@ -39,6 +39,9 @@ ABSL_FLAG(std::string, wav, "omnistage.wav", "generate: where to save audio ('' 
 ABSL_FLAG(std::vector<std::string>, max_tokens, {},
           "generate: per-stage max_tokens as stage:N, comma-separated (e.g. 0:64)");
 ABSL_FLAG(int, timeout_s, 0, "deadline for the call in seconds (0: none)");
+ABSL_FLAG(std::string, traceparent, "",
+          "generate: a W3C traceparent (00-<trace id>-<parent id>-<flags>) sent as gRPC "
+          "metadata; every stage's log lines about the request then carry its trace id");
 ABSL_FLAG(std::string, ids, "", "abort: comma-separated request ids");
 ABSL_FLAG(int, stage, 0, "utility: the stage");
 ABSL_FLAG(std::string, name, "", "utility: the utility's name");
@@ -167,6 +170,9 @@ int Generate(v1::Orchestrator::Stub& stub) {
   }
   grpc::ClientContext context;
   SetDeadline(&context);
+  if (const std::string traceparent = absl::GetFlag(FLAGS_traceparent); !traceparent.empty()) {
+    context.AddMetadata("traceparent", traceparent);
+  }
   std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader =
       stub.Generate(&context, request);
   WavWriter wav;

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/field_error.h"
+#include "common/log.h"
 
 namespace omnistage {
 namespace {
@@ -90,7 +91,8 @@ std::string DefaultWorkerBinary() {
 }
 
 absl::StatusOr<std::unique_ptr<LocalWorkers>> LocalWorkers::Start(
-    const PipelineConfig& config, const std::string& worker_binary) {
+    const PipelineConfig& config, const std::string& worker_binary,
+    const std::vector<std::string>& extra_args) {
   std::unique_ptr<LocalWorkers> local(new LocalWorkers());
   local->binary_ = worker_binary;
   std::vector<Worker> workers;
@@ -106,6 +108,7 @@ absl::StatusOr<std::unique_ptr<LocalWorkers>> LocalWorkers::Start(
       worker.args = {worker_binary, absl::StrCat("--stage_id=", stage.id),
                      absl::StrCat("--engine=", stage.engine),
                      absl::StrCat("--engine_params=", absl::StrJoin(params, ","))};
+      worker.args.insert(worker.args.end(), extra_args.begin(), extra_args.end());
       worker.instance = absl::StrCat(stage.name, "-", r, "-", getpid());
       if (absl::Status s = Spawn(worker_binary, worker, 0); !s.ok()) {
         for (Worker& started : workers) {
@@ -201,10 +204,10 @@ void LocalWorkers::Supervise(size_t index) {
     Worker& worker = workers_[index];
     worker.pid = 0;
     if (stopping_) return;
-    std::cerr << "orchestrator: stage " << worker.stage << " replica " << worker.replica
-              << " (pid " << pid << ") exited with "
-              << (WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status))
-              << "; restarting it on port " << worker.port << "\n";
+    LogWarning({"", worker.stage, worker.replica, ""},
+               absl::StrCat("spawned worker (pid ", pid, ") exited with ",
+                            WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+                            "; restarting it on port ", worker.port));
     // Restart on the same port so the orchestrator's reconnect finds it.
     while (true) {
       auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
@@ -216,10 +219,15 @@ void LocalWorkers::Supervise(size_t index) {
       if (spawned.ok()) {
         worker = copy;
         backoff = absl::Milliseconds(200);
+        LogInfo({"", worker.stage, worker.replica, ""},
+                absl::StrCat("spawned worker restarted as ", worker.instance, " (pid ",
+                             worker.pid, ")"));
         if (stopping_) kill(worker.pid, SIGKILL);  // Lost a race with Stop().
         break;
       }
-      std::cerr << "orchestrator: restart failed: " << spawned.message() << "\n";
+      LogWarning({"", copy.stage, copy.replica, ""},
+                 absl::StrCat("restart failed: ", spawned.message(), "; retrying in ",
+                              absl::FormatDuration(std::min(backoff * 2, absl::Seconds(5)))));
       backoff = std::min(backoff * 2, absl::Seconds(5));
     }
   }

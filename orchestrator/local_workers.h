@@ -28,9 +28,11 @@ class LocalWorkers {
   // each prints its port. Errors name the stage and replica and say why; a
   // worker that refuses its engine or parameters gives INVALID_ARGUMENT with the
   // config field path (common/field_error.h), e.g.
-  // "stages[1].engine_params.batch_size".
-  static absl::StatusOr<std::unique_ptr<LocalWorkers>> Start(const PipelineConfig& config,
-                                                             const std::string& worker_binary);
+  // "stages[1].engine_params.batch_size". `extra_args` go to every worker
+  // (e.g. the orchestrator's own log format and level).
+  static absl::StatusOr<std::unique_ptr<LocalWorkers>> Start(
+      const PipelineConfig& config, const std::string& worker_binary,
+      const std::vector<std::string>& extra_args = {});
   ~LocalWorkers();
 
   // addresses[s][r] for every stage: the spawned workers' loopback addresses, or

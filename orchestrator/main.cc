@@ -19,14 +19,22 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/field_error.h"
 #include "common/flags_usage.h"
+#include "common/log.h"
 #include "orchestrator/local_workers.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/pipeline_config.h"
 
 ABSL_FLAG(std::string, config, "", "pipeline config file (YAML); see docs/pipeline_config.md");
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "host:port for clients; port 0 picks one");
+ABSL_FLAG(std::string, log_format, "text",
+          "log lines on stderr: text (for people) or json (one object per line, for log "
+          "shippers)");
+ABSL_FLAG(std::string, log_level, "info", "the least severe lines logged: debug, info, "
+          "warning or error (debug adds a line per request and stage)");
 ABSL_FLAG(std::string, metrics_listen, "",
           "host:port for Prometheus metrics at /metrics over HTTP (off when empty; port 0 "
           "picks one)");
@@ -50,12 +58,35 @@ int ConfigError(const std::string& path, const absl::Status& status) {
   return 2;
 }
 
+// "thinker (thinker, spawned x1), talker (talker, dns:omnistage-talker:50061), ...".
+std::string StagesSummary(const PipelineConfig& config) {
+  std::vector<std::string> stages;
+  for (const StageConfig& stage : config.stages) {
+    std::string where = stage.origin();
+    if (stage.spawn_replicas > 0) absl::StrAppend(&where, " x", stage.spawn_replicas);
+    if (!stage.addresses.empty()) absl::StrAppend(&where, " ", absl::StrJoin(stage.addresses, ","));
+    if (stage.discovery.has_value()) absl::StrAppend(&where, ":", stage.discovery->port);
+    stages.push_back(absl::StrCat(stage.name, " (", stage.engine, ", ", where, ")"));
+  }
+  return absl::StrJoin(stages, " -> ");
+}
+
 int Run() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<LogFormat> log_format = ParseLogFormat(absl::GetFlag(FLAGS_log_format));
+  absl::StatusOr<LogLevel> log_level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
+  for (const absl::Status& s : {log_format.status(), log_level.status()}) {
+    if (!s.ok()) {
+      std::cerr << "orchestrator: --log_" << s.message() << "\n";
+      return 2;
+    }
+  }
+  InitLogging({"orchestrator", *log_format, *log_level});
 
   const std::string path = absl::GetFlag(FLAGS_config);
   if (path.empty()) {
@@ -69,7 +100,10 @@ int Run() {
   }
   std::string binary = absl::GetFlag(FLAGS_stage_worker);
   if (binary.empty()) binary = DefaultWorkerBinary();
-  absl::StatusOr<std::unique_ptr<LocalWorkers>> workers = LocalWorkers::Start(*config, binary);
+  absl::StatusOr<std::unique_ptr<LocalWorkers>> workers = LocalWorkers::Start(
+      *config, binary,
+      {absl::StrCat("--log_format=", absl::GetFlag(FLAGS_log_format)),
+       absl::StrCat("--log_level=", absl::GetFlag(FLAGS_log_level))});
   if (!workers.ok()) {
     if (!ErrorField(workers.status()).empty()) return ConfigError(path, workers.status());
     std::cerr << "orchestrator: " << workers.status().message() << "\n";
@@ -106,11 +140,18 @@ int Run() {
     std::cout << " metrics_port=" << (*orchestrator)->metrics_port();
   }
   std::cout << std::endl;
+  LogInfo(absl::StrCat("serving pipeline '", config->name, "' from ", path, " on ",
+                       options.listen.substr(0, options.listen.rfind(':') + 1),
+                       (*orchestrator)->port(),
+                       (*orchestrator)->metrics_port() > 0
+                           ? absl::StrCat(", metrics on port ", (*orchestrator)->metrics_port())
+                           : std::string(""),
+                       ": ", StagesSummary(*config)));
 
   int signal = 0;
   sigwait(&signals, &signal);
-  std::cerr << "orchestrator: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT")
-            << ", draining (signal again to stop at once)\n";
+  LogInfo(absl::StrCat(signal == SIGTERM ? "SIGTERM" : "SIGINT",
+                       ", draining (signal again to stop at once)"));
   // A second signal takes the default action on this thread: the process ends
   // (and the spawned workers with it).
   std::signal(SIGTERM, SIG_DFL);

@@ -23,8 +23,16 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
               loop->Post([core, stream, id] { core->Cancel(id, stream.get()); });
             },
             [metrics = &core->metrics()](int64_t delta) { metrics->QueuedBytes(delta); })) {
-    loop->Post([core, stream = stream_, request = std::move(request)]() mutable {
-      core->Generate(std::move(request), stream);
+    // A W3C traceparent in the call's metadata follows the request to every
+    // stage and onto every log line about it.
+    std::string traceparent;
+    auto it = context->client_metadata().find("traceparent");
+    if (it != context->client_metadata().end()) {
+      traceparent.assign(it->second.data(), it->second.size());
+    }
+    loop->Post([core, stream = stream_, request = std::move(request),
+                traceparent = std::move(traceparent)]() mutable {
+      core->Generate(std::move(request), stream, std::move(traceparent));
     });
   }
 

@@ -111,7 +111,12 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
   return id;
 }
 
-void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> client) {
+LogContext PipelineCore::ContextOf(const InFlightRequest& r, int stage, int replica) {
+  return LogContext{r.id, stage, replica, r.trace_id};
+}
+
+void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> client,
+                            std::string traceparent) {
   CheckInLoop();
   const ResponseSink* owner = client.get();
   auto sink = std::make_shared<MeteredSink>(std::move(client), &metrics_, scheduler_);
@@ -123,6 +128,9 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   InFlightRequest& r =
       table_.Add(NewInFlightRequest(config_, request, *id, std::move(sink), scheduler_->Now()));
   r.owner = owner;
+  r.trace_id = TraceIdOf(traceparent);
+  if (!r.trace_id.empty()) r.traceparent = std::move(traceparent);
+  Log(LogLevel::kDebug, ContextOf(r), "admitted");
   std::vector<v1::Payload> input(1);
   input[0].mutable_text()->set_text(std::move(*request.mutable_prompt()));
   if (std::optional<v1::Error> error = StartStage(r, 0, std::move(input), /*complete=*/true)) {
@@ -147,6 +155,7 @@ std::optional<v1::Error> PipelineCore::StartStage(InFlightRequest& r, int stage,
   for (v1::Payload& p : input) *add.add_input() = std::move(p);
   add.set_input_complete(complete);
   *add.mutable_params() = r.params[stage];
+  add.set_traceparent(r.traceparent);
   SubmitResult sent = pools_[stage]->Submit(&add);
   // The request was bound to none of the lost replicas when they were evicted.
   std::string lost_reason;
@@ -159,6 +168,7 @@ std::optional<v1::Error> PipelineCore::StartStage(InFlightRequest& r, int stage,
     r.stages[stage].started = true;
     r.stages[stage].replica = sent.replica;
     r.stages[stage].sent_at = scheduler_->Now();
+    Log(LogLevel::kDebug, ContextOf(r, stage, sent.replica), "sent to the stage");
     return std::nullopt;
   }
   if (sent.replica < 0) {
@@ -294,6 +304,24 @@ void PipelineCore::MaybeComplete(InFlightRequest& r) {
 
 // ---- Endings ------------------------------------------------------------------------
 
+void PipelineCore::LogEnding(const InFlightRequest& r, const v1::Terminal& terminal) const {
+  switch (terminal.finish_reason()) {
+    case v1::FINISH_REASON_ERROR:
+      LogWarning(ContextOf(r, terminal.error().stage_id(), terminal.error().replica()),
+                 absl::StrCat("failed: ",
+                              absl::StatusCodeToString(
+                                  static_cast<absl::StatusCode>(terminal.error().code())),
+                              ": ", terminal.error().message()));
+      break;
+    case v1::FINISH_REASON_ABORT:
+      LogInfo(ContextOf(r), "aborted");
+      break;
+    default:
+      Log(LogLevel::kDebug, ContextOf(r),
+          absl::StrCat("finished: ", v1::FinishReason_Name(terminal.finish_reason())));
+  }
+}
+
 void PipelineCore::EndRequests(
     const std::vector<std::string>& ids,
     const std::function<v1::Terminal(const InFlightRequest&)>& terminal_for) {
@@ -302,7 +330,9 @@ void PipelineCore::EndRequests(
   for (const std::string& id : ids) {
     const InFlightRequest* r = table_.Find(id);
     if (r == nullptr) continue;  // Ended already (or a duplicate id).
-    table_.Finish(id, terminal_for(*r));
+    v1::Terminal terminal = terminal_for(*r);
+    LogEnding(*r, terminal);
+    table_.Finish(id, std::move(terminal));
     ended.push_back(id);
   }
   // Before the drain check: a completed drain may stop the process.
@@ -339,17 +369,28 @@ void PipelineCore::OnReplicaReady(int stage, int replica, const v1::Ready& ready
   CheckInLoop();
   StagePool& pool = *pools_[stage];
   if (pool.alive(replica)) {
-    if (pool.state(replica).instance_id == ready.instance_id()) return;
+    if (pool.state(replica).instance_id == ready.instance_id()) {
+      LogInfo({"", stage, replica, ""}, "serving again (its stalled step returned)");
+      return;
+    }
     OnReplicaDown(stage, replica,
                   absl::UnavailableError(absl::StrCat("restarted as ", ready.instance_id())));
   }
   pool.Admit(replica, ready);
+  LogInfo({"", stage, replica, ""},
+          absl::StrCat("up: instance ", ready.instance_id(), " at ", pool.state(replica).address,
+                       " (", pool.state(replica).origin, ", capacity ", ready.capacity(), ")"));
 }
 
 void PipelineCore::OnReplicaDown(int stage, int replica, const absl::Status& reason) {
   CheckInLoop();
   // A reconnect attempt that fails again is no new eviction.
-  if (pools_[stage]->alive(replica)) metrics_.Evicted(stage, "stream_ended");
+  if (pools_[stage]->alive(replica)) {
+    metrics_.Evicted(stage, "stream_ended");
+    LogWarning({"", stage, replica, ""},
+               absl::StrCat("down: ", reason.message(), "; failing its ",
+                            pools_[stage]->BoundCount(replica), " request(s)"));
+  }
   HandleReplicaLoss(stage,
                     ReplicaLoss{replica, reason, pools_[stage]->MarkDown(replica, reason)});
 }
@@ -362,7 +403,12 @@ void PipelineCore::OnReplicaStalled(int stage, int replica, const v1::Stalled& s
       "stalled: step ", stalled.step(), " has run for ",
       absl::FormatDuration(absl::Milliseconds(stalled.running_ms())), " (stall timeout ",
       absl::FormatDuration(absl::Milliseconds(stalled.stall_timeout_ms())), ")");
-  if (pools_[stage]->alive(replica)) metrics_.Evicted(stage, "stalled");
+  if (pools_[stage]->alive(replica)) {
+    metrics_.Evicted(stage, "stalled");
+    LogWarning({"", stage, replica, ""},
+               absl::StrCat(what, "; failing its ", pools_[stage]->BoundCount(replica),
+                            " request(s), not picking it until it recovers"));
+  }
   const std::vector<std::string> lost =
       pools_[stage]->MarkDown(replica, absl::UnavailableError(what));
   FailRequests(lost, StageErrorAt(absl::StatusCode::kUnavailable, stage, replica, what));
@@ -373,6 +419,9 @@ void PipelineCore::OnReplicaDraining(int stage, int replica, const v1::Draining&
   // Its requests go on to their end (or to the worker's drain timeout, which
   // ends each with a finished ABORT); new ones go elsewhere.
   pools_[stage]->Drain(replica);
+  LogInfo({"", stage, replica, ""},
+          absl::StrCat("draining: not picked for new requests; its ",
+                       pools_[stage]->BoundCount(replica), " request(s) go on"));
 }
 
 void PipelineCore::OnCommandRejected(int stage, int replica,
@@ -450,6 +499,13 @@ void PipelineCore::Abort(const v1::AbortRequest& request, absl::Time deadline,
                [this, alive = std::weak_ptr<bool>(alive_), received = scheduler_->Now(),
                 done = std::move(done)](v1::AbortResponse response) {
                  if (!alive.expired()) metrics_.AbortCallDone(scheduler_->Now() - received);
+                 for (const v1::AbortResult& result : response.results()) {
+                   if (result.outcome() != v1::AbortResult::OUTCOME_FAILED) continue;
+                   LogWarning({result.request_id(), result.error().stage_id(),
+                               result.error().replica(), ""},
+                              absl::StrCat("abort failed (the client may retry): ",
+                                           result.error().message()));
+                 }
                  done(std::move(response));
                });
 }
@@ -489,6 +545,8 @@ void PipelineCore::Drain(absl::Time deadline, std::function<void()> done) {
   CheckInLoop();
   accepting_ = false;
   on_drained_ = std::move(done);
+  LogInfo(absl::StrCat("draining: admitting no more requests; ", table_.size(),
+                       " in flight get until ", absl::FormatTime(deadline), ", then are aborted"));
   drain_timer_ = scheduler_->PostAt(deadline, [this, alive = std::weak_ptr<bool>(alive_)] {
     if (alive.expired()) return;
     drain_timer_ = 0;
@@ -503,6 +561,7 @@ void PipelineCore::CheckDrained() {
   drain_timer_ = 0;
   std::function<void()> done = std::move(on_drained_);
   on_drained_ = nullptr;
+  LogInfo("drained: no request in flight");
   done();
 }
 

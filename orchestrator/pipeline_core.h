@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/scheduler.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "orchestrator/abort_coordinator.h"
 #include "orchestrator/pipeline_config.h"
@@ -49,7 +50,9 @@ class PipelineCore : public ReplicaListener, private AbortListener {
 
   // Starts a request; its responses go to `sink`. Errors before it starts go to
   // sink->Fail(): INVALID_ARGUMENT, ALREADY_EXISTS, UNAVAILABLE, RESOURCE_EXHAUSTED.
-  void Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> sink);
+  // `traceparent`: the client's W3C trace context, passed to every stage.
+  void Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> sink,
+                std::string traceparent = "");
   // The client of `request_id` went away (cancel, disconnect, deadline): abort it
   // everywhere. Only acts if the request still belongs to `sink`.
   void Cancel(const std::string& request_id, const ResponseSink* sink);
@@ -97,6 +100,8 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   void ResumeRequest(const std::string& id) override;
 
   void CheckInLoop() const;
+  // What log lines about `r` carry.
+  static LogContext ContextOf(const InFlightRequest& r, int stage = -1, int replica = -1);
   // Admission: the id a request runs under, or why it cannot run now.
   absl::StatusOr<std::string> AdmitId(const v1::GenerateRequest& request);
 
@@ -115,6 +120,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   void MaybeComplete(InFlightRequest& request);
 
   // Endings.
+  void LogEnding(const InFlightRequest& r, const v1::Terminal& terminal) const;
   void FailRequests(const std::vector<std::string>& ids, const v1::Error& error);
   // A replica went away: its bound requests fail, naming it.
   void HandleReplicaLoss(int stage, const ReplicaLoss& loss);

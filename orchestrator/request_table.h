@@ -46,6 +46,10 @@ struct InFlightRequest {
   std::shared_ptr<ResponseSink> sink;
   // The client's own sink, under `sink`'s decorators: what a cancellation names.
   const ResponseSink* owner = nullptr;
+  // The client's W3C traceparent (passed to every stage) and its trace id
+  // (on every log line about the request); empty when it sent none.
+  std::string traceparent;
+  std::string trace_id;
   // Per stage: the parameters (defaults merged), whether its output streams to
   // the client, and its progress.
   std::vector<v1::StageParameters> params;

@@ -1,10 +1,10 @@
 #include "orchestrator/stage_membership.h"
 
-#include <iostream>
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 
 namespace omnistage {
 
@@ -26,15 +26,16 @@ void StageMembership::Apply(const absl::StatusOr<std::vector<std::string>>& addr
                                              : std::string(addresses.status().message());
     // Once per distinct failure: a DNS outage at a 1 s refresh is not a flood.
     if (error != last_error_) {
-      std::cerr << "orchestrator: " << label_ << ": " << error << "; keeping the "
-                << members_.size() << " known replica(s), retrying\n";
+      LogWarning({"", pool_->stage_id(), -1, ""},
+                 absl::StrCat(label_, ": ", error, "; keeping the ", members_.size(),
+                              " known replica(s), retrying"));
     }
     last_error_ = error;
     pool_->set_discovery_error(error);
     return;
   }
   if (!last_error_.empty()) {
-    std::cerr << "orchestrator: " << label_ << ": " << origin_ << " answers again\n";
+    LogInfo({"", pool_->stage_id(), -1, ""}, absl::StrCat(label_, ": ", origin_, " answers again"));
   }
   last_error_.clear();
   pool_->set_discovery_error("");
@@ -45,8 +46,8 @@ void StageMembership::Apply(const absl::StatusOr<std::vector<std::string>>& addr
       Leave(address, replica);
     } else if (wanted.count(address) > 0 && retiring) {
       pool_->Unretire(replica);
-      std::cerr << "orchestrator: " << label_ << ": replica " << replica << " at " << address
-                << " is back in " << origin_ << "\n";
+      LogInfo({"", pool_->stage_id(), replica, ""},
+              absl::StrCat(label_, ": ", address, " is back in ", origin_));
     }
   }
   for (const std::string& address : wanted) {
@@ -60,14 +61,14 @@ void StageMembership::Join(const std::string& address) {
   const int added = pool_->Add(client, address, origin_);
   members_[address] = added;
   factory_->Start(pool_->stage_id(), added);
-  std::cerr << "orchestrator: " << label_ << ": replica " << added << " at " << address
-            << " joined (" << origin_ << ")\n";
+  LogInfo({"", pool_->stage_id(), added, ""},
+          absl::StrCat(label_, ": ", address, " joined (", origin_, ")"));
 }
 
 void StageMembership::Leave(const std::string& address, int replica) {
-  std::cerr << "orchestrator: " << label_ << ": replica " << replica << " at " << address
-            << " left " << origin_ << "; draining its " << pool_->BoundCount(replica)
-            << " request(s)\n";
+  LogInfo({"", pool_->stage_id(), replica, ""},
+          absl::StrCat(label_, ": ", address, " left ", origin_, "; draining its ",
+                       pool_->BoundCount(replica), " request(s)"));
   // The pool calls back from inside whatever released the last binding: the
   // removal runs on a later turn of the loop.
   pool_->Retire(replica, [this, alive = std::weak_ptr<bool>(alive_), address, replica] {
@@ -85,8 +86,7 @@ void StageMembership::RemoveIfIdle(const std::string& address, int replica) {
   factory_->Destroy(pool_->stage_id(), replica);
   auto it = members_.find(address);
   if (it != members_.end() && it->second == replica) members_.erase(it);
-  std::cerr << "orchestrator: " << label_ << ": replica " << replica << " at " << address
-            << " removed\n";
+  LogInfo({"", pool_->stage_id(), replica, ""}, absl::StrCat(label_, ": ", address, " removed"));
 }
 
 }  // namespace omnistage

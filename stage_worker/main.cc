@@ -29,11 +29,13 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/field_error.h"
 #include "common/flags_usage.h"
 #include "common/limits.h"
+#include "common/log.h"
 #include "common/metrics_server.h"
 #include "stage_worker/engines/registry.h"
 #include "stage_worker/worker.h"
@@ -41,6 +43,11 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "host:port to listen on; port 0 picks one");
 ABSL_FLAG(int, stage_id, 0, "the pipeline stage this worker serves");
+ABSL_FLAG(std::string, log_format, "text",
+          "log lines on stderr: text (for people) or json (one object per line, for log "
+          "shippers)");
+ABSL_FLAG(std::string, log_level, "info", "the least severe lines logged: debug, info, "
+          "warning or error (debug adds a line per request)");
 ABSL_FLAG(std::string, metrics_listen, "",
           "host:port for Prometheus metrics at /metrics over HTTP (off when empty; port 0 "
           "picks one)");
@@ -99,6 +106,16 @@ int Run() {
   sigaddset(&signals, SIGUSR1);  // Sent by the monitor thread when the loop ends.
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  absl::StatusOr<LogFormat> log_format = ParseLogFormat(absl::GetFlag(FLAGS_log_format));
+  absl::StatusOr<LogLevel> log_level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
+  for (const absl::Status& s : {log_format.status(), log_level.status()}) {
+    if (!s.ok()) {
+      std::cerr << "stage_worker: --log_" << s.message() << "\n";
+      return 2;
+    }
+  }
+  InitLogging({"stage_worker", *log_format, *log_level});
+
   absl::StatusOr<std::map<std::string, std::string>> params =
       ParseEngineParams(absl::GetFlag(FLAGS_engine_params));
   if (!params.ok()) return Refuse(params.status());
@@ -117,7 +134,7 @@ int Run() {
   // for spawned workers, Kubernetes in a cluster) starts a fresh one. The busy
   // loop cannot be joined, so nothing is torn down.
   worker.set_on_stall_exit([](const absl::Status& why) {
-    std::cerr << "stage_worker: " << why.message() << "; exiting" << std::endl;
+    LogError(absl::StrCat(why.message(), "; exiting"));
     std::_Exit(3);
   });
 
@@ -147,6 +164,12 @@ int Run() {
             << (*server)->port() << " instance=" << worker.instance_id();
   if (metrics != nullptr) std::cout << " metrics_port=" << metrics->port();
   std::cout << std::endl;
+  LogInfo({"", options.stage_id, -1, ""},
+          absl::StrCat("serving stage ", options.stage_id, " with engine ", engine_name,
+                       " (capacity ", worker.engine().capacity(), ") on ", host, ":",
+                       (*server)->port(), ", instance ", worker.instance_id(),
+                       metrics != nullptr ? absl::StrCat(", metrics on port ", metrics->port())
+                                          : std::string("")));
 
   const pthread_t main_thread = pthread_self();
   absl::Status result;
@@ -161,8 +184,8 @@ int Run() {
     sigwait(&signals, &signal);
   } while (signal == SIGUSR1 && !loop_ended);
   if (signal != SIGUSR1) {
-    std::cerr << "stage_worker: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT")
-              << ", draining (signal again to stop at once)\n";
+    LogInfo(absl::StrCat(signal == SIGTERM ? "SIGTERM" : "SIGINT",
+                         ", draining (signal again to stop at once)"));
     // A second signal ends the drain: default action from here on.
     std::signal(SIGTERM, SIG_DFL);
     std::signal(SIGINT, SIG_DFL);
@@ -178,7 +201,7 @@ int Run() {
   metrics.reset();
   (*server)->Shutdown(absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
   if (!result.ok()) {
-    std::cerr << "stage_worker: fatal engine error: " << result.message() << "\n";
+    LogError(absl::StrCat("exiting after a fatal engine error: ", result.message()));
     return 1;
   }
   return 0;

@@ -27,14 +27,18 @@ Session::Session(uint64_t number, EventTransport* transport, uint64_t first_seq)
       writer_(transport, WriterOptions(number)),
       last_seq_(first_seq) {}
 
-bool Session::AddLive(const std::string& request_id) {
+bool Session::AddLive(const std::string& request_id, std::string trace_id) {
   absl::MutexLock lock(&mu_);
-  return live_.insert(request_id).second;
+  return live_.emplace(request_id, std::move(trace_id)).second;
 }
 
-void Session::EraseLive(const std::string& request_id) {
+std::string Session::EraseLive(const std::string& request_id) {
   absl::MutexLock lock(&mu_);
-  live_.erase(request_id);
+  auto it = live_.find(request_id);
+  if (it == live_.end()) return "";
+  std::string trace_id = std::move(it->second);
+  live_.erase(it);
+  return trace_id;
 }
 
 std::vector<std::string> Session::TakeLive(const std::vector<std::string>& ids) {
@@ -58,14 +62,19 @@ bool Session::done_adding() const {
 
 std::vector<std::string> Session::LiveIds() const {
   absl::MutexLock lock(&mu_);
-  return std::vector<std::string>(live_.begin(), live_.end());
+  std::vector<std::string> ids;
+  ids.reserve(live_.size());
+  for (const auto& [id, trace] : live_) ids.push_back(id);
+  return ids;
 }
 
 std::vector<std::string> Session::Close(std::vector<CoreMessage>* released) {
   absl::MutexLock lock(&mu_);
   if (closed_) return {};
   closed_ = true;
-  std::vector<std::string> ids(live_.begin(), live_.end());
+  std::vector<std::string> ids;
+  ids.reserve(live_.size());
+  for (const auto& [id, trace] : live_) ids.push_back(id);
   live_.clear();
   // The close aborts everything; fenced aborts need not wait any more.
   for (auto& [seq, message] : fenced_) released->push_back(std::move(message));

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "common/stream_writer.h"
@@ -59,10 +59,11 @@ class Session {
   // Idempotent: the first status wins.
   void End(const absl::Status& status) { writer_.End(status); }
 
-  // Request bookkeeping. Marks `request_id` live; false if it already is.
-  bool AddLive(const std::string& request_id);
-  // Forgets a finished request.
-  void EraseLive(const std::string& request_id);
+  // Request bookkeeping. Marks `request_id` live, with the trace id its log
+  // lines carry; false if it already is.
+  bool AddLive(const std::string& request_id, std::string trace_id = "");
+  // Forgets a finished request; returns its trace id.
+  std::string EraseLive(const std::string& request_id);
   // Of `ids`, erases and returns the live ones (in the order given).
   std::vector<std::string> TakeLive(const std::vector<std::string>& ids);
   // The live ids now, in no particular order.
@@ -95,7 +96,8 @@ class Session {
   StreamWriter<v1::WorkerEvent> writer_;
 
   mutable absl::Mutex mu_;
-  absl::flat_hash_set<std::string> live_ ABSL_GUARDED_BY(mu_);
+  // Live request ids and their trace ids.
+  absl::flat_hash_map<std::string, std::string> live_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool drain_acked_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;

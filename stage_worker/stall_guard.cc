@@ -1,9 +1,10 @@
 #include "stage_worker/stall_guard.h"
 
-#include <iostream>
+
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 
 namespace omnistage {
 
@@ -46,9 +47,9 @@ void StallGuard::OnStall(uint64_t step, absl::Duration running) {
     event = stalled_event_;
     for (const auto& session : sessions) lost_.emplace_back(session, session->LiveIds());
   }
-  std::cerr << "stage_worker: step " << step << " has run for " << absl::FormatDuration(running)
-            << " (stall timeout " << absl::FormatDuration(options_.stall_after)
-            << "): NOT_SERVING; its requests are lost" << std::endl;
+  LogWarning(absl::StrCat("step ", step, " has run for ", absl::FormatDuration(running),
+                          " (stall timeout ", absl::FormatDuration(options_.stall_after),
+                          "): NOT_SERVING; its requests are lost"));
   hooks_.set_serving(false);
   for (const auto& session : sessions) session->Send(event);
 }
@@ -62,8 +63,8 @@ void StallGuard::OnRecover(uint64_t step, absl::Duration took) {
     lost = std::move(lost_);
     lost_.clear();
   }
-  std::cerr << "stage_worker: the stalled step " << step << " returned after "
-            << absl::FormatDuration(took) << ": SERVING again" << std::endl;
+  LogInfo(absl::StrCat("the stalled step ", step, " returned after ",
+                       absl::FormatDuration(took), ": SERVING again"));
   // The clients were told these requests are lost: stop them, each ending on
   // its session with a finished ABORT.
   std::vector<CoreMessage> aborts;

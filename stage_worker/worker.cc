@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "common/error_proto.h"
 #include "common/field_error.h"
+#include "common/log.h"
 
 namespace omnistage {
 namespace {
@@ -103,6 +104,9 @@ int Worker::Drain(absl::Duration timeout) {
   }
   if (on_serving) on_serving(false);
   for (const auto& session : sessions) session->Send(event);
+  LogInfo({"", options_.stage_id, -1, ""},
+          absl::StrCat("draining: serving no new session, ", live_requests(),
+                       " request(s) get up to ", absl::FormatDuration(timeout)));
   // Done early once nothing runs and no client will add more (each acknowledged
   // the drain or left).
   auto finished = [this] {
@@ -131,7 +135,10 @@ int Worker::Drain(absl::Duration timeout) {
     stopped += static_cast<int>(ids.size());
     left.emplace_back(session, std::move(ids));
   }
-  if (left.empty()) return 0;
+  if (left.empty()) {
+    LogInfo({"", options_.stage_id, -1, ""}, "drained: every request ended");
+    return 0;
+  }
   absl::BlockingCounter done(static_cast<int>(left.size()));
   const std::string why = absl::StrCat("stopped when the worker's drain timeout (",
                                        absl::FormatDuration(timeout), ") passed");
@@ -149,8 +156,8 @@ int Worker::Drain(absl::Duration timeout) {
   }
   core_.SubmitAll(std::move(aborts));
   done.Wait();
-  std::cerr << "stage_worker: drain timeout passed; stopped " << stopped << " requests"
-            << std::endl;
+  LogWarning({"", options_.stage_id, -1, ""},
+             absl::StrCat("drain timeout passed; stopped ", stopped, " request(s)"));
   return stopped;
 }
 
@@ -221,6 +228,7 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
     session->End(stopped);
     return;
   }
+  LogInfo({"", options_.stage_id, -1, ""}, absl::StrCat("session ", session->id(), " opened"));
   v1::WorkerEvent event;
   v1::Ready* ready = event.mutable_ready();
   ready->set_stage_id(options_.stage_id);
@@ -269,6 +277,9 @@ void Worker::Reject(Session& session, const v1::WorkerCommand& command,
       break;
   }
   *rejected->mutable_error() = ErrorProto(status, options_.stage_id, -1, options_.instance_id);
+  LogWarning({request_id, options_.stage_id, -1, ""},
+             absl::StrCat("rejected a command of session ", session.id(), ": ",
+                          absl::StatusCodeToString(status.code()), ": ", status.message()));
   session.Send(std::move(event));
 }
 
@@ -295,12 +306,16 @@ void Worker::HandleCommand(Session& session, v1::WorkerCommand& command) {
         Reject(session, command, add.request_id(), s);
         return;
       }
-      if (!session.AddLive(add.request_id())) {
+      const std::string trace_id = TraceIdOf(add.traceparent());
+      if (!session.AddLive(add.request_id(), trace_id)) {
         Reject(session, command, add.request_id(),
                absl::AlreadyExistsError(absl::StrCat("request_id '", add.request_id(),
                                                      "' is already live in this session")));
         return;
       }
+      Log(LogLevel::kDebug, {add.request_id(), options_.stage_id, -1, trace_id},
+          absl::StrCat("added (session ", session.id(), ", ", request.input.size(),
+                       " input payload(s)", request.input_complete ? ")" : ", more to come)"));
       absl::Status s =
           session.Sequence(command.seq(), CoreMessage::Add(std::move(request)), submit_);
       if (!s.ok()) {
@@ -364,7 +379,13 @@ void Worker::HandleCommand(Session& session, v1::WorkerCommand& command) {
 
 void Worker::CloseSession(Session& session) {
   std::vector<CoreMessage> released;
+  const bool was_closed = session.closed();
   std::vector<std::string> ids = session.Close(&released);
+  if (!was_closed) {
+    LogInfo({"", options_.stage_id, -1, ""},
+            absl::StrCat("session ", session.id(), " closed; aborting its ", ids.size(),
+                         " live request(s)"));
+  }
   {
     absl::MutexLock lock(&mu_);
     sessions_.erase(session.number());
@@ -457,7 +478,15 @@ void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs
   for (auto& [session, event] : events) {
     // Forget finished ids before the client can see them finish and reuse them.
     for (const v1::RequestOutput& output : event.step().outputs()) {
-      if (output.finished()) session->EraseLive(output.request_id());
+      if (!output.finished()) continue;
+      const LogContext context{output.request_id(), options_.stage_id, -1,
+                               session->EraseLive(output.request_id())};
+      if (output.finish_reason() == v1::FINISH_REASON_ERROR) {
+        LogWarning(context, absl::StrCat("failed in the engine: ", output.error().message()));
+      } else {
+        Log(LogLevel::kDebug, context,
+            absl::StrCat("finished: ", v1::FinishReason_Name(output.finish_reason())));
+      }
     }
     session->Send(std::move(event));
   }
@@ -492,6 +521,8 @@ void Worker::OnShutdown() {
 }
 
 void Worker::OnFatal(const absl::Status& reason) {
+  LogError({"", options_.stage_id, -1, ""},
+           absl::StrCat("fatal engine error: ", reason.message(), "; ending every session"));
   {
     absl::MutexLock lock(&mu_);
     result_ = reason;
