@@ -325,5 +325,5 @@ int main(int argc, char** argv) {
       "omni generate|abort|status|utility [--server=host:port] [flags]: talks to an "
       "omnistage orchestrator.",
       "client/omni_cli.cc");
-  return omnistage::Run(absl::ParseCommandLine(argc, argv));
+  return omnistage::Run(omnistage::ParseFlagsOrExit(argc, argv, "omni"));
 }

@@ -11,6 +11,7 @@
 #define OMNISTAGE_COMMON_FLAGS_USAGE_H_
 
 #include <string>
+#include <vector>
 
 namespace omnistage {
 
@@ -18,6 +19,11 @@ namespace omnistage {
 // are the ones --help and --helpshort list (--helpfull lists all, gRPC's and
 // Abseil's too). Call once, before parsing.
 void SetUsage(const std::string& usage, const std::string& flags_file);
+
+// absl::ParseCommandLine, except that an unknown flag or a value a flag cannot
+// take ends the program with exit code 2 (bad usage, as the docs promise; Abseil
+// exits 1) and one line naming it: "<program>: unknown flag --colour (see --help)".
+std::vector<char*> ParseFlagsOrExit(int argc, char** argv, const std::string& program);
 
 }  // namespace omnistage
 

@@ -73,6 +73,8 @@ rc=$?
 set -e
 [ "$rc" -eq 2 ] || fail "taken port: exit code $rc: $(cat "$out/taken")"
 grep -q "cannot listen on 127.0.0.1:$port" "$out/taken" || fail "taken port message: $(cat "$out/taken")"
+# One line, before anything was spawned (no worker started and stopped again).
+[ "$(wc -l <"$out/taken")" -eq 1 ] || fail "taken port: more than one line: $(cat "$out/taken")"
 
 kill -KILL "$worker"
 restarted=""

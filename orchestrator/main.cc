@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "common/field_error.h"
 #include "common/flags_usage.h"
+#include "common/listen_check.h"
 #include "common/log.h"
 #include "orchestrator/local_workers.h"
 #include "orchestrator/orchestrator.h"
@@ -98,6 +99,16 @@ int Run() {
     std::cerr << "orchestrator: " << config.status().message() << "\n";
     return 2;
   }
+  // A taken or unknown address stops start-up here, before any worker is
+  // spawned, with one line.
+  for (const std::string& address :
+       {absl::GetFlag(FLAGS_listen), absl::GetFlag(FLAGS_metrics_listen)}) {
+    if (address.empty()) continue;
+    if (absl::Status s = CheckCanListen(address); !s.ok()) {
+      std::cerr << "orchestrator: " << s.message() << "\n";
+      return 2;
+    }
+  }
   std::string binary = absl::GetFlag(FLAGS_stage_worker);
   if (binary.empty()) binary = DefaultWorkerBinary();
   absl::StatusOr<std::unique_ptr<LocalWorkers>> workers = LocalWorkers::Start(
@@ -167,6 +178,6 @@ int Run() {
 
 int main(int argc, char** argv) {
   omnistage::SetUsage("Serves an omnistage pipeline over gRPC.", "orchestrator/main.cc");
-  absl::ParseCommandLine(argc, argv);
+  omnistage::ParseFlagsOrExit(argc, argv, "orchestrator");
   return omnistage::Run();
 }

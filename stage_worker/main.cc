@@ -212,6 +212,6 @@ int Run() {
 
 int main(int argc, char** argv) {
   omnistage::SetUsage("Serves one replica of one pipeline stage over gRPC.", "stage_worker/main.cc");
-  absl::ParseCommandLine(argc, argv);
+  omnistage::ParseFlagsOrExit(argc, argv, "stage_worker");
   return omnistage::Run();
 }

@@ -25,5 +25,17 @@ check stage_worker/stage_worker --help -- "--engine" "--engine_params" "--drain_
   "default: 30000" "--metrics_listen" "--stall_timeout_ms"
 check client/omni --help -- "--server" "--prompt" "--wav" "--ids"
 check client/omni generate --help -- "--prompt" "--modalities"
-[ "$failed" = 0 ] && echo "PASS: --help lists each binary's own flags"
+# A bad flag is bad usage: exit code 2 and one line naming it.
+bad() {  # EXPECTED_MESSAGE BINARY ARGS...
+  local want="$1"; shift
+  local out rc
+  out="$("$@" 2>&1)"; rc=$?
+  if [ "$rc" -ne 2 ] || ! grep -qF -- "$want" <<<"$out"; then
+    echo "FAIL: $* exited $rc with: $out"; failed=1
+  fi
+}
+bad "orchestrator: unknown flag --colour (see --help)" orchestrator/orchestrator --colour=red
+bad "stage_worker: --stage_id:" stage_worker/stage_worker --stage_id=abc
+bad "omni: unknown flag --promt" client/omni generate --promt=hi
+[ "$failed" = 0 ] && echo "PASS: --help lists each binary's own flags; bad flags exit 2"
 exit "$failed"

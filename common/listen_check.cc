@@ -1,0 +1,57 @@
+#include "common/listen_check.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace omnistage {
+
+absl::Status CheckCanListen(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot listen on ", address, ": expected host:port"));
+  }
+  if (port == 0) return absl::OkStatus();
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (const int rc = getaddrinfo(host.c_str(), address.substr(colon + 1).c_str(), &hints, &found);
+      rc != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot listen on ", address, ": ", gai_strerror(rc)));
+  }
+  absl::Status status = absl::OkStatus();
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    const int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    const bool bound = bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 1) == 0;
+    const int error = errno;
+    close(fd);
+    if (!bound) {
+      status = absl::UnavailableError(
+          absl::StrCat("cannot listen on ", address, ": ", std::strerror(error)));
+      break;
+    }
+  }
+  freeaddrinfo(found);
+  return status;
+}
+
+}  // namespace omnistage
