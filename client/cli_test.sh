@@ -26,7 +26,51 @@ set +e
 rc=$?
 set -e
 [ "$rc" -eq 1 ] || fail "bad request exit code $rc"
-grep -q 'no stage 9' "$out/bad" || fail "bad request message: $(cat "$out/bad")"
+grep -q 'no stage 9.*(INVALID_ARGUMENT)' "$out/bad" || fail "bad request message: $(cat "$out/bad")"
+
+# Without --wav the audio is not written anywhere, and the client says so.
+(cd "$out" && "$OLDPWD/$omni" generate "$server" --prompt="No file" >/dev/null 2>"$out/nowav") ||
+  fail "generate without --wav: $(cat "$out/nowav")"
+grep -q 'of audio; not saved (pass --wav=FILE)' "$out/nowav" || fail "no-wav message: $(cat "$out/nowav")"
+[ ! -e "$out/omnistage.wav" ] || fail "wrote omnistage.wav unasked"
+
+# Engine parameters per stage (--extra), checked by the engine.
+"$omni" generate "$server" --prompt="Short" --modalities=text --extra=0:sentences=1 >/dev/null \
+  2>"$out/extra" || fail "--extra: $(cat "$out/extra")"
+set +e
+"$omni" generate "$server" --prompt="x" --extra=0:colour=red >/dev/null 2>"$out/badextra"
+rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "bad --extra exit code $rc"
+grep -q "colour" "$out/badextra" || fail "bad --extra message: $(cat "$out/badextra")"
+
+# A deadline keeps the audio that arrived.
+set +e
+"$omni" generate "$server" --prompt="A long one" --extra=0:sentences=100 --max_tokens=0:1000 --timeout_s=1 \
+  --wav="$out/partial.wav" >/dev/null 2>"$out/deadline"
+rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "deadline exit code $rc: $(cat "$out/deadline")"
+grep -q 'DEADLINE_EXCEEDED' "$out/deadline" || fail "deadline message: $(cat "$out/deadline")"
+grep -q "wrote $out/partial.wav (.*what arrived)" "$out/deadline" || fail "no partial WAV: $(cat "$out/deadline")"
+[ "$(head -c 4 "$out/partial.wav")" = "RIFF" ] || fail "partial WAV is no WAV"
+
+# Ctrl-C cancels the request, says so, keeps the audio and exits 130.
+"$omni" generate "$server" --prompt="Interrupt me" --extra=0:sentences=100 --max_tokens=0:1000 --request_id=ctrl-c \
+  --wav="$out/ctrlc.wav" >/dev/null 2>"$out/ctrlc" &
+client=$!
+for _ in $(seq 1 100); do grep -q '\[audio' "$out/ctrlc" && break; sleep 0.1; done
+kill -INT "$client"
+set +e
+wait "$client"
+rc=$?
+set -e
+[ "$rc" -eq 130 ] || fail "Ctrl-C exit code $rc: $(cat "$out/ctrlc")"
+grep -q 'interrupted; cancelled ctrl-c' "$out/ctrlc" || fail "Ctrl-C message: $(cat "$out/ctrlc")"
+[ "$(head -c 4 "$out/ctrlc.wav")" = "RIFF" ] || fail "Ctrl-C lost the audio"
+# The orchestrator stopped it: the id is free again at once.
+"$omni" abort "$server" --ids=ctrl-c >"$out/after" || fail "abort after Ctrl-C"
+grep -q 'not found' "$out/after" || fail "ctrl-c still in flight: $(cat "$out/after")"
 
 "$omni" status "$server" >"$out/status" || fail "status"
 grep -q '"name": "talker"' "$out/status" || fail "status lacks talker: $(cat "$out/status")"
@@ -34,6 +78,8 @@ grep -q '"alive": true' "$out/status" || fail "no live replica in status"
 
 "$omni" utility "$server" --stage=1 --name=ping >"$out/util" || fail "utility"
 [ "$(grep -c '"pong"' "$out/util")" -eq 2 ] || fail "utility on both talkers: $(cat "$out/util")"
+"$omni" utility "$server" --stage=0 --name=div --args=6,3 >"$out/div" || fail "utility with args"
+grep -q '"value": 2$' "$out/div" || fail "div 6,3: $(cat "$out/div")"
 
 "$omni" abort "$server" --ids=nope,also-nope >"$out/abort" || fail "abort"
 [ "$(grep -c 'not found' "$out/abort")" -eq 2 ] || fail "abort output: $(cat "$out/abort")"

@@ -6,26 +6,31 @@
 //   omni utility --stage=1 --name=stats
 //
 // generate streams text to stdout as it arrives, shows a progress line for
-// audio on stderr, and saves the audio as a WAV file. abort prints one line per
+// audio on stderr, and saves the audio as a WAV file with --wav (also what
+// arrived before an abort, a deadline or Ctrl-C). abort prints one line per
 // id: aborted, not found, or failed (still in flight; retry) with the reason.
 // Exit codes: 0 finished, 1 error (for abort: some id failed), 2 bad usage,
-// 3 aborted, 4 orchestrator unreachable.
-#include <unistd.h>
-
+// 3 aborted, 4 no orchestrator answers at --server, 130 interrupted (Ctrl-C).
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "common/flags_usage.h"
+#include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/stream_printer.h"
 #include "client/wav_writer.h"
+#include "common/flags_usage.h"
 #include "common/modality.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
@@ -35,7 +40,12 @@ ABSL_FLAG(std::string, server, "127.0.0.1:50051", "orchestrator address (host:po
 ABSL_FLAG(std::string, prompt, "", "generate: the prompt");
 ABSL_FLAG(std::string, request_id, "", "generate: request id (default: assigned by the server)");
 ABSL_FLAG(std::string, modalities, "", "generate: comma-separated outputs: text,audio,tokens");
-ABSL_FLAG(std::string, wav, "omnistage.wav", "generate: where to save audio ('' to skip)");
+ABSL_FLAG(std::string, wav, "",
+          "generate: save the audio as a WAV file here (also what arrived before an abort, "
+          "a deadline or Ctrl-C); none when empty");
+ABSL_FLAG(std::vector<std::string>, extra, {},
+          "generate: engine parameters per stage as stage:key=value, comma-separated "
+          "(e.g. 0:sentences=3)");
 ABSL_FLAG(std::vector<std::string>, max_tokens, {},
           "generate: per-stage max_tokens as stage:N, comma-separated (e.g. 0:64)");
 ABSL_FLAG(int, timeout_s, 0, "deadline for the call in seconds (0: none)");
@@ -45,14 +55,35 @@ ABSL_FLAG(std::string, traceparent, "",
 ABSL_FLAG(std::string, ids, "", "abort: comma-separated request ids");
 ABSL_FLAG(int, stage, 0, "utility: the stage");
 ABSL_FLAG(std::string, name, "", "utility: the utility's name");
+ABSL_FLAG(std::vector<std::string>, args, {},
+          "utility: its arguments, comma-separated; numbers, true and false are sent as "
+          "such, anything else as text (e.g. --args=6,3)");
 
 namespace omnistage {
 namespace {
 
-constexpr int kOk = 0, kError = 1, kUsage = 2, kAborted = 3, kUnreachable = 4;
+constexpr int kOk = 0, kError = 1, kUsage = 2, kAborted = 3, kUnreachable = 4,
+              kInterrupted = 130;
 
+// "no stage 9 (INVALID_ARGUMENT)".
 std::string Describe(const grpc::Status& status) {
-  return absl::StrCat(status.error_message(), " (", status.error_code(), ")");
+  return absl::StrCat(status.error_message(), " (",
+                      absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
+                      ")");
+}
+
+// Set by SIGINT while a generate streams; the stream is then cancelled.
+std::atomic<bool> interrupted{false};
+extern "C" void OnInterrupt(int) { interrupted.store(true); }
+
+// The StageParameters of `stage` in `request`, added if missing.
+v1::StageParameters* ParamsOf(v1::GenerateRequest& request, int stage) {
+  for (v1::StageParameters& p : *request.mutable_stage_params()) {
+    if (p.stage_id() == stage) return &p;
+  }
+  v1::StageParameters* p = request.add_stage_params();
+  p->set_stage_id(stage);
+  return p;
 }
 
 // Connects within 5 s or says clearly that nothing answers at `server`.
@@ -72,72 +103,6 @@ void SetDeadline(grpc::ClientContext* context) {
     context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
   }
 }
-
-// Prints streamed text as it arrives with a live "[audio 1.28 s]" marker after it.
-// On a terminal, the marker sits at the end of the last line and is redrawn as
-// text and audio arrive (long lines are wrapped at word boundaries); otherwise
-// text goes to stdout untouched and progress lines to stderr.
-class StreamPrinter {
- public:
-  StreamPrinter() : tty_(isatty(STDOUT_FILENO) && isatty(STDERR_FILENO)) {}
-
-  void Text(const std::string& text) {
-    printed_ = true;
-    if (!tty_) {
-      std::cout << text << std::flush;
-      return;
-    }
-    line_ += text;
-    size_t newline;
-    while ((newline = line_.find('\n')) != std::string::npos) Commit(newline, 1);
-    while (line_.size() > kWidth) {
-      const size_t space = line_.rfind(' ', kWidth);
-      Commit(space == std::string::npos || space == 0 ? kWidth : space, space == 0 ? 0 : 1);
-    }
-    Redraw();
-  }
-
-  void Audio(double seconds) {
-    const bool new_second = static_cast<int>(seconds) > static_cast<int>(audio_);
-    audio_ = seconds;
-    if (tty_) {
-      Redraw();
-    } else if (new_second) {
-      std::fprintf(stderr, "[audio %.2f s]\n", seconds);
-    }
-  }
-
-  void End() {
-    if (tty_) {
-      std::cout << "\r\033[K" << line_;
-      if (audio_ > 0) std::printf("  [audio %.2f s]", audio_);
-      if (!line_.empty() || audio_ > 0) std::cout << "\n";
-    } else if (printed_) {
-      std::cout << "\n";
-    }
-    std::cout << std::flush;
-  }
-
- private:
-  static constexpr size_t kWidth = 72;
-
-  // Moves line_[0, end) to the screen for good, dropping `skip` separator chars.
-  void Commit(size_t end, size_t skip) {
-    std::cout << "\r\033[K" << line_.substr(0, end) << "\n";
-    line_.erase(0, end + skip);
-  }
-
-  void Redraw() {
-    std::cout << "\r\033[K" << line_;
-    if (audio_ > 0) std::printf("  [audio %.2f s]", audio_);
-    std::cout << std::flush;
-  }
-
-  const bool tty_;
-  bool printed_ = false;
-  std::string line_;
-  double audio_ = 0;
-};
 
 int Generate(v1::Orchestrator::Stub& stub) {
   v1::GenerateRequest request;
@@ -160,9 +125,19 @@ int Generate(v1::Orchestrator::Stub& stub) {
       std::cerr << "omni: --max_tokens: expected stage:N, got '" << spec << "'\n";
       return kUsage;
     }
-    v1::StageParameters* params = request.add_stage_params();
-    params->set_stage_id(stage);
-    params->set_max_tokens(tokens);
+    ParamsOf(request, stage)->set_max_tokens(tokens);
+  }
+  for (const std::string& spec : absl::GetFlag(FLAGS_extra)) {
+    const size_t colon = spec.find(':');
+    const size_t eq = spec.find('=');
+    int stage = 0;
+    if (colon == std::string::npos || eq == std::string::npos || eq < colon ||
+        !absl::SimpleAtoi(spec.substr(0, colon), &stage) || eq == colon + 1) {
+      std::cerr << "omni: --extra: expected stage:key=value, got '" << spec << "'\n";
+      return kUsage;
+    }
+    (*ParamsOf(request, stage)->mutable_extra())[spec.substr(colon + 1, eq - colon - 1)] =
+        spec.substr(eq + 1);
   }
   if (request.prompt().empty()) {
     std::cerr << "omni: generate needs --prompt\n";
@@ -173,6 +148,16 @@ int Generate(v1::Orchestrator::Stub& stub) {
   if (const std::string traceparent = absl::GetFlag(FLAGS_traceparent); !traceparent.empty()) {
     context.AddMetadata("traceparent", traceparent);
   }
+  // Ctrl-C cancels the call (the orchestrator then aborts the request on every
+  // stage); what arrived is kept.
+  std::signal(SIGINT, OnInterrupt);
+  std::atomic<bool> streaming{true};
+  std::thread watcher([&] {
+    while (streaming.load() && !interrupted.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (interrupted.load()) context.TryCancel();
+  });
   std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader =
       stub.Generate(&context, request);
   WavWriter wav;
@@ -199,30 +184,48 @@ int Generate(v1::Orchestrator::Stub& stub) {
   }
   printer.End();
   const grpc::Status status = reader->Finish();
-  if (!status.ok()) {
-    std::cerr << "omni: generate failed: " << Describe(status) << "\n";
-    return status.error_code() == grpc::StatusCode::UNAVAILABLE ? kUnreachable : kError;
-  }
+  streaming = false;
+  watcher.join();
+  std::signal(SIGINT, SIG_DFL);
+  const bool complete = status.ok() && (terminal.finish_reason() == v1::FINISH_REASON_STOP ||
+                                        terminal.finish_reason() == v1::FINISH_REASON_LENGTH);
+  // The audio that arrived is kept, also when the request did not finish.
   const std::string path = absl::GetFlag(FLAGS_wav);
-  if (wav.bytes() > 0 && !path.empty()) {
+  int rc = kOk;
+  if (wav.bytes() > 0 && path.empty()) {
+    std::fprintf(stderr, "omni: received %.2f s of audio; not saved (pass --wav=FILE)\n",
+                 wav.seconds());
+  } else if (wav.bytes() > 0) {
     if (absl::Status s = wav.Save(path); !s.ok()) {
       std::cerr << "omni: " << s.message() << "\n";
-      return kError;
+      rc = kError;
+    } else {
+      std::fprintf(stderr, "omni: wrote %s (%.2f s of audio at %d Hz%s)\n", path.c_str(),
+                   wav.seconds(), wav.sample_rate_hz(), complete ? "" : ", what arrived");
     }
-    std::fprintf(stderr, "omni: wrote %s (%.2f s of audio at %d Hz)\n", path.c_str(),
-                 wav.seconds(), wav.sample_rate_hz());
   }
+  const std::string who = request_id.empty() ? "the request" : request_id;
+  if (interrupted.load()) {
+    std::cerr << "omni: interrupted; cancelled " << who
+              << " (the orchestrator stops it on every stage)\n";
+    return kInterrupted;
+  }
+  if (!status.ok()) {
+    std::cerr << "omni: generate failed: " << Describe(status) << "\n";
+    return kError;
+  }
+  if (rc != kOk) return rc;
   switch (terminal.finish_reason()) {
     case v1::FINISH_REASON_STOP:
     case v1::FINISH_REASON_LENGTH:
-      std::cerr << "omni: " << request_id << " finished ("
+      std::cerr << "omni: " << who << " finished ("
                 << v1::FinishReason_Name(terminal.finish_reason()) << ")\n";
       return kOk;
     case v1::FINISH_REASON_ABORT:
-      std::cerr << "omni: " << request_id << " was aborted\n";
+      std::cerr << "omni: " << who << " was aborted\n";
       return kAborted;
     default:
-      std::cerr << "omni: " << request_id << " failed: " << terminal.error().message() << "\n";
+      std::cerr << "omni: " << who << " failed: " << terminal.error().message() << "\n";
       return kError;
   }
 }
@@ -290,6 +293,17 @@ int Utility(v1::Orchestrator::Stub& stub) {
   v1::StageUtilityRequest request;
   request.set_stage_id(absl::GetFlag(FLAGS_stage));
   request.set_name(absl::GetFlag(FLAGS_name));
+  for (const std::string& arg : absl::GetFlag(FLAGS_args)) {
+    google::protobuf::Value* value = request.mutable_args()->add_values();
+    double number = 0;
+    if (arg == "true" || arg == "false") {
+      value->set_bool_value(arg == "true");
+    } else if (absl::SimpleAtod(arg, &number)) {
+      value->set_number_value(number);
+    } else {
+      value->set_string_value(arg);
+    }
+  }
   grpc::ClientContext context;
   SetDeadline(&context);
   v1::StageUtilityResponse response;
