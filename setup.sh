@@ -37,8 +37,9 @@ if [ "$BUILD_ONLY" = 0 ]; then
   # Metrics tests check the exposition with promtool and scrape with a real
   # Prometheus server (the package ships both).
   prometheus
-  # The Python client example and its test (run with /usr/bin/python3).
-  python3-grpcio python3-protobuf
+  # The Python client package and example, and their tests (run with
+  # /usr/bin/python3; the package test pip-installs into a venv).
+  python3-grpcio python3-protobuf python3-venv python3-pip python3-setuptools
   # Tests that start processes look them up by port and stop them by PID.
   procps
   # The partition test cuts links with nftables rules in a network namespace of

@@ -6,11 +6,11 @@ set -euo pipefail
 source tests/orchestrator_process.sh
 start_orchestrator orchestrator/configs/local_omni.yaml
 
-PYTHONPATH=. /usr/bin/python3 client/python/omni_client.py --server "127.0.0.1:$port" \
+PYTHONPATH=client/python/package /usr/bin/python3 client/python/examples/omni_client.py --server "127.0.0.1:$port" \
   --prompt "Hello from Python" --wav "$out/py.wav" >"$out/text" 2>"$out/err"
 cat "$out/text" "$out/err"
 grep -q '[A-Za-z]' "$out/text" || fail "no text"
-grep -q 'FINISH_REASON_STOP' "$out/err" || fail "no STOP"
+grep -q ': stop$' "$out/err" || fail "no stop: $(cat "$out/err")"
 /usr/bin/python3 - "$out/py.wav" <<'PY'
 import sys, wave
 w = wave.open(sys.argv[1])
@@ -21,7 +21,7 @@ PY
 
 # Unreachable server: a clear message and exit code 4.
 set +e
-PYTHONPATH=. /usr/bin/python3 client/python/omni_client.py --server 127.0.0.1:1 \
+PYTHONPATH=client/python/package /usr/bin/python3 client/python/examples/omni_client.py --server 127.0.0.1:1 \
   --prompt x >/dev/null 2>"$out/unreach"
 rc=$?
 set -e

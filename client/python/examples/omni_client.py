@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""A Python client for an omnistage orchestrator, on the omnistage package.
+
+Build the package tree once (it holds the generated stubs too), then either
+install it (pip install bazel-bin/client/python/package, see docs/clients.md)
+or point PYTHONPATH at it, and run with a Python that has grpcio (Debian's
+/usr/bin/python3 with python3-grpcio):
+
+    bazel build //client:python_package
+    PYTHONPATH=bazel-bin/client/python/package /usr/bin/python3 client/python/examples/omni_client.py \
+        --server 127.0.0.1:50051 --prompt "Tell me about the sea." --wav out.wav
+
+Streams text to stdout as it arrives and, with --wav, saves the audio as a WAV
+file. Exit codes: 0 finished, 1 failed, 3 aborted, 4 orchestrator unreachable.
+"""
+import argparse
+import sys
+import wave
+
+import grpc
+
+import omnistage
+
+
+def run(client, prompt, wav_path, timeout):
+    pcm = bytearray()
+    rate = 0
+    finished = None
+    for item in client.generate(prompt, timeout=timeout):
+        if isinstance(item, omnistage.Finished):
+            finished = item
+        elif item.modality == "text":
+            sys.stdout.write(item.text)
+            sys.stdout.flush()
+        elif item.modality == "audio":
+            pcm += item.audio
+            rate = item.sample_rate_hz
+        else:
+            sys.stdout.write(" ".join(map(str, item.tokens)) + " ")
+    sys.stdout.write("\n")
+    if pcm and wav_path:
+        with wave.open(wav_path, "wb") as out:
+            out.setnchannels(1)
+            out.setsampwidth(2)
+            out.setframerate(rate)
+            out.writeframes(bytes(pcm))
+        print(f"wrote {wav_path}: {len(pcm) / 2 / rate:.2f} s of audio", file=sys.stderr)
+    print(f"{finished.request_id}: {finished.finish_reason}", file=sys.stderr)
+    if finished.ok:
+        return 0
+    if finished.finish_reason == "abort":
+        return 3
+    print(f"error: {finished.error}", file=sys.stderr)
+    return 1
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", default="127.0.0.1:50051")
+    parser.add_argument("--prompt", required=True)
+    parser.add_argument("--wav", default="", help="save the audio here (none when empty)")
+    parser.add_argument("--timeout", type=float, default=60.0)
+    args = parser.parse_args()
+    try:
+        client = omnistage.Client(args.server)
+    except omnistage.Unreachable as error:
+        print(f"cannot reach the orchestrator: {error}", file=sys.stderr)
+        return 4
+    with client:
+        try:
+            return run(client, args.prompt, args.wav, args.timeout)
+        except grpc.RpcError as error:
+            print(f"generate failed: {error.code().name}: {error.details()}", file=sys.stderr)
+            return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,14 @@
+"""omnistage: a Python client for an omnistage orchestrator.
+
+    from omnistage import Client
+    with Client("127.0.0.1:50051") as client:
+        for item in client.generate("Tell me about the sea."):
+            ...  # Output chunks as they arrive, then one Finished
+        client.abort(["req-3"])   # {"req-3": "aborted"}
+        client.status()           # omnistage.protos.orchestrator_pb2.PipelineStatus
+
+Uses grpcio and protobuf (Debian's python3-grpcio and python3-protobuf).
+"""
+from omnistage.client import Client, Finished, Output, Unreachable
+
+__all__ = ["Client", "Finished", "Output", "Unreachable"]

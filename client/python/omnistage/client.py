@@ -1,0 +1,130 @@
+"""The omnistage client class over the generated gRPC stubs."""
+import dataclasses
+from typing import Dict, Iterable, Iterator, List, Optional, Union
+
+import grpc
+
+from omnistage.protos import common_pb2
+from omnistage.protos import orchestrator_pb2
+from omnistage.protos import orchestrator_pb2_grpc
+
+
+class Unreachable(ConnectionError):
+    """No orchestrator answered at the address."""
+
+
+@dataclasses.dataclass
+class Output:
+    """One chunk of a stage's output, as it arrived."""
+    stage: int
+    modality: str  # "text", "audio" or "tokens"
+    text: str = ""
+    audio: bytes = b""  # PCM signed 16-bit little-endian, mono
+    sample_rate_hz: int = 0
+    tokens: List[int] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Finished:
+    """The request's end: the last item generate() yields."""
+    request_id: str
+    finish_reason: str  # "stop", "length", "abort" or "error"
+    error: str = ""  # the error's message when finish_reason is "error"
+
+    @property
+    def ok(self) -> bool:
+        return self.finish_reason in ("stop", "length")
+
+
+def _reason(value: int) -> str:
+    return common_pb2.FinishReason.Name(value).replace("FINISH_REASON_", "").lower()
+
+
+class Client:
+    """A connection to one orchestrator. Thread-safe, like its gRPC channel."""
+
+    def __init__(self, server: str = "127.0.0.1:50051", connect_timeout: float = 5.0):
+        self._channel = grpc.insecure_channel(server)
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=connect_timeout)
+        except grpc.FutureTimeoutError:
+            self._channel.close()
+            raise Unreachable(f"no orchestrator answers at {server}") from None
+        self._stub = orchestrator_pb2_grpc.OrchestratorStub(self._channel)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def generate(self, prompt: str, *, request_id: str = "",
+                 modalities: Iterable[str] = (),
+                 max_tokens: Optional[Dict[int, int]] = None,
+                 extra: Optional[Dict[int, Dict[str, str]]] = None,
+                 timeout: Optional[float] = None,
+                 traceparent: Optional[str] = None) -> Iterator[Union[Output, Finished]]:
+        """Streams one request: Output items as they arrive, then one Finished.
+
+        modalities: "text", "audio", "tokens" (default: what the pipeline's final
+        stages produce). max_tokens / extra: per stage id. Errors before the
+        request started (bad input, overload, no live replica) raise
+        grpc.RpcError; so does a broken stream or the deadline. Leaving the loop
+        early cancels the call, and the orchestrator stops the request on every
+        stage.
+        """
+        request = orchestrator_pb2.GenerateRequest(prompt=prompt, request_id=request_id)
+        for name in modalities:
+            request.output_modalities.append(common_pb2.Modality.Value("MODALITY_" + name.upper()))
+        stages = sorted(set((max_tokens or {}).keys()) | set((extra or {}).keys()))
+        for stage in stages:
+            params = request.stage_params.add(stage_id=stage)
+            if max_tokens and stage in max_tokens:
+                params.max_tokens = max_tokens[stage]
+            for key, value in ((extra or {}).get(stage) or {}).items():
+                params.extra[key] = str(value)
+        metadata = [("traceparent", traceparent)] if traceparent else None
+        call = self._stub.Generate(request, timeout=timeout, metadata=metadata)
+        try:
+            for response in call:
+                for chunk in response.outputs:
+                    yield _output(chunk)
+                if response.HasField("terminal"):
+                    terminal = response.terminal
+                    yield Finished(response.request_id, _reason(terminal.finish_reason),
+                                   terminal.error.message)
+        finally:
+            call.cancel()  # No-op once the stream ended.
+
+    def abort(self, request_ids: Iterable[str], timeout: float = 20.0) -> Dict[str, str]:
+        """Aborts requests: id -> "aborted", "not_found" or "failed: <why>" (retry)."""
+        response = self._stub.Abort(
+            orchestrator_pb2.AbortRequest(request_ids=list(request_ids)), timeout=timeout)
+        outcomes = {}
+        for result in response.results:
+            if result.outcome == orchestrator_pb2.AbortResult.OUTCOME_ABORTED:
+                outcomes[result.request_id] = "aborted"
+            elif result.outcome == orchestrator_pb2.AbortResult.OUTCOME_FAILED:
+                outcomes[result.request_id] = "failed: " + result.error.message
+            else:
+                outcomes[result.request_id] = "not_found"
+        return outcomes
+
+    def status(self, timeout: float = 10.0) -> orchestrator_pb2.PipelineStatus:
+        """The pipeline's stages, replicas and in-flight count."""
+        return self._stub.GetPipelineStatus(orchestrator_pb2.PipelineStatusRequest(),
+                                            timeout=timeout)
+
+
+def _output(chunk) -> Output:
+    payload = chunk.payload
+    kind = payload.WhichOneof("kind")
+    if kind == "text":
+        return Output(chunk.stage_id, "text", text=payload.text.text)
+    if kind == "audio":
+        return Output(chunk.stage_id, "audio", audio=payload.audio.pcm_s16le,
+                      sample_rate_hz=payload.audio.sample_rate_hz)
+    return Output(chunk.stage_id, "tokens", tokens=list(payload.tokens.ids))
