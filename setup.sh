@@ -40,8 +40,9 @@ if [ "$BUILD_ONLY" = 0 ]; then
   # The Python client package and example, and their tests (run with
   # /usr/bin/python3; the package test pip-installs into a venv).
   python3-grpcio python3-protobuf python3-venv python3-pip python3-setuptools
-  # Tests that start processes look them up by port and stop them by PID.
-  procps
+  # Tests that start processes look them up by port and stop them by PID;
+  # docs/observability.md reads /metrics with curl.
+  procps curl
   # The partition test cuts links with nftables rules in a network namespace of
   # its own (unshare from util-linux, ip from iproute2).
   nftables iproute2 util-linux
