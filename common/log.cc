@@ -47,8 +47,10 @@ std::string JsonEscape(absl::string_view text) {
         break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppend(&out, "\\u00", absl::string_view("0123456789abcdef" + (c >> 4), 1),
-                          absl::string_view("0123456789abcdef" + (c & 0xf), 1));
+          static constexpr char kHex[] = "0123456789abcdef";
+          out += "\\u00";
+          out += kHex[(c >> 4) & 0xf];
+          out += kHex[c & 0xf];
         } else {
           out += c;
         }
