@@ -94,6 +94,15 @@ void InitLogging(const LogOptions& options) {
   l.logger->flush_on(spdlog::level::info);
 }
 
+absl::StatusOr<LogOptions> LogOptionsFromFlags(const std::string& service,
+                                               absl::string_view format, absl::string_view level) {
+  absl::StatusOr<LogFormat> f = ParseLogFormat(format);
+  if (!f.ok()) return absl::InvalidArgumentError(absl::StrCat("--log_format: ", f.status().message()));
+  absl::StatusOr<LogLevel> l = ParseLogLevel(level);
+  if (!l.ok()) return absl::InvalidArgumentError(absl::StrCat("--log_level: ", l.status().message()));
+  return LogOptions{service, *f, *l};
+}
+
 absl::StatusOr<LogFormat> ParseLogFormat(absl::string_view name) {
   if (name == "text") return LogFormat::kText;
   if (name == "json") return LogFormat::kJson;

@@ -45,6 +45,11 @@ struct LogContext {
 // "omnistage").
 void InitLogging(const LogOptions& options);
 
+// The options for `service` from the --log_format and --log_level values;
+// INVALID_ARGUMENT naming the flag for a bad one.
+absl::StatusOr<LogOptions> LogOptionsFromFlags(const std::string& service,
+                                               absl::string_view format, absl::string_view level);
+
 // "text" / "json"; "debug" / "info" / "warning" / "error" (for the flags).
 absl::StatusOr<LogFormat> ParseLogFormat(absl::string_view name);
 absl::StatusOr<LogLevel> ParseLogLevel(absl::string_view name);

@@ -79,15 +79,13 @@ int Run() {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  absl::StatusOr<LogFormat> log_format = ParseLogFormat(absl::GetFlag(FLAGS_log_format));
-  absl::StatusOr<LogLevel> log_level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
-  for (const absl::Status& s : {log_format.status(), log_level.status()}) {
-    if (!s.ok()) {
-      std::cerr << "orchestrator: --log_" << s.message() << "\n";
-      return 2;
-    }
+  absl::StatusOr<LogOptions> logging = LogOptionsFromFlags(
+      "orchestrator", absl::GetFlag(FLAGS_log_format), absl::GetFlag(FLAGS_log_level));
+  if (!logging.ok()) {
+    std::cerr << "orchestrator: " << logging.status().message() << "\n";
+    return 2;
   }
-  InitLogging({"orchestrator", *log_format, *log_level});
+  InitLogging(*logging);
 
   const std::string path = absl::GetFlag(FLAGS_config);
   if (path.empty()) {

@@ -106,15 +106,13 @@ int Run() {
   sigaddset(&signals, SIGUSR1);  // Sent by the monitor thread when the loop ends.
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  absl::StatusOr<LogFormat> log_format = ParseLogFormat(absl::GetFlag(FLAGS_log_format));
-  absl::StatusOr<LogLevel> log_level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
-  for (const absl::Status& s : {log_format.status(), log_level.status()}) {
-    if (!s.ok()) {
-      std::cerr << "stage_worker: --log_" << s.message() << "\n";
-      return 2;
-    }
+  absl::StatusOr<LogOptions> logging = LogOptionsFromFlags(
+      "stage_worker", absl::GetFlag(FLAGS_log_format), absl::GetFlag(FLAGS_log_level));
+  if (!logging.ok()) {
+    std::cerr << "stage_worker: " << logging.status().message() << "\n";
+    return 2;
   }
-  InitLogging({"stage_worker", *log_format, *log_level});
+  InitLogging(*logging);
 
   absl::StatusOr<std::map<std::string, std::string>> params =
       ParseEngineParams(absl::GetFlag(FLAGS_engine_params));

@@ -16,27 +16,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "orchestrator/dns_resolver.h"
+#include "tests/free_port.h"
 
 namespace omnistage {
 namespace {
 
 constexpr absl::Duration kWait = absl::Seconds(5);
-
-// A loopback UDP port nothing is bound to at the moment of asking.
-int FreeUdpPort() {
-  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 std::string UserName() {
   const passwd* user = getpwuid(getuid());
@@ -93,7 +78,7 @@ absl::StatusOr<std::unique_ptr<DnsServer>> DnsServer::Start() {
   absl::Status last = absl::UnavailableError("not started");
   // A port found free can be taken before dnsmasq binds it: try a few.
   for (int attempt = 0; attempt < 3; ++attempt) {
-    const std::string port = absl::StrCat(FreeUdpPort());
+    const std::string port = absl::StrCat(FreeLoopbackPort(SOCK_DGRAM));
     absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start({
         kBinary, "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts",
         absl::StrCat("--hostsdir=", hosts), "--listen-address=127.0.0.1", "--bind-interfaces",

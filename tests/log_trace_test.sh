@@ -7,25 +7,13 @@
 set -uo pipefail
 source tests/orchestrator_process.sh
 
-orchestrator/orchestrator --config=orchestrator/configs/local_omni.yaml --listen=127.0.0.1:0 \
-  --stage_worker=stage_worker/stage_worker --log_format=json --log_level=debug \
-  >"$out/orch.out" 2>"$out/orch.err" &
-pid=$!
-trap 'kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
-for _ in $(seq 1 300); do
-  grep -q 'listening port=' "$out/orch.out" && break
-  sleep 0.1
-done
-port=$(sed -n 's/.*listening port=\([0-9]*\).*/\1/p' "$out/orch.out")
-[ -n "$port" ] || { cat "$out/orch.err"; fail "orchestrator did not start"; }
+start_orchestrator orchestrator/configs/local_omni.yaml --log_format=json --log_level=debug
 
 trace=4bf92f3577b34da6a3ce929d0e0e4736
 client/omni generate --server="127.0.0.1:$port" --request_id=trace-me --prompt="Follow me" \
   --traceparent="00-$trace-00f067aa0ba902b7-01" --wav= >"$out/text" 2>"$out/err" ||
   fail "generate: $(cat "$out/err")"
-kill -TERM "$pid"
-wait "$pid" || fail "orchestrator exit code $?"
-trap - EXIT
+stop_orchestrator
 
 /usr/bin/python3 - "$out/orch.err" "$trace" <<'PY' || fail "log lines (above)"
 import json, sys

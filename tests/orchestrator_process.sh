@@ -3,6 +3,7 @@
 #
 #   source tests/orchestrator_process.sh
 #   start_orchestrator orchestrator/configs/local_sim.yaml   # sets $pid, $port, $server
+#   start_orchestrator CONFIG --log_format=json               # more orchestrator flags
 #   ...
 #   stop_orchestrator                                         # SIGTERM; fails on a bad exit
 
@@ -10,8 +11,10 @@ out="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "FAIL: $*"; exit 1; }
 
 start_orchestrator() {
-  orchestrator/orchestrator --config="$1" --listen=127.0.0.1:0 \
-    --stage_worker=stage_worker/stage_worker >"$out/orch.out" 2>"$out/orch.err" &
+  local config="$1"
+  shift
+  orchestrator/orchestrator --config="$config" --listen=127.0.0.1:0 \
+    --stage_worker=stage_worker/stage_worker "$@" >"$out/orch.out" 2>"$out/orch.err" &
   pid=$!
   trap 'kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
   for _ in $(seq 1 300); do

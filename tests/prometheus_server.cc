@@ -1,7 +1,5 @@
 #include "tests/prometheus_server.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,25 +12,10 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "httplib.h"
+#include "tests/free_port.h"
 
 namespace omnistage {
 namespace {
-
-// A loopback TCP port nothing listens on at the moment of asking.
-int FreeTcpPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 std::string TempDir() {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -47,7 +30,7 @@ absl::StatusOr<std::unique_ptr<PrometheusServer>> PrometheusServer::Start(
     return absl::FailedPreconditionError(
         absl::StrCat(kBinary, " is missing: run ./setup.sh (Debian package prometheus)"));
   }
-  const std::string dir = absl::StrCat(TempDir(), "/prometheus-", getpid(), "-", FreeTcpPort());
+  const std::string dir = absl::StrCat(TempDir(), "/prometheus-", getpid(), "-", FreeLoopbackPort());
   const std::string config = absl::StrCat(dir, ".yml");
   {
     std::ofstream out(config);
@@ -55,7 +38,7 @@ absl::StatusOr<std::unique_ptr<PrometheusServer>> PrometheusServer::Start(
         << "scrape_configs:\n  - job_name: omnistage\n    static_configs:\n"
         << "      - targets: [\"" << absl::StrJoin(targets, "\", \"") << "\"]\n";
   }
-  const int port = FreeTcpPort();
+  const int port = FreeLoopbackPort();
   absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(
       {kBinary, absl::StrCat("--config.file=", config),
        absl::StrCat("--storage.tsdb.path=", dir),
