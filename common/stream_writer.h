@@ -52,6 +52,9 @@ class StreamWriter {
     // reading: the stream is cancelled and ends with RESOURCE_EXHAUSTED.
     // 0: no bound.
     size_t max_queued = 0;
+    // Likewise for the bytes queued (Message::ByteSizeLong()); 0: no bound.
+    // The status then says "too slow" with both figures.
+    size_t max_queued_bytes = 0;
     // When set, queued messages are folded into the next write in order
     // (`merge(into, next)`) while the write stays within max_write_bytes
     // (Message::ByteSizeLong()). The first message of a write always goes.
@@ -70,11 +73,12 @@ class StreamWriter {
 
   // Writes `message` now or after the queued ones, moving from it. False if it
   // was not taken (then `message` is left as it was): the stream is ending, or
-  // the queue is over its bound (then the stream is abandoned with
+  // the queue is over a bound (then the stream is abandoned with
   // RESOURCE_EXHAUSTED).
   bool Write(Message&& message) {
     const Message* start = nullptr;
     size_t queued = 0;
+    size_t over_bytes = 0;  // What the queue would hold past max_queued_bytes.
     int64_t added = -1;  // Bytes queued; -1: not queued.
     {
       absl::MutexLock lock(&mu_);
@@ -85,12 +89,22 @@ class StreamWriter {
         start = &in_flight_;
       } else if (options_.max_queued == 0 || queue_.size() < options_.max_queued) {
         const size_t bytes = message.ByteSizeLong();
-        queue_.emplace_back(std::move(message), bytes);
-        queued_bytes_ += bytes;
-        added = static_cast<int64_t>(bytes);
+        if (options_.max_queued_bytes > 0 && queued_bytes_ + bytes > options_.max_queued_bytes) {
+          over_bytes = queued_bytes_ + bytes;
+        } else {
+          queue_.emplace_back(std::move(message), bytes);
+          queued_bytes_ += bytes;
+          added = static_cast<int64_t>(bytes);
+        }
       } else {
         queued = queue_.size();
       }
+    }
+    if (over_bytes > 0) {
+      Abandon(absl::ResourceExhaustedError(absl::StrCat(
+          options_.label, ": the peer reads too slowly: ", over_bytes,
+          " bytes would be queued (limit ", options_.max_queued_bytes, ")")));
+      return false;
     }
     if (added >= 0) {
       options_.on_queued_bytes(added);

@@ -99,6 +99,26 @@ TEST_F(StreamWriterTest, QueuedBytesAreReportedAsTheyComeAndGo) {
   EXPECT_THAT(deltas, ElementsAre(two, three, -two, -three, two, two, -2 * two));
 }
 
+TEST_F(StreamWriterTest, APeerTooSlowForTheByteBoundIsAbandoned) {
+  int64_t queued = 0;
+  Writer::Options options;
+  options.label = "Generate stream";
+  options.max_queued_bytes = 3 * Ids({1, 2}).ByteSizeLong();
+  options.on_queued_bytes = [&](int64_t delta) { queued += delta; };
+  Writer writer(&transport_, options);
+  EXPECT_TRUE(writer.Write(Ids({0})));  // In flight.
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(writer.Write(Ids({1, 2})));
+  EXPECT_FALSE(writer.Write(Ids({1, 2})));  // One more would pass the bound.
+  EXPECT_EQ(transport_.cancels, 1);
+  EXPECT_EQ(queued, 0);  // The queue was dropped.
+  Complete(writer, /*ok=*/false);
+  ASSERT_EQ(transport_.finishes.size(), 1u);
+  EXPECT_EQ(transport_.finishes[0].code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(transport_.finishes[0].message()),
+              HasSubstr("Generate stream: the peer reads too slowly"));
+  EXPECT_FALSE(writer.Write(Ids({3})));
+}
+
 TEST_F(StreamWriterTest, MergesWhatQueuedWithinTheWriteSize) {
   Writer::Options options;
   options.merge = [](v1::TokenIds& into, v1::TokenIds&& next) {

@@ -2,13 +2,17 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+
 namespace omnistage {
 namespace {
 
 StreamWriter<v1::GenerateResponse>::Options WriterOptions(
-    std::function<void(int64_t)> on_queued_bytes) {
+    std::function<void(int64_t)> on_queued_bytes, size_t max_queued_bytes) {
   StreamWriter<v1::GenerateResponse>::Options options;
   options.on_queued_bytes = std::move(on_queued_bytes);
+  options.max_queued_bytes = max_queued_bytes;
   options.label = "Generate stream";
   options.merge = [](v1::GenerateResponse& into, v1::GenerateResponse&& next) {
     for (v1::OutputChunk& chunk : *next.mutable_outputs()) *into.add_outputs() = std::move(chunk);
@@ -21,8 +25,25 @@ StreamWriter<v1::GenerateResponse>::Options WriterOptions(
 }  // namespace
 
 ClientStream::ClientStream(Transport* transport, CancelFn cancel,
-                           std::function<void(int64_t delta)> on_queued_bytes)
-    : cancel_(std::move(cancel)), writer_(transport, WriterOptions(std::move(on_queued_bytes))) {}
+                           std::function<void(int64_t delta)> on_queued_bytes,
+                           size_t max_queued_bytes)
+    : cancel_(std::move(cancel)),
+      writer_(transport, WriterOptions(std::move(on_queued_bytes), max_queued_bytes)),
+      max_queued_bytes_(max_queued_bytes) {}
+
+void ClientStream::Write(const std::string& request_id, v1::GenerateResponse response) {
+  if (writer_.Write(std::move(response))) return;
+  {
+    absl::MutexLock lock(&mu_);
+    if (refused_ || ended_) return;
+    refused_ = true;
+  }
+  if (max_queued_bytes_ > 0) {
+    LogWarning({request_id, -1, -1, ""},
+               absl::StrCat("the client reads too slowly (over ", max_queued_bytes_,
+                            " bytes of responses queued): cancelling its call and the request"));
+  }
+}
 
 void ClientStream::Started(const std::string& request_id) {
   bool cancelled;
@@ -47,7 +68,7 @@ void ClientStream::Send(const std::string& request_id, std::vector<v1::OutputChu
     const size_t size = chunk.ByteSizeLong();
     if (response.outputs_size() > 0 && bytes + size > kMaxResponseBytes) {
       response.set_request_id(request_id);
-      writer_.Write(std::move(response));
+      Write(request_id, std::move(response));
       response = v1::GenerateResponse();
       bytes = 0;
     }
@@ -56,7 +77,7 @@ void ClientStream::Send(const std::string& request_id, std::vector<v1::OutputChu
   }
   if (response.outputs_size() == 0) return;
   response.set_request_id(request_id);
-  writer_.Write(std::move(response));
+  Write(request_id, std::move(response));
 }
 
 void ClientStream::Finish(const std::string& request_id, v1::Terminal terminal) {

@@ -38,9 +38,12 @@ class ClientStream : public ResponseSink, public std::enable_shared_from_this<Cl
 
   // `transport` (the reactor) must stay valid until it is finished.
   // `on_queued_bytes` hears the bytes waiting for the client grow and shrink
-  // (StreamWriter::Options::on_queued_bytes).
+  // (StreamWriter::Options::on_queued_bytes). Past `max_queued_bytes` (0: no
+  // bound) the client is too slow: the call is cancelled, and with it the
+  // request on every stage.
   ClientStream(Transport* transport, CancelFn cancel,
-               std::function<void(int64_t delta)> on_queued_bytes = [](int64_t) {});
+               std::function<void(int64_t delta)> on_queued_bytes = [](int64_t) {},
+               size_t max_queued_bytes = 0);
 
   // ResponseSink (the core's loop).
   void Started(const std::string& request_id) override;
@@ -53,13 +56,18 @@ class ClientStream : public ResponseSink, public std::enable_shared_from_this<Cl
   void OnCancel();
 
  private:
+  // Writes `response`; the first refusal (a too slow client) is logged.
+  void Write(const std::string& request_id, v1::GenerateResponse response);
+
   const CancelFn cancel_;
   StreamWriter<v1::GenerateResponse> writer_;
+  const size_t max_queued_bytes_;
 
   absl::Mutex mu_;
   std::string request_id_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;  // Finish or Fail came.
+  bool refused_ ABSL_GUARDED_BY(mu_) = false;  // The writer took no more.
 };
 
 }  // namespace omnistage

@@ -22,7 +22,8 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
             [core, loop](std::shared_ptr<ClientStream> stream, const std::string& id) {
               loop->Post([core, stream, id] { core->Cancel(id, stream.get()); });
             },
-            [metrics = &core->metrics()](int64_t delta) { metrics->QueuedBytes(delta); })) {
+            [metrics = &core->metrics()](int64_t delta) { metrics->QueuedBytes(delta); },
+            core->config().max_client_queued_bytes)) {
     // A W3C traceparent in the call's metadata follows the request to every
     // stage and onto every log line about it.
     std::string traceparent;

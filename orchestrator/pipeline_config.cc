@@ -63,7 +63,8 @@ const std::vector<std::string> kTopKeys = {"name",
                                            "worker_abort_timeout_ms",
                                            "limits",
                                            "stages"};
-const std::vector<std::string> kLimitsKeys = {"max_in_flight", "max_prompt_bytes"};
+const std::vector<std::string> kLimitsKeys = {"max_in_flight", "max_prompt_bytes",
+                                              "max_client_queued_bytes"};
 const std::vector<std::string> kStageKeys = {
     "name",         "engine",          "engine_params", "replicas",  "addresses",
     "discovery",    "final_output",    "output_modality", "input_mode", "defaults"};
@@ -325,8 +326,12 @@ absl::Status ReadConfig(const YAML::Node& root, PipelineConfig* config) {
     int64_t max_prompt_bytes = static_cast<int64_t>(config->max_prompt_bytes);
     limits.Int("max_in_flight", 1, kNoMax, &max_in_flight);
     limits.Int("max_prompt_bytes", 1, kMaxPromptBytes, &max_prompt_bytes);
+    // At least one whole response (1 MiB) must fit; at most 1 GiB.
+    int64_t max_client_queued_bytes = static_cast<int64_t>(config->max_client_queued_bytes);
+    limits.Int("max_client_queued_bytes", 1 << 20, int64_t{1} << 30, &max_client_queued_bytes);
     config->max_in_flight = static_cast<int>(max_in_flight);
     config->max_prompt_bytes = static_cast<size_t>(max_prompt_bytes);
+    config->max_client_queued_bytes = static_cast<size_t>(max_client_queued_bytes);
     top.Fail(limits.status());
   }
   const YAML::Node* stages = top.Find("stages", /*required=*/true);

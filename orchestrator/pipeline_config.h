@@ -107,6 +107,9 @@ struct PipelineConfig {
   // Longer prompts get INVALID_ARGUMENT. At most 16 MiB - 64 KiB, so a prompt
   // always fits the AddRequest a worker accepts.
   size_t max_prompt_bytes = 65536;
+  // Responses queued for one client that reads slower than the pipeline
+  // writes; past it the request is stopped on every stage ("client too slow").
+  size_t max_client_queued_bytes = 16 << 20;
 };
 
 // Parses and validates a config. INVALID_ARGUMENT naming the field by path

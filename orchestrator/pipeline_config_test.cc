@@ -161,6 +161,10 @@ TEST(PipelineConfigTest, AcceptsEmptySectionsAndBoundaryValues) {
   EXPECT_EQ(discovered->stages[0].discovery->refresh, absl::Milliseconds(5000));
   // The largest prompt limit that still fits a worker's AddRequest.
   EXPECT_TRUE(ParsePipelineConfig("limits: {max_prompt_bytes: 16711680}\n" + OneStage("")).ok());
+  absl::StatusOr<PipelineConfig> queued =
+      ParsePipelineConfig("limits: {max_client_queued_bytes: 1048576}\n" + OneStage(""));
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  EXPECT_EQ(queued->max_client_queued_bytes, 1048576u);
 }
 
 // The error for each kind of mistake: INVALID_ARGUMENT, starting with the path of
@@ -235,12 +239,14 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {"limits: {max_prompt_bytes: 999999999999}\n" + OneStage(""),
        "limits.max_prompt_bytes: expected an integer in [1, 16711680]"},
       // 16 MiB cannot fit in the AddRequest a worker accepts (black-box finding 1).
+      {"limits: {max_client_queued_bytes: 1000}\n" + OneStage(""),
+       "limits.max_client_queued_bytes: expected an integer in [1048576, 1073741824], got '1000'"},
       {"limits: {max_prompt_bytes: 16777216}\n" + OneStage(""),
        "limits.max_prompt_bytes: expected an integer in [1, 16711680], got '16777216'"},
       {"worker_abort_timeout_ms: 0\n" + OneStage(""),
        "worker_abort_timeout_ms: expected a number of milliseconds in [1, "},
       {"limits: {max_inflight: 5}\n" + OneStage(""),
-       "limits.max_inflight: unknown key (known: max_in_flight, max_prompt_bytes)"},
+       "limits.max_inflight: unknown key (known: max_in_flight, max_prompt_bytes, max_client_queued_bytes)"},
       {"limits: [1]\n" + OneStage(""), "limits: expected a map, got a list"},
       {OneStage("replicass: 2"), "stages[0].replicass: unknown key (known: name, engine,"},
       {"stagse: []\n" + OneStage(""), "stagse: unknown key (known: name, keepalive_ms,"},

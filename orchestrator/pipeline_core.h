@@ -76,6 +76,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // live replica.
   bool Ready() const;
   const StagePool& pool(int stage) const { return *pools_[stage]; }
+  const PipelineConfig& config() const { return config_; }
   // The orchestrator's metrics (the registry /metrics serves).
   MetricsRegistry& metrics_registry() { return metrics_registry_; }
   PipelineMetrics& metrics() { return metrics_; }

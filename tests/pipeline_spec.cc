@@ -18,8 +18,15 @@ std::string PipelineConfigYaml(const PipelineSpec& spec,
   if (spec.worker_abort_timeout_ms > 0) {
     absl::StrAppend(&yaml, "worker_abort_timeout_ms: ", spec.worker_abort_timeout_ms, "\n");
   }
-  if (spec.max_prompt_bytes > 0) {
-    absl::StrAppend(&yaml, "limits: {max_prompt_bytes: ", spec.max_prompt_bytes, "}\n");
+  if (spec.max_prompt_bytes > 0 || spec.max_client_queued_bytes > 0) {
+    std::vector<std::string> limits;
+    if (spec.max_prompt_bytes > 0) {
+      limits.push_back(absl::StrCat("max_prompt_bytes: ", spec.max_prompt_bytes));
+    }
+    if (spec.max_client_queued_bytes > 0) {
+      limits.push_back(absl::StrCat("max_client_queued_bytes: ", spec.max_client_queued_bytes));
+    }
+    absl::StrAppend(&yaml, "limits: {", absl::StrJoin(limits, ", "), "}\n");
   }
   absl::StrAppend(&yaml, "stages:\n");
   for (size_t s = 0; s < spec.stages.size(); ++s) {

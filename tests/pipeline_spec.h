@@ -51,6 +51,8 @@ struct PipelineSpec {
   // 0: the config's default.
   int worker_abort_timeout_ms = 0;
   int max_prompt_bytes = 0;
+  // 0: the config's default.
+  int max_client_queued_bytes = 0;
   // host:port of the DNS server for stages with a dns_name (--dns_server).
   std::string dns_server;
   // More flags for the orchestrator, e.g. "--metrics_listen=127.0.0.1:0".
