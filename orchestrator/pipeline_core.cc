@@ -7,6 +7,7 @@
 #include "common/error_proto.h"
 #include "common/invariant.h"
 #include "orchestrator/generate_request.h"
+#include "orchestrator/logged_sink.h"
 #include "orchestrator/metered_sink.h"
 #include "orchestrator/stage_admin.h"
 #include "orchestrator/stage_error.h"
@@ -119,7 +120,10 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
                             std::string traceparent) {
   CheckInLoop();
   const ResponseSink* owner = client.get();
-  auto sink = std::make_shared<MeteredSink>(std::move(client), &metrics_, scheduler_);
+  std::string trace_id = TraceIdOf(traceparent);
+  // What the client gets is logged and measured on its way.
+  auto sink = std::make_shared<MeteredSink>(
+      std::make_shared<LoggedSink>(std::move(client), trace_id), &metrics_, scheduler_);
   absl::StatusOr<std::string> id = AdmitId(request);
   if (!id.ok()) {
     sink->Fail(id.status());
@@ -128,7 +132,7 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   InFlightRequest& r =
       table_.Add(NewInFlightRequest(config_, request, *id, std::move(sink), scheduler_->Now()));
   r.owner = owner;
-  r.trace_id = TraceIdOf(traceparent);
+  r.trace_id = std::move(trace_id);
   if (!r.trace_id.empty()) r.traceparent = std::move(traceparent);
   Log(LogLevel::kDebug, ContextOf(r), "admitted");
   std::vector<v1::Payload> input(1);
@@ -304,24 +308,6 @@ void PipelineCore::MaybeComplete(InFlightRequest& r) {
 
 // ---- Endings ------------------------------------------------------------------------
 
-void PipelineCore::LogEnding(const InFlightRequest& r, const v1::Terminal& terminal) const {
-  switch (terminal.finish_reason()) {
-    case v1::FINISH_REASON_ERROR:
-      LogWarning(ContextOf(r, terminal.error().stage_id(), terminal.error().replica()),
-                 absl::StrCat("failed: ",
-                              absl::StatusCodeToString(
-                                  static_cast<absl::StatusCode>(terminal.error().code())),
-                              ": ", terminal.error().message()));
-      break;
-    case v1::FINISH_REASON_ABORT:
-      LogInfo(ContextOf(r), "aborted");
-      break;
-    default:
-      Log(LogLevel::kDebug, ContextOf(r),
-          absl::StrCat("finished: ", v1::FinishReason_Name(terminal.finish_reason())));
-  }
-}
-
 void PipelineCore::EndRequests(
     const std::vector<std::string>& ids,
     const std::function<v1::Terminal(const InFlightRequest&)>& terminal_for) {
@@ -330,9 +316,7 @@ void PipelineCore::EndRequests(
   for (const std::string& id : ids) {
     const InFlightRequest* r = table_.Find(id);
     if (r == nullptr) continue;  // Ended already (or a duplicate id).
-    v1::Terminal terminal = terminal_for(*r);
-    LogEnding(*r, terminal);
-    table_.Finish(id, std::move(terminal));
+    table_.Finish(id, terminal_for(*r));
     ended.push_back(id);
   }
   // Before the drain check: a completed drain may stop the process.
@@ -512,14 +496,7 @@ void PipelineCore::Abort(const v1::AbortRequest& request, absl::Time deadline,
 
 void PipelineCore::SnapshotMetrics() {
   CheckInLoop();
-  metrics_.SnapshotInFlight(table_.size());
-  metrics_.BeginReplicaSnapshot();
-  for (const auto& pool : pools_) {
-    for (int r = 0; r < pool->size(); ++r) {
-      if (pool->state(r).removed) continue;
-      metrics_.SnapshotReplica(pool->stage_id(), r, pool->alive(r), pool->BoundCount(r));
-    }
-  }
+  metrics_.Snapshot(table_.size(), pools_);
 }
 
 v1::PipelineStatus PipelineCore::Status() const {

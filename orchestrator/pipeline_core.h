@@ -121,7 +121,6 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   void MaybeComplete(InFlightRequest& request);
 
   // Endings.
-  void LogEnding(const InFlightRequest& r, const v1::Terminal& terminal) const;
   void FailRequests(const std::vector<std::string>& ids, const v1::Error& error);
   // A replica went away: its bound requests fail, naming it.
   void HandleReplicaLoss(int stage, const ReplicaLoss& loss);

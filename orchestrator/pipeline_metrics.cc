@@ -112,15 +112,19 @@ void PipelineMetrics::WorkerAbortCall(int stage, int replica) {
   worker_aborts_.With({stage_names_[stage], absl::StrCat(replica)}).Increment();
 }
 
-void PipelineMetrics::BeginReplicaSnapshot() {
+void PipelineMetrics::Snapshot(size_t in_flight,
+                               const std::vector<std::shared_ptr<StagePool>>& pools) {
+  in_flight_.Set(static_cast<double>(in_flight));
   bound_.Clear();
   up_.Clear();
-}
-
-void PipelineMetrics::SnapshotReplica(int stage, int replica, bool up, int bound) {
-  const std::vector<std::string> labels = {stage_names_[stage], absl::StrCat(replica)};
-  up_.With(labels).Set(up ? 1 : 0);
-  bound_.With(labels).Set(bound);
+  for (const auto& pool : pools) {
+    for (int r = 0; r < pool->size(); ++r) {
+      if (pool->state(r).removed) continue;
+      const std::vector<std::string> labels = {stage_names_[pool->stage_id()], absl::StrCat(r)};
+      up_.With(labels).Set(pool->alive(r) ? 1 : 0);
+      bound_.With(labels).Set(pool->BoundCount(r));
+    }
+  }
 }
 
 }  // namespace omnistage

@@ -8,6 +8,7 @@
 #ifndef OMNISTAGE_ORCHESTRATOR_PIPELINE_METRICS_H_
 #define OMNISTAGE_ORCHESTRATOR_PIPELINE_METRICS_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
+#include "orchestrator/stage_pool.h"
 #include "protos/common.pb.h"
 
 namespace omnistage {
@@ -43,10 +45,9 @@ class PipelineMetrics {
   void WorkerAbortCall(int stage, int replica);
 
   // ---- Gauges of loop-owned state, set at scrape time on the loop ----
-  void SnapshotInFlight(size_t in_flight) { in_flight_.Set(static_cast<double>(in_flight)); }
-  // Forgets every replica's gauges; then SnapshotReplica() for each listed one.
-  void BeginReplicaSnapshot();
-  void SnapshotReplica(int stage, int replica, bool up, int bound);
+  // The in-flight count, and up and bound for every replica `pools` list
+  // (removed ones disappear).
+  void Snapshot(size_t in_flight, const std::vector<std::shared_ptr<StagePool>>& pools);
 
   // The event loop's post-to-run delay (EventLoop::set_lag_observer).
   void LoopLag(absl::Duration lag) { loop_lag_.Observe(absl::ToDoubleSeconds(lag)); }
