@@ -21,7 +21,8 @@ absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options,
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   StartedServer started;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &started.port);
+  if (absl::Status s = CheckTlsFiles(options.tls, TlsSide::kServer); !s.ok()) return s;
+  builder.AddListeningPort(options.address, ServerCredentialsFor(options.tls), &started.port);
   for (grpc::Service* service : services) builder.RegisterService(service);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   // Two processes must never share a port silently.
@@ -36,6 +37,7 @@ absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options,
   if (started.server == nullptr || started.port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));
   }
+  WarnIfPlaintextExposed(options.name, options.address, options.tls.enabled());
   if (grpc::HealthCheckServiceInterface* health = started.server->GetHealthCheckService()) {
     health->SetServingStatus("", true);
     health->SetServingStatus(options.readiness_service, true);

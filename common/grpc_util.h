@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 
 namespace omnistage {
@@ -31,6 +32,10 @@ struct GrpcServerOptions {
   // service (the caller registers its own). gRPC's switch for it is
   // process-wide: set per server as it is built.
   std::string readiness_service;
+  // TLS (re-read when the files change); plaintext when empty, with a loud
+  // warning if `address` is not loopback. `name` names the server in it.
+  TlsFiles tls;
+  std::string name = "this server";
 };
 
 struct StartedServer {
