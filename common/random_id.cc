@@ -1,5 +1,6 @@
 #include "common/random_id.h"
 
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 
 #include <cstdio>
@@ -22,6 +23,10 @@ std::string RandomHex(size_t bytes) {
     hex.push_back(kDigits[b & 0xf]);
   }
   return hex;
+}
+
+bool SameSecret(absl::string_view a, absl::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 }  // namespace omnistage

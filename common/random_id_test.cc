@@ -19,5 +19,12 @@ TEST(RandomHexTest, DoesNotRepeat) {
   for (int i = 0; i < 1000; ++i) EXPECT_TRUE(seen.insert(RandomHex(16)).second);
 }
 
+TEST(SameSecretTest, ComparesWholeStrings) {
+  EXPECT_TRUE(SameSecret("3-abcdef", "3-abcdef"));
+  EXPECT_TRUE(SameSecret("", ""));
+  EXPECT_FALSE(SameSecret("3-abcdef", "3-abcdeg"));
+  EXPECT_FALSE(SameSecret("3", "3-abcdef"));
+}
+
 }  // namespace
 }  // namespace omnistage

@@ -43,6 +43,12 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "host:port to listen on; port 0 picks one");
 ABSL_FLAG(int, stage_id, 0, "the pipeline stage this worker serves");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain to serve TLS with (with --tls_key; re-read when it changes)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle: only clients (orchestrators) whose certificate chains to it may "
+          "connect (mTLS)");
 ABSL_FLAG(std::string, log_format, "text",
           "log lines on stderr: text (for people) or json (one object per line, for log "
           "shippers)");
@@ -139,6 +145,8 @@ int Run() {
   WorkerServerOptions server_options;
   server_options.address = absl::GetFlag(FLAGS_listen);
   server_options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  server_options.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                        absl::GetFlag(FLAGS_tls_client_ca)};
   absl::StatusOr<std::unique_ptr<WorkerServer>> server =
       WorkerServer::Start(server_options, &worker);
   if (!server.ok()) {

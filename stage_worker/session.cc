@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/error_proto.h"
+#include "common/random_id.h"
 
 namespace omnistage {
 
@@ -21,9 +22,11 @@ StreamWriter<v1::WorkerEvent>::Options WriterOptions(uint64_t number) {
 
 }  // namespace
 
-Session::Session(uint64_t number, EventTransport* transport, uint64_t first_seq)
+Session::Session(uint64_t number, std::string peer, EventTransport* transport,
+                 uint64_t first_seq)
     : number_(number),
-      id_(absl::StrCat(number)),
+      peer_(std::move(peer)),
+      id_(absl::StrCat(number, "-", RandomHex(16))),
       writer_(transport, WriterOptions(number)),
       last_seq_(first_seq) {}
 

@@ -45,11 +45,16 @@ class Session {
   static constexpr size_t kMaxQueuedEvents = 1 << 16;
 
   // `first_seq` is the seq of the session's Hello: later commands must exceed it.
-  Session(uint64_t number, EventTransport* transport, uint64_t first_seq);
+  // `peer`: the identity of the client that opened it (its certificate's name;
+  // "" over plaintext).
+  Session(uint64_t number, std::string peer, EventTransport* transport, uint64_t first_seq);
 
-  // Constant after construction.
+  // Constant after construction. The id is "<number>-<128 random bits>": an
+  // Abort must name it whole, so it cannot be guessed from the number. Log
+  // lines name the number only.
   uint64_t number() const { return number_; }
   const std::string& id() const { return id_; }
+  const std::string& peer() const { return peer_; }
 
   // Queues `event` for the client. Dropped once the session is ending.
   void Send(v1::WorkerEvent event) { writer_.Write(std::move(event)); }
@@ -92,6 +97,7 @@ class Session {
 
  private:
   const uint64_t number_;
+  const std::string peer_;
   const std::string id_;
   StreamWriter<v1::WorkerEvent> writer_;
 

@@ -15,6 +15,7 @@
 #include "common/error_proto.h"
 #include "common/field_error.h"
 #include "common/log.h"
+#include "common/random_id.h"
 
 namespace omnistage {
 namespace {
@@ -180,7 +181,8 @@ size_t Worker::live_requests() const {
 
 absl::StatusOr<std::shared_ptr<Session>> Worker::OpenSession(const v1::Hello& hello,
                                                              uint64_t hello_seq,
-                                                             EventTransport* transport) {
+                                                             EventTransport* transport,
+                                                       const std::string& peer) {
   if (hello.protocol_version() > kProtocolVersion) {
     return absl::FailedPreconditionError(absl::StrCat("protocol version ",
                                                       hello.protocol_version(),
@@ -211,7 +213,7 @@ absl::StatusOr<std::shared_ptr<Session>> Worker::OpenSession(const v1::Hello& he
     }
   }
   absl::MutexLock lock(&mu_);
-  return std::make_shared<Session>(next_session_++, transport, hello_seq);
+  return std::make_shared<Session>(next_session_++, peer, transport, hello_seq);
 }
 
 void Worker::StartSession(const std::shared_ptr<Session>& session) {
@@ -228,7 +230,9 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
     session->End(stopped);
     return;
   }
-  LogInfo({"", options_.stage_id, -1, ""}, absl::StrCat("session ", session->id(), " opened"));
+  LogInfo({"", options_.stage_id, -1, ""},
+          absl::StrCat("session ", session->number(), " opened",
+                       session->peer().empty() ? "" : absl::StrCat(" by '", session->peer(), "'")));
   v1::WorkerEvent event;
   v1::Ready* ready = event.mutable_ready();
   ready->set_stage_id(options_.stage_id);
@@ -278,7 +282,7 @@ void Worker::Reject(Session& session, const v1::WorkerCommand& command,
   }
   *rejected->mutable_error() = ErrorProto(status, options_.stage_id, -1, options_.instance_id);
   LogWarning({request_id, options_.stage_id, -1, ""},
-             absl::StrCat("rejected a command of session ", session.id(), ": ",
+             absl::StrCat("rejected a command of session ", session.number(), ": ",
                           absl::StatusCodeToString(status.code()), ": ", status.message()));
   session.Send(std::move(event));
 }
@@ -314,7 +318,7 @@ void Worker::HandleCommand(Session& session, v1::WorkerCommand& command) {
         return;
       }
       Log(LogLevel::kDebug, {add.request_id(), options_.stage_id, -1, trace_id},
-          absl::StrCat("added (session ", session.id(), ", ", request.input.size(),
+          absl::StrCat("added (session ", session.number(), ", ", request.input.size(),
                        " input payload(s)", request.input_complete ? ")" : ", more to come)"));
       absl::Status s =
           session.Sequence(command.seq(), CoreMessage::Add(std::move(request)), submit_);
@@ -383,7 +387,7 @@ void Worker::CloseSession(Session& session) {
   std::vector<std::string> ids = session.Close(&released);
   if (!was_closed) {
     LogInfo({"", options_.stage_id, -1, ""},
-            absl::StrCat("session ", session.id(), " closed; aborting its ", ids.size(),
+            absl::StrCat("session ", session.number(), " closed; aborting its ", ids.size(),
                          " live request(s)"));
   }
   {
@@ -400,7 +404,8 @@ void Worker::CloseSession(Session& session) {
 }
 
 void Worker::Abort(const v1::WorkerAbortRequest& request,
-                   std::function<void(absl::StatusOr<std::vector<std::string>>)> done) {
+                   std::function<void(absl::StatusOr<std::vector<std::string>>)> done,
+                   const std::string& peer) {
   for (const std::string& id : request.request_ids()) {
     if (absl::Status s = CheckRequestId(id); !s.ok()) {
       done(absl::InvalidArgumentError(absl::StrCat("request_ids: ", s.message())));
@@ -410,10 +415,17 @@ void Worker::Abort(const v1::WorkerAbortRequest& request,
   uint64_t number = 0;
   std::shared_ptr<Session> session;
   bool existed = false;
-  if (absl::SimpleAtoi(request.session_id(), &number)) {
+  const absl::string_view id = request.session_id();
+  if (absl::SimpleAtoi(id.substr(0, id.find('-')), &number)) {
     absl::MutexLock lock(&mu_);
     session = FindSessionLocked(number);
     existed = number > 0 && number < next_session_;
+  }
+  // The whole id, from whoever opened the session: a number alone, or another
+  // client's id, finds nothing (and is told nothing more).
+  if (session != nullptr && (!SameSecret(session->id(), id) || session->peer() != peer)) {
+    session = nullptr;
+    existed = false;
   }
   if (session == nullptr) {
     if (existed) {

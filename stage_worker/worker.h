@@ -90,9 +90,11 @@ class Worker : public CoreSink {
   // (`hello_seq` is the Hello command's seq). Errors: FAILED_PRECONDITION (wrong
   // stage or protocol version), INVALID_ARGUMENT (stage defaults the engine
   // would refuse, with the field path "defaults...."). The session does nothing
-  // until StartSession().
+  // until StartSession(). `peer`: the client's authenticated identity ("" over
+  // plaintext); only it may Abort on the session.
   absl::StatusOr<std::shared_ptr<Session>> OpenSession(const v1::Hello& hello, uint64_t hello_seq,
-                                                       EventTransport* transport);
+                                                       EventTransport* transport,
+                                                       const std::string& peer = "");
   // Registers `session` and sends Ready on it, or, if the worker has stopped
   // serving, ends it with the reason. Call once the transport can take writes.
   void StartSession(const std::shared_ptr<Session>& session);
@@ -101,10 +103,11 @@ class Worker : public CoreSink {
   // The session's stream ended or broke: aborts all its requests. Idempotent.
   void CloseSession(Session& session);
   // The unary Abort. `done` runs once, on the busy-loop thread after the engine
-  // applied the abort, or at once for errors (NOT_FOUND: unknown session;
-  // UNAVAILABLE: the loop has stopped).
+  // applied the abort, or at once for errors (NOT_FOUND: unknown session, or a
+  // session `peer` did not open; UNAVAILABLE: the loop has stopped).
   void Abort(const v1::WorkerAbortRequest& request,
-             std::function<void(absl::StatusOr<std::vector<std::string>>)> done);
+             std::function<void(absl::StatusOr<std::vector<std::string>>)> done,
+             const std::string& peer = "");
 
   const std::string& instance_id() const { return options_.instance_id; }
   int stage_id() const { return options_.stage_id; }

@@ -62,7 +62,7 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerCommand, v
       return;
     }
     absl::StatusOr<std::shared_ptr<Session>> session =
-        worker_->OpenSession(command_.hello(), command_.seq(), this);
+        worker_->OpenSession(command_.hello(), command_.seq(), this, PeerIdentity(*context_));
     if (!session.ok()) {
       // Say which field was refused, then end the stream with the same error.
       refusal_ = session.status();
@@ -102,15 +102,17 @@ grpc::ServerUnaryReactor* StageWorkerService::Abort(grpc::CallbackServerContext*
                                                     const v1::WorkerAbortRequest* request,
                                                     v1::WorkerAbortResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  worker_->Abort(*request,
-                 [reactor, response](absl::StatusOr<std::vector<std::string>> aborted) {
-                   if (!aborted.ok()) {
-                     reactor->Finish(ToGrpcStatus(aborted.status()));
-                     return;
-                   }
-                   for (std::string& id : *aborted) response->add_aborted_ids(std::move(id));
-                   reactor->Finish(grpc::Status::OK);
-                 });
+  worker_->Abort(
+      *request,
+      [reactor, response](absl::StatusOr<std::vector<std::string>> aborted) {
+        if (!aborted.ok()) {
+          reactor->Finish(ToGrpcStatus(aborted.status()));
+          return;
+        }
+        for (std::string& id : *aborted) response->add_aborted_ids(std::move(id));
+        reactor->Finish(grpc::Status::OK);
+      },
+      PeerIdentity(*context));
   return reactor;
 }
 
@@ -121,6 +123,8 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   grpc_options.address = options.address;
   grpc_options.max_receive_message_bytes = options.max_receive_message_bytes;
   grpc_options.readiness_service = kReadinessService;
+  grpc_options.tls = options.tls;
+  grpc_options.name = "the stage worker";
   absl::StatusOr<StartedServer> started = StartGrpcServer(grpc_options, {&server->service_});
   if (!started.ok()) return started.status();
   server->server_ = std::move(started->server);

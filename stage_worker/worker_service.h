@@ -40,6 +40,9 @@ struct WorkerServerOptions {
   std::string address = "127.0.0.1:0";
   // Largest message accepted from a client; larger ones fail with RESOURCE_EXHAUSTED.
   int max_receive_message_bytes = 16 << 20;
+  // TLS; with tls.ca, only clients whose certificate chains to it may connect
+  // (mTLS). Plaintext when empty.
+  TlsFiles tls;
 };
 
 class WorkerServer {

@@ -31,6 +31,7 @@ class WorkerServiceTest : public ::testing::Test {
     worker_ = std::make_unique<Worker>(options, *std::move(engine));
     WorkerServerOptions server_options;
     server_options.max_receive_message_bytes = max_message_bytes;
+    server_options.tls = server_tls_;
     auto server = WorkerServer::Start(server_options, worker_.get());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -86,6 +87,9 @@ class WorkerServiceTest : public ::testing::Test {
     return false;
   }
 
+  // Set before StartWorker to serve TLS (channel_ then stays plaintext and
+  // fails; tests make their own).
+  TlsFiles server_tls_;
   std::unique_ptr<Worker> worker_;
   std::unique_ptr<WorkerServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
