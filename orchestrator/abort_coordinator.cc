@@ -130,8 +130,15 @@ std::vector<std::string> AbortCoordinator::Settle(
 // ---- Who asks -------------------------------------------------------------------
 
 void AbortCoordinator::Abort(const std::vector<std::string>& ids, absl::Time client_deadline,
-                             std::function<void(v1::AbortResponse)> done) {
-  std::vector<std::string> frozen = Freeze(ids);
+                             std::function<void(v1::AbortResponse)> done,
+                             const std::string& caller) {
+  std::vector<std::string> own;
+  own.reserve(ids.size());
+  for (const std::string& id : ids) {
+    const InFlightRequest* r = table_->Find(id);
+    if (r != nullptr && r->caller == caller) own.push_back(id);
+  }
+  std::vector<std::string> frozen = Freeze(own);
   Stop(frozen, WorkerDeadline(client_deadline),
        [this, alive = std::weak_ptr<bool>(alive_), ids, frozen,
         done = std::move(done)](absl::flat_hash_map<std::string, v1::Error> failed) {

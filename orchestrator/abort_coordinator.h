@@ -76,10 +76,12 @@ class AbortCoordinator {
                    Scheduler* scheduler, AbortListener* listener);
   ~AbortCoordinator();
 
-  // The client's Abort. `done` gets one result per requested id, in order:
-  // ABORTED, NOT_FOUND or FAILED (with the stage and replica).
+  // The Abort of client `caller`. `done` gets one result per requested id, in
+  // order: ABORTED, NOT_FOUND or FAILED (with the stage and replica). Requests
+  // another caller started are NOT_FOUND and untouched: their existence is not
+  // revealed.
   void Abort(const std::vector<std::string>& ids, absl::Time client_deadline,
-             std::function<void(v1::AbortResponse)> done);
+             std::function<void(v1::AbortResponse)> done, const std::string& caller = "");
   // The client of request `id` went away.
   void Cancel(const std::string& id);
   // Aborts every in-flight request; those that cannot be confirmed end with an

@@ -108,7 +108,11 @@ GrpcWorkerStub::GrpcWorkerStub(const WorkerChannelOptions& options, Scheduler* l
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               absl::ToInt64Milliseconds(options.reconnect_max_backoff));
   args.SetMaxReceiveMessageSize(64 << 20);
-  channel_ = grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), args);
+  if (!options.tls_name.empty()) args.SetSslTargetNameOverride(options.tls_name);
+  channel_ = grpc::CreateCustomChannel(
+      options.address,
+      options.credentials != nullptr ? options.credentials : grpc::InsecureChannelCredentials(),
+      args);
   stub_ = v1::StageWorker::NewStub(channel_);
 }
 

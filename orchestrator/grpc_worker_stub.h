@@ -27,6 +27,10 @@ namespace omnistage {
 struct WorkerChannelOptions {
   // host:port of the worker.
   std::string address;
+  // TLS (or mTLS) credentials shared by every worker channel; null: plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // The name the worker's certificate must carry; empty: the host of `address`.
+  std::string tls_name;
   absl::Duration keepalive_time = absl::Seconds(2);
   // A worker not answering a ping within this is gone: its streams break.
   absl::Duration keepalive_timeout = absl::Seconds(1);

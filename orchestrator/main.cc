@@ -25,12 +25,30 @@
 #include "common/flags_usage.h"
 #include "common/listen_check.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "orchestrator/local_workers.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/pipeline_config.h"
+#include "orchestrator/token_file.h"
 
 ABSL_FLAG(std::string, config, "", "pipeline config file (YAML); see docs/pipeline_config.md");
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "host:port for clients; port 0 picks one");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain to serve clients TLS with (with --tls_key; re-read when it "
+          "changes)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle: clients must present a certificate chaining to it (mTLS)");
+ABSL_FLAG(std::string, tokens_file, "",
+          "YAML file of bearer tokens clients must send, each with an identity and a role "
+          "(user or admin); re-read when it changes. See docs/security.md");
+ABSL_FLAG(std::string, worker_tls_ca, "",
+          "PEM CA bundle the workers' certificates must chain to: talk TLS to the workers, "
+          "checking each one's certificate against the name dialled");
+ABSL_FLAG(std::string, worker_tls_cert, "",
+          "PEM client certificate presented to the workers (mTLS; with --worker_tls_key). "
+          "Spawned workers serve with it too, requiring it from their clients");
+ABSL_FLAG(std::string, worker_tls_key, "", "PEM private key of --worker_tls_cert");
 ABSL_FLAG(std::string, log_format, "text",
           "log lines on stderr: text (for people) or json (one object per line, for log "
           "shippers)");
@@ -107,12 +125,40 @@ int Run() {
       return 2;
     }
   }
+  const TlsFiles client_tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                            absl::GetFlag(FLAGS_tls_client_ca)};
+  const TlsFiles worker_tls{absl::GetFlag(FLAGS_worker_tls_cert),
+                            absl::GetFlag(FLAGS_worker_tls_key),
+                            absl::GetFlag(FLAGS_worker_tls_ca)};
+  if (absl::Status s = CheckTlsFiles(client_tls, TlsSide::kServer); !s.ok()) {
+    std::cerr << "orchestrator: --tls_cert/--tls_key/--tls_client_ca: " << s.message() << "\n";
+    return 2;
+  }
+  if (absl::Status s = CheckTlsFiles(worker_tls, TlsSide::kClient); !s.ok()) {
+    std::cerr << "orchestrator: --worker_tls_cert/--worker_tls_key/--worker_tls_ca: "
+              << s.message() << "\n";
+    return 2;
+  }
+  if (const std::string tokens = absl::GetFlag(FLAGS_tokens_file); !tokens.empty()) {
+    if (absl::Status s = TokenFile::Load(tokens).status(); !s.ok()) {
+      std::cerr << "orchestrator: --tokens_file: " << s.message() << "\n";
+      return 2;
+    }
+  }
   std::string binary = absl::GetFlag(FLAGS_stage_worker);
   if (binary.empty()) binary = DefaultWorkerBinary();
-  absl::StatusOr<std::unique_ptr<LocalWorkers>> workers = LocalWorkers::Start(
-      *config, binary,
-      {absl::StrCat("--log_format=", absl::GetFlag(FLAGS_log_format)),
-       absl::StrCat("--log_level=", absl::GetFlag(FLAGS_log_level))});
+  std::vector<std::string> worker_args = {
+      absl::StrCat("--log_format=", absl::GetFlag(FLAGS_log_format)),
+      absl::StrCat("--log_level=", absl::GetFlag(FLAGS_log_level))};
+  if (!worker_tls.cert.empty()) {
+    // Spawned workers serve with the orchestrator's own certificate (it must
+    // name 127.0.0.1) and take sessions only from holders of the CA's.
+    worker_args.push_back("--tls_cert=" + worker_tls.cert);
+    worker_args.push_back("--tls_key=" + worker_tls.key);
+    worker_args.push_back("--tls_client_ca=" + worker_tls.ca);
+  }
+  absl::StatusOr<std::unique_ptr<LocalWorkers>> workers =
+      LocalWorkers::Start(*config, binary, worker_args);
   if (!workers.ok()) {
     if (!ErrorField(workers.status()).empty()) return ConfigError(path, workers.status());
     std::cerr << "orchestrator: " << workers.status().message() << "\n";
@@ -124,6 +170,9 @@ int Run() {
   options.listen = absl::GetFlag(FLAGS_listen);
   options.dns_server = absl::GetFlag(FLAGS_dns_server);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  options.tls = client_tls;
+  options.worker_tls = worker_tls;
+  options.tokens_file = absl::GetFlag(FLAGS_tokens_file);
   absl::StatusOr<std::unique_ptr<Orchestrator>> orchestrator = Orchestrator::Start(options);
   if (!orchestrator.ok()) {
     std::cerr << "orchestrator: " << orchestrator.status().message() << "\n";

@@ -24,7 +24,12 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
   // Every stage starts with no replica; they join on the loop, below.
   o->core_ = std::make_unique<PipelineCore>(
       config, std::vector<std::vector<ReplicaClient*>>(config.stages.size()), &o->loop_);
-  o->replicas_ = std::make_unique<ReplicaSet>(&config, o->core_.get(), &o->loop_);
+  if (absl::Status s = CheckTlsFiles(o->options_.worker_tls, TlsSide::kClient); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("worker TLS: ", s.message()));
+  }
+  o->replicas_ = std::make_unique<ReplicaSet>(
+      &config, o->core_.get(), &o->loop_,
+      o->options_.worker_tls.enabled() ? ChannelCredentialsFor(o->options_.worker_tls) : nullptr);
   o->memberships_.resize(config.stages.size());
   std::vector<DnsTarget> targets;
   for (const StageConfig& stage : config.stages) {
@@ -54,10 +59,19 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
     if (!metrics.ok()) return metrics.status();
     o->metrics_ = *std::move(metrics);
   }
-  o->service_ = std::make_unique<OrchestratorService>(o->core_.get(), &o->loop_);
+  std::unique_ptr<TokenFile> tokens;
+  if (!o->options_.tokens_file.empty()) {
+    absl::StatusOr<std::unique_ptr<TokenFile>> loaded = TokenFile::Load(o->options_.tokens_file);
+    if (!loaded.ok()) return loaded.status();
+    tokens = *std::move(loaded);
+  }
+  o->auth_ = std::make_unique<ClientAuth>(std::move(tokens));
+  o->service_ = std::make_unique<OrchestratorService>(o->core_.get(), &o->loop_, o->auth_.get());
   o->health_ = std::make_unique<OrchestratorHealth>(o->core_.get(), &o->loop_);
   GrpcServerOptions server_options;
   server_options.address = o->options_.listen;
+  server_options.tls = o->options_.tls;
+  server_options.name = "the orchestrator";
   // Room for the largest prompt plus the request's other fields; a larger
   // message is refused by gRPC itself (RESOURCE_EXHAUSTED).
   server_options.max_receive_message_bytes = static_cast<int>(

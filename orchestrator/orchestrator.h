@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "common/event_loop.h"
 #include "common/metrics_server.h"
+#include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 #include "orchestrator/dns_watcher.h"
 #include "orchestrator/health_service.h"
@@ -42,6 +43,14 @@ struct OrchestratorOptions {
   std::string listen = "127.0.0.1:0";
   // host:port of the Prometheus endpoint (/metrics); empty: none.
   std::string metrics_listen;
+  // TLS for clients (with tls.ca: client certificates required); plaintext
+  // when empty.
+  TlsFiles tls;
+  // TLS to the workers: the CA their certificates must chain to, and the
+  // client certificate presented to them (mTLS); plaintext when empty.
+  TlsFiles worker_tls;
+  // The bearer tokens clients must send (token_file.h); empty: none needed.
+  std::string tokens_file;
 };
 
 class Orchestrator {
@@ -75,6 +84,7 @@ class Orchestrator {
   // memberships_[s]: set for discovered stages only.
   std::vector<std::unique_ptr<StageMembership>> memberships_;
   std::unique_ptr<DnsWatcher> watcher_;
+  std::unique_ptr<ClientAuth> auth_;
   std::unique_ptr<OrchestratorService> service_;
   std::unique_ptr<OrchestratorHealth> health_;
   std::unique_ptr<grpc::Server> server_;

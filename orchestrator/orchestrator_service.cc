@@ -15,7 +15,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
                               public ClientStream::Transport {
  public:
   GenerateReactor(grpc::CallbackServerContext* context, PipelineCore* core, EventLoop* loop,
-                  v1::GenerateRequest request)
+                  v1::GenerateRequest request, std::string caller)
       : context_(context),
         stream_(std::make_shared<ClientStream>(
             this,
@@ -32,8 +32,8 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
       traceparent.assign(it->second.data(), it->second.size());
     }
     loop->Post([core, stream = stream_, request = std::move(request),
-                traceparent = std::move(traceparent)]() mutable {
-      core->Generate(std::move(request), stream, std::move(traceparent));
+                traceparent = std::move(traceparent), caller = std::move(caller)]() mutable {
+      core->Generate(std::move(request), stream, std::move(traceparent), std::move(caller));
     });
   }
 
@@ -52,6 +52,13 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   const std::shared_ptr<ClientStream> stream_;
 };
 
+// A Generate call refused before it started (not authenticated).
+class RefusedGenerate final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
+ public:
+  explicit RefusedGenerate(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
 // A callback that finishes a unary call with `result`'s value or its error.
 template <typename Response>
 std::function<void(absl::StatusOr<Response>)> FinishWith(grpc::ServerUnaryReactor* reactor,
@@ -68,21 +75,36 @@ std::function<void(absl::StatusOr<Response>)> FinishWith(grpc::ServerUnaryReacto
 
 }  // namespace
 
+absl::Status OrchestratorService::Admitted(const grpc::CallbackServerContext& context,
+                                           absl::string_view call) const {
+  absl::StatusOr<Caller> caller = auth_->Authenticate(context);
+  if (!caller.ok()) return caller.status();
+  return ClientAuth::RequireAdmin(*caller, call);
+}
+
 grpc::ServerWriteReactor<v1::GenerateResponse>* OrchestratorService::Generate(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
-  return new GenerateReactor(context, core_, loop_, *request);
+  absl::StatusOr<Caller> caller = auth_->Authenticate(*context);
+  if (!caller.ok()) return new RefusedGenerate(caller.status());
+  return new GenerateReactor(context, core_, loop_, *request, std::move(caller->identity));
 }
 
 grpc::ServerUnaryReactor* OrchestratorService::Abort(grpc::CallbackServerContext* context,
                                                      const v1::AbortRequest* request,
                                                      v1::AbortResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<Caller> caller = auth_->Authenticate(*context);
+  if (!caller.ok()) {
+    reactor->Finish(ToGrpcStatus(caller.status()));
+    return reactor;
+  }
   const absl::Time deadline =
       context->deadline() == std::chrono::system_clock::time_point::max()
           ? absl::InfiniteFuture()
           : absl::FromChrono(context->deadline());
-  loop_->Post([core = core_, request, response, reactor, deadline] {
-    core->Abort(*request, deadline, FinishWith(reactor, response));
+  loop_->Post([core = core_, request, response, reactor, deadline,
+               identity = std::move(caller->identity)] {
+    core->Abort(*request, deadline, FinishWith(reactor, response), identity);
   });
   return reactor;
 }
@@ -91,6 +113,10 @@ grpc::ServerUnaryReactor* OrchestratorService::GetPipelineStatus(
     grpc::CallbackServerContext* context, const v1::PipelineStatusRequest* request,
     v1::PipelineStatus* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status allowed = Admitted(*context, "GetPipelineStatus"); !allowed.ok()) {
+    reactor->Finish(ToGrpcStatus(allowed));
+    return reactor;
+  }
   loop_->Post([core = core_, response, reactor] {
     *response = core->Status();
     reactor->Finish(grpc::Status::OK);
@@ -102,6 +128,10 @@ grpc::ServerUnaryReactor* OrchestratorService::CallStageUtility(
     grpc::CallbackServerContext* context, const v1::StageUtilityRequest* request,
     v1::StageUtilityResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status allowed = Admitted(*context, "CallStageUtility"); !allowed.ok()) {
+    reactor->Finish(ToGrpcStatus(allowed));
+    return reactor;
+  }
   loop_->Post([core = core_, request, response, reactor] {
     core->CallStageUtility(*request, FinishWith(reactor, response));
   });

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/error_proto.h"
 #include "common/invariant.h"
+#include "common/random_id.h"
 #include "orchestrator/generate_request.h"
 #include "orchestrator/logged_sink.h"
 #include "orchestrator/metered_sink.h"
@@ -94,8 +95,9 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
         table_.size(), " requests in flight; the limit is ", config_.max_in_flight));
   }
   std::string id = request.request_id();
+  // Generated ids cannot be guessed (128 random bits).
   while (id.empty() || (request.request_id().empty() && table_.Find(id) != nullptr)) {
-    id = absl::StrCat("req-", next_generated_id_++);
+    id = absl::StrCat("req-", RandomHex(16));
   }
   if (table_.Find(id) != nullptr) {
     return absl::AlreadyExistsError(absl::StrCat("request '", id, "' is already in flight"));
@@ -117,7 +119,7 @@ LogContext PipelineCore::ContextOf(const InFlightRequest& r, int stage, int repl
 }
 
 void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> client,
-                            std::string traceparent) {
+                            std::string traceparent, std::string caller) {
   CheckInLoop();
   const ResponseSink* owner = client.get();
   std::string trace_id = TraceIdOf(traceparent);
@@ -132,6 +134,7 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   InFlightRequest& r =
       table_.Add(NewInFlightRequest(config_, request, *id, std::move(sink), scheduler_->Now()));
   r.owner = owner;
+  r.caller = std::move(caller);
   r.trace_id = std::move(trace_id);
   if (!r.trace_id.empty()) r.traceparent = std::move(traceparent);
   Log(LogLevel::kDebug, ContextOf(r), "admitted");
@@ -472,7 +475,8 @@ void PipelineCore::Cancel(const std::string& request_id, const ResponseSink* sin
 }
 
 void PipelineCore::Abort(const v1::AbortRequest& request, absl::Time deadline,
-                         std::function<void(absl::StatusOr<v1::AbortResponse>)> done) {
+                         std::function<void(absl::StatusOr<v1::AbortResponse>)> done,
+                         const std::string& caller) {
   CheckInLoop();
   if (request.request_ids_size() > kMaxAbortIdsPerCall) {
     done(absl::InvalidArgumentError(absl::StrCat("request_ids: ", request.request_ids_size(),
@@ -491,7 +495,8 @@ void PipelineCore::Abort(const v1::AbortRequest& request, absl::Time deadline,
                                            result.error().message()));
                  }
                  done(std::move(response));
-               });
+               },
+               caller);
 }
 
 void PipelineCore::SnapshotMetrics() {

@@ -51,16 +51,19 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // Starts a request; its responses go to `sink`. Errors before it starts go to
   // sink->Fail(): INVALID_ARGUMENT, ALREADY_EXISTS, UNAVAILABLE, RESOURCE_EXHAUSTED.
   // `traceparent`: the client's W3C trace context, passed to every stage.
+  // `caller`: the client's authenticated identity, the only one that may Abort
+  // the request ("" without authentication).
   void Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> sink,
-                std::string traceparent = "");
+                std::string traceparent = "", std::string caller = "");
   // The client of `request_id` went away (cancel, disconnect, deadline): abort it
   // everywhere. Only acts if the request still belongs to `sink`.
   void Cancel(const std::string& request_id, const ResponseSink* sink);
   // The client's Abort of many requests (see AbortCoordinator); worker calls end
   // by `deadline` at the latest. INVALID_ARGUMENT for more than
-  // kMaxAbortIdsPerCall ids.
+  // kMaxAbortIdsPerCall ids. Requests another `caller` started are NOT_FOUND.
   void Abort(const v1::AbortRequest& request, absl::Time deadline,
-             std::function<void(absl::StatusOr<v1::AbortResponse>)> done);
+             std::function<void(absl::StatusOr<v1::AbortResponse>)> done,
+             const std::string& caller = "");
   v1::PipelineStatus Status() const;
   // Calls a utility on every live replica of one stage.
   void CallStageUtility(const v1::StageUtilityRequest& request,
@@ -138,7 +141,6 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   std::vector<std::shared_ptr<StagePool>> pools_;
   RequestTable table_;
   AbortCoordinator abort_;
-  uint64_t next_generated_id_ = 1;
   bool accepting_ = true;
   std::function<void()> on_drained_;
   Scheduler::TimerId drain_timer_ = 0;

@@ -119,19 +119,22 @@ class PipelineCoreTest : public ::testing::Test {
   PipelineCore& core() { return *core_; }
   FakeReplicaClient& fake(int stage, int replica) { return *fakes_[stage][replica]; }
 
-  std::shared_ptr<FakeResponseSink> Gen(v1::GenerateRequest request) {
+  // `caller`: the authenticated identity the request is started by.
+  std::shared_ptr<FakeResponseSink> Gen(v1::GenerateRequest request,
+                                        const std::string& caller = "") {
     auto sink = std::make_shared<FakeResponseSink>();
     sinks_.push_back(sink);
-    core_->Generate(std::move(request), sink);
+    core_->Generate(std::move(request), sink, "", caller);
     return sink;
   }
   std::shared_ptr<FakeResponseSink> Gen(const std::string& id,
-                                        std::vector<v1::Modality> modalities = {}) {
+                                        std::vector<v1::Modality> modalities = {},
+                                        const std::string& caller = "") {
     v1::GenerateRequest request;
     request.set_request_id(id);
     request.set_prompt("Hi there");
     for (v1::Modality m : modalities) request.add_output_modalities(m);
-    return Gen(std::move(request));
+    return Gen(std::move(request), caller);
   }
 
   // One worker step of `stage`/`replica` carrying one output for `id`.
@@ -161,15 +164,19 @@ class PipelineCoreTest : public ::testing::Test {
 
   // Runs core.Abort and returns what its callback got (it must run synchronously
   // unless `held`).
-  absl::StatusOr<v1::AbortResponse> AbortNow(std::vector<std::string> ids) {
+  absl::StatusOr<v1::AbortResponse> AbortNow(std::vector<std::string> ids,
+                                             const std::string& caller = "") {
     v1::AbortRequest request;
     for (std::string& id : ids) request.add_request_ids(std::move(id));
     absl::StatusOr<v1::AbortResponse> result = absl::UnknownError("Abort never answered");
     int calls = 0;
-    core_->Abort(request, absl::InfiniteFuture(), [&](absl::StatusOr<v1::AbortResponse> r) {
-      ++calls;
-      result = std::move(r);
-    });
+    core_->Abort(
+        request, absl::InfiniteFuture(),
+        [&](absl::StatusOr<v1::AbortResponse> r) {
+          ++calls;
+          result = std::move(r);
+        },
+        caller);
     EXPECT_EQ(calls, 1) << "Abort's callback must run exactly once";
     return result;
   }

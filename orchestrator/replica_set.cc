@@ -4,14 +4,21 @@
 
 namespace omnistage {
 
-ReplicaSet::ReplicaSet(const PipelineConfig* config, ReplicaListener* listener, Scheduler* loop)
-    : config_(config), listener_(listener), loop_(loop) {}
+ReplicaSet::ReplicaSet(const PipelineConfig* config, ReplicaListener* listener, Scheduler* loop,
+                       std::shared_ptr<grpc::ChannelCredentials> credentials)
+    : config_(config), credentials_(std::move(credentials)), listener_(listener), loop_(loop) {}
 
 ReplicaSet::~ReplicaSet() { ShutdownAll(); }
 
 ReplicaClient* ReplicaSet::Create(int stage, int replica, const std::string& address) {
   WorkerChannelOptions channel;
   channel.address = address;
+  channel.credentials = credentials_;
+  // A discovered replica is dialled at the IP its DNS name gave: its
+  // certificate must carry that name, as written in the config.
+  if (config_->stages[stage].discovery.has_value()) {
+    channel.tls_name = config_->stages[stage].discovery->name;
+  }
   channel.keepalive_time = config_->keepalive_time;
   channel.keepalive_timeout = config_->keepalive_timeout;
   channel.reconnect_initial_backoff = config_->reconnect_initial_backoff;

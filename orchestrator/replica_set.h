@@ -29,7 +29,9 @@ namespace omnistage {
 class ReplicaSet : public ReplicaFactory {
  public:
   // Not owned; all must outlive the set. `listener` hears every session.
-  ReplicaSet(const PipelineConfig* config, ReplicaListener* listener, Scheduler* loop);
+  // `credentials`: for every worker channel (null: plaintext).
+  ReplicaSet(const PipelineConfig* config, ReplicaListener* listener, Scheduler* loop,
+             std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
   ~ReplicaSet() override;
 
   // ReplicaFactory.
@@ -47,6 +49,7 @@ class ReplicaSet : public ReplicaFactory {
   };
 
   const PipelineConfig* const config_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   ReplicaListener* const listener_;
   Scheduler* const loop_;
   std::map<std::pair<int, int>, Replica> replicas_;

@@ -46,6 +46,9 @@ struct InFlightRequest {
   std::shared_ptr<ResponseSink> sink;
   // The client's own sink, under `sink`'s decorators: what a cancellation names.
   const ResponseSink* owner = nullptr;
+  // The authenticated identity that started it ("" without authentication):
+  // only it may Abort the request.
+  std::string caller;
   // The client's W3C traceparent (passed to every stage) and its trace id
   // (on every log line about the request); empty when it sent none.
   std::string traceparent;

@@ -36,6 +36,7 @@
 #include "common/flags_usage.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "common/metrics_server.h"
 #include "stage_worker/engines/registry.h"
 #include "stage_worker/worker.h"
@@ -147,6 +148,14 @@ int Run() {
   server_options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   server_options.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                         absl::GetFlag(FLAGS_tls_client_ca)};
+  if (absl::Status s = CheckTlsFiles(server_options.tls, TlsSide::kServer); !s.ok()) {
+    std::cerr << "stage_worker: --tls_cert/--tls_key/--tls_client_ca: " << s.message() << "\n";
+    return 2;
+  }
+  if (server_options.tls.enabled() && server_options.tls.ca.empty()) {
+    LogWarning("--tls_client_ca is not set: any client that reaches this port may open "
+               "sessions; set it to the CA of the orchestrators' certificates (mTLS)");
+  }
   absl::StatusOr<std::unique_ptr<WorkerServer>> server =
       WorkerServer::Start(server_options, &worker);
   if (!server.ok()) {

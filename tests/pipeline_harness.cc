@@ -83,10 +83,12 @@ bool Eventually(const std::function<bool()>& condition, absl::Duration timeout,
 }
 
 GenerateCall::GenerateCall(std::shared_ptr<v1::Orchestrator::Stub> stub,
-                           v1::GenerateRequest request, absl::Duration deadline)
+                           v1::GenerateRequest request, absl::Duration deadline,
+                           const std::string& token)
     : stub_(std::move(stub)) {
   // A safety net so that no test thread can hang forever.
   context_.set_deadline(DeadlineIn(deadline));
+  if (!token.empty()) context_.AddMetadata("authorization", "Bearer " + token);
   thread_ =
       std::thread([this, request = std::move(request)]() mutable { Run(std::move(request)); });
 }
@@ -305,11 +307,15 @@ absl::Status PipelineHarness::StartOrchestrator() {
   orchestrator_port_ = ParsePort(*line);
   orchestrator_metrics_port_ = ParseNumberAfter(*line, "metrics_port");
   if (orchestrator_port_ <= 0) return absl::InternalError(absl::StrCat("bad port line: ", *line));
+  stub_ = v1::Orchestrator::NewStub(NewChannel());
+  return WaitAllAlive(absl::Seconds(30));
+}
+
+std::shared_ptr<grpc::Channel> PipelineHarness::NewChannel(const TlsFiles& tls) const {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);  // Audio responses can be large.
-  stub_ = v1::Orchestrator::NewStub(grpc::CreateCustomChannel(
-      absl::StrCat("127.0.0.1:", orchestrator_port_), grpc::InsecureChannelCredentials(), args));
-  return WaitAllAlive(absl::Seconds(30));
+  return grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", orchestrator_port_),
+                                   ChannelCredentialsFor(tls), args);
 }
 
 absl::Status PipelineHarness::WaitAllAlive(absl::Duration timeout) {
@@ -342,7 +348,7 @@ absl::Status PipelineHarness::WaitAllAlive(absl::Duration timeout) {
 
 GenerateResult PipelineHarness::Generate(const v1::GenerateRequest& request,
                                          absl::Duration timeout) {
-  GenerateCall call(stub_, request, timeout + absl::Seconds(5));
+  GenerateCall call(stub_, request, timeout + absl::Seconds(5), spec_.token);
   return call.Wait(timeout);
 }
 
@@ -360,7 +366,11 @@ std::vector<GenerateResult> PipelineHarness::GenerateAll(
 
 std::unique_ptr<GenerateCall> PipelineHarness::StartGenerate(const v1::GenerateRequest& request,
                                                              absl::Duration deadline) {
-  return std::make_unique<GenerateCall>(stub_, request, deadline);
+  return std::make_unique<GenerateCall>(stub_, request, deadline, spec_.token);
+}
+
+void PipelineHarness::Authorize(grpc::ClientContext& context) const {
+  if (!spec_.token.empty()) context.AddMetadata("authorization", "Bearer " + spec_.token);
 }
 
 absl::StatusOr<v1::AbortResponse> PipelineHarness::Abort(const std::vector<std::string>& ids,
@@ -370,6 +380,7 @@ absl::StatusOr<v1::AbortResponse> PipelineHarness::Abort(const std::vector<std::
   v1::AbortResponse response;
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(deadline));
+  Authorize(context);
   grpc::Status status = stub_->Abort(&context, request, &response);
   if (!status.ok()) {
     return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
@@ -381,6 +392,7 @@ absl::StatusOr<v1::PipelineStatus> PipelineHarness::Status() {
   v1::PipelineStatus response;
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(absl::Seconds(10)));
+  Authorize(context);
   grpc::Status status = stub_->GetPipelineStatus(&context, v1::PipelineStatusRequest(), &response);
   if (!status.ok()) {
     return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
@@ -397,6 +409,7 @@ std::vector<absl::StatusOr<WorkerStats>> PipelineHarness::Stats(int stage) {
   v1::StageUtilityResponse response;
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(absl::Seconds(10)));
+  Authorize(context);
   grpc::Status status = stub_->CallStageUtility(&context, request, &response);
   if (!status.ok()) {
     for (auto& s : stats) {

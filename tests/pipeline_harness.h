@@ -91,8 +91,9 @@ struct GenerateResult {
 // cancel it, or run many at once. The destructor cancels it if still running.
 class GenerateCall {
  public:
+  // `token`: sent as "authorization: Bearer <token>" when not empty.
   GenerateCall(std::shared_ptr<v1::Orchestrator::Stub> stub, v1::GenerateRequest request,
-               absl::Duration deadline);
+               absl::Duration deadline, const std::string& token = "");
   ~GenerateCall();
   GenerateCall(const GenerateCall&) = delete;
   GenerateCall& operator=(const GenerateCall&) = delete;
@@ -177,6 +178,10 @@ class PipelineHarness {
   int orchestrator_metrics_port() const { return orchestrator_metrics_port_; }
   const std::string& config_path() const { return config_path_; }
   std::shared_ptr<v1::Orchestrator::Stub> stub() const { return stub_; }
+  // A channel to the orchestrator with `tls` (the spec's client_tls by
+  // default), for tests that call it as someone else.
+  std::shared_ptr<grpc::Channel> NewChannel(const TlsFiles& tls) const;
+  std::shared_ptr<grpc::Channel> NewChannel() const { return NewChannel(spec_.client_tls); }
   // Waits until GetPipelineStatus shows every replica alive.
   absl::Status WaitAllAlive(absl::Duration timeout);
 
@@ -213,6 +218,8 @@ class PipelineHarness {
   };
 
   explicit PipelineHarness(PipelineSpec spec) : spec_(std::move(spec)) {}
+  // Adds the spec's token to a call.
+  void Authorize(grpc::ClientContext& context) const;
   // Replica `replica` of `stage` on `host`, with its flags; not started.
   Worker NewWorker(int stage, int replica, const std::string& host) const;
   // Starts `worker` listening on `port` (0: any) and reads its port line.

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/tls.h"
+
 namespace omnistage {
 
 // One stage of the pipeline under test.
@@ -57,6 +59,10 @@ struct PipelineSpec {
   std::string dns_server;
   // More flags for the orchestrator, e.g. "--metrics_listen=127.0.0.1:0".
   std::vector<std::string> orchestrator_flags;
+  // How the harness's own client reaches the orchestrator: TLS files (empty:
+  // plaintext) and a bearer token (empty: none).
+  TlsFiles client_tls;
+  std::string token;
 };
 
 // The YAML text of `spec` with `addresses[s]` as stage s's replicas (for a
