@@ -1,0 +1,288 @@
+// Security configured, as real processes (issue 12): clients reach the
+// orchestrator over TLS with bearer tokens, the orchestrator reaches its
+// workers over mTLS. Every refusal comes with its documented status and
+// affects nothing else; certificates rotate under open streams; bad files stop
+// start-up with one line; plaintext off loopback is loud.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/pipeline_harness.h"
+#include "tests/pipeline_test_util.h"
+#include "tests/test_pki.h"
+#include "tests/worker_test_client.h"
+
+namespace omnistage {
+namespace {
+
+constexpr char kAlice[] = "alice-token-0123456789";
+constexpr char kBob[] = "bob-token-0123456789";
+constexpr char kOps[] = "ops-token-0123456789";
+
+std::string TestDir() {
+  const std::string dir =
+      absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
+                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  EXPECT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  return dir;
+}
+
+void WriteTokens(const std::string& path, const std::vector<std::string>& who) {
+  const std::string temporary = path + ".new";
+  {
+    std::ofstream out(temporary);
+    out << "tokens:\n";
+    for (const std::string& name : who) {
+      const std::string token = name == "alice" ? kAlice : name == "bob" ? kBob : kOps;
+      out << "  - identity: " << name << "\n    role: " << (name == "ops" ? "admin" : "user")
+          << "\n    token: \"" << token << "\"\n";
+    }
+  }
+  ASSERT_EQ(std::rename(temporary.c_str(), path.c_str()), 0);
+}
+
+void Authorize(grpc::ClientContext& context, const std::string& token) {
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+}
+
+class SecurityProcessTest : public ::testing::Test {
+ protected:
+  SecurityProcessTest() : dir_(TestDir()), pki_(dir_), rogue_ca_(dir_, "rogue-ca") {}
+
+  void SetUp() override {
+    orchestrator_cert_ = pki_.Issue("orchestrator", {});
+    worker_cert_ = pki_.Issue("worker", {});
+    CertOptions client;
+    client.dns_names = {"omnistage-orchestrator"};
+    client.ips.clear();
+    to_workers_ = pki_.Issue("to-workers", client);
+    tokens_ = dir_ + "/tokens.yaml";
+    WriteTokens(tokens_, {"alice", "bob", "ops"});
+
+    PipelineSpec spec;
+    StageSpec llm = Stage("llm", "sim_llm", "step_time_us=2000", 1, true, "tokens");
+    llm.worker_flags = {"--tls_cert=" + worker_cert_.cert, "--tls_key=" + worker_cert_.key,
+                        "--tls_client_ca=" + pki_.ca_file()};
+    spec.stages = {llm};
+    spec.orchestrator_flags = {
+        "--tls_cert=" + orchestrator_cert_.cert, "--tls_key=" + orchestrator_cert_.key,
+        "--tokens_file=" + tokens_,              "--worker_tls_ca=" + pki_.ca_file(),
+        "--worker_tls_cert=" + to_workers_.cert, "--worker_tls_key=" + to_workers_.key};
+    spec.client_tls = TlsFiles{"", "", pki_.ca_file()};
+    spec.token = kOps;
+    pipeline_ = StartPipeline(spec);
+    ASSERT_NE(pipeline_, nullptr);
+  }
+
+  std::unique_ptr<GenerateCall> Start(const std::string& id, uint32_t max_tokens,
+                                      const std::string& token) {
+    return std::make_unique<GenerateCall>(
+        pipeline_->stub(), MakeRequest(id, "hello", {StageParams(0, max_tokens)}),
+        absl::Seconds(60), token);
+  }
+
+  grpc::Status AbortAs(const std::string& token, const std::string& id,
+                       v1::AbortResponse* response) {
+    v1::AbortRequest request;
+    request.add_request_ids(id);
+    grpc::ClientContext context;
+    Authorize(context, token);
+    return pipeline_->stub()->Abort(&context, request, response);
+  }
+
+  grpc::Status StatusAs(const TlsFiles& tls, const std::string& token) {
+    auto stub = v1::Orchestrator::NewStub(pipeline_->NewChannel(tls));
+    grpc::ClientContext context;
+    Authorize(context, token);
+    v1::PipelineStatus status;
+    return stub->GetPipelineStatus(&context, v1::PipelineStatusRequest(), &status);
+  }
+
+  const std::string dir_;
+  TestPki pki_;
+  TestPki rogue_ca_;
+  TlsFiles orchestrator_cert_;
+  TlsFiles worker_cert_;
+  TlsFiles to_workers_;
+  std::string tokens_;
+  std::unique_ptr<PipelineHarness> pipeline_;
+};
+
+TEST_F(SecurityProcessTest, AUserGeneratesOverTlsThroughMutualTlsWorkers) {
+  GenerateResult r = Start("a1", 8, kAlice)->Wait(absl::Seconds(30));
+  ExpectOneTerminal(r);
+  EXPECT_EQ(r.terminal.finish_reason(), v1::FINISH_REASON_LENGTH) << r.Summary();
+  EXPECT_EQ(r.tokens.size(), 8u) << r.Summary();
+}
+
+TEST_F(SecurityProcessTest, EachRefusalHasItsStatusAndMessage) {
+  const TlsFiles trust = pipeline_->spec().client_tls;
+  EXPECT_TRUE(StatusAs(trust, kOps).ok());
+  EXPECT_EQ(StatusAs(TlsFiles{}, kOps).error_code(), grpc::StatusCode::UNAVAILABLE)
+      << "plaintext against the TLS port";
+  EXPECT_EQ(StatusAs(TlsFiles{"", "", rogue_ca_.ca_file()}, kOps).error_code(),
+            grpc::StatusCode::UNAVAILABLE)
+      << "a client that trusts another CA";
+
+  grpc::Status missing = StatusAs(trust, "");
+  EXPECT_EQ(missing.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(missing.error_message(),
+            "no bearer token: send the metadata 'authorization: Bearer <token>'");
+  grpc::Status wrong = StatusAs(trust, "ops-token-0123456788");
+  EXPECT_EQ(wrong.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(wrong.error_message(), "unknown or revoked token");
+
+  grpc::Status user = StatusAs(trust, kAlice);
+  EXPECT_EQ(user.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(user.error_message(),
+            "GetPipelineStatus needs the admin role; 'alice' has the user role");
+  v1::StageUtilityRequest utility;
+  utility.set_stage_id(0);
+  utility.set_name("stats");
+  v1::StageUtilityResponse result;
+  grpc::ClientContext context;
+  Authorize(context, kAlice);
+  EXPECT_EQ(pipeline_->stub()->CallStageUtility(&context, utility, &result).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  GenerateResult unauthenticated = Start("x", 4, "")->Wait(absl::Seconds(10));
+  EXPECT_EQ(unauthenticated.status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(unauthenticated.responses, 0);
+
+  // None of it touched the service.
+  ExpectOneTerminal(Start("after", 4, kBob)->Wait(absl::Seconds(30)));
+}
+
+TEST_F(SecurityProcessTest, AnotherIdentitysAbortIsNotFoundAndTheOwnersWorks) {
+  std::unique_ptr<GenerateCall> alices = Start("victim", 100000, kAlice);
+  ASSERT_TRUE(alices->WaitForOutput(absl::Seconds(30)));
+  v1::AbortResponse response;
+  ASSERT_TRUE(AbortAs(kBob, "victim", &response).ok());
+  ASSERT_EQ(response.results_size(), 1);
+  EXPECT_EQ(response.results(0).outcome(), v1::AbortResult::OUTCOME_NOT_FOUND);
+  const int before = alices->Snapshot().output_chunks;
+  EXPECT_TRUE(alices->WaitUntil(
+      [before](const GenerateResult& r) { return r.output_chunks > before + 3; },
+      absl::Seconds(10)))
+      << "bob's abort stopped alice's request";
+
+  ASSERT_TRUE(AbortAs(kAlice, "victim", &response).ok());
+  EXPECT_EQ(response.results(0).outcome(), v1::AbortResult::OUTCOME_ABORTED);
+  const GenerateResult r = alices->Wait(absl::Seconds(10));
+  ExpectOneTerminal(r);
+  EXPECT_EQ(r.terminal.finish_reason(), v1::FINISH_REASON_ABORT);
+}
+
+TEST_F(SecurityProcessTest, ARevokedTokenIsRefusedWithinSeconds) {
+  ExpectOneTerminal(Start("b1", 2, kBob)->Wait(absl::Seconds(30)));
+  WriteTokens(tokens_, {"alice", "ops"});
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Start("b2", 2, kBob)->Wait(absl::Seconds(10)).status.error_code() ==
+               grpc::StatusCode::UNAUTHENTICATED;
+      },
+      absl::Seconds(5), absl::Milliseconds(200)));
+  ExpectOneTerminal(Start("a1", 2, kAlice)->Wait(absl::Seconds(30)));
+}
+
+TEST_F(SecurityProcessTest, OnlyTheOrchestratorsCertificateOpensWorkerSessions) {
+  const std::string worker = absl::StrCat("localhost:", pipeline_->worker_port(0, 0));
+  WorkerTestClient plaintext(grpc::CreateChannel(worker, grpc::InsecureChannelCredentials()));
+  EXPECT_FALSE(plaintext.Connect().ok());
+  WorkerTestClient anonymous(
+      grpc::CreateChannel(worker, ChannelCredentialsFor(TlsFiles{"", "", pki_.ca_file()})));
+  EXPECT_FALSE(anonymous.Connect().ok());
+  TlsFiles rogue = rogue_ca_.Issue("rogue", {});
+  rogue.ca = pki_.ca_file();
+  WorkerTestClient stranger(grpc::CreateChannel(worker, ChannelCredentialsFor(rogue)));
+  EXPECT_FALSE(stranger.Connect().ok());
+}
+
+TEST_F(SecurityProcessTest, CertificatesRotateUnderOpenStreams) {
+  std::unique_ptr<GenerateCall> streaming = Start("long", 100000, kAlice);
+  ASSERT_TRUE(streaming->WaitForOutput(absl::Seconds(30)));
+  // cert-manager renews every certificate in place.
+  pki_.Issue("orchestrator", {});
+  pki_.Issue("worker", {});
+  CertOptions client;
+  client.dns_names = {"omnistage-orchestrator"};
+  client.ips.clear();
+  pki_.Issue("to-workers", client);
+  absl::SleepFor(absl::Seconds(3 * kTlsRefreshSeconds));
+  const int before = streaming->Snapshot().output_chunks;
+  EXPECT_TRUE(streaming->WaitUntil(
+      [before](const GenerateResult& r) { return r.output_chunks > before + 3; },
+      absl::Seconds(10)))
+      << "the stream stopped at the rotation";
+  // New connections take the new files: a new client, and a worker restarted
+  // (a new session, with the renewed certificates on both ends).
+  EXPECT_TRUE(StatusAs(pipeline_->spec().client_tls, kOps).ok());
+  v1::AbortResponse response;
+  ASSERT_TRUE(AbortAs(kAlice, "long", &response).ok());
+  ExpectOneTerminal(streaming->Wait(absl::Seconds(10)));
+  ASSERT_TRUE(pipeline_->RestartWorker(0, 0).ok());
+  ASSERT_TRUE(pipeline_->WaitAllAlive(absl::Seconds(20)).ok());
+  ExpectOneTerminal(Start("after", 4, kAlice)->Wait(absl::Seconds(30)));
+}
+
+// A process's stdout and stderr, for start-up lines.
+std::unique_ptr<ChildProcess> StartCapturingStderr(std::vector<std::string> argv) {
+  argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
+  absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(argv);
+  EXPECT_TRUE(process.ok()) << process.status();
+  return process.ok() ? *std::move(process) : nullptr;
+}
+
+TEST(SecurityStartUpTest, BadCertificatesStopStartUpWithOneLine) {
+  const std::string dir = TestDir();
+  TestPki pki(dir);
+  CertOptions expired;
+  expired.not_before = -absl::Hours(48);
+  expired.not_after = -absl::Hours(24);
+  TlsFiles stale = pki.Issue("stale", expired);
+  std::unique_ptr<ChildProcess> worker = StartCapturingStderr(
+      {kStageWorkerBinary, "--tls_cert=" + stale.cert, "--tls_key=" + stale.key});
+  ASSERT_NE(worker, nullptr);
+  absl::StatusOr<std::string> line = worker->WaitForLine("expired on", absl::Seconds(10));
+  ASSERT_TRUE(line.ok()) << worker->output();
+  EXPECT_TRUE(absl::StartsWith(*line, "stage_worker: --tls_cert/--tls_key/--tls_client_ca: "))
+      << *line;
+  EXPECT_EQ(worker->Wait(absl::Seconds(10)), 2);
+
+  const TlsFiles good = pki.Issue("good", {});
+  const std::string config = dir + "/pipeline.yaml";
+  std::ofstream(config) << "stages:\n  - name: llm\n    engine: sim_llm\n"
+                           "    addresses: [\"127.0.0.1:1\"]\n    final_output: true\n"
+                           "    output_modality: tokens\n";
+  std::unique_ptr<ChildProcess> orchestrator = StartCapturingStderr(
+      {kOrchestratorBinary, "--config=" + config, "--tls_cert=" + good.cert,
+       "--tls_key=" + stale.key});
+  ASSERT_NE(orchestrator, nullptr);
+  line = orchestrator->WaitForLine("is not the key", absl::Seconds(10));
+  ASSERT_TRUE(line.ok()) << orchestrator->output();
+  EXPECT_EQ(orchestrator->Wait(absl::Seconds(10)), 2);
+}
+
+TEST(SecurityStartUpTest, PlaintextOffLoopbackIsLoud) {
+  std::unique_ptr<ChildProcess> worker =
+      StartCapturingStderr({kStageWorkerBinary, "--listen=0.0.0.0:0"});
+  ASSERT_NE(worker, nullptr);
+  absl::StatusOr<std::string> line = worker->WaitForLine("PLAINTEXT", absl::Seconds(10));
+  ASSERT_TRUE(line.ok()) << worker->output();
+  EXPECT_TRUE(absl::StrContains(*line, "the stage worker serves 0.0.0.0:0 without TLS")) << *line;
+  std::unique_ptr<ChildProcess> quiet =
+      StartCapturingStderr({kStageWorkerBinary, "--listen=127.0.0.1:0"});
+  ASSERT_NE(quiet, nullptr);
+  ASSERT_TRUE(quiet->WaitForLine("listening port=", absl::Seconds(10)).ok());
+  EXPECT_FALSE(absl::StrContains(quiet->output(), "PLAINTEXT")) << quiet->output();
+}
+
+}  // namespace
+}  // namespace omnistage
