@@ -15,6 +15,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -24,19 +26,33 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "client/stream_printer.h"
 #include "client/wav_writer.h"
 #include "common/flags_usage.h"
 #include "common/modality.h"
+#include "common/tls.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "orchestrator address (host:port)");
+ABSL_FLAG(bool, tls, false,
+          "connect over TLS (implied by --tls_ca/--tls_cert); the server's certificate must "
+          "chain to --tls_ca (default: the system's roots) and name the host of --server");
+ABSL_FLAG(std::string, tls_ca, "", "PEM CA bundle the orchestrator's certificate must chain to");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM client certificate, for an orchestrator that requires one (with --tls_key)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "the name the orchestrator's certificate must carry, when not the host of --server");
+ABSL_FLAG(std::string, token_file, "",
+          "file holding the bearer token to send (default: $OMNISTAGE_TOKEN, if set)");
 ABSL_FLAG(std::string, prompt, "", "generate: the prompt");
 ABSL_FLAG(std::string, request_id, "", "generate: request id (default: assigned by the server)");
 ABSL_FLAG(std::string, modalities, "", "generate: comma-separated outputs: text,audio,tokens");
@@ -88,20 +104,59 @@ v1::StageParameters* ParamsOf(v1::GenerateRequest& request, int stage) {
 
 // Connects within 5 s or says clearly that nothing answers at `server`.
 std::shared_ptr<grpc::Channel> Connect(const std::string& server) {
-  auto channel = grpc::CreateChannel(server, grpc::InsecureChannelCredentials());
+  const TlsFiles tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                     absl::GetFlag(FLAGS_tls_ca)};
+  const bool use_tls = absl::GetFlag(FLAGS_tls) || tls.enabled();
+  grpc::ChannelArguments args;
+  if (const std::string name = absl::GetFlag(FLAGS_tls_server_name); !name.empty()) {
+    args.SetSslTargetNameOverride(name);
+  }
+  auto channel = grpc::CreateCustomChannel(
+      server,
+      tls.enabled() ? ChannelCredentialsFor(tls)
+                    : use_tls ? grpc::SslCredentials(grpc::SslCredentialsOptions())
+                              : grpc::InsecureChannelCredentials(),
+      args);
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
-    std::cerr << "omni: cannot reach the orchestrator at " << server
-              << " (is it running? start one with ./demo.sh --serve)\n";
+    if (use_tls) {
+      std::cerr << "omni: cannot reach the orchestrator at " << server
+                << " over TLS (is it running, serving TLS, with a certificate that chains to "
+                   "--tls_ca and names the host?)\n";
+    } else {
+      std::cerr << "omni: cannot reach the orchestrator at " << server
+                << " (is it running? start one with ./demo.sh --serve; if it serves TLS, "
+                   "pass --tls_ca)\n";
+    }
     return nullptr;
   }
   return channel;
 }
 
-void SetDeadline(grpc::ClientContext* context) {
+// The bearer token: the first line of --token_file, else $OMNISTAGE_TOKEN.
+std::string token;
+
+absl::Status LoadToken() {
+  const std::string path = absl::GetFlag(FLAGS_token_file);
+  if (path.empty()) {
+    const char* env = std::getenv("OMNISTAGE_TOKEN");
+    token = env != nullptr ? env : "";
+    return absl::OkStatus();
+  }
+  std::ifstream in(path);
+  if (!in || !std::getline(in, token)) {
+    return absl::InvalidArgumentError(absl::StrCat("--token_file: cannot read ", path));
+  }
+  token = std::string(absl::StripAsciiWhitespace(token));
+  return absl::OkStatus();
+}
+
+// Every call's deadline and token.
+void Prepare(grpc::ClientContext* context) {
   const int seconds = absl::GetFlag(FLAGS_timeout_s);
   if (seconds > 0) {
     context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
   }
+  if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
 }
 
 int Generate(v1::Orchestrator::Stub& stub) {
@@ -144,7 +199,7 @@ int Generate(v1::Orchestrator::Stub& stub) {
     return kUsage;
   }
   grpc::ClientContext context;
-  SetDeadline(&context);
+  Prepare(&context);
   if (const std::string traceparent = absl::GetFlag(FLAGS_traceparent); !traceparent.empty()) {
     context.AddMetadata("traceparent", traceparent);
   }
@@ -240,7 +295,7 @@ int Abort(v1::Orchestrator::Stub& stub) {
     return kUsage;
   }
   grpc::ClientContext context;
-  SetDeadline(&context);
+  Prepare(&context);
   v1::AbortResponse response;
   const grpc::Status status = stub.Abort(&context, request, &response);
   if (!status.ok()) {
@@ -279,7 +334,7 @@ int PrintJson(const google::protobuf::Message& message) {
 
 int Status(v1::Orchestrator::Stub& stub) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  Prepare(&context);
   v1::PipelineStatus response;
   const grpc::Status status = stub.GetPipelineStatus(&context, {}, &response);
   if (!status.ok()) {
@@ -305,7 +360,7 @@ int Utility(v1::Orchestrator::Stub& stub) {
     }
   }
   grpc::ClientContext context;
-  SetDeadline(&context);
+  Prepare(&context);
   v1::StageUtilityResponse response;
   const grpc::Status status = stub.CallStageUtility(&context, request, &response);
   if (!status.ok()) {
@@ -320,6 +375,16 @@ int Run(const std::vector<char*>& args) {
   if (command != "generate" && command != "abort" && command != "status" &&
       command != "utility") {
     std::cerr << "usage: omni generate|abort|status|utility [flags]  (omni --help)\n";
+    return kUsage;
+  }
+  const TlsFiles tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                     absl::GetFlag(FLAGS_tls_ca)};
+  if (absl::Status s = CheckTlsFiles(tls, TlsSide::kClient); !s.ok()) {
+    std::cerr << "omni: --tls_cert/--tls_key/--tls_ca: " << s.message() << "\n";
+    return kUsage;
+  }
+  if (absl::Status s = LoadToken(); !s.ok()) {
+    std::cerr << "omni: " << s.message() << "\n";
     return kUsage;
   }
   std::shared_ptr<grpc::Channel> channel = Connect(absl::GetFlag(FLAGS_server));

@@ -14,6 +14,7 @@ Streams text to stdout as it arrives and, with --wav, saves the audio as a WAV
 file. Exit codes: 0 finished, 1 failed, 3 aborted, 4 orchestrator unreachable.
 """
 import argparse
+import os
 import sys
 import wave
 
@@ -60,9 +61,19 @@ def main():
     parser.add_argument("--prompt", required=True)
     parser.add_argument("--wav", default="", help="save the audio here (none when empty)")
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--tls_ca", help="PEM CA bundle: connect over TLS, verifying the server")
+    parser.add_argument("--tls_cert", help="PEM client certificate (with --tls_key)")
+    parser.add_argument("--tls_key", help="PEM private key of --tls_cert")
+    parser.add_argument("--token_file",
+                        help="file holding the bearer token (default: $OMNISTAGE_TOKEN)")
     args = parser.parse_args()
+    token = os.environ.get("OMNISTAGE_TOKEN")
+    if args.token_file:
+        with open(args.token_file) as f:
+            token = f.readline().strip()
     try:
-        client = omnistage.Client(args.server)
+        client = omnistage.Client(args.server, tls_ca=args.tls_ca, tls_cert=args.tls_cert,
+                                  tls_key=args.tls_key, token=token)
     except omnistage.Unreachable as error:
         print(f"cannot reach the orchestrator: {error}", file=sys.stderr)
         return 4

@@ -43,8 +43,28 @@ def _reason(value: int) -> str:
 class Client:
     """A connection to one orchestrator. Thread-safe, like its gRPC channel."""
 
-    def __init__(self, server: str = "127.0.0.1:50051", connect_timeout: float = 5.0):
-        self._channel = grpc.insecure_channel(server)
+    def __init__(self, server: str = "127.0.0.1:50051", connect_timeout: float = 5.0, *,
+                 tls: bool = False, tls_ca: Optional[str] = None,
+                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
+                 tls_server_name: Optional[str] = None, token: Optional[str] = None):
+        """Connects to `server` (host:port).
+
+        TLS: tls=True, or any of tls_ca (PEM file the server's certificate must
+        chain to; default: the system's roots), tls_cert and tls_key (PEM files of
+        a client certificate, for an orchestrator that requires one).
+        tls_server_name: the name the server's certificate must carry, when not
+        the host of `server`. token: the bearer token sent with every call.
+        """
+        self._metadata = [("authorization", "Bearer " + token)] if token else []
+        if tls or tls_ca or tls_cert or tls_key:
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=_read(tls_ca), private_key=_read(tls_key),
+                certificate_chain=_read(tls_cert))
+            options = [("grpc.ssl_target_name_override", tls_server_name)] \
+                if tls_server_name else []
+            self._channel = grpc.secure_channel(server, credentials, options=options)
+        else:
+            self._channel = grpc.insecure_channel(server)
         try:
             grpc.channel_ready_future(self._channel).result(timeout=connect_timeout)
         except grpc.FutureTimeoutError:
@@ -86,7 +106,7 @@ class Client:
                 params.max_tokens = max_tokens[stage]
             for key, value in ((extra or {}).get(stage) or {}).items():
                 params.extra[key] = str(value)
-        metadata = [("traceparent", traceparent)] if traceparent else None
+        metadata = self._metadata + ([("traceparent", traceparent)] if traceparent else [])
         call = self._stub.Generate(request, timeout=timeout, metadata=metadata)
         try:
             for response in call:
@@ -102,7 +122,8 @@ class Client:
     def abort(self, request_ids: Iterable[str], timeout: float = 20.0) -> Dict[str, str]:
         """Aborts requests: id -> "aborted", "not_found" or "failed: <why>" (retry)."""
         response = self._stub.Abort(
-            orchestrator_pb2.AbortRequest(request_ids=list(request_ids)), timeout=timeout)
+            orchestrator_pb2.AbortRequest(request_ids=list(request_ids)), timeout=timeout,
+            metadata=self._metadata)
         outcomes = {}
         for result in response.results:
             if result.outcome == orchestrator_pb2.AbortResult.OUTCOME_ABORTED:
@@ -116,7 +137,14 @@ class Client:
     def status(self, timeout: float = 10.0) -> orchestrator_pb2.PipelineStatus:
         """The pipeline's stages, replicas and in-flight count."""
         return self._stub.GetPipelineStatus(orchestrator_pb2.PipelineStatusRequest(),
-                                            timeout=timeout)
+                                            timeout=timeout, metadata=self._metadata)
+
+
+def _read(path: Optional[str]) -> Optional[bytes]:
+    if not path:
+        return None
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def _output(chunk) -> Output:

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The clients against an orchestrator with security on, with certificates and
+# tokens from deploy/certs/make_dev_certs.sh (the openssl command line): TLS to
+# the orchestrator, bearer tokens, mTLS to the workers it spawns. The omni CLI
+# and the Python client connect with their TLS and token options; each refusal
+# says what is wrong. Stops what it starts, by PID.
+set -euo pipefail
+
+omni=client/omni
+source tests/orchestrator_process.sh
+c="$out/certs"
+deploy/certs/make_dev_certs.sh "$c" >/dev/null
+start_orchestrator orchestrator/configs/local_sim.yaml \
+  --tls_cert="$c/orchestrator.crt" --tls_key="$c/orchestrator.key" \
+  --tokens_file="$c/tokens.yaml" --worker_tls_ca="$c/ca.crt" \
+  --worker_tls_cert="$c/to-workers.crt" --worker_tls_key="$c/to-workers.key"
+tls=(--tls_ca="$c/ca.crt")
+
+# expect RC PATTERN CMD...: runs CMD, checks its exit code and its stderr.
+expect() {
+  local want="$1" pattern="$2"
+  shift 2
+  set +e
+  "$@" >"$out/stdout" 2>"$out/stderr"
+  local rc=$?
+  set -e
+  [ "$rc" -eq "$want" ] || fail "exit $rc (not $want) from $*: $(cat "$out/stderr")"
+  grep -q -- "$pattern" "$out/stderr" || fail "no '$pattern' from $*: $(cat "$out/stderr")"
+}
+
+expect 0 'finished (FINISH_REASON_LENGTH)' \
+  "$omni" generate "$server" "${tls[@]}" --token_file="$c/user.token" --prompt=hi --max_tokens=0:5
+OMNISTAGE_TOKEN="$(cat "$c/admin.token")" "$omni" status "$server" "${tls[@]}" >"$out/status" ||
+  fail "admin status"
+grep -q 'sim' "$out/status" || fail "status: $(cat "$out/status")"
+
+expect 1 "GetPipelineStatus needs the admin role; 'demo' has the user role (PERMISSION_DENIED)" \
+  "$omni" status "$server" "${tls[@]}" --token_file="$c/user.token"
+expect 1 "no bearer token.*(UNAUTHENTICATED)" \
+  "$omni" generate "$server" "${tls[@]}" --prompt=hi
+echo "not-a-token-0123456789" >"$out/wrong.token"
+expect 1 "unknown or revoked token (UNAUTHENTICATED)" \
+  "$omni" generate "$server" "${tls[@]}" --token_file="$out/wrong.token" --prompt=hi
+expect 4 "if it serves TLS, pass --tls_ca" \
+  "$omni" generate "$server" --token_file="$c/user.token" --prompt=hi
+expect 2 "cannot read $out/nope.token" \
+  "$omni" generate "$server" "${tls[@]}" --token_file="$out/nope.token" --prompt=hi
+
+# The Python client: the example with its TLS and token options, and another
+# identity's abort reported as not found.
+PYTHONPATH=client/python/package /usr/bin/python3 client/python/examples/omni_client.py \
+  --server "127.0.0.1:$port" --tls_ca "$c/ca.crt" --token_file "$c/user.token" \
+  --prompt "Hello over TLS" >"$out/py" 2>"$out/pyerr" || fail "python example: $(cat "$out/pyerr")"
+grep -q ': length$' "$out/pyerr" || fail "python example: $(cat "$out/pyerr")"
+PYTHONPATH=client/python/package /usr/bin/python3 - "127.0.0.1:$port" "$c" <<'PY' || fail "python (above)"
+import sys
+import grpc
+import omnistage
+
+server, certs = sys.argv[1], sys.argv[2]
+token = lambda name: open(f"{certs}/{name}.token").read().strip()
+user = omnistage.Client(server, tls_ca=f"{certs}/ca.crt", token=token("user"))
+admin = omnistage.Client(server, tls_ca=f"{certs}/ca.crt", token=token("admin"))
+stream = user.generate("a long one", request_id="mine", max_tokens={0: 100000})
+assert next(stream).modality == "tokens"
+assert admin.abort(["mine"]) == {"mine": "not_found"}, "another identity aborted it"
+assert user.abort(["mine"]) == {"mine": "aborted"}
+assert [i for i in stream if isinstance(i, omnistage.Finished)][0].finish_reason == "abort"
+try:
+    user.status()
+    raise AssertionError("a user read the status")
+except grpc.RpcError as error:
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED, error
+assert admin.status().stages[0].name == "sim"
+print("python ok")
+PY
+stop_orchestrator
+echo "1 passed, 0 failed"
