@@ -27,12 +27,22 @@ absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options,
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   // Two processes must never share a port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // Notice vanished peers, and let clients ping often to notice us vanishing.
+  // Notice vanished peers; clients may ping too, not closer than min_ping_interval.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             static_cast<int>(absl::ToInt64Milliseconds(options.min_ping_interval)));
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, kMaxPingStrikes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
+  if (options.max_connection_age > absl::ZeroDuration()) {
+    builder.AddChannelArgument(
+        GRPC_ARG_MAX_CONNECTION_AGE_MS,
+        static_cast<int>(absl::ToInt64Milliseconds(options.max_connection_age)));
+    builder.AddChannelArgument(
+        GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+        static_cast<int>(absl::ToInt64Milliseconds(options.max_connection_age_grace)));
+  }
   started.server = builder.BuildAndStart();
   if (started.server == nullptr || started.port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));

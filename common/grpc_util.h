@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 
@@ -36,7 +37,20 @@ struct GrpcServerOptions {
   // warning if `address` is not loopback. `name` names the server in it.
   TlsFiles tls;
   std::string name = "this server";
+  // Connections: concurrent streams per connection (more wait in the client);
+  // the shortest interval between a client's pings when it has no data in
+  // flight — closer ones are strikes, and past kMaxPingStrikes the connection
+  // is closed (GOAWAY "too_many_pings"); an age after which a connection is
+  // asked to go (zero: never), with a grace for the calls still running.
+  int max_streams_per_connection = 4096;
+  absl::Duration min_ping_interval = absl::Milliseconds(500);
+  absl::Duration max_connection_age = absl::ZeroDuration();
+  absl::Duration max_connection_age_grace = absl::ZeroDuration();
 };
+
+// Pings closer than GrpcServerOptions::min_ping_interval a connection may send
+// before it is closed.
+inline constexpr int kMaxPingStrikes = 2;
 
 struct StartedServer {
   std::unique_ptr<grpc::Server> server;

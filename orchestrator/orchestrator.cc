@@ -72,6 +72,10 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
   server_options.address = o->options_.listen;
   server_options.tls = o->options_.tls;
   server_options.name = "the orchestrator";
+  server_options.max_streams_per_connection = config.max_streams_per_connection;
+  server_options.min_ping_interval = config.min_client_ping_interval;
+  server_options.max_connection_age = config.max_connection_age;
+  server_options.max_connection_age_grace = config.max_connection_age_grace;
   // Room for the largest prompt plus the request's other fields; a larger
   // message is refused by gRPC itself (RESOURCE_EXHAUSTED).
   server_options.max_receive_message_bytes = static_cast<int>(

@@ -25,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "common/limits.h"
 #include "common/modality.h"
+#include "orchestrator/pipeline_limits.h"
 #include "orchestrator/yaml_fields.h"
 #include "yaml-cpp/depthguard.h"
 #include "yaml-cpp/yaml.h"
@@ -38,7 +39,6 @@ using yaml::Expected;
 using yaml::Fields;
 using yaml::ForEachEntry;
 using yaml::Invalid;
-using yaml::kNoMax;
 using yaml::ReadStringMap;
 using yaml::YamlError;
 
@@ -48,10 +48,6 @@ constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr int kMaxStages = 64;
 // Each spawned replica is a process on this machine.
 constexpr int64_t kMaxSpawnReplicas = 256;
-// A prompt travels to stage 0 inside one AddRequest, which a worker accepts only
-// up to its message limit (16 MiB by default): a larger limit here would let one
-// request break a worker session.
-constexpr int64_t kMaxPromptBytes = kDefaultWorkerMaxMessageBytes - kAddRequestEnvelopeBytes;
 
 const std::vector<std::string> kTopKeys = {"name",
                                            "keepalive_ms",
@@ -63,8 +59,6 @@ const std::vector<std::string> kTopKeys = {"name",
                                            "worker_abort_timeout_ms",
                                            "limits",
                                            "stages"};
-const std::vector<std::string> kLimitsKeys = {"max_in_flight", "max_prompt_bytes",
-                                              "max_client_queued_bytes"};
 const std::vector<std::string> kStageKeys = {
     "name",         "engine",          "engine_params", "replicas",  "addresses",
     "discovery",    "final_output",    "output_modality", "input_mode", "defaults"};
@@ -320,20 +314,7 @@ absl::Status ReadConfig(const YAML::Node& root, PipelineConfig* config) {
                              absl::ToInt64Milliseconds(config->reconnect_initial_backoff),
                              "), got ", absl::ToInt64Milliseconds(config->reconnect_max_backoff))));
   }
-  if (const YAML::Node* node = top.Find("limits")) {
-    Fields limits(*node, "limits", kLimitsKeys);
-    int64_t max_in_flight = config->max_in_flight;
-    int64_t max_prompt_bytes = static_cast<int64_t>(config->max_prompt_bytes);
-    limits.Int("max_in_flight", 1, kNoMax, &max_in_flight);
-    limits.Int("max_prompt_bytes", 1, kMaxPromptBytes, &max_prompt_bytes);
-    // At least one whole response (1 MiB) must fit; at most 1 GiB.
-    int64_t max_client_queued_bytes = static_cast<int64_t>(config->max_client_queued_bytes);
-    limits.Int("max_client_queued_bytes", 1 << 20, int64_t{1} << 30, &max_client_queued_bytes);
-    config->max_in_flight = static_cast<int>(max_in_flight);
-    config->max_prompt_bytes = static_cast<size_t>(max_prompt_bytes);
-    config->max_client_queued_bytes = static_cast<size_t>(max_client_queued_bytes);
-    top.Fail(limits.status());
-  }
+  if (const YAML::Node* node = top.Find("limits")) top.Fail(ReadLimits(*node, config));
   const YAML::Node* stages = top.Find("stages", /*required=*/true);
   if (!top.status().ok()) return top.status();
   return ReadStages(*stages, config);

@@ -110,6 +110,20 @@ struct PipelineConfig {
   // Responses queued for one client that reads slower than the pipeline
   // writes; past it the request is stopped on every stage ("client too slow").
   size_t max_client_queued_bytes = 16 << 20;
+  // Generate calls of one identity (token or certificate; all unauthenticated
+  // clients together are one) beyond this many in flight get
+  // RESOURCE_EXHAUSTED; 0: only max_in_flight applies.
+  int max_in_flight_per_identity = 0;
+  // The client connections: concurrent streams one connection may open (more
+  // wait in the client), the shortest interval between a client's keepalive
+  // pings (closer pings count as strikes; past two the connection is closed),
+  // and the age after which a connection is asked to go (GOAWAY), so that
+  // long-lived clients spread over new orchestrators behind a load balancer;
+  // calls still running then have the grace to finish. Zero age: never.
+  int max_streams_per_connection = 4096;
+  absl::Duration min_client_ping_interval = absl::Seconds(5);
+  absl::Duration max_connection_age = absl::Minutes(30);
+  absl::Duration max_connection_age_grace = absl::Minutes(10);
 };
 
 // Parses and validates a config. INVALID_ARGUMENT naming the field by path

@@ -30,6 +30,12 @@ worker_abort_timeout_ms: 750
 limits:
   max_in_flight: 500
   max_prompt_bytes: 1024
+  max_client_queued_bytes: 2097152
+  max_in_flight_per_identity: 50
+  max_streams_per_connection: 64
+  min_client_ping_interval_ms: 10000
+  max_connection_age_ms: 600000
+  max_connection_age_grace_ms: 0
 stages:
   - name: thinker
     engine: thinker
@@ -73,6 +79,12 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
   EXPECT_EQ(config->worker_abort_timeout, absl::Milliseconds(750));
   EXPECT_EQ(config->max_in_flight, 500);
   EXPECT_EQ(config->max_prompt_bytes, 1024u);
+  EXPECT_EQ(config->max_client_queued_bytes, 2097152u);
+  EXPECT_EQ(config->max_in_flight_per_identity, 50);
+  EXPECT_EQ(config->max_streams_per_connection, 64);
+  EXPECT_EQ(config->min_client_ping_interval, absl::Seconds(10));
+  EXPECT_EQ(config->max_connection_age, absl::Minutes(10));
+  EXPECT_EQ(config->max_connection_age_grace, absl::ZeroDuration());
   ASSERT_EQ(config->stages.size(), 3u);
 
   const StageConfig& thinker = config->stages[0];
@@ -244,7 +256,15 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {"worker_abort_timeout_ms: 0\n" + OneStage(""),
        "worker_abort_timeout_ms: expected a number of milliseconds in [1, "},
       {"limits: {max_inflight: 5}\n" + OneStage(""),
-       "limits.max_inflight: unknown key (known: max_in_flight, max_prompt_bytes, max_client_queued_bytes)"},
+       "limits.max_inflight: unknown key (known: max_in_flight, max_prompt_bytes, "
+       "max_client_queued_bytes, max_in_flight_per_identity, max_streams_per_connection, "
+       "min_client_ping_interval_ms, max_connection_age_ms, max_connection_age_grace_ms)"},
+      {"limits: {max_in_flight: 10, max_in_flight_per_identity: 11}\n" + OneStage(""),
+       "limits.max_in_flight_per_identity: must be <= max_in_flight (10), got 11"},
+      {"limits: {min_client_ping_interval_ms: 10}\n" + OneStage(""),
+       "limits.min_client_ping_interval_ms: expected a number of milliseconds in [100, "},
+      {"limits: {max_streams_per_connection: 0}\n" + OneStage(""),
+       "limits.max_streams_per_connection: expected an integer in [1, 1048576], got '0'"},
       {"limits: [1]\n" + OneStage(""), "limits: expected a map, got a list"},
       {OneStage("replicass: 2"), "stages[0].replicass: unknown key (known: name, engine,"},
       {"stagse: []\n" + OneStage(""), "stagse: unknown key (known: name, keepalive_ms,"},

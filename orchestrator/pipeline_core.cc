@@ -87,12 +87,20 @@ void PipelineCore::set_replica_address(int stage, int replica, std::string addre
 
 // ---- Admission ---------------------------------------------------------------------
 
-absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& request) {
+absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& request,
+                                                  const std::string& caller) {
   if (!accepting_) return absl::UnavailableError("the orchestrator is draining; try another one");
   if (absl::Status s = ValidateGenerateRequest(config_, request); !s.ok()) return s;
   if (static_cast<int>(table_.size()) >= config_.max_in_flight) {
     return absl::ResourceExhaustedError(absl::StrCat(
         table_.size(), " requests in flight; the limit is ", config_.max_in_flight));
+  }
+  if (config_.max_in_flight_per_identity > 0 &&
+      table_.InFlightOf(caller) >= config_.max_in_flight_per_identity) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        caller.empty() ? "the unauthenticated clients have " : "'" + caller + "' has ",
+        table_.InFlightOf(caller), " requests in flight; limits.max_in_flight_per_identity is ",
+        config_.max_in_flight_per_identity));
   }
   std::string id = request.request_id();
   // Generated ids cannot be guessed (128 random bits).
@@ -126,15 +134,16 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   // What the client gets is logged and measured on its way.
   auto sink = std::make_shared<MeteredSink>(
       std::make_shared<LoggedSink>(std::move(client), trace_id), &metrics_, scheduler_);
-  absl::StatusOr<std::string> id = AdmitId(request);
+  absl::StatusOr<std::string> id = AdmitId(request, caller);
   if (!id.ok()) {
     sink->Fail(id.status());
     return;
   }
-  InFlightRequest& r =
-      table_.Add(NewInFlightRequest(config_, request, *id, std::move(sink), scheduler_->Now()));
+  std::unique_ptr<InFlightRequest> fresh =
+      NewInFlightRequest(config_, request, *id, std::move(sink), scheduler_->Now());
+  fresh->caller = std::move(caller);
+  InFlightRequest& r = table_.Add(std::move(fresh));
   r.owner = owner;
-  r.caller = std::move(caller);
   r.trace_id = std::move(trace_id);
   if (!r.trace_id.empty()) r.traceparent = std::move(traceparent);
   Log(LogLevel::kDebug, ContextOf(r), "admitted");

@@ -107,7 +107,8 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // What log lines about `r` carry.
   static LogContext ContextOf(const InFlightRequest& r, int stage = -1, int replica = -1);
   // Admission: the id a request runs under, or why it cannot run now.
-  absl::StatusOr<std::string> AdmitId(const v1::GenerateRequest& request);
+  absl::StatusOr<std::string> AdmitId(const v1::GenerateRequest& request,
+                                      const std::string& caller);
 
   // Routing. Sends `input` to a replica of `stage`; the error when it could not.
   std::optional<v1::Error> StartStage(InFlightRequest& request, int stage,

@@ -55,6 +55,34 @@ TEST_F(PipelineCoreTest, AnotherIdentitysAbortIsNotFoundAndTouchesNothing) {
   ExpectAllEnded();
 }
 
+TEST_F(PipelineCoreTest, EachIdentityHasItsOwnInFlightCap) {
+  PipelineConfig config = OmniConfig(Shape());
+  config.max_in_flight_per_identity = 2;
+  Build(std::move(config));
+  auto a1 = Gen("a1", {v1::MODALITY_TEXT}, "alice");
+  auto a2 = Gen("a2", {v1::MODALITY_TEXT}, "alice");
+  auto a3 = Gen("a3", {v1::MODALITY_TEXT}, "alice");
+  EXPECT_EQ(a3->fail_status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(a3->fail_status().message(),
+            "'alice' has 2 requests in flight; limits.max_in_flight_per_identity is 2");
+  // Bob is not held back by alice, nor alice's requests by the refusal.
+  auto b1 = Gen("b1", {v1::MODALITY_TEXT}, "bob");
+  EXPECT_EQ(b1->end_count(), 0);
+  EXPECT_EQ(a1->end_count() + a2->end_count(), 0);
+  auto u1 = Gen("u1", {v1::MODALITY_TEXT});
+  auto u2 = Gen("u2", {v1::MODALITY_TEXT});
+  auto u3 = Gen("u3", {v1::MODALITY_TEXT});
+  EXPECT_EQ(u3->fail_status().message(),
+            "the unauthenticated clients have 2 requests in flight; "
+            "limits.max_in_flight_per_identity is 2");
+  // One of alice's ends: she may start another.
+  Done(0, 0, "a1", {Text("ok")});
+  auto a4 = Gen("a4", {v1::MODALITY_TEXT}, "alice");
+  EXPECT_EQ(a4->end_count(), 0);
+  for (const char* id : {"a2", "a4", "b1", "u1", "u2"}) Done(0, 0, id, {Text("ok")});
+  ExpectAllEnded();
+}
+
 TEST_F(PipelineCoreTest, GeneratedIdsAreRandom) {
   Build(Shape{});
   std::set<std::string> ids;

@@ -15,7 +15,18 @@ InFlightRequest& RequestTable::Add(std::unique_ptr<InFlightRequest> request) {
   const std::string id = request->id;
   auto [it, fresh] = requests_.try_emplace(id, std::move(request));
   OMNISTAGE_INVARIANT(fresh, "a request id was admitted while already in flight");
+  if (fresh) ++per_caller_[it->second->caller];
   return *it->second;
+}
+
+int RequestTable::InFlightOf(const std::string& caller) const {
+  auto it = per_caller_.find(caller);
+  return it == per_caller_.end() ? 0 : it->second;
+}
+
+void RequestTable::Forget(const InFlightRequest& request) {
+  auto it = per_caller_.find(request.caller);
+  if (it != per_caller_.end() && --it->second == 0) per_caller_.erase(it);
 }
 
 void RequestTable::Finish(const std::string& id, v1::Terminal terminal) {
@@ -24,6 +35,7 @@ void RequestTable::Finish(const std::string& id, v1::Terminal terminal) {
   if (it == requests_.end()) return;
   std::unique_ptr<InFlightRequest> ended = std::move(it->second);
   requests_.erase(it);
+  Forget(*ended);
   scheduler_->Cancel(ended->idle_timer);
   ended->sink->Finish(ended->id, std::move(terminal));
 }
@@ -32,6 +44,7 @@ void RequestTable::Remove(const std::string& id) {
   auto it = requests_.find(id);
   if (it == requests_.end()) return;
   scheduler_->Cancel(it->second->idle_timer);
+  Forget(*it->second);
   requests_.erase(it);
 }
 

@@ -87,12 +87,19 @@ class RequestTable {
   void Remove(const std::string& id);
 
   size_t size() const { return requests_.size(); }
+  // Requests in flight that `caller` started.
+  int InFlightOf(const std::string& caller) const;
   bool empty() const { return requests_.empty(); }
   std::vector<std::string> Ids() const;
 
  private:
+  // Takes `request` off per_caller_.
+  void Forget(const InFlightRequest& request);
+
   Scheduler* const scheduler_;
   absl::flat_hash_map<std::string, std::unique_ptr<InFlightRequest>> requests_;
+  // Requests in flight per caller (callers with none are left out).
+  absl::flat_hash_map<std::string, int> per_caller_;
 };
 
 }  // namespace omnistage

@@ -64,6 +64,11 @@ ABSL_FLAG(std::string, engine_params, "",
 ABSL_FLAG(std::string, instance_id, "", "instance id reported to clients (default: generated)");
 ABSL_FLAG(int, max_message_bytes, static_cast<int>(omnistage::kDefaultWorkerMaxMessageBytes),
           "largest message accepted from a client (announced to clients in Ready)");
+ABSL_FLAG(int, max_streams_per_connection, 1000,
+          "concurrent streams one client connection may open (more wait in the client)");
+ABSL_FLAG(int, min_ping_interval_ms, 50,
+          "a client pinging more often than this (with nothing to send) is disconnected "
+          "after two such pings");
 ABSL_FLAG(int, shutdown_grace_ms, 2000, "how long running calls may take to end at shutdown");
 ABSL_FLAG(int, drain_timeout_ms, 30000,
           "on SIGTERM: how long the requests it has may still run before they are stopped");
@@ -146,6 +151,8 @@ int Run() {
   WorkerServerOptions server_options;
   server_options.address = absl::GetFlag(FLAGS_listen);
   server_options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  server_options.max_streams_per_connection = absl::GetFlag(FLAGS_max_streams_per_connection);
+  server_options.min_ping_interval = absl::Milliseconds(absl::GetFlag(FLAGS_min_ping_interval_ms));
   server_options.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                         absl::GetFlag(FLAGS_tls_client_ca)};
   if (absl::Status s = CheckTlsFiles(server_options.tls, TlsSide::kServer); !s.ok()) {

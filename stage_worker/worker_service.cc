@@ -125,6 +125,8 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   grpc_options.readiness_service = kReadinessService;
   grpc_options.tls = options.tls;
   grpc_options.name = "the stage worker";
+  grpc_options.max_streams_per_connection = options.max_streams_per_connection;
+  grpc_options.min_ping_interval = options.min_ping_interval;
   absl::StatusOr<StartedServer> started = StartGrpcServer(grpc_options, {&server->service_});
   if (!started.ok()) return started.status();
   server->server_ = std::move(started->server);

@@ -43,6 +43,11 @@ struct WorkerServerOptions {
   // TLS; with tls.ca, only clients whose certificate chains to it may connect
   // (mTLS). Plaintext when empty.
   TlsFiles tls;
+  // Concurrent streams one connection may open, and the shortest interval
+  // between a client's keepalive pings (common/grpc_util.h). The
+  // orchestrator's keepalive_ms is at least 100 ms.
+  int max_streams_per_connection = 1000;
+  absl::Duration min_ping_interval = absl::Milliseconds(50);
 };
 
 class WorkerServer {

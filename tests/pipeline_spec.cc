@@ -18,8 +18,8 @@ std::string PipelineConfigYaml(const PipelineSpec& spec,
   if (spec.worker_abort_timeout_ms > 0) {
     absl::StrAppend(&yaml, "worker_abort_timeout_ms: ", spec.worker_abort_timeout_ms, "\n");
   }
-  if (spec.max_prompt_bytes > 0 || spec.max_client_queued_bytes > 0) {
-    std::vector<std::string> limits;
+  if (spec.max_prompt_bytes > 0 || spec.max_client_queued_bytes > 0 || !spec.limits.empty()) {
+    std::vector<std::string> limits = spec.limits;
     if (spec.max_prompt_bytes > 0) {
       limits.push_back(absl::StrCat("max_prompt_bytes: ", spec.max_prompt_bytes));
     }

@@ -55,6 +55,8 @@ struct PipelineSpec {
   int max_prompt_bytes = 0;
   // 0: the config's default.
   int max_client_queued_bytes = 0;
+  // More `limits:` entries as "key: value", e.g. "max_streams_per_connection: 2".
+  std::vector<std::string> limits;
   // host:port of the DNS server for stages with a dns_name (--dns_server).
   std::string dns_server;
   // More flags for the orchestrator, e.g. "--metrics_listen=127.0.0.1:0".
