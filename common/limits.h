@@ -22,6 +22,11 @@ inline constexpr int64_t kDefaultWorkerMaxMessageBytes = int64_t{16} << 20;
 // the framing. A prompt must leave this much of a worker's message limit free.
 inline constexpr int64_t kAddRequestEnvelopeBytes = int64_t{64} << 10;
 
+// A GenerateRequest's fields besides its prompt (stage parameters and their
+// extras) may take at most this much: with the prompt, a request the
+// orchestrator accepts always fits the AddRequest a worker accepts.
+inline constexpr int64_t kMaxRequestFieldsBytes = int64_t{32} << 10;
+
 }  // namespace omnistage
 
 #endif  // OMNISTAGE_COMMON_LIMITS_H_

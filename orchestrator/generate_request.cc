@@ -75,6 +75,12 @@ absl::Status ValidateGenerateRequest(const PipelineConfig& config,
                                                    " bytes; the limit is ",
                                                    config.max_prompt_bytes));
   }
+  const size_t fields = request.ByteSizeLong() - request.prompt().size();
+  if (fields > static_cast<size_t>(kMaxRequestFieldsBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat("the request's fields besides the prompt take ",
+                                                   fields, " bytes; the limit is ",
+                                                   kMaxRequestFieldsBytes));
+  }
   if (absl::Status s = CheckModalities(config, request); !s.ok()) return s;
   return CheckStageParams(config, request);
 }

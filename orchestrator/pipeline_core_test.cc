@@ -332,6 +332,13 @@ TEST_F(PipelineCoreTest, InvalidRequestsFailWithInvalidArgument) {
          r.add_stage_params()->set_stage_id(1);
        },
        "stage 1 given twice"},
+      {"40 KiB of extras",
+       [](auto& r) {
+         v1::StageParameters* p = r.add_stage_params();
+         p->set_stage_id(0);
+         (*p->mutable_extra())["blob"] = std::string(40 << 10, 'x');
+       },
+       "the request's fields besides the prompt take 409"},
       {"max_tokens 0",
        [](auto& r) {
          v1::StageParameters* p = r.add_stage_params();

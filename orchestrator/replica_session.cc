@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/error_proto.h"
 #include "common/field_error.h"
+#include "common/log.h"
 
 namespace omnistage {
 
@@ -77,6 +78,13 @@ void ReplicaSession::OnEvent(uint64_t generation, v1::WorkerEvent event) {
       ready_event_ = event.ready();
       session_id_ = event.ready().session_id();
       max_message_bytes_ = event.ready().max_message_bytes();
+      if (max_message_bytes_ > 0 && max_message_bytes_ < options_.needed_message_bytes) {
+        LogWarning({"", options_.stage, options_.replica, ""},
+                   absl::StrCat("accepts messages up to ", max_message_bytes_,
+                                " bytes; the longest prompt limits.max_prompt_bytes admits needs ",
+                                options_.needed_message_bytes, ": start it with --max_message_bytes=",
+                                options_.needed_message_bytes, " or lower the limit"));
+      }
       backoff_ = options_.reconnect_initial_backoff;
       listener_->OnReplicaReady(options_.stage, options_.replica, event.ready());
       return;

@@ -45,6 +45,10 @@ struct ReplicaSessionOptions {
   absl::Duration reconnect_max_backoff = absl::Seconds(5);
   // A utility call with no result by then fails with DEADLINE_EXCEEDED.
   absl::Duration utility_timeout = absl::Seconds(5);
+  // The largest message this replica must take for the config's limits (the
+  // longest prompt, for stage 0): a worker announcing less is warned about at
+  // its Ready, since it would refuse those requests one by one. 0: any.
+  int64_t needed_message_bytes = 0;
 };
 
 class ReplicaSession : public ReplicaClient {

@@ -152,6 +152,22 @@ TEST_F(ReplicaSessionTest, CommandTooLargeForTheWorkerIsRefusedUnsent) {
   EXPECT_EQ(stub_.stream(0).written.back().seq(), 2u) << "a refused command used up a seq";
 }
 
+// Limits that do not line up are said at once: a stage-0 worker taking
+// smaller messages than the longest prompt the config admits.
+TEST_F(ReplicaSessionTest, AWorkerTakingLessThanTheLimitsNeedIsWarnedAbout) {
+  ReplicaSessionOptions options;
+  options.needed_message_bytes = 5000;
+  Start(options);
+  ::testing::internal::CaptureStderr();
+  Ready("w-1", /*max_message_bytes=*/1000);
+  const std::string warned = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(warned, HasSubstr("accepts messages up to 1000 bytes; the longest prompt "
+                                "limits.max_prompt_bytes admits needs 5000"));
+  ::testing::internal::CaptureStderr();
+  Ready("w-2", /*max_message_bytes=*/5000);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr().find("accepts messages"), std::string::npos);
+}
+
 // The kill race from the session's side: the stream broke but its end has not
 // been delivered yet. Writes are refused as UNAVAILABLE with the request intact.
 TEST_F(ReplicaSessionTest, WriteOnABrokenStreamIsUnavailable) {

@@ -1,6 +1,7 @@
 #include "orchestrator/replica_set.h"
 
 #include "absl/status/status.h"
+#include "common/limits.h"
 
 namespace omnistage {
 
@@ -29,6 +30,10 @@ ReplicaClient* ReplicaSet::Create(int stage, int replica, const std::string& add
   session.defaults = config_->stages[stage].defaults;
   session.reconnect_initial_backoff = config_->reconnect_initial_backoff;
   session.reconnect_max_backoff = config_->reconnect_max_backoff;
+  if (stage == 0) {
+    session.needed_message_bytes =
+        static_cast<int64_t>(config_->max_prompt_bytes) + kAddRequestEnvelopeBytes;
+  }
   Replica& r = replicas_[{stage, replica}];
   r.stub = std::make_unique<GrpcWorkerStub>(channel, loop_);
   r.session = std::make_unique<ReplicaSession>(session, r.stub.get(), loop_);
