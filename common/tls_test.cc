@@ -121,6 +121,23 @@ TEST_F(TlsTest, ServerCertificateMustNameTheHostDialled) {
   EXPECT_EQ(Check(trust, "vocoder.omnistage.svc").error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
+// A certificate that expired while the server ran (start-up would refuse it):
+// clients refuse the handshake.
+TEST_F(TlsTest, ExpiredServerCertificateIsRefused) {
+  CertOptions expired;
+  expired.not_before = -absl::Hours(48);
+  expired.not_after = -absl::Hours(24);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0",
+                           ServerCredentialsFor(WithoutClientCa(pki_.Issue("stale", expired))),
+                           &server_.port);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  grpc::EnableDefaultHealthCheckService(true);
+  server_.server = builder.BuildAndStart();
+  ASSERT_NE(server_.server, nullptr);
+  EXPECT_EQ(Check(TlsFiles{"", "", pki_.ca_file()}).error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
 TEST_F(TlsTest, MutualTlsNeedsAClientCertificateFromTheCa) {
   TlsFiles server = pki_.Issue("server", {});
   Serve(server);  // server.ca is set: client certificates are required.
