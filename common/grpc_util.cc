@@ -23,6 +23,10 @@ absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options,
   grpc::ServerBuilder builder;
   if (absl::Status s = CheckTlsFiles(options.tls, TlsSide::kServer); !s.ok()) return s;
   builder.AddListeningPort(options.address, ServerCredentialsFor(options.tls), &started.port);
+  if (!options.plaintext_health_address.empty()) {
+    builder.AddListeningPort(options.plaintext_health_address, grpc::InsecureServerCredentials(),
+                             &started.health_port);
+  }
   for (grpc::Service* service : services) builder.RegisterService(service);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   // Two processes must never share a port silently.
@@ -47,12 +51,33 @@ absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options,
   if (started.server == nullptr || started.port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));
   }
+  if (!options.plaintext_health_address.empty() && started.health_port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options.plaintext_health_address));
+  }
   WarnIfPlaintextExposed(options.name, options.address, options.tls.enabled());
   if (grpc::HealthCheckServiceInterface* health = started.server->GetHealthCheckService()) {
     health->SetServingStatus("", true);
     health->SetServingStatus(options.readiness_service, true);
   }
   return started;
+}
+
+bool ArrivedOverTls(const grpc::ServerContextBase& context) {
+  std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth == nullptr) return false;
+  for (const grpc::string_ref& type :
+       auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME)) {
+    if (type == GRPC_TLS_TRANSPORT_SECURITY_TYPE || type == GRPC_SSL_TRANSPORT_SECURITY_TYPE) {
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::Status PlaintextRefused() {
+  return absl::UnauthenticatedError(
+      "this port answers only health checks in plaintext; call the serving port over TLS");
 }
 
 void SetReady(grpc::Server* server, const std::string& service, bool ready) {

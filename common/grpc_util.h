@@ -37,6 +37,11 @@ struct GrpcServerOptions {
   // warning if `address` is not loopback. `name` names the server in it.
   TlsFiles tls;
   std::string name = "this server";
+  // With TLS: a second, plaintext port (host:port, 0 picks one) for the
+  // kubelet's gRPC probes, which cannot speak TLS. Every service answers there
+  // too, so the services must refuse calls that did not come over TLS
+  // (ArrivedOverTls) and leave only health checks (and reflection) to it.
+  std::string plaintext_health_address;
   // Connections: concurrent streams per connection (more wait in the client);
   // the shortest interval between a client's pings when it has no data in
   // flight — closer ones are strikes, and past kMaxPingStrikes the connection
@@ -55,7 +60,16 @@ inline constexpr int kMaxPingStrikes = 2;
 struct StartedServer {
   std::unique_ptr<grpc::Server> server;
   int port = 0;
+  // The plaintext health port; 0 without one.
+  int health_port = 0;
 };
+
+// Whether the call came over TLS (false on the plaintext health port, and on
+// any port of a server without TLS).
+bool ArrivedOverTls(const grpc::ServerContextBase& context);
+// What a service answers a call that did not come over TLS on a server that
+// has it: UNAUTHENTICATED, saying the port is for health checks.
+absl::Status PlaintextRefused();
 
 // Builds and starts a server for `services` with server reflection and, when
 // options.readiness_service is set, gRPC's grpc.health.v1. UNAVAILABLE if it

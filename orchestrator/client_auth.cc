@@ -2,11 +2,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc_util.h"
 #include "common/tls.h"
 
 namespace omnistage {
 
 absl::StatusOr<Caller> ClientAuth::Authenticate(const grpc::ServerContextBase& context) const {
+  if (require_tls_ && !ArrivedOverTls(context)) return PlaintextRefused();
   if (tokens_ == nullptr) return Caller{PeerIdentity(context), /*admin=*/true};
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");

@@ -24,8 +24,10 @@ namespace omnistage {
 
 class ClientAuth {
  public:
-  // `tokens`: null when calls need no token.
-  explicit ClientAuth(std::unique_ptr<TokenFile> tokens) : tokens_(std::move(tokens)) {}
+  // `tokens`: null when calls need no token. `require_tls`: calls that did not
+  // come over TLS (the plaintext health port) are refused.
+  ClientAuth(std::unique_ptr<TokenFile> tokens, bool require_tls)
+      : tokens_(std::move(tokens)), require_tls_(require_tls) {}
 
   // The caller of `context`'s call, or UNAUTHENTICATED saying what is wrong.
   absl::StatusOr<Caller> Authenticate(const grpc::ServerContextBase& context) const;
@@ -34,6 +36,7 @@ class ClientAuth {
 
  private:
   const std::unique_ptr<TokenFile> tokens_;
+  const bool require_tls_;
 };
 
 }  // namespace omnistage

@@ -6,7 +6,8 @@
 //   orchestrator --config=orchestrator/configs/local_omni.yaml --listen=127.0.0.1:50051
 //
 // Prints one line "listening port=<port> address=<host:port>" once it serves
-// (with " metrics_port=<port>" when --metrics_listen is set).
+// (with " metrics_port=<port>" when --metrics_listen is set, " health_port=<port>"
+// when --health_listen is).
 // SIGTERM/SIGINT: stop admitting, let in-flight requests finish (drain_timeout),
 // abort the rest, stop the workers it spawned, exit 0.
 #include <signal.h>
@@ -39,6 +40,9 @@ ABSL_FLAG(std::string, tls_cert, "",
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA bundle: clients must present a certificate chaining to it (mTLS)");
+ABSL_FLAG(std::string, health_listen, "",
+          "host:port of a plaintext port answering only grpc.health.v1, for probes that "
+          "cannot speak TLS (off when empty; port 0 picks one)");
 ABSL_FLAG(std::string, tokens_file, "",
           "YAML file of bearer tokens clients must send, each with an identity and a role "
           "(user or admin); re-read when it changes. See docs/security.md");
@@ -118,7 +122,8 @@ int Run() {
   // A taken or unknown address stops start-up here, before any worker is
   // spawned, with one line.
   for (const std::string& address :
-       {absl::GetFlag(FLAGS_listen), absl::GetFlag(FLAGS_metrics_listen)}) {
+       {absl::GetFlag(FLAGS_listen), absl::GetFlag(FLAGS_metrics_listen),
+        absl::GetFlag(FLAGS_health_listen)}) {
     if (address.empty()) continue;
     if (absl::Status s = CheckCanListen(address); !s.ok()) {
       std::cerr << "orchestrator: " << s.message() << "\n";
@@ -173,6 +178,7 @@ int Run() {
   options.tls = client_tls;
   options.worker_tls = worker_tls;
   options.tokens_file = absl::GetFlag(FLAGS_tokens_file);
+  options.health_listen = absl::GetFlag(FLAGS_health_listen);
   absl::StatusOr<std::unique_ptr<Orchestrator>> orchestrator = Orchestrator::Start(options);
   if (!orchestrator.ok()) {
     std::cerr << "orchestrator: " << orchestrator.status().message() << "\n";
@@ -196,6 +202,9 @@ int Run() {
             << (*orchestrator)->port();
   if ((*orchestrator)->metrics_port() > 0) {
     std::cout << " metrics_port=" << (*orchestrator)->metrics_port();
+  }
+  if ((*orchestrator)->health_port() > 0) {
+    std::cout << " health_port=" << (*orchestrator)->health_port();
   }
   std::cout << std::endl;
   LogInfo(absl::StrCat("serving pipeline '", config->name, "' from ", path, " on ",

@@ -65,13 +65,14 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
     if (!loaded.ok()) return loaded.status();
     tokens = *std::move(loaded);
   }
-  o->auth_ = std::make_unique<ClientAuth>(std::move(tokens));
+  o->auth_ = std::make_unique<ClientAuth>(std::move(tokens), o->options_.tls.enabled());
   o->service_ = std::make_unique<OrchestratorService>(o->core_.get(), &o->loop_, o->auth_.get());
   o->health_ = std::make_unique<OrchestratorHealth>(o->core_.get(), &o->loop_);
   GrpcServerOptions server_options;
   server_options.address = o->options_.listen;
   server_options.tls = o->options_.tls;
   server_options.name = "the orchestrator";
+  server_options.plaintext_health_address = o->options_.health_listen;
   server_options.max_streams_per_connection = config.max_streams_per_connection;
   server_options.min_ping_interval = config.min_client_ping_interval;
   server_options.max_connection_age = config.max_connection_age;
@@ -88,6 +89,7 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
   if (!started.ok()) return started.status();
   o->server_ = std::move(started->server);
   o->port_ = started->port;
+  o->health_port_ = started->health_port;
   o->loop_thread_ = std::thread([loop = &o->loop_] { loop->Run(); });
   o->loop_.Post([o = o.get()] {
     for (const StageConfig& stage : o->options_.config.stages) {

@@ -51,6 +51,9 @@ struct OrchestratorOptions {
   TlsFiles worker_tls;
   // The bearer tokens clients must send (token_file.h); empty: none needed.
   std::string tokens_file;
+  // host:port of a plaintext port that answers health checks only, for the
+  // kubelet's probes when `tls` is on; empty: none.
+  std::string health_listen;
 };
 
 class Orchestrator {
@@ -59,6 +62,8 @@ class Orchestrator {
   ~Orchestrator();
 
   int port() const { return port_; }
+  // The plaintext health port; 0 when there is none.
+  int health_port() const { return health_port_; }
   // The metrics endpoint's port; 0 when it is off.
   int metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->port(); }
   // Waits (up to `timeout`) until every replica of `stages` has answered its
@@ -90,6 +95,7 @@ class Orchestrator {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsServer> metrics_;
   int port_ = 0;
+  int health_port_ = 0;
   std::thread loop_thread_;
   bool shut_down_ = false;
 };

@@ -4,7 +4,8 @@
 //       --engine_params=batch_size=64,step_time_us=2000
 //
 // Prints one line "listening port=<port> address=<host:port> instance=<id>" on
-// stdout once it serves. Flags it refuses (an unknown engine, a bad engine
+// stdout once it serves (with " metrics_port=<port>" and " health_port=<port>"
+// when --metrics_listen and --health_listen are set). Flags it refuses (an unknown engine, a bad engine
 // parameter) are named on stderr and, for whoever spawned it, in one stdout line
 // "refused field=<path> reason=<text>" (path: engine or engine_params.<key>); it
 // then exits 2. SIGTERM/SIGINT: drain — NOT_SERVING, every session told, the
@@ -44,6 +45,9 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "host:port to listen on; port 0 picks one");
 ABSL_FLAG(int, stage_id, 0, "the pipeline stage this worker serves");
+ABSL_FLAG(std::string, health_listen, "",
+          "host:port of a plaintext port answering only grpc.health.v1, for probes that "
+          "cannot speak TLS (off when empty; port 0 picks one)");
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate chain to serve TLS with (with --tls_key; re-read when it changes)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
@@ -152,6 +156,7 @@ int Run() {
   server_options.address = absl::GetFlag(FLAGS_listen);
   server_options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   server_options.max_streams_per_connection = absl::GetFlag(FLAGS_max_streams_per_connection);
+  server_options.health_address = absl::GetFlag(FLAGS_health_listen);
   server_options.min_ping_interval = absl::Milliseconds(absl::GetFlag(FLAGS_min_ping_interval_ms));
   server_options.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                         absl::GetFlag(FLAGS_tls_client_ca)};
@@ -185,6 +190,7 @@ int Run() {
   std::cout << "listening port=" << (*server)->port() << " address=" << host << ":"
             << (*server)->port() << " instance=" << worker.instance_id();
   if (metrics != nullptr) std::cout << " metrics_port=" << metrics->port();
+  if ((*server)->health_port() > 0) std::cout << " health_port=" << (*server)->health_port();
   std::cout << std::endl;
   LogInfo({"", options.stage_id, -1, ""},
           absl::StrCat("serving stage ", options.stage_id, " with engine ", engine_name,

@@ -91,10 +91,18 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerCommand, v
   absl::Status refusal_;
 };
 
+// A Connect refused before it started (it did not come over TLS).
+class RefusedConnect final : public grpc::ServerBidiReactor<v1::WorkerCommand, v1::WorkerEvent> {
+ public:
+  explicit RefusedConnect(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
 
 grpc::ServerBidiReactor<v1::WorkerCommand, v1::WorkerEvent>* StageWorkerService::Connect(
     grpc::CallbackServerContext* context) {
+  if (require_tls_ && !ArrivedOverTls(*context)) return new RefusedConnect(PlaintextRefused());
   return new ConnectReactor(worker_, context);
 }
 
@@ -102,6 +110,10 @@ grpc::ServerUnaryReactor* StageWorkerService::Abort(grpc::CallbackServerContext*
                                                     const v1::WorkerAbortRequest* request,
                                                     v1::WorkerAbortResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (require_tls_ && !ArrivedOverTls(*context)) {
+    reactor->Finish(ToGrpcStatus(PlaintextRefused()));
+    return reactor;
+  }
   worker_->Abort(
       *request,
       [reactor, response](absl::StatusOr<std::vector<std::string>> aborted) {
@@ -118,7 +130,7 @@ grpc::ServerUnaryReactor* StageWorkerService::Abort(grpc::CallbackServerContext*
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
     const WorkerServerOptions& options, Worker* worker) {
-  std::unique_ptr<WorkerServer> server(new WorkerServer(worker));
+  std::unique_ptr<WorkerServer> server(new WorkerServer(worker, options.tls.enabled()));
   GrpcServerOptions grpc_options;
   grpc_options.address = options.address;
   grpc_options.max_receive_message_bytes = options.max_receive_message_bytes;
@@ -127,10 +139,12 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   grpc_options.name = "the stage worker";
   grpc_options.max_streams_per_connection = options.max_streams_per_connection;
   grpc_options.min_ping_interval = options.min_ping_interval;
+  grpc_options.plaintext_health_address = options.health_address;
   absl::StatusOr<StartedServer> started = StartGrpcServer(grpc_options, {&server->service_});
   if (!started.ok()) return started.status();
   server->server_ = std::move(started->server);
   server->port_ = started->port;
+  server->health_port_ = started->health_port;
   WorkerServer* raw = server.get();
   worker->set_on_serving([raw](bool serving) { raw->SetServing(serving); });
   return server;

@@ -23,7 +23,10 @@ namespace omnistage {
 // Thin reactors: each stream event becomes one call on the Worker.
 class StageWorkerService final : public v1::StageWorker::CallbackService {
  public:
-  explicit StageWorkerService(Worker* worker) : worker_(worker) {}
+  // `require_tls`: calls that did not come over TLS (the plaintext health
+  // port) are refused.
+  StageWorkerService(Worker* worker, bool require_tls)
+      : worker_(worker), require_tls_(require_tls) {}
 
   grpc::ServerBidiReactor<v1::WorkerCommand, v1::WorkerEvent>* Connect(
       grpc::CallbackServerContext* context) override;
@@ -33,6 +36,7 @@ class StageWorkerService final : public v1::StageWorker::CallbackService {
 
  private:
   Worker* const worker_;
+  const bool require_tls_;
 };
 
 struct WorkerServerOptions {
@@ -48,6 +52,9 @@ struct WorkerServerOptions {
   // orchestrator's keepalive_ms is at least 100 ms.
   int max_streams_per_connection = 1000;
   absl::Duration min_ping_interval = absl::Milliseconds(50);
+  // host:port of a plaintext port answering only health checks (probes that
+  // cannot speak TLS); empty: none.
+  std::string health_address;
 };
 
 class WorkerServer {
@@ -64,17 +71,21 @@ class WorkerServer {
   ~WorkerServer();
 
   int port() const { return port_; }
+  // The plaintext health port; 0 when there is none.
+  int health_port() const { return health_port_; }
   void SetServing(bool serving);
   // Stops accepting calls; cancels those still running after `grace`.
   void Shutdown(absl::Duration grace);
 
  private:
-  explicit WorkerServer(Worker* worker) : worker_(worker), service_(worker) {}
+  WorkerServer(Worker* worker, bool require_tls)
+      : worker_(worker), service_(worker, require_tls) {}
 
   Worker* const worker_;
   StageWorkerService service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  int health_port_ = 0;
 };
 
 }  // namespace omnistage

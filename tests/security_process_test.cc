@@ -4,6 +4,7 @@
 // affects nothing else; certificates rotate under open streams; bad files stop
 // start-up with one line; plaintext off loopback is loud.
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "protos/health.grpc.pb.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
 #include "tests/test_pki.h"
@@ -74,7 +76,8 @@ class SecurityProcessTest : public ::testing::Test {
     spec.orchestrator_flags = {
         "--tls_cert=" + orchestrator_cert_.cert, "--tls_key=" + orchestrator_cert_.key,
         "--tokens_file=" + tokens_,              "--worker_tls_ca=" + pki_.ca_file(),
-        "--worker_tls_cert=" + to_workers_.cert, "--worker_tls_key=" + to_workers_.key};
+        "--worker_tls_cert=" + to_workers_.cert, "--worker_tls_key=" + to_workers_.key,
+        "--health_listen=127.0.0.1:0"};
     spec.client_tls = TlsFiles{"", "", pki_.ca_file()};
     spec.token = kOps;
     pipeline_ = StartPipeline(spec);
@@ -203,6 +206,60 @@ TEST_F(SecurityProcessTest, OnlyTheOrchestratorsCertificateOpensWorkerSessions) 
   rogue.ca = pki_.ca_file();
   WorkerTestClient stranger(grpc::CreateChannel(worker, ChannelCredentialsFor(rogue)));
   EXPECT_FALSE(stranger.Connect().ok());
+}
+
+grpc::health::v1::HealthCheckResponse::ServingStatus PlaintextHealth(int port,
+                                                                     const std::string& service) {
+  auto stub = grpc::health::v1::Health::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status status = stub->Check(&context, request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response.status();
+}
+
+// The kubelet's gRPC probes cannot speak TLS: a plaintext port answers health
+// checks, and refuses everything else.
+TEST_F(SecurityProcessTest, ThePlaintextHealthPortAnswersProbesAndNothingElse) {
+  const int health = ParseNumberAfter(pipeline_->orchestrator()->output(), "health_port");
+  ASSERT_GT(health, 0) << pipeline_->orchestrator()->output();
+  EXPECT_EQ(PlaintextHealth(health, ""), grpc::health::v1::HealthCheckResponse::SERVING);
+  EXPECT_EQ(PlaintextHealth(health, "omnistage.v1.Orchestrator"),
+            grpc::health::v1::HealthCheckResponse::SERVING);
+  std::shared_ptr<v1::Orchestrator::Stub> plaintext = v1::Orchestrator::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", health), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  Authorize(context, kOps);
+  v1::PipelineStatus status;
+  grpc::Status refused =
+      plaintext->GetPipelineStatus(&context, v1::PipelineStatusRequest(), &status);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(refused.error_message(),
+            "this port answers only health checks in plaintext; call the serving port over TLS");
+  GenerateResult generate = GenerateCall(plaintext, MakeRequest("p", "hi"), absl::Seconds(10),
+                                         kAlice)
+                                .Wait(absl::Seconds(10));
+  EXPECT_EQ(generate.status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+
+  // A worker likewise.
+  std::unique_ptr<ChildProcess> worker = *ChildProcess::Start(
+      {kStageWorkerBinary, "--listen=127.0.0.1:0", "--health_listen=127.0.0.1:0",
+       "--tls_cert=" + worker_cert_.cert, "--tls_key=" + worker_cert_.key,
+       "--tls_client_ca=" + pki_.ca_file()});
+  absl::StatusOr<std::string> line = worker->WaitForLine("listening port=", absl::Seconds(10));
+  ASSERT_TRUE(line.ok()) << line.status();
+  const int worker_health = ParseNumberAfter(*line, "health_port");
+  ASSERT_GT(worker_health, 0) << *line;
+  EXPECT_EQ(PlaintextHealth(worker_health, "omnistage.v1.StageWorker"),
+            grpc::health::v1::HealthCheckResponse::SERVING);
+  WorkerTestClient rogue(grpc::CreateChannel(absl::StrCat("127.0.0.1:", worker_health),
+                                             grpc::InsecureChannelCredentials()));
+  absl::StatusOr<v1::Ready> ready = rogue.Connect();
+  EXPECT_EQ(ready.status().code(), absl::StatusCode::kUnauthenticated) << ready.status();
 }
 
 TEST_F(SecurityProcessTest, CertificatesRotateUnderOpenStreams) {
