@@ -43,6 +43,8 @@ if [ "$BUILD_ONLY" = 0 ]; then
   # Tests that start processes look them up by port and stop them by PID;
   # docs/observability.md reads /metrics with curl.
   procps curl
+  # Development certificates (deploy/certs/make_dev_certs.sh) and their tests.
+  openssl
   # The partition test cuts links with nftables rules in a network namespace of
   # its own (unshare from util-linux, ip from iproute2).
   nftables iproute2 util-linux

@@ -13,6 +13,7 @@
 #include "protos/health.grpc.pb.h"
 #include "stage_worker/engines/registry.h"
 #include "stage_worker/worker_service.h"
+#include "tests/health_check.h"
 #include "tests/worker_test_client.h"
 
 namespace omnistage {
@@ -100,14 +101,7 @@ class WorkerServiceTest : public ::testing::Test {
 inline grpc::health::v1::HealthCheckResponse::ServingStatus Health(
     std::shared_ptr<grpc::Channel> channel,
     const std::string& service = WorkerServer::kReadinessService) {
-  auto stub = grpc::health::v1::Health::NewStub(channel);
-  grpc::ClientContext context;
-  grpc::health::v1::HealthCheckRequest request;
-  request.set_service(service);
-  grpc::health::v1::HealthCheckResponse response;
-  grpc::Status status = stub->Check(&context, request, &response);
-  EXPECT_TRUE(status.ok()) << status.error_message();
-  return response.status();
+  return HealthOf(std::move(channel), service);
 }
 
 }  // namespace omnistage

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "protos/health.grpc.pb.h"
+#include "tests/health_check.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
 #include "tests/test_pki.h"
@@ -210,16 +210,9 @@ TEST_F(SecurityProcessTest, OnlyTheOrchestratorsCertificateOpensWorkerSessions) 
 
 grpc::health::v1::HealthCheckResponse::ServingStatus PlaintextHealth(int port,
                                                                      const std::string& service) {
-  auto stub = grpc::health::v1::Health::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::health::v1::HealthCheckRequest request;
-  request.set_service(service);
-  grpc::health::v1::HealthCheckResponse response;
-  grpc::Status status = stub->Check(&context, request, &response);
-  EXPECT_TRUE(status.ok()) << status.error_message();
-  return response.status();
+  return HealthOf(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                      grpc::InsecureChannelCredentials()),
+                  service);
 }
 
 // The kubelet's gRPC probes cannot speak TLS: a plaintext port answers health

@@ -6,7 +6,8 @@
 #
 #   deploy/certs/make_dev_certs.sh DIR [NAMESPACE]
 #
-# DIR gets: ca.crt ca.key, orchestrator.crt/.key (clients -> orchestrator),
+# DIR gets: ca.crt ca.key, orchestrator.crt/.key (clients -> orchestrator, as
+# the Service "omnistage"),
 # worker.crt/.key (orchestrator -> workers), to-workers.crt/.key (the
 # orchestrator's identity at the workers; spawned workers also serve with it),
 # tokens.yaml, admin.token, user.token. Names: localhost and 127.0.0.1 (local
@@ -36,8 +37,8 @@ issue() {
 }
 
 service() { echo "DNS:$1,DNS:$1.$ns,DNS:$1.$ns.svc,DNS:$1.$ns.svc.cluster.local"; }
-issue orchestrator omnistage-orchestrator \
-  "DNS:localhost,IP:127.0.0.1,$(service omnistage-orchestrator)"
+issue orchestrator omnistage \
+  "DNS:localhost,IP:127.0.0.1,$(service omnistage)"
 issue worker omnistage-worker \
   "DNS:localhost,IP:127.0.0.1,$(service omnistage-thinker),$(service omnistage-talker),$(service omnistage-vocoder)"
 issue to-workers omnistage-orchestrator "DNS:omnistage-orchestrator,DNS:localhost,IP:127.0.0.1"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Test of the Kubernetes manifests, offline (no cluster): renders the sim and
 # gpu overlays with `${KUBECTL:-kubectl} kustomize`, checks both with
-# validate/validate.mjs (schemas, unknown fields, cross-references), then makes
+# validate/validate.mjs (schemas, unknown fields, cross-references, security:
+# with the Secrets make_secrets.sh writes, so every mounted key is checked), then makes
 # sure the validator catches each defect planted in validate/testdata/.
 # Optional: KUBECTL_COMPARE=/path/to/another/kubectl also renders with that one
 # (e.g. kubectl 1.20's kustomize v2 and 1.32's v5) and requires the same objects.
@@ -40,10 +41,15 @@ render() {
   fi
 }
 
+# The Secrets the manifests mount, as make_secrets.sh makes them for a trial:
+# validated with the overlays, so each mounted key is checked.
+"$HERE/make_secrets.sh" "$TMP/certs" >"$TMP/secrets.yaml" 2>"$TMP/certs.log" ||
+  { cat "$TMP/certs.log" >&2; fail "make_secrets.sh failed"; }
+
 checks=0
 for overlay in sim gpu; do
   render "$KUBECTL" "$overlay" "$TMP/$overlay.yaml"
-  if ! out="$("$NODE" "$VALIDATE_DIR/validate.mjs" "$TMP/$overlay.yaml")"; then
+  if ! out="$("$NODE" "$VALIDATE_DIR/validate.mjs" "$TMP/$overlay.yaml" "$TMP/secrets.yaml")"; then
     echo "$out" >&2
     fail "overlays/$overlay does not validate"
   fi
@@ -82,6 +88,10 @@ NEGATIVE=(
   "discovery-not-headless.yaml|stages[0].discovery.dns: Service/w is not headless"
   "stage-id-mismatch.yaml|--stage_id=1, but Service/w is discovered by stages[0]"
   "grace-short.yaml|terminationGracePeriodSeconds: 15 s does not exceed container stage-worker's --drain_timeout_ms (20000 ms)"
+  "worker-no-client-ca.yaml|--tls_client_ca is missing: not secure by default"
+  "secret-key-missing.yaml|--tls_client_ca=/s/ca.crt: key ca.crt is not in Secret w-tls (it has: tls.crt, tls.key)"
+  "key-not-mounted.yaml|--tls_key=/keys/tls.key is in no mounted volume of container stage-worker"
+  "probe-tls-port.yaml|readinessProbe.grpc.port: 50061 serves TLS (--listen with --tls_cert)"
 )
 for case in "${NEGATIVE[@]}"; do
   fixture="${case%%|*}"
@@ -97,4 +107,4 @@ done
 version="$("$KUBECTL" version --client 2>/dev/null | grep -o 'v[0-9][0-9.]*' | head -1 || true)"
 echo "PASS: $checks checks: overlays sim and gpu render (kubectl ${version:-?}${KUBECTL_COMPARE:+, same objects with $KUBECTL_COMPARE})" \
   "and validate (schemas, unknown fields, selectors, ports, probes, ConfigMaps, discovery, stage ids," \
-  "grace vs drain); ${#NEGATIVE[@]} planted defects each rejected."
+  "grace vs drain, TLS/mTLS/token flags and their Secret keys); ${#NEGATIVE[@]} planted defects each rejected."

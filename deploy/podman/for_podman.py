@@ -6,12 +6,14 @@ Services, cluster DNS or PodDisruptionBudgets, and (podman 4.3) it publishes
 every containerPort on the host, so two replicas of one stage would collide.
 This keeps the ConfigMaps and Deployments, drops the container ports (pods on a
 podman network reach each other by IP anyway) and arguments that need the
-downward API's $(VAR) expansion, and points the orchestrator at the DNS server
-the run script starts. It also writes, per headless Service, the Deployment
-whose pods it selects, so the script can put the pods' addresses in DNS.
+downward API's $(VAR) expansion, points the orchestrator at the DNS server
+the run script starts, and mounts each Secret volume from a directory of the
+host (<secrets>/<secret name>, which the script fills) instead. It also writes,
+per headless Service, the Deployment whose pods it selects, so the script can
+put the pods' addresses in DNS.
 
   for_podman.py --dns_server=10.89.77.1:5353 --services=services.txt \
-      < rendered.yaml > play.yaml
+      --secrets=/tmp/secrets < rendered.yaml > play.yaml
 """
 import argparse
 import sys
@@ -27,6 +29,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--dns_server", required=True)
     parser.add_argument("--services", required=True, help="writes 'service deployment' lines")
+    parser.add_argument("--secrets", required=True, help="directory of one directory per Secret")
     args = parser.parse_args()
 
     objects = [o for o in yaml.safe_load_all(sys.stdin) if o]
@@ -43,6 +46,11 @@ def main():
                 container["args"] = [a for a in container.get("args", []) if "$(" not in a]
                 if orchestrator:
                     container["args"].append("--dns_server=" + args.dns_server)
+            for volume in obj["spec"]["template"]["spec"].get("volumes", []):
+                secret = volume.pop("secret", None)
+                if secret is not None:
+                    volume["hostPath"] = {"path": "%s/%s" % (args.secrets, secret["secretName"]),
+                                          "type": "Directory"}
             kept.append(obj)
     with open(args.services, "w") as out:
         for svc in objects:

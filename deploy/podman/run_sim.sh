@@ -4,7 +4,10 @@
 # rendered with `kubectl kustomize`, `podman kube play` on a network of its
 # own, and a DNS server (dnsmasq on that network's gateway) answering the
 # stages' headless Service names with the pods' addresses — the part of a
-# cluster podman does not play.
+# cluster podman does not play. Secure as the manifests are: the Secrets they
+# mount come from deploy/certs/make_dev_certs.sh (directories of this host
+# under podman), the client speaks TLS with a token, the orchestrator mTLS to
+# the workers.
 #
 #   deploy/podman/run_sim.sh                       # prompt "Tell me about the sea."
 #   deploy/podman/run_sim.sh "Hello there" --wav=/tmp/hello.wav
@@ -60,9 +63,35 @@ bazel build //client:omni >/dev/null 2>&1 || bazel build //client:omni
 # (kustomize v5 warns about fields it deprecates; v2.0.3 needs them.)
 kubectl kustomize deploy/kubernetes/overlays/sim >"$work/rendered.yaml" 2>"$work/kustomize.log" ||
   { cat "$work/kustomize.log" >&2; exit 1; }
+# The Secrets the manifests mount (make_secrets.sh's), as host directories
+# readable by the pods' user (65532).
+deploy/certs/make_dev_certs.sh "$work/certs" >/dev/null
+certs="$work/certs"
+secret_dir() {
+  mkdir -p "$work/secrets/$1"
+  cp "$certs/$2.crt" "$work/secrets/$1/tls.crt"
+  cp "$certs/$2.key" "$work/secrets/$1/tls.key"
+  cp "$certs/ca.crt" "$work/secrets/$1/ca.crt"
+}
+secret_dir omnistage-orchestrator-tls orchestrator
+secret_dir omnistage-to-workers-tls to-workers
+secret_dir omnistage-worker-tls worker
+mkdir -p "$work/secrets/omnistage-tokens"
+cp "$certs/tokens.yaml" "$work/secrets/omnistage-tokens/"
+chown -R 65532:65532 "$work/secrets"
+chmod -R u=rX,g=rX,o= "$work/secrets"
+chmod 755 "$work" "$work/secrets"
+omni() {
+  local token="$1"
+  shift
+  bazel-bin/client/omni "$@" --tls_ca="$certs/ca.crt" --tls_server_name=omnistage \
+    --token_file="$certs/$token.token"
+}
+
 dns_port="$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 /usr/bin/python3 deploy/podman/for_podman.py --dns_server="$gateway:$dns_port" \
-  --services="$work/services.txt" <"$work/rendered.yaml" >"$work/play.yaml"
+  --services="$work/services.txt" --secrets="$work/secrets" <"$work/rendered.yaml" \
+  >"$work/play.yaml"
 
 podman network rm -f "$network" >/dev/null 2>&1 || true
 podman network create --subnet "$subnet" --gateway "$gateway" --disable-dns "$network" >/dev/null
@@ -92,12 +121,12 @@ orchestrator="$(pod_ip "$(podman pod ps --format '{{.Name}}' | grep '^omnistage-
 # Ready when the orchestrator lists every replica alive.
 want="$(wc -l <"$work/hosts")"
 for _ in $(seq 1 120); do
-  alive="$(bazel-bin/client/omni status --server="$orchestrator" 2>/dev/null | grep -c '"alive": true' || true)"
+  alive="$(omni admin status --server="$orchestrator" 2>/dev/null | grep -c '"alive": true' || true)"
   [ "$alive" = "$want" ] && break
   sleep 0.5
 done
 echo "== orchestrator at $orchestrator: $alive of $want replicas alive"
-bazel-bin/client/omni status --server="$orchestrator" |
+omni admin status --server="$orchestrator" |
   grep -E '"(name|address|origin|state)"' | sed 's/^ */  /'
 if [ "$alive" != "$want" ]; then
   echo "run_sim: not every replica came alive; orchestrator log:" >&2
@@ -106,7 +135,7 @@ if [ "$alive" != "$want" ]; then
 fi
 echo "== generate: $prompt"
 rm -f "$wav"
-bazel-bin/client/omni generate --server="$orchestrator" --prompt="$prompt" --wav="$wav" \
+omni user generate --server="$orchestrator" --prompt="$prompt" --wav="$wav" \
   --timeout_s=60 | tee "$work/text"
 echo
 # Text came, and a WAV with more than its 44-byte header.

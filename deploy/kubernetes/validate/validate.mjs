@@ -5,7 +5,10 @@
 // cross-references a cluster would only reveal at run time: Service and PDB
 // selectors, Service target ports, probe ports, mounted ConfigMaps and keys,
 // and the orchestrator's pipeline config against the stage workers (discovery
-// Services, --stage_id, drain timeouts vs terminationGracePeriodSeconds).
+// Services, --stage_id, drain timeouts vs terminationGracePeriodSeconds), and
+// security: the TLS, mTLS and token flags every omnistage container must pass
+// (secure by default), each file they name provided by a key of a mounted
+// Secret, and no gRPC probe on a port that serves TLS.
 // Prints one line per problem ("Kind/name: field.path: what") and exits 1 if
 // any, else a summary and exit 0. Needs only node_modules (no cluster).
 
@@ -18,6 +21,10 @@ const ORCHESTRATOR_DRAIN_DEFAULT_MS = 10000; // pipeline config drain_timeout_ms
 const GRACE_DEFAULT_S = 30; // Kubernetes' terminationGracePeriodSeconds default
 const WORKLOAD_KINDS = new Set(["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"]);
 const PROBES = ["startupProbe", "livenessProbe", "readinessProbe"];
+// What each omnistage container must pass to be secure by default (docs/security.md).
+const SECURE_ORCHESTRATOR = ["tls_cert", "tls_key", "tokens_file", "worker_tls_ca", "worker_tls_cert", "worker_tls_key"];
+const SECURE_WORKER = ["tls_cert", "tls_key", "tls_client_ca"];
+const FILE_FLAGS = new Set([...SECURE_ORCHESTRATOR, ...SECURE_WORKER, "tls_client_ca"]);
 
 const problems = [];
 const idOf = (obj) => `${obj?.kind ?? "?"}/${obj?.metadata?.name ?? "?"}`;
@@ -204,6 +211,60 @@ function mountedConfig(w, container, path, configMaps) {
   return null;
 }
 
+// The Secret key providing the file `path` that container `c` of workload `w`
+// reads for --flag; reports what is missing.
+function checkSecretFile(w, c, ci, flag, path, secrets) {
+  const at = `spec.template.spec.containers[${ci}].args`;
+  for (const m of c.volumeMounts ?? []) {
+    const dir = m.mountPath.replace(/\/+$/, "");
+    if (!path.startsWith(dir + "/")) continue;
+    const rest = path.slice(dir.length + 1);
+    const volume = (w.spec.volumes ?? []).find((v) => v.name === m.name);
+    if (!volume?.secret) {
+      report(w.obj, at, `--${flag}=${path} is in volume ${m.name}, which is no Secret (keys and certificates belong in Secrets)`);
+      return;
+    }
+    const items = volume.secret.items;
+    const key = m.subPath ? m.subPath : items ? items.find((i) => i.path === rest)?.key : rest;
+    const name = volume.secret.secretName;
+    const secret = secrets.get(name);
+    if (!secret) {
+      if (!volume.secret.optional) report(w.obj, at, `--${flag}=${path}: Secret ${name} is not in the rendered output`);
+      return;
+    }
+    const keys = Object.keys({ ...secret.data, ...secret.stringData });
+    if (key === undefined || !keys.includes(key)) {
+      report(w.obj, at, `--${flag}=${path}: key ${key ?? rest} is not in Secret ${name} (it has: ${keys.join(", ") || "none"})`);
+    }
+    return;
+  }
+  report(w.obj, at, `--${flag}=${path} is in no mounted volume of container ${c.name}`);
+}
+
+// Secure by default: the flags an omnistage container must pass, the files
+// they name, and probes that can reach a TLS-serving container.
+function checkSecurity(w, c, ci, flags, secrets) {
+  const required = flags.has("config") ? SECURE_ORCHESTRATOR : flags.has("stage_id") ? SECURE_WORKER : [];
+  for (const flag of required) {
+    if (!flags.get(flag)) {
+      report(w.obj, `spec.template.spec.containers[${ci}].args`, `--${flag} is missing: not secure by default (docs/security.md)`);
+    }
+  }
+  for (const [flag, value] of flags) {
+    if (FILE_FLAGS.has(flag) && value) checkSecretFile(w, c, ci, flag, value, secrets);
+  }
+  if (!flags.get("tls_cert")) return;
+  const listen = Number(String(flags.get("listen") ?? "").split(":").pop());
+  for (const probe of PROBES) {
+    let port = c[probe]?.grpc?.port;
+    if (typeof port === "string") port = (c.ports ?? []).find((p) => p.name === port)?.containerPort;
+    if (port !== undefined && port === listen) {
+      report(w.obj, `spec.template.spec.containers[${ci}].${probe}.grpc.port`,
+        `${port} serves TLS (--listen with --tls_cert) and the kubelet's gRPC probes cannot speak TLS: probe the --health_listen port`);
+    }
+  }
+}
+
 // discovery.dns -> Service name: "svc" or "svc.<ns>[.svc[.cluster.local]]".
 function serviceOfDns(dns, services) {
   const m = /^([a-z0-9-]+)(?:\.([a-z0-9-]+)(?:\.svc(?:\.cluster\.local)?)?)?\.?$/.exec(dns);
@@ -270,6 +331,7 @@ for (const obj of objects) {
 const ofKind = (kind) => objects.filter((o) => o?.kind === kind);
 const configMaps = new Map(ofKind("ConfigMap").map((c) => [c.metadata?.name, c]));
 const services = ofKind("Service");
+const secrets = new Map(ofKind("Secret").map((s) => [s.metadata?.name, s]));
 const workloads = objects
   .filter((o) => WORKLOAD_KINDS.has(o?.kind))
   .map((w) => checkWorkload(w, configMaps))
@@ -280,8 +342,9 @@ ofKind("PodDisruptionBudget").forEach((pdb) => checkPdb(pdb, workloads));
 let pipelines = 0;
 let workers = 0;
 for (const w of workloads) {
-  for (const c of w.containers) {
+  for (const [ci, c] of w.containers.entries()) {
     const flags = flagsOf(c);
+    checkSecurity(w, c, ci, flags, secrets);
     if (flags.has("stage_id")) {
       workers++;
       const drain = Number(flags.get("drain_timeout_ms") ?? WORKER_DRAIN_DEFAULT_MS);

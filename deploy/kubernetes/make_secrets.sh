@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Prints the Secrets the manifests mount, as YAML for `kubectl apply -f -`, from
+# the files of deploy/certs/make_dev_certs.sh (made in DIR first if DIR has no
+# ca.crt). For a trial; in production let cert-manager issue the three TLS
+# Secrets (docs/kubernetes.md#security) and write the tokens Secret yourself.
+#
+#   deploy/kubernetes/make_secrets.sh /tmp/omni-certs | kubectl apply -f -
+#
+# Secrets (type kubernetes.io/tls, keys tls.crt, tls.key, ca.crt, as
+# cert-manager writes them):
+#   omnistage-orchestrator-tls   the orchestrator's server certificate (Service "omnistage")
+#   omnistage-to-workers-tls     the orchestrator's client certificate for the workers
+#   omnistage-worker-tls         the workers' server certificate
+# and omnistage-tokens (key tokens.yaml): the bearer tokens clients send.
+set -euo pipefail
+here="$(dirname "$(readlink -f "$0")")"
+dir="${1:?usage: $0 DIR [NAMESPACE]}"
+ns="${2:-omnistage}"
+[ -f "$dir/ca.crt" ] || "$here/../certs/make_dev_certs.sh" "$dir" "$ns" >&2
+
+b64() { base64 -w0 <"$1"; }
+tls_secret() {
+  cat <<YAML
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: $1
+  labels:
+    app.kubernetes.io/name: omnistage
+type: kubernetes.io/tls
+data:
+  tls.crt: $(b64 "$dir/$2.crt")
+  tls.key: $(b64 "$dir/$2.key")
+  ca.crt: $(b64 "$dir/ca.crt")
+YAML
+}
+tls_secret omnistage-orchestrator-tls orchestrator
+tls_secret omnistage-to-workers-tls to-workers
+tls_secret omnistage-worker-tls worker
+cat <<YAML
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: omnistage-tokens
+  labels:
+    app.kubernetes.io/name: omnistage
+type: Opaque
+data:
+  tokens.yaml: $(b64 "$dir/tokens.yaml")
+YAML
