@@ -38,7 +38,7 @@ class WorkerTlsTest : public WorkerServiceTest {
     TlsFiles files = pki.Issue(identity, options);
     files.ca = pki_.ca_file();  // Trusts the worker's CA either way.
     return std::make_unique<WorkerTestClient>(grpc::CreateChannel(
-        absl::StrCat("localhost:", server_->port()), ChannelCredentialsFor(files)));
+        absl::StrCat("127.0.0.1:", server_->port()), ChannelCredentialsFor(files)));
   }
 
   const std::string dir_;
@@ -51,7 +51,7 @@ TEST_F(WorkerTlsTest, OnlyClientsWithACertificateFromTheCaGetASession) {
                                                  grpc::InsecureChannelCredentials()));
   EXPECT_FALSE(plaintext.Connect().ok());
   TlsFiles no_certificate{"", "", pki_.ca_file()};
-  WorkerTestClient anonymous(grpc::CreateChannel(absl::StrCat("localhost:", server_->port()),
+  WorkerTestClient anonymous(grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
                                                  ChannelCredentialsFor(no_certificate)));
   EXPECT_FALSE(anonymous.Connect().ok());
   EXPECT_FALSE(Client(other_pki_, "rogue")->Connect().ok());

@@ -196,7 +196,7 @@ TEST_F(SecurityProcessTest, ARevokedTokenIsRefusedWithinSeconds) {
 }
 
 TEST_F(SecurityProcessTest, OnlyTheOrchestratorsCertificateOpensWorkerSessions) {
-  const std::string worker = absl::StrCat("localhost:", pipeline_->worker_port(0, 0));
+  const std::string worker = absl::StrCat("127.0.0.1:", pipeline_->worker_port(0, 0));
   WorkerTestClient plaintext(grpc::CreateChannel(worker, grpc::InsecureChannelCredentials()));
   EXPECT_FALSE(plaintext.Connect().ok());
   WorkerTestClient anonymous(

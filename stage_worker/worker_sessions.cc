@@ -1,0 +1,316 @@
+// The Worker's sessions (worker.h): a client's Hello, the commands of a
+// session, its end, and the unary Abort fenced against its commands. The
+// worker's lifecycle (start, serving, drain, outputs, stop) is in worker.cc.
+#include <optional>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/error_proto.h"
+#include "common/field_error.h"
+#include "common/log.h"
+#include "common/random_id.h"
+#include "stage_worker/worker.h"
+
+namespace omnistage {
+namespace {
+
+absl::Status CheckRequestId(const std::string& id) {
+  if (id.empty()) return absl::InvalidArgumentError("request_id is empty");
+  if (id.size() > kMaxRequestIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("request_id is ", id.size(),
+                                                   " bytes; the limit is ", kMaxRequestIdBytes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<Session>> Worker::OpenSession(const v1::Hello& hello,
+                                                             uint64_t hello_seq,
+                                                             EventTransport* transport,
+                                                       const std::string& peer) {
+  if (hello.protocol_version() > kProtocolVersion) {
+    return absl::FailedPreconditionError(absl::StrCat("protocol version ",
+                                                      hello.protocol_version(),
+                                                      " is not supported (this worker speaks ",
+                                                      kProtocolVersion, ")"));
+  }
+  if (hello.has_expected_stage_id() && hello.expected_stage_id() != options_.stage_id) {
+    return absl::FailedPreconditionError(absl::StrCat("this worker serves stage ",
+                                                      options_.stage_id, ", not stage ",
+                                                      hello.expected_stage_id()));
+  }
+  if (hello.has_defaults()) {
+    // The client will merge these into every request: refuse them now, naming
+    // the field, rather than every request later.
+    EngineRequest probe;
+    probe.id = "hello-defaults";
+    probe.input_complete = false;
+    probe.params = hello.defaults();
+    absl::Status status = engine_->Validate(probe);
+    if (!status.ok()) {
+      const std::string field = ErrorField(status);
+      absl::string_view within_params = field;
+      absl::ConsumePrefix(&within_params, "params");
+      absl::ConsumePrefix(&within_params, ".");
+      return AtField(absl::InvalidArgumentError(
+                         absl::StrCat("stage defaults: ", status.message())),
+                     absl::StrCat("defaults", within_params.empty() ? "" : ".", within_params));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  return std::make_shared<Session>(next_session_++, peer, transport, hello_seq);
+}
+
+void Worker::StartSession(const std::shared_ptr<Session>& session) {
+  absl::Status stopped;
+  {
+    absl::MutexLock lock(&mu_);
+    if (serving_) {
+      sessions_[session->number()] = session;
+    } else {
+      stopped = stopped_;
+    }
+  }
+  if (!stopped.ok()) {
+    session->End(stopped);
+    return;
+  }
+  LogInfo({"", options_.stage_id, -1, ""},
+          absl::StrCat("session ", session->number(), " opened",
+                       session->peer().empty() ? "" : absl::StrCat(" by '", session->peer(), "'")));
+  v1::WorkerEvent event;
+  v1::Ready* ready = event.mutable_ready();
+  ready->set_stage_id(options_.stage_id);
+  ready->set_instance_id(options_.instance_id);
+  ready->set_engine(options_.engine_name);
+  ready->set_capacity(engine_->capacity());
+  ready->set_session_id(session->id());
+  ready->set_protocol_version(kProtocolVersion);
+  ready->set_max_message_bytes(options_.max_message_bytes);
+  session->Send(std::move(event));
+  if (std::optional<v1::WorkerEvent> stalled = stall_.StalledEvent()) {
+    session->Send(*std::move(stalled));
+  }
+  std::optional<v1::WorkerEvent> draining;
+  {
+    absl::MutexLock lock(&mu_);
+    draining = draining_;
+  }
+  if (draining.has_value()) session->Send(*std::move(draining));
+}
+
+void Worker::Reject(Session& session, const v1::WorkerCommand& command,
+                    const std::string& request_id, const absl::Status& status) {
+  // A rejected command still counts as applied for Abort's fence; a seq that
+  // does not increase was rejected by the fence itself.
+  (void)session.Sequence(command.seq(), std::nullopt, submit_);
+  v1::WorkerEvent event;
+  v1::CommandRejected* rejected = event.mutable_rejected();
+  rejected->set_seq(command.seq());
+  rejected->set_request_id(request_id);
+  switch (command.command_case()) {
+    case v1::WorkerCommand::kHello:
+      rejected->set_command(v1::CommandRejected::KIND_HELLO);
+      break;
+    case v1::WorkerCommand::kAdd:
+      rejected->set_command(v1::CommandRejected::KIND_ADD);
+      break;
+    case v1::WorkerCommand::kAppendInput:
+      rejected->set_command(v1::CommandRejected::KIND_APPEND_INPUT);
+      break;
+    case v1::WorkerCommand::kUtility:
+      rejected->set_command(v1::CommandRejected::KIND_UTILITY);
+      break;
+    case v1::WorkerCommand::kDrainAck:  // Never rejected.
+    case v1::WorkerCommand::COMMAND_NOT_SET:
+      break;
+  }
+  *rejected->mutable_error() = ErrorProto(status, options_.stage_id, -1, options_.instance_id);
+  LogWarning({request_id, options_.stage_id, -1, ""},
+             absl::StrCat("rejected a command of session ", session.number(), ": ",
+                          absl::StatusCodeToString(status.code()), ": ", status.message()));
+  session.Send(std::move(event));
+}
+
+void Worker::HandleCommand(Session& session, v1::WorkerCommand& command) {
+  switch (command.command_case()) {
+    case v1::WorkerCommand::kAdd: {
+      v1::AddRequest& add = *command.mutable_add();
+      if (absl::Status s = CheckRequestId(add.request_id()); !s.ok()) {
+        Reject(session, command, add.request_id(), s);
+        return;
+      }
+      if (const uint64_t stalled = stall_.stalled_step(); stalled != 0) {
+        Reject(session, command, add.request_id(),
+               absl::UnavailableError(absl::StrCat("the engine is stalled in step ", stalled)));
+        return;
+      }
+      EngineRequest request;
+      request.id = EngineRequestId(session.number(), add.request_id());
+      request.input.assign(std::make_move_iterator(add.mutable_input()->begin()),
+                           std::make_move_iterator(add.mutable_input()->end()));
+      request.input_complete = add.input_complete();
+      request.params = std::move(*add.mutable_params());
+      if (absl::Status s = engine_->Validate(request); !s.ok()) {
+        Reject(session, command, add.request_id(), s);
+        return;
+      }
+      const std::string trace_id = TraceIdOf(add.traceparent());
+      if (!session.AddLive(add.request_id(), trace_id)) {
+        Reject(session, command, add.request_id(),
+               absl::AlreadyExistsError(absl::StrCat("request_id '", add.request_id(),
+                                                     "' is already live in this session")));
+        return;
+      }
+      Log(LogLevel::kDebug, {add.request_id(), options_.stage_id, -1, trace_id},
+          absl::StrCat("added (session ", session.number(), ", ", request.input.size(),
+                       " input payload(s)", request.input_complete ? ")" : ", more to come)"));
+      absl::Status s =
+          session.Sequence(command.seq(), CoreMessage::Add(std::move(request)), submit_);
+      if (!s.ok()) {
+        session.EraseLive(add.request_id());
+        Reject(session, command, add.request_id(), s);
+      }
+      return;
+    }
+    case v1::WorkerCommand::kAppendInput: {
+      v1::AppendInput& append = *command.mutable_append_input();
+      if (absl::Status s = CheckRequestId(append.request_id()); !s.ok()) {
+        Reject(session, command, append.request_id(), s);
+        return;
+      }
+      std::vector<v1::Payload> chunks(std::make_move_iterator(append.mutable_chunks()->begin()),
+                                      std::make_move_iterator(append.mutable_chunks()->end()));
+      // Ids that already finished or were aborted are ignored by the engine: an
+      // upstream chunk may legitimately race with the request's end.
+      absl::Status s = session.Sequence(
+          command.seq(),
+          CoreMessage::AppendInput(EngineRequestId(session.number(), append.request_id()),
+                                   std::move(chunks), append.last()),
+          submit_);
+      if (!s.ok()) Reject(session, command, append.request_id(), s);
+      return;
+    }
+    case v1::WorkerCommand::kUtility: {
+      v1::UtilityCall& call = *command.mutable_utility();
+      const uint64_t internal_id = next_call_id_.fetch_add(1);
+      {
+        absl::MutexLock lock(&mu_);
+        utilities_[internal_id] = PendingUtility{FindSessionLocked(session.number()),
+                                                 call.call_id()};
+      }
+      // If the loop has ended, the session is being ended with the reason.
+      absl::Status s = session.Sequence(
+          command.seq(),
+          CoreMessage::Utility(internal_id, call.name(), std::move(*call.mutable_args())),
+          submit_);
+      if (!s.ok()) {
+        {
+          absl::MutexLock lock(&mu_);
+          utilities_.erase(internal_id);
+        }
+        Reject(session, command, "", s);
+      }
+      return;
+    }
+    case v1::WorkerCommand::kDrainAck:
+      session.MarkDrainAcked();
+      (void)session.Sequence(command.seq(), std::nullopt, submit_);
+      return;
+    case v1::WorkerCommand::kHello:
+      Reject(session, command, "", absl::InvalidArgumentError("hello already received"));
+      return;
+    case v1::WorkerCommand::COMMAND_NOT_SET:
+      Reject(session, command, "", absl::InvalidArgumentError("command has no content"));
+      return;
+  }
+}
+
+void Worker::CloseSession(Session& session) {
+  std::vector<CoreMessage> released;
+  const bool was_closed = session.closed();
+  std::vector<std::string> ids = session.Close(&released);
+  if (!was_closed) {
+    LogInfo({"", options_.stage_id, -1, ""},
+            absl::StrCat("session ", session.number(), " closed; aborting its ", ids.size(),
+                         " live request(s)"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    sessions_.erase(session.number());
+  }
+  std::vector<CoreMessage> batch;
+  if (!ids.empty()) {
+    for (std::string& id : ids) id = EngineRequestId(session.number(), id);
+    batch.push_back(CoreMessage::Abort(std::move(ids)));
+  }
+  for (CoreMessage& m : released) batch.push_back(std::move(m));
+  if (!batch.empty()) core_.SubmitAll(std::move(batch));
+}
+
+void Worker::Abort(const v1::WorkerAbortRequest& request,
+                   std::function<void(absl::StatusOr<std::vector<std::string>>)> done,
+                   const std::string& peer) {
+  for (const std::string& id : request.request_ids()) {
+    if (absl::Status s = CheckRequestId(id); !s.ok()) {
+      done(absl::InvalidArgumentError(absl::StrCat("request_ids: ", s.message())));
+      return;
+    }
+  }
+  uint64_t number = 0;
+  std::shared_ptr<Session> session;
+  bool existed = false;
+  const absl::string_view id = request.session_id();
+  if (absl::SimpleAtoi(id.substr(0, id.find('-')), &number)) {
+    absl::MutexLock lock(&mu_);
+    session = FindSessionLocked(number);
+    existed = number > 0 && number < next_session_;
+  }
+  // The whole id, from whoever opened the session: a number alone, or another
+  // client's id, finds nothing (and is told nothing more).
+  if (session != nullptr && (!SameSecret(session->id(), id) || session->peer() != peer)) {
+    session = nullptr;
+    existed = false;
+  }
+  if (session == nullptr) {
+    if (existed) {
+      done(std::vector<std::string>());  // Closed: its requests were all aborted.
+    } else {
+      done(absl::NotFoundError(absl::StrCat("unknown session '", request.session_id(), "'")));
+    }
+    return;
+  }
+  std::vector<std::string> ids(request.request_ids().begin(), request.request_ids().end());
+  std::vector<std::string> engine_ids;
+  engine_ids.reserve(ids.size());
+  for (const std::string& id : ids) engine_ids.push_back(EngineRequestId(number, id));
+  // Runs on the loop thread right after the engine applied the abort (or at once
+  // with false if the loop has ended). Which ids were live is decided there, in
+  // order with the step outputs that retire finished requests, and each of them
+  // ends on its session with one finished ABORT output: every request added on a
+  // session ends there exactly once, whoever stopped it.
+  auto on_applied = [session, ids = std::move(ids), done = std::move(done)](bool applied) {
+    if (!applied) {
+      done(absl::UnavailableError("the worker's engine loop has stopped"));
+      return;
+    }
+    std::vector<std::string> aborted = session->TakeLive(ids);
+    if (!aborted.empty()) {
+      session->Send(FinishedEvent(aborted, v1::FINISH_REASON_ABORT,
+                                  absl::AbortedError("stopped by an Abort call")));
+    }
+    done(std::move(aborted));
+  };
+  session->Fence(request.after_seq(), CoreMessage::Abort(std::move(engine_ids), on_applied),
+                 submit_);
+}
+
+std::shared_ptr<Session> Worker::FindSessionLocked(uint64_t number) const {
+  auto it = sessions_.find(number);
+  return it == sessions_.end() ? nullptr : it->second;
+}
+
+}  // namespace omnistage
