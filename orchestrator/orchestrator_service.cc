@@ -75,16 +75,25 @@ std::function<void(absl::StatusOr<Response>)> FinishWith(grpc::ServerUnaryReacto
 
 }  // namespace
 
+absl::StatusOr<Caller> OrchestratorService::Authenticated(
+    const grpc::CallbackServerContext& context, absl::string_view call) const {
+  absl::StatusOr<Caller> caller = auth_->Authenticate(context);
+  if (!caller.ok()) core_->metrics().AuthRefused(call, caller.status().code());
+  return caller;
+}
+
 absl::Status OrchestratorService::Admitted(const grpc::CallbackServerContext& context,
                                            absl::string_view call) const {
-  absl::StatusOr<Caller> caller = auth_->Authenticate(context);
+  absl::StatusOr<Caller> caller = Authenticated(context, call);
   if (!caller.ok()) return caller.status();
-  return ClientAuth::RequireAdmin(*caller, call);
+  absl::Status allowed = ClientAuth::RequireAdmin(*caller, call);
+  if (!allowed.ok()) core_->metrics().AuthRefused(call, allowed.code());
+  return allowed;
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* OrchestratorService::Generate(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
-  absl::StatusOr<Caller> caller = auth_->Authenticate(*context);
+  absl::StatusOr<Caller> caller = Authenticated(*context, "Generate");
   if (!caller.ok()) return new RefusedGenerate(caller.status());
   return new GenerateReactor(context, core_, loop_, *request, std::move(caller->identity));
 }
@@ -93,7 +102,7 @@ grpc::ServerUnaryReactor* OrchestratorService::Abort(grpc::CallbackServerContext
                                                      const v1::AbortRequest* request,
                                                      v1::AbortResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::StatusOr<Caller> caller = auth_->Authenticate(*context);
+  absl::StatusOr<Caller> caller = Authenticated(*context, "Abort");
   if (!caller.ok()) {
     reactor->Finish(ToGrpcStatus(caller.status()));
     return reactor;

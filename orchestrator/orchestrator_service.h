@@ -35,6 +35,9 @@ class OrchestratorService final : public v1::Orchestrator::CallbackService {
                                              v1::StageUtilityResponse* response) override;
 
  private:
+  // The caller of `call`; a refusal is counted.
+  absl::StatusOr<Caller> Authenticated(const grpc::CallbackServerContext& context,
+                                       absl::string_view call) const;
   // OK when the caller is authenticated and an admin.
   absl::Status Admitted(const grpc::CallbackServerContext& context, absl::string_view call) const;
 

@@ -28,6 +28,10 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
       refusals_(registry->AddCounter(
           "omnistage_request_refusals_total",
           "Generate calls refused before they started, by gRPC status code.", {"code"})),
+      auth_refusals_(registry->AddCounter(
+          "omnistage_auth_refusals_total",
+          "Calls refused for their credentials (UNAUTHENTICATED) or role (PERMISSION_DENIED).",
+          {"call", "code"})),
       in_flight_(registry->AddGauge("omnistage_in_flight_requests",
                                     "Generate calls admitted and not yet ended.")
                      .With({})),
@@ -90,6 +94,10 @@ void PipelineMetrics::Finished(v1::FinishReason reason, absl::Duration since_adm
 
 void PipelineMetrics::Refused(absl::StatusCode code) {
   refusals_.With({absl::StatusCodeToString(code)}).Increment();
+}
+
+void PipelineMetrics::AuthRefused(absl::string_view call, absl::StatusCode code) {
+  auth_refusals_.With({std::string(call), absl::StatusCodeToString(code)}).Increment();
 }
 
 void PipelineMetrics::FirstOutput(v1::Modality modality, absl::Duration since_admission) {

@@ -34,6 +34,9 @@ class PipelineMetrics {
   void FirstOutput(v1::Modality modality, absl::Duration since_admission);
   void BetweenOutputs(absl::Duration gap);
   void ClientCancelled() { client_cancellations_.Increment(); }
+  // A call refused by authentication or authorization (any thread): `call`
+  // is the method's name, `code` UNAUTHENTICATED or PERMISSION_DENIED.
+  void AuthRefused(absl::string_view call, absl::StatusCode code);
   void AbortCallDone(absl::Duration took) { abort_duration_.Observe(absl::ToDoubleSeconds(took)); }
   // Bytes of responses waiting for slow clients (+ queued, - written).
   void QueuedBytes(int64_t delta) { queued_bytes_.Add(static_cast<double>(delta)); }
@@ -56,6 +59,7 @@ class PipelineMetrics {
   const std::vector<std::string> stage_names_;
   Family<Counter>& requests_;
   Family<Counter>& refusals_;
+  Family<Counter>& auth_refusals_;
   Gauge& in_flight_;
   Family<Histogram>& first_output_;
   Histogram& between_outputs_;

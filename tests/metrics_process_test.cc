@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "httplib.h"
+#include "tests/metrics_scrape.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
 #include "tests/prometheus_server.h"
@@ -23,15 +23,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string Scrape(int port) {
-  httplib::Client client("127.0.0.1", port);
-  httplib::Result result = client.Get("/metrics");
-  EXPECT_TRUE(result) << "scrape of port " << port;
-  if (!result) return "";
-  EXPECT_EQ(result->status, 200);
-  return result->body;
-}
 
 void ExpectPromtoolClean(const std::string& text, const std::string& who) {
   const PromtoolResult checked = PromtoolCheckMetrics(text);

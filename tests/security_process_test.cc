@@ -13,8 +13,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/health_check.h"
+#include "tests/metrics_scrape.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
 #include "tests/test_pki.h"
@@ -22,6 +24,8 @@
 
 namespace omnistage {
 namespace {
+
+using ::testing::HasSubstr;
 
 constexpr char kAlice[] = "alice-token-0123456789";
 constexpr char kBob[] = "bob-token-0123456789";
@@ -77,7 +81,7 @@ class SecurityProcessTest : public ::testing::Test {
         "--tls_cert=" + orchestrator_cert_.cert, "--tls_key=" + orchestrator_cert_.key,
         "--tokens_file=" + tokens_,              "--worker_tls_ca=" + pki_.ca_file(),
         "--worker_tls_cert=" + to_workers_.cert, "--worker_tls_key=" + to_workers_.key,
-        "--health_listen=127.0.0.1:0"};
+        "--health_listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0"};
     spec.client_tls = TlsFiles{"", "", pki_.ca_file()};
     spec.token = kOps;
     pipeline_ = StartPipeline(spec);
@@ -159,8 +163,17 @@ TEST_F(SecurityProcessTest, EachRefusalHasItsStatusAndMessage) {
   EXPECT_EQ(unauthenticated.status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(unauthenticated.responses, 0);
 
-  // None of it touched the service.
+  // None of it touched the service; operators see the refusals counted.
   ExpectOneTerminal(Start("after", 4, kBob)->Wait(absl::Seconds(30)));
+  const std::string metrics = Scrape(pipeline_->orchestrator_metrics_port());
+  EXPECT_THAT(metrics, HasSubstr("omnistage_auth_refusals_total{call=\"GetPipelineStatus\","
+                                 "code=\"UNAUTHENTICATED\"} 2"));
+  EXPECT_THAT(metrics, HasSubstr("omnistage_auth_refusals_total{call=\"GetPipelineStatus\","
+                                 "code=\"PERMISSION_DENIED\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("omnistage_auth_refusals_total{call=\"CallStageUtility\","
+                                 "code=\"PERMISSION_DENIED\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("omnistage_auth_refusals_total{call=\"Generate\","
+                                 "code=\"UNAUTHENTICATED\"} 1"));
 }
 
 TEST_F(SecurityProcessTest, AnotherIdentitysAbortIsNotFoundAndTheOwnersWorks) {
