@@ -295,6 +295,50 @@ TEST_F(SecurityProcessTest, CertificatesRotateUnderOpenStreams) {
   ExpectOneTerminal(Start("after", 4, kAlice)->Wait(absl::Seconds(30)));
 }
 
+// Client certificates instead of tokens: only holders of one connect, and each
+// certificate's name is an identity owning its requests.
+TEST(SecurityClientCertificateTest, ACertificatesNameOwnsItsRequests) {
+  const std::string dir = TestDir();
+  TestPki pki(dir);
+  PipelineSpec spec;
+  spec.stages = {Stage("llm", "sim_llm", "step_time_us=2000", 1, true, "tokens")};
+  const TlsFiles server = pki.Issue("orchestrator", {});
+  spec.orchestrator_flags = {"--tls_cert=" + server.cert, "--tls_key=" + server.key,
+                             "--tls_client_ca=" + pki.ca_file()};
+  CertOptions alice_name;
+  alice_name.dns_names = {"alice.clients"};
+  alice_name.ips.clear();
+  spec.client_tls = pki.Issue("alice", alice_name);
+  std::unique_ptr<PipelineHarness> pipeline = StartPipeline(spec);
+  ASSERT_NE(pipeline, nullptr);
+
+  // No certificate: no connection.
+  auto anonymous =
+      v1::Orchestrator::NewStub(pipeline->NewChannel(TlsFiles{"", "", pki.ca_file()}));
+  GenerateResult refused =
+      GenerateCall(std::move(anonymous), MakeRequest("x", "hi"), absl::Seconds(10))
+          .Wait(absl::Seconds(10));
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+
+  std::unique_ptr<GenerateCall> alices =
+      pipeline->StartGenerate(MakeRequest("hers", "go", {StageParams(0, 100000)}));
+  ASSERT_TRUE(alices->WaitForOutput(absl::Seconds(30)));
+  CertOptions bob_name;
+  bob_name.dns_names = {"bob.clients"};
+  bob_name.ips.clear();
+  auto bob = v1::Orchestrator::NewStub(pipeline->NewChannel(pki.Issue("bob", bob_name)));
+  v1::AbortRequest abort;
+  abort.add_request_ids("hers");
+  v1::AbortResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(bob->Abort(&context, abort, &response).ok());
+  EXPECT_EQ(response.results(0).outcome(), v1::AbortResult::OUTCOME_NOT_FOUND);
+  absl::StatusOr<v1::AbortResponse> own = pipeline->Abort({"hers"});
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(own->results(0).outcome(), v1::AbortResult::OUTCOME_ABORTED);
+  ExpectOneTerminal(alices->Wait(absl::Seconds(10)));
+}
+
 // A process's stdout and stderr, for start-up lines.
 std::unique_ptr<ChildProcess> StartCapturingStderr(std::vector<std::string> argv) {
   argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
