@@ -334,6 +334,10 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       // fuzz/pipeline_config_fuzzer).
       {"\"line\\nbreak\": 1\n" + OneStage(""), "line\\nbreak: unknown key"},
       {std::string(100, 'k') + ": 1\n" + OneStage(""), std::string(64, 'k') + "...: unknown key"},
+      {"stages: [{name: a, addresses: ['" + std::string(100, 'h') +
+           "'], final_output: true, output_modality: text}]",
+       "stages[0].addresses[0]: expected host:port with a port in 1..65535 (e.g. "
+       "127.0.0.1:7001), got '" + std::string(64, 'h') + "...'"},
       {"a: \"\\\x01\"\n",
        "YAML syntax error at line 1, column 7: unknown escape character: \\x01"},
   };
