@@ -70,6 +70,12 @@ CORE_SEEDS = {
         "An Abort fails on stage 0 (outputs held meanwhile are replayed), a second one succeeds.",
         pipeline() + gen(0) + abort(0) + out(0, 0, (0, TEXT, None))
         + complete(0, ok=False, failure=1) + abort(0) + complete(0) + complete(1) + complete(2)),
+    # Found by this target: StagePool released the new r0's binding.
+    "regression_abort_answer_after_reconnect": (
+        "r0's replica dies while an Abort of r0 waits; it comes back as a new incarnation, "
+        "r0 is sent again and lands there; then the old Abort answers.",
+        pipeline(replicas=(1,)) + gen(0) + abort(0) + [READY, 0, 0, 1] + gen(0)
+        + complete(0) + out(0, 0, (0, TEXT, STOP))),
     "seed_cancel_retried_with_backoff": (
         "The client of r0 goes away; the stop fails twice, backs off and is retried.",
         pipeline() + gen(0) + [CANCEL, 0, 1, 0] + complete(0, ok=False) + [CLOCK, MS[100]]
