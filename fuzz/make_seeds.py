@@ -102,6 +102,88 @@ CORE_SEEDS = {
         + gen(0) + gen(1) + gen(2) + gen(3) + gen(4) + gen(5) + gen(6) + [OTHER, 3, 1]),
 }
 
+# ---- fuzz/worker_fuzzer.cc ---------------------------------------------------------
+
+OPEN, ADD, APPEND, OTHER_CMD, WABORT, CLOSE, READ, DRAIN = 0, 1, 3, 4, 5, 6, 7, 9
+ID_A, ID_B, ID_C, ID_D, ID_EMPTY, ID_LONG = 0, 1, 2, 3, 6, 7
+NONE, P_TEXT, P_TOKENS, P_AUDIO = 0, 1, 2, 3
+
+
+def setup(batch=2, max_tokens=3, text=False, fail_at=None, start_after=None):
+    """start_after: the busy loop starts after this many operations (at once
+    when None)."""
+    return [batch - 1, max_tokens - 1, 1 if text else 0, 0 if fail_at else 1,
+            (fail_at or 1) - 1, 1 if start_after is None else 0, start_after or 0]
+
+
+def open_session(slow=False, peer=1, version_ok=True, stage=None, defaults=0):
+    """defaults 0: none, 1: max_tokens, 2: an extra key the engine refuses."""
+    return [OPEN, 1 if version_ok else 0, 1 if stage is None else 0, stage or 0, defaults,
+            0 if slow else 1, peer, 1]
+
+
+def add(session, rid, payload=P_TEXT, complete=True, max_tokens=2, stale=False, bad_extra=False):
+    return [ADD, session, 0 if stale else 1, rid, payload, 1 if complete else 0, max_tokens,
+            0 if bad_extra else 1]
+
+
+def append(session, rid, payload=P_TEXT, last=True, stale=False):
+    return [APPEND, session, 0 if stale else 1, rid, payload, 1 if last else 0]
+
+
+def other(session, kind, name=0, divisor=1, stale=False):
+    """kind 0: utility (name 0 ping, 1 stats, 2 div, 3 unknown), 1: DrainAck,
+    2: a second Hello, 3: an empty command."""
+    return [OTHER_CMD, session, 0 if stale else 1, kind, name, divisor]
+
+
+def wabort(session, *ids, who=3, right_peer=True, fence=2):
+    """who 0: the session number alone, 1: a wrong secret, 2: no such session,
+    3: the session's id. fence 0: after seq 0, 1: after the next command, 2:
+    after the last."""
+    return [WABORT, session, who, 1 if right_peer else 0, fence, len(ids), *ids]
+
+
+WORKER_SEEDS = {
+    "seed_requests_end_once": (
+        "Text and token requests, one streamed in two chunks, a utility call, an Abort.",
+        setup() + open_session() + add(0, ID_A) + other(0, 0) + add(0, ID_B, P_TOKENS, False)
+        + append(0, ID_B, last=False) + append(0, ID_B) + add(0, ID_C, max_tokens=3)
+        + wabort(0, ID_C) + other(0, 0, name=2, divisor=0)),
+    "seed_refusals": (
+        "Commands the worker must refuse: a stale seq, bad ids, audio input, a bad parameter, "
+        "an extra key, a second Hello, an empty command; then a good one.",
+        setup() + open_session() + add(0, ID_A, stale=True) + add(0, ID_EMPTY)
+        + add(0, ID_LONG) + add(0, ID_A, P_AUDIO) + add(0, ID_A, max_tokens=4)
+        + add(0, ID_A, bad_extra=True) + other(0, 2) + other(0, 3) + append(0, ID_EMPTY)
+        + add(0, ID_A)),
+    "seed_slow_reader_then_gone": (
+        "A reader that reads one event now and then, then breaks its stream with requests live.",
+        setup(batch=1) + open_session(slow=True) + add(0, ID_A) + add(0, ID_B, max_tokens=3)
+        + [READ, 0] + [READ, 0] + add(0, ID_C, P_TOKENS, False) + [CLOSE, 0]),
+    "seed_abort_who_may": (
+        "Aborts naming a session by its number, a wrong secret, an unknown id, from another "
+        "peer, fenced after a command not yet sent; then the owner's.",
+        setup() + open_session(peer=1) + add(0, ID_A, complete=False)
+        + wabort(0, ID_A, who=0) + wabort(0, ID_A, who=1) + wabort(0, ID_A, who=2)
+        + wabort(0, ID_A, right_peer=False) + wabort(0, ID_A, fence=1) + add(0, ID_B)
+        + wabort(0, ID_A, ID_A, ID_EMPTY) + wabort(0, ID_A)),
+    "seed_fatal_step": (
+        "The engine fails at step 2 with requests live on two sessions.",
+        setup(fail_at=2) + open_session() + open_session(peer=2) + add(0, ID_A)
+        + add(1, ID_A) + add(0, ID_B) + other(1, 0, name=1)),
+    "seed_drain": (
+        "A drain with a request waiting for input and one running; the client acknowledges.",
+        setup() + open_session() + add(0, ID_A, complete=False) + add(0, ID_B)
+        + [DRAIN, 0] + other(0, 1) + add(0, ID_C)),
+    "seed_hello_refused": (
+        "Hellos the worker refuses: a newer protocol, another stage, defaults its engine "
+        "refuses; then one it takes.",
+        setup() + open_session(version_ok=False) + open_session(stage=1)
+        + open_session(defaults=2) + open_session(defaults=1) + add(0, ID_D, max_tokens=0)),
+}
+
+
 def write(target, seeds):
     folder = os.path.join(ROOT, target)
     os.makedirs(folder, exist_ok=True)
@@ -112,3 +194,4 @@ def write(target, seeds):
 
 if __name__ == "__main__":
     write("pipeline_core_fuzzer", CORE_SEEDS)
+    write("worker_fuzzer", WORKER_SEEDS)
