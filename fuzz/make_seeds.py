@@ -176,6 +176,12 @@ WORKER_SEEDS = {
         "A drain with a request waiting for input and one running; the client acknowledges.",
         setup() + open_session() + add(0, ID_A, complete=False) + add(0, ID_B)
         + [DRAIN, 0] + other(0, 1) + add(0, ID_C)),
+    # Found by this target: the Abort ended the Add queued after it.
+    "regression_abort_before_add_of_its_id": (
+        "An Abort of 'a' reaches the loop before the Add of 'a' that was sent after it: the "
+        "request is not stopped and must end once, when it finishes.",
+        setup(max_tokens=1, start_after=3) + open_session() + wabort(0, ID_A, fence=0)
+        + add(0, ID_A, max_tokens=1)),
     "seed_hello_refused": (
         "Hellos the worker refuses: a newer protocol, another stage, defaults its engine "
         "refuses; then one it takes.",
