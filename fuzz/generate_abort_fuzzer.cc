@@ -20,6 +20,7 @@
 //   ended with one ABORT terminal), NOT_FOUND otherwise; at most one worker
 //   Abort call per replica, naming only requested ids, each once.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -116,8 +117,11 @@ std::set<std::string> WrongFields(const PipelineConfig& config,
   for (const v1::StageParameters& p : request.stage_params()) {
     const bool max_tokens_ok =
         !p.has_max_tokens() || (p.max_tokens() >= 1 && p.max_tokens() <= kMaxTokensLimit);
+    const bool temperature_ok = !p.has_temperature() || (std::isfinite(p.temperature()) &&
+                                                         p.temperature() >= 0 &&
+                                                         p.temperature() <= kMaxTemperature);
     if (p.stage_id() < 0 || p.stage_id() >= static_cast<int>(config.stages.size()) ||
-        !seen.insert(p.stage_id()).second || !max_tokens_ok) {
+        !seen.insert(p.stage_id()).second || !max_tokens_ok || !temperature_ok) {
       wrong.insert("stage_params");
     }
   }

@@ -111,8 +111,9 @@ absl::Status ReadDefaults(const YAML::Node& node, const std::string& path,
   if (const YAML::Node* value = fields.Find("temperature")) {
     float temperature = 0;
     if (!value->IsScalar() || !absl::SimpleAtof(value->Scalar(), &temperature) ||
-        !std::isfinite(temperature) || temperature < 0 || temperature > 100) {
-      fields.Fail(Expected(*value, fields.PathOf("temperature"), "a number in [0, 100]"));
+        !std::isfinite(temperature) || temperature < 0 || temperature > kMaxTemperature) {
+      fields.Fail(Expected(*value, fields.PathOf("temperature"),
+                           absl::StrCat("a number in [0, ", kMaxTemperature, "]")));
     }
     out->set_temperature(temperature);
   }
