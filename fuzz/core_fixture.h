@@ -5,7 +5,11 @@
 //   auto sink = std::make_shared<CheckingSink>("#0");
 //   fixture.Generate(request, sink);
 //   fixture.core().OnStepOutputs(0, 0, outputs);
-//   fixture.scheduler().AdvanceBy(absl::Seconds(1));
+//   fixture.AdvanceClock(absl::Seconds(1));
+//
+// With `hold_aborts`, every worker Abort call waits until AnswerAbort() (or
+// its deadline: AdvanceClock fails it then, as ReplicaSession does); else the
+// fakes answer OK at once.
 //
 // The client-facing calls (Generate, Cancel, Abort) go through this class and
 // only through it, so that a change of their signatures (a caller identity,
@@ -34,7 +38,7 @@ class CoreFixture {
  public:
   // Every replica of `config` (addresses: one fake each) is made ready as
   // instance "<stage>.<replica>#1".
-  explicit CoreFixture(PipelineConfig config);
+  explicit CoreFixture(PipelineConfig config, bool hold_aborts = false);
 
   PipelineCore& core() { return *core_; }
   ManualScheduler& scheduler() { return scheduler_; }
@@ -49,12 +53,25 @@ class CoreFixture {
   void Abort(const v1::AbortRequest& request, absl::Time deadline,
              std::function<void(absl::StatusOr<v1::AbortResponse>)> done);
 
+  // Answers the replica's oldest waiting Abort call with `status` (the fakes
+  // answer in order); false if none waits. `on_answer` hears of it first.
+  bool AnswerAbort(int stage, int replica, const absl::Status& status);
+  void set_on_answer(std::function<void(int stage, int replica, const absl::Status&)> on_answer) {
+    on_answer_ = std::move(on_answer);
+  }
+  // Moves the clock; then waiting Abort calls past their deadline fail.
+  void AdvanceClock(absl::Duration delay);
+  // Abort calls waiting, over all replicas.
+  size_t held_aborts() const;
+
  private:
   // First: the core cancels its timers on it when it goes.
   ManualScheduler scheduler_;
   std::vector<std::string> log_;
   std::vector<std::vector<std::unique_ptr<FakeReplicaClient>>> fakes_;
   std::unique_ptr<PipelineCore> core_;
+  std::function<void(int, int, const absl::Status&)> on_answer_ = [](int, int,
+                                                                     const absl::Status&) {};
 };
 
 // The instance id of incarnation `n` of a replica: "<stage>.<replica>#<n>".

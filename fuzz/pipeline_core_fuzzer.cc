@@ -70,14 +70,14 @@ PipelineConfig Pipeline(FuzzInput& in) {
 class CoreFuzzer {
  public:
   CoreFuzzer(PipelineConfig config, FuzzInput* in)
-      : fixture_(std::move(config)),
+      : fixture_(std::move(config), /*hold_aborts=*/true),
         checker_(&fixture_),
         in_(*in),
         trace_(std::getenv("FUZZ_TRACE") != nullptr) {
-    for (int s = 0; s < fixture_.stages(); ++s) {
-      incarnation_.emplace_back(fixture_.replicas(s), 1);
-      for (int r = 0; r < fixture_.replicas(s); ++r) fixture_.replica(s, r).set_hold_aborts(true);
-    }
+    for (int s = 0; s < fixture_.stages(); ++s) incarnation_.emplace_back(fixture_.replicas(s), 1);
+    fixture_.set_on_answer([this](int stage, int replica, const absl::Status& status) {
+      checker_.WorkerAbortAnswered(stage, replica, status);
+    });
   }
 
   void Run() {
@@ -231,15 +231,8 @@ class CoreFuzzer {
     fixture_.Abort(request, deadline, checker_.NewAbort(request, deadline));
   }
 
-  // Answers the replica's oldest waiting Abort call; false if none waits.
-  bool Answer(int stage, int replica, const absl::Status& status) {
-    FakeReplicaClient& fake = fixture_.replica(stage, replica);
-    if (fake.held_aborts() == 0) return false;
-    checker_.WorkerAbortAnswered(stage, replica, status);
-    return fake.CompleteAbort(status);
-  }
-  void FailHeldAborts(int stage, int replica, const absl::Status& status) {
-    while (Answer(stage, replica, status)) {
+  void AnswerAll(int stage, int replica, const absl::Status& status) {
+    while (fixture_.AnswerAbort(stage, replica, status)) {
     }
   }
 
@@ -251,9 +244,9 @@ class CoreFuzzer {
     const uint32_t order = in_.Below(3);
     const absl::Status gone = absl::UnavailableError("stream broke");
     Trace(absl::StrCat("replica ", stage, ".", replica, " down, order ", order));
-    if (order == 1) FailHeldAborts(stage, replica, gone);
+    if (order == 1) AnswerAll(stage, replica, gone);
     fixture_.core().OnReplicaDown(stage, replica, gone);
-    if (order == 2) FailHeldAborts(stage, replica, gone);
+    if (order == 2) AnswerAll(stage, replica, gone);
   }
 
   void ReplicaReady() {
@@ -313,25 +306,12 @@ class CoreFuzzer {
     const absl::Status failure = Failure();
     const absl::Status status = ok ? absl::OkStatus() : failure;
     Trace(absl::StrCat("complete an abort of ", stage, ".", replica, ": ", status.ToString()));
-    Answer(stage, replica, status);
+    fixture_.AnswerAbort(stage, replica, status);
   }
 
-  // Moves the clock; a worker Abort call still waiting at its deadline fails
-  // as ReplicaSession fails it (the fakes answer in order, so only the oldest
-  // call of each replica can).
   void AdvanceClock(int ms) {
     Trace(absl::StrCat("advance ", ms, " ms"));
-    fixture_.scheduler().AdvanceBy(absl::Milliseconds(ms));
-    const absl::Time now = fixture_.scheduler().Now();
-    for (int s = 0; s < fixture_.stages(); ++s) {
-      for (int r = 0; r < fixture_.replicas(s); ++r) {
-        FakeReplicaClient& fake = fixture_.replica(s, r);
-        while (fake.held_aborts() > 0 &&
-               fake.abort_deadlines()[fake.aborts().size() - fake.held_aborts()] <= now) {
-          Answer(s, r, absl::DeadlineExceededError("worker Abort deadline passed"));
-        }
-      }
-    }
+    fixture_.AdvanceClock(absl::Milliseconds(ms));
   }
 
   void Other() {
@@ -385,19 +365,16 @@ class CoreFuzzer {
       fixture_.core().Drain(fixture_.scheduler().Now(), [this] { ++drained_; });
     }
     for (int round = 0;; ++round) {
-      size_t held = 0;
+      const size_t held = fixture_.held_aborts();
       for (int s = 0; s < fixture_.stages(); ++s) {
-        for (int r = 0; r < fixture_.replicas(s); ++r) {
-          held += fixture_.replica(s, r).held_aborts();
-          FailHeldAborts(s, r, absl::OkStatus());
-        }
+        for (int r = 0; r < fixture_.replicas(s); ++r) AnswerAll(s, r, absl::OkStatus());
       }
       checker_.CheckStep();
       if (held == 0 && fixture_.scheduler().pending() == 0) return;
       FUZZ_CHECK(round < 100, "still not settled after ", round, " rounds: ",
                  fixture_.core().in_flight(), " in flight, ", fixture_.scheduler().pending(),
                  " timers");
-      fixture_.scheduler().AdvanceBy(absl::Seconds(5));
+      fixture_.AdvanceClock(absl::Seconds(5));
     }
   }
 
