@@ -14,6 +14,9 @@ inline constexpr size_t kMaxRequestIdBytes = 128;
 // A stage's max_tokens lies in [1, kMaxTokensLimit].
 inline constexpr int64_t kMaxTokensLimit = 1000000;
 
+// A stage's sampling temperature lies in [0, kMaxTemperature] (and is a number).
+inline constexpr float kMaxTemperature = 100;
+
 // The largest message a stage worker accepts by default (its --max_message_bytes);
 // each worker announces its own limit in Ready.max_message_bytes.
 inline constexpr int64_t kDefaultWorkerMaxMessageBytes = int64_t{16} << 20;

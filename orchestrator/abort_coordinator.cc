@@ -129,6 +129,17 @@ std::vector<std::string> AbortCoordinator::Settle(
 
 // ---- Who asks -------------------------------------------------------------------
 
+void AbortCoordinator::Hold(const std::vector<std::string>& ids) {
+  for (const std::string& id : ids) ++stopping_[id];
+}
+
+void AbortCoordinator::Unhold(const std::vector<std::string>& ids) {
+  for (const std::string& id : ids) {
+    auto it = stopping_.find(id);
+    if (--it->second == 0) stopping_.erase(it);
+  }
+}
+
 void AbortCoordinator::Abort(const std::vector<std::string>& ids, absl::Time client_deadline,
                              std::function<void(v1::AbortResponse)> done,
                              const std::string& caller) {
@@ -139,10 +150,12 @@ void AbortCoordinator::Abort(const std::vector<std::string>& ids, absl::Time cli
     if (r != nullptr && r->caller == caller) own.push_back(id);
   }
   std::vector<std::string> frozen = Freeze(own);
+  Hold(frozen);
   Stop(frozen, WorkerDeadline(client_deadline),
        [this, alive = std::weak_ptr<bool>(alive_), ids, frozen,
         done = std::move(done)](absl::flat_hash_map<std::string, v1::Error> failed) {
          if (alive.expired()) return;
+         Unhold(frozen);
          const std::vector<std::string> committed = Settle(frozen, failed);
          const absl::flat_hash_set<std::string> aborted(committed.begin(), committed.end());
          v1::AbortResponse response;
@@ -163,25 +176,36 @@ void AbortCoordinator::Abort(const std::vector<std::string>& ids, absl::Time cli
        });
 }
 
-void AbortCoordinator::Cancel(const std::string& id) { CancelAttempt(id, 0); }
+// A cancel holds the id from its first attempt to its last.
+void AbortCoordinator::Cancel(const std::string& id) {
+  Hold({id});
+  CancelAttempt(id, 0);
+}
 
 void AbortCoordinator::CancelAttempt(const std::string& id, int attempt) {
   std::vector<std::string> frozen = Freeze({id});
-  if (frozen.empty()) return;  // It ended meanwhile.
+  if (frozen.empty()) {  // It ended meanwhile.
+    Unhold({id});
+    return;
+  }
   Stop(frozen, WorkerDeadline(absl::InfiniteFuture()),
        [this, alive = std::weak_ptr<bool>(alive_), frozen,
         attempt](absl::flat_hash_map<std::string, v1::Error> failed) {
          if (alive.expired()) return;
+         const std::string& id = frozen.front();
          // The terminal of a committed cancel goes to a client that is gone:
          // harmless, and it keeps "exactly one terminal" true.
-         if (!Settle(frozen, failed).empty() || failed.empty()) return;
-         const std::string& id = frozen.front();
+         if (!Settle(frozen, failed).empty() || failed.empty()) {
+           Unhold(frozen);
+           return;
+         }
          if (attempt + 1 < options_.cancel_attempts) {
            scheduler_->PostAfter(options_.cancel_backoff * (1 << attempt), [this, alive, id, attempt] {
              if (!alive.expired()) CancelAttempt(id, attempt + 1);
            });
            return;
          }
+         Unhold(frozen);
          const v1::Error& cause = failed.begin()->second;
          const v1::Error error = ErrorProto(absl::Status(
              static_cast<absl::StatusCode>(cause.code()),

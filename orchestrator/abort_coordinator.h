@@ -91,6 +91,10 @@ class AbortCoordinator {
   void CleanUp(const std::vector<std::string>& ids);
   // True while a cleanup still holds a binding of `id`.
   bool CleaningUp(const std::string& id) const { return cleaning_.contains(id); }
+  // True while a stop of a request named `id` (an Abort's run, a cancel and
+  // its retries) is under way: it finds its request by that name, so a new
+  // request must not take the name before it is over.
+  bool Stopping(const std::string& id) const { return stopping_.contains(id); }
 
  private:
   struct StopRun;
@@ -105,6 +109,9 @@ class AbortCoordinator {
   std::vector<std::string> Settle(const std::vector<std::string>& frozen,
                                   const absl::flat_hash_map<std::string, v1::Error>& failed);
   void CancelAttempt(const std::string& id, int attempt);
+  // Counts `ids` in stopping_, and back.
+  void Hold(const std::vector<std::string>& ids);
+  void Unhold(const std::vector<std::string>& ids);
   void CleanUpStage(size_t stage, std::vector<std::string> ids, int attempt);
   absl::Time WorkerDeadline(absl::Time client_deadline) const;
 
@@ -116,6 +123,8 @@ class AbortCoordinator {
   AbortListener* const listener_;
   // id -> stage cleanups holding one of its bindings.
   absl::flat_hash_map<std::string, int> cleaning_;
+  // id -> stops under way that refer to it (see Stopping()).
+  absl::flat_hash_map<std::string, int> stopping_;
   // Expires with the coordinator, so late callbacks and timers do nothing.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -53,6 +53,12 @@ absl::Status CheckStageParams(const PipelineConfig& config, const v1::GenerateRe
                                                      "].max_tokens must be in [1, ",
                                                      kMaxTokensLimit, "]"));
     }
+    // As for the config's defaults: engines take it as given.
+    if (p.has_temperature() && !(p.temperature() >= 0 && p.temperature() <= kMaxTemperature)) {
+      return absl::InvalidArgumentError(absl::StrCat("stage_params[stage ", p.stage_id(),
+                                                     "].temperature must be a number in [0, ",
+                                                     kMaxTemperature, "]"));
+    }
   }
   return absl::OkStatus();
 }

@@ -350,6 +350,16 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {"stages: " + std::string(5000, '['),
        "YAML syntax error at line 1, column 1: nested too deeply"},
       {"? [1]\n: 2", "config: expected text keys, got a list"},
+      // What the file says is quoted escaped and shortened, keys too (found by
+      // fuzz/pipeline_config_fuzzer).
+      {"\"line\\nbreak\": 1\n" + OneStage(""), "line\\nbreak: unknown key"},
+      {std::string(100, 'k') + ": 1\n" + OneStage(""), std::string(64, 'k') + "...: unknown key"},
+      {"stages: [{name: a, addresses: ['" + std::string(100, 'h') +
+           "'], final_output: true, output_modality: text}]",
+       "stages[0].addresses[0]: expected host:port with a port in 1..65535 (e.g. "
+       "127.0.0.1:7001), got '" + std::string(64, 'h') + "...'"},
+      {"a: \"\\\x01\"\n",
+       "YAML syntax error at line 1, column 7: unknown escape character: \\x01"},
   };
   for (const ErrorCase& c : cases) {
     absl::StatusOr<PipelineConfig> config = ParsePipelineConfig(c.yaml);

@@ -119,6 +119,13 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
         "request id '", id, "' is still being stopped on stage ", pool->stage_id(),
         " after its previous use; retry shortly or use another id"));
   }
+  // An abort or a cancel of the previous request is still under way, and would
+  // take the new one for it.
+  if (abort_.Stopping(id)) {
+    return absl::UnavailableError(absl::StrCat(
+        "request id '", id,
+        "' is still being stopped after its previous use; retry shortly or use another id"));
+  }
   return id;
 }
 

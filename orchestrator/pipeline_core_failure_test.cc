@@ -356,6 +356,43 @@ TEST_F(PipelineCoreTest, IdIsNotReusedWhileItsLastUseIsStillBeingStopped) {
   ExpectAllEnded();
 }
 
+// The first r1 ends (its replica dies) while a client Abort of it still waits:
+// that Abort finds its request by the name, so a new r1 must wait until it is
+// over, or a second Abort of the new r1 could be committed by the first one.
+// Found by fuzz/pipeline_core_fuzzer.
+TEST_F(PipelineCoreTest, IdIsNotReusedWhileAnAbortOfItsLastUseRuns) {
+  Shape shape;
+  shape.thinkers = 2;
+  Build(shape);
+  auto first = Gen("r1", {v1::MODALITY_TEXT});
+  fake(0, 0).set_hold_aborts(true);
+  v1::AbortRequest request;
+  request.add_request_ids("r1");
+  int answers = 0;
+  absl::StatusOr<v1::AbortResponse> result;
+  core().Abort(request, absl::InfiniteFuture(), [&](absl::StatusOr<v1::AbortResponse> r) {
+    ++answers;
+    result = std::move(r);
+  });
+  core().OnReplicaDown(0, 0, absl::UnavailableError("connection reset"));
+  ASSERT_EQ(first->terminal_count(), 1);
+
+  auto early = Gen("r1", {v1::MODALITY_TEXT});
+  ASSERT_EQ(early->fail_count(), 1);
+  EXPECT_EQ(early->fail_status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(early->fail_status().message()), HasSubstr("still being stopped"));
+
+  ASSERT_TRUE(fake(0, 0).CompleteAbort(absl::OkStatus()));
+  ASSERT_EQ(answers, 1);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->results(0).outcome(), v1::AbortResult::OUTCOME_NOT_FOUND);
+  auto again = Gen("r1", {v1::MODALITY_TEXT});
+  EXPECT_EQ(again->fail_count(), 0);
+  Done(0, 1, "r1", {Text("hello")});
+  EXPECT_EQ(again->terminal().finish_reason(), v1::FINISH_REASON_STOP);
+  ExpectAllEnded();
+}
+
 TEST_F(PipelineCoreTest, WorkerErrorOutputFailsTheRequestAndAbortsOtherStages) {
   Build();
   auto sink = Gen("r1");

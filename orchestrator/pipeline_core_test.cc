@@ -8,6 +8,7 @@
 #include "common/modality.h"
 #include "orchestrator/pipeline_core.h"
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <memory>
@@ -346,6 +347,21 @@ TEST_F(PipelineCoreTest, InvalidRequestsFailWithInvalidArgument) {
          p->set_max_tokens(0);
        },
        "max_tokens"},
+      // Found by fuzz/generate_abort_fuzzer: these went to the engines as given.
+      {"temperature NaN",
+       [](auto& r) {
+         v1::StageParameters* p = r.add_stage_params();
+         p->set_stage_id(0);
+         p->set_temperature(std::nanf(""));
+       },
+       "stage_params[stage 0].temperature must be a number in [0, 100]"},
+      {"temperature negative",
+       [](auto& r) {
+         v1::StageParameters* p = r.add_stage_params();
+         p->set_stage_id(1);
+         p->set_temperature(-0.5f);
+       },
+       "temperature"},
   };
   for (const Case& c : cases) {
     v1::GenerateRequest request;

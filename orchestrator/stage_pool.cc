@@ -27,19 +27,29 @@ StagePool::StagePool(int stage_id, std::vector<ReplicaClient*> replicas, bool al
 // ---- Bindings --------------------------------------------------------------------
 
 void StagePool::Bind(const std::string& request_id, int replica) {
-  auto [it, added] = bindings_.emplace(request_id, replica);
-  const int previous = it->second;
+  const Binding binding{replica, next_generation_++};
+  auto [it, added] = bindings_.emplace(request_id, binding);
+  const int previous = it->second.replica;
   if (!added) {
     bound_[previous].erase(request_id);
-    it->second = replica;
+    it->second = binding;
   }
   bound_[replica].insert(request_id);
   if (!added) CheckIdle(previous);
 }
 
+std::vector<std::string> StagePool::StillBound(const BindingRefs& refs) const {
+  std::vector<std::string> ids;
+  for (const auto& [id, generation] : refs) {
+    auto it = bindings_.find(id);
+    if (it != bindings_.end() && it->second.generation == generation) ids.push_back(id);
+  }
+  return ids;
+}
+
 absl::StatusOr<int> StagePool::Pick(const std::string& request_id) {
   auto it = bindings_.find(request_id);
-  if (it != bindings_.end() && alive(it->second)) return it->second;
+  if (it != bindings_.end() && alive(it->second.replica)) return it->second.replica;
   const std::vector<int> live = LiveReplicas();
   if (live.empty()) {
     return absl::UnavailableError(absl::StrCat("stage ", stage_id_, " has no live replica"));
@@ -53,13 +63,13 @@ absl::StatusOr<int> StagePool::Pick(const std::string& request_id) {
 std::optional<int> StagePool::Bound(const std::string& request_id) const {
   auto it = bindings_.find(request_id);
   if (it == bindings_.end()) return std::nullopt;
-  return it->second;
+  return it->second.replica;
 }
 
 void StagePool::Release(const std::string& request_id) {
   auto it = bindings_.find(request_id);
   if (it == bindings_.end()) return;
-  const int replica = it->second;
+  const int replica = it->second.replica;
   bound_[replica].erase(request_id);
   bindings_.erase(it);
   CheckIdle(replica);
@@ -135,37 +145,34 @@ void StagePool::Remove(int replica) {
 
 struct StagePool::AbortRun {
   int pending = 0;
-  std::vector<ReplicaAbortFailure> failures;
+  // Each failed call (its ids filled in at the end), with the bindings it was for.
+  std::vector<std::pair<ReplicaAbortFailure, BindingRefs>> failures;
   std::function<void(PoolAbortResult)> done;
 };
 
 void StagePool::Abort(const std::vector<std::string>& request_ids, absl::Time deadline,
                       std::function<void(PoolAbortResult)> done) {
-  // Replica -> its ids, in replica order and, within a group, in the order given.
-  std::map<int, std::vector<std::string>> groups;
+  // Replica -> the bindings of its ids, in replica order and, within a group, in
+  // the order given.
+  std::map<int, BindingRefs> groups;
   absl::flat_hash_set<std::string> seen;
   for (const std::string& id : request_ids) {
     auto it = bindings_.find(id);
     if (it == bindings_.end()) continue;  // Unbound: nothing to stop here.
-    if (seen.insert(id).second) groups[it->second].push_back(id);
+    if (seen.insert(id).second) groups[it->second.replica].emplace_back(id, it->second.generation);
   }
   auto run = std::make_shared<AbortRun>();
   run->done = std::move(done);
   run->pending = static_cast<int>(groups.size()) + 1;  // +1 until every call is out.
   auto finish_one = [self = shared_from_this(), run] {
     if (--run->pending > 0) return;
-    // A replica evicted (or ids released) after its call failed holds nothing
-    // more: what it held already ended.
+    // A binding evicted or released after its call failed holds nothing more:
+    // what it held already ended (and the id may be another request's now).
     PoolAbortResult result;
     result.stage = self->stage_id_;
-    for (ReplicaAbortFailure& failure : run->failures) {
-      std::vector<std::string>& ids = failure.ids;
-      ids.erase(std::remove_if(ids.begin(), ids.end(),
-                               [&](const std::string& id) {
-                                 return self->Bound(id) != failure.replica;
-                               }),
-                ids.end());
-      if (!ids.empty()) result.failures.push_back(std::move(failure));
+    for (auto& [failure, refs] : run->failures) {
+      failure.ids = self->StillBound(refs);
+      if (!failure.ids.empty()) result.failures.push_back(std::move(failure));
     }
     std::sort(result.failures.begin(), result.failures.end(),
               [](const ReplicaAbortFailure& a, const ReplicaAbortFailure& b) {
@@ -173,22 +180,22 @@ void StagePool::Abort(const std::vector<std::string>& request_ids, absl::Time de
               });
     run->done(std::move(result));
   };
-  for (auto& [replica, ids] : groups) {
-    auto group = std::make_shared<std::vector<std::string>>(std::move(ids));
+  for (auto& [replica, refs] : groups) {
+    auto group = std::make_shared<BindingRefs>(std::move(refs));
+    std::vector<std::string> ids;
+    ids.reserve(group->size());
+    for (const auto& [id, generation] : *group) ids.push_back(id);
     on_abort_call_(replica);
     replicas_[replica]->Abort(
-        *group, deadline,
+        ids, deadline,
         [self = shared_from_this(), run, replica = replica, group, finish_one](absl::Status status) {
-          // Only what is still bound here counts: an eviction or a release may
-          // have happened while the call was in flight.
-          std::vector<std::string> still_bound;
-          for (const std::string& id : *group) {
-            if (self->Bound(id) == replica) still_bound.push_back(id);
-          }
+          // Only the bindings the call was made for count: an eviction or a
+          // release (and a new binding of the id, maybe to this same replica)
+          // may have happened while it was in flight.
           if (status.ok()) {
-            for (const std::string& id : still_bound) self->Release(id);
-          } else if (!still_bound.empty()) {
-            run->failures.push_back(ReplicaAbortFailure{replica, status, std::move(still_bound)});
+            for (const std::string& id : self->StillBound(*group)) self->Release(id);
+          } else {
+            run->failures.emplace_back(ReplicaAbortFailure{replica, status, {}}, *group);
           }
           finish_one();
         });

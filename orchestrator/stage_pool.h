@@ -23,7 +23,9 @@
 //   are released only after its call succeeded; a failed group stays bound so the
 //   abort can be retried, and the other groups go ahead. The result names each
 //   failed replica with the ids it kept. Ids evicted or released while their call
-//   was in flight are neither released again nor reported as failed.
+//   was in flight are neither released again nor reported as failed, also when
+//   the id is bound again meanwhile, even to the same replica: a call answers
+//   for the bindings it was made for only.
 //
 // Sends: Submit() picks and sends an AddRequest; a replica whose session turns
 // out closed is evicted on the spot (as if its stream had broken: its bound
@@ -190,7 +192,17 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
 
  private:
   struct AbortRun;
+  // One binding: where, and which Bind() made it (an id bound again after a
+  // release or an eviction is another binding, also on the same replica).
+  struct Binding {
+    int replica = -1;
+    uint64_t generation = 0;
+  };
+  // (id, generation) of the bindings one Abort call is for.
+  using BindingRefs = std::vector<std::pair<std::string, uint64_t>>;
   void Bind(const std::string& request_id, int replica);
+  // Of `refs`, the ids whose binding is still that one.
+  std::vector<std::string> StillBound(const BindingRefs& refs) const;
   // Runs a retiring replica's idle callback once it holds no binding.
   void CheckIdle(int replica);
 
@@ -198,7 +210,8 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   // replicas_[r] is null once r is removed.
   std::vector<ReplicaClient*> replicas_;
   std::vector<ReplicaState> states_;
-  absl::flat_hash_map<std::string, int> bindings_;
+  absl::flat_hash_map<std::string, Binding> bindings_;
+  uint64_t next_generation_ = 1;
   // bound_[r]: the ids bound to replica r (the same bindings, indexed by replica).
   std::vector<absl::flat_hash_set<std::string>> bound_;
   uint64_t rr_ = 0;

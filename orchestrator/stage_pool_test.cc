@@ -334,6 +334,34 @@ TEST(StagePoolTest, ReleaseDuringInFlightAbortIsTolerated) {
   EXPECT_EQ(pool->bindings(), 2u);
 }
 
+// The id is bound again to the same replica while a call for its old binding
+// is in flight (the replica came back as a new incarnation, and a client reused
+// the id): the late answer is about the old request only. Found by
+// fuzz/pipeline_core_fuzzer.
+TEST(StagePoolTest, InFlightAbortDoesNotAnswerForANewBindingOnTheSameReplica) {
+  std::vector<std::string> log;
+  FakeReplicaClient a("A", &log);
+  std::shared_ptr<StagePool> pool = MakePool(0, {&a});
+  ASSERT_THAT(pool->Pick("x"), IsOkAndHolds(0));
+  ASSERT_THAT(pool->Pick("y"), IsOkAndHolds(0));
+  a.set_hold_aborts(true);
+
+  DoneRecorder ok, failed;
+  pool->Abort({"x"}, kNoDeadline, ok.Callback());
+  pool->Abort({"y"}, kNoDeadline, failed.Callback());
+  pool->Revive(0);
+  ASSERT_THAT(pool->Pick("x"), IsOkAndHolds(0));
+  ASSERT_THAT(pool->Pick("y"), IsOkAndHolds(0));
+  ASSERT_TRUE(a.CompleteAbort(absl::OkStatus()));
+  ASSERT_TRUE(a.CompleteAbort(absl::DeadlineExceededError("late")));
+
+  EXPECT_EQ(ok.calls, 1);
+  EXPECT_EQ(failed.calls, 1);
+  EXPECT_TRUE(failed.status.ok()) << failed.status;
+  EXPECT_THAT(pool->Bound("x"), Optional(0));
+  EXPECT_THAT(pool->Bound("y"), Optional(0));
+}
+
 // ---- Sends --------------------------------------------------------------------------
 
 v1::AddRequest AddOf(const std::string& id) {

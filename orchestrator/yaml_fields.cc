@@ -17,6 +17,13 @@ namespace {
 
 constexpr size_t kMaxQuotedChars = 64;
 
+// Text from the file as a message shows it: escaped (it may hold anything, line
+// breaks and control characters too) and shortened.
+std::string Shown(absl::string_view text) {
+  const bool shortened = text.size() > kMaxQuotedChars;
+  return absl::StrCat(absl::CHexEscape(text.substr(0, kMaxQuotedChars)), shortened ? "..." : "");
+}
+
 // Records where each document starts, ignoring the rest.
 class DocumentStarts : public YAML::EventHandler {
  public:
@@ -45,19 +52,15 @@ absl::Status Invalid(absl::string_view path, absl::string_view reason) {
   return absl::InvalidArgumentError(absl::StrCat(path.empty() ? "config" : path, ": ", reason));
 }
 
+// Keys name fields in messages, and an unknown one comes from the file as is.
 std::string Child(absl::string_view path, absl::string_view key) {
-  return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
+  return path.empty() ? Shown(key) : absl::StrCat(path, ".", Shown(key));
 }
 
 // How a value appears in messages: a scalar quoted (shortened and escaped, since
 // it may be anything), anything else by its kind.
 std::string Describe(const YAML::Node& node) {
-  if (node.IsScalar()) {
-    std::string value = node.Scalar();
-    const bool shortened = value.size() > kMaxQuotedChars;
-    if (shortened) value.resize(kMaxQuotedChars);
-    return absl::StrCat("'", absl::CHexEscape(value), shortened ? "...'" : "'");
-  }
+  if (node.IsScalar()) return absl::StrCat("'", Shown(node.Scalar()), "'");
   if (node.IsSequence()) return "a list";
   if (node.IsMap()) return "a map";
   return "null";
@@ -102,10 +105,20 @@ absl::Status ReadStringMap(const YAML::Node& node, absl::string_view path,
   });
 }
 
+// yaml-cpp's messages may quote the character it choked on, whatever it is:
+// what is not printable is escaped (the message's own quotes stay).
 absl::Status YamlError(const YAML::Mark& mark, absl::string_view message) {
-  if (mark.is_null()) return Invalid("", absl::StrCat("YAML error: ", message));
+  std::string shown;
+  for (char c : message) {
+    if (absl::ascii_isprint(static_cast<unsigned char>(c))) {
+      shown.push_back(c);
+    } else {
+      absl::StrAppend(&shown, "\\x", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+    }
+  }
+  if (mark.is_null()) return Invalid("", absl::StrCat("YAML error: ", shown));
   return absl::InvalidArgumentError(absl::StrCat("YAML syntax error at line ", mark.line + 1,
-                                                 ", column ", mark.column + 1, ": ", message));
+                                                 ", column ", mark.column + 1, ": ", shown));
 }
 
 // Checks that `text` holds exactly one document. yaml-cpp 0.7 cannot be asked

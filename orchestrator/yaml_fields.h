@@ -33,7 +33,7 @@ inline constexpr int64_t kNoMax = std::numeric_limits<int>::max();
 
 // INVALID_ARGUMENT "<path>: <reason>" ("config" for the root).
 absl::Status Invalid(absl::string_view path, absl::string_view reason);
-// "path.key".
+// "path.key", the key escaped and shortened as Describe() shows values.
 std::string Child(absl::string_view path, absl::string_view key);
 // How a value appears in messages: a scalar quoted, shortened and escaped.
 std::string Describe(const YAML::Node& node);

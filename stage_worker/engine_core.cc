@@ -4,10 +4,11 @@
 
 namespace omnistage {
 
-CoreMessage CoreMessage::Add(EngineRequest request) {
+CoreMessage CoreMessage::Add(EngineRequest request, std::function<void()> taken) {
   CoreMessage m;
   m.kind = Kind::kAdd;
   m.request = std::move(request);
+  m.add_taken = std::move(taken);
   return m;
 }
 
@@ -158,8 +159,11 @@ absl::Status EngineCore::Loop() {
 
 absl::Status EngineCore::Apply(CoreMessage& m) {
   switch (m.kind) {
-    case CoreMessage::Kind::kAdd:
-      return engine_->Add(std::move(m.request));
+    case CoreMessage::Kind::kAdd: {
+      absl::Status status = engine_->Add(std::move(m.request));
+      if (status.ok() && m.add_taken) m.add_taken();
+      return status;
+    }
     case CoreMessage::Kind::kAppendInput:
       return engine_->AppendInput(m.id, std::move(m.chunks), m.last);
     case CoreMessage::Kind::kAbort:

@@ -41,7 +41,9 @@ namespace omnistage {
 struct CoreMessage {
   enum class Kind { kAdd, kAppendInput, kAbort, kUtility, kWakeup };
 
-  static CoreMessage Add(EngineRequest request);
+  // `taken` (optional) runs on the loop thread right after the engine took the
+  // request (not if Add() failed).
+  static CoreMessage Add(EngineRequest request, std::function<void()> taken = nullptr);
   static CoreMessage AppendInput(std::string id, std::vector<v1::Payload> chunks, bool last);
   // `done(true)` runs on the loop thread right after the engine applied the abort;
   // `done(false)` if the loop ended before it could.
@@ -53,6 +55,7 @@ struct CoreMessage {
 
   Kind kind = Kind::kWakeup;
   EngineRequest request;                  // kAdd
+  std::function<void()> add_taken;        // kAdd
   std::string id;                         // kAppendInput
   std::vector<v1::Payload> chunks;        // kAppendInput
   bool last = false;                      // kAppendInput

@@ -207,6 +207,22 @@ TEST_F(EngineCoreTest, AddErrorIsFatalAndTheRestOfTheBatchIsAnswered) {
                                           "fatal INTERNAL: cannot add bad"));
 }
 
+// An Add's `taken` callback runs on the loop thread once the engine took the
+// request, in queue order with aborts (so an abort applied before it knows the
+// request was not there), and not for an Add that failed.
+TEST_F(EngineCoreTest, AddTakenRunsAfterTheEngineTookTheRequest) {
+  engine_.FailAdd("bad");
+  ASSERT_TRUE(
+      core_.Submit(CoreMessage::Abort({"a"}, [this](bool) { engine_.Note("abort done"); })));
+  ASSERT_TRUE(core_.Submit(CoreMessage::Add(Request("a", 1), [this] { engine_.Note("a taken"); })));
+  ASSERT_TRUE(
+      core_.Submit(CoreMessage::Add(Request("bad", 1), [this] { engine_.Note("bad taken"); })));
+  StartLoop();
+  JoinLoop();
+  EXPECT_THAT(engine_.calls(),
+              ElementsAre("abort [a]", "abort done", "add a", "a taken", "add bad"));
+}
+
 // Messages that reach the queue after the loop took its last batch are answered
 // when a shutdown ends it (here submitted from the loop thread itself, right after
 // the shutdown request, so the order is certain).

@@ -32,14 +32,20 @@ Session::Session(uint64_t number, std::string peer, EventTransport* transport,
 
 bool Session::AddLive(const std::string& request_id, std::string trace_id) {
   absl::MutexLock lock(&mu_);
-  return live_.emplace(request_id, std::move(trace_id)).second;
+  return live_.emplace(request_id, Live{std::move(trace_id)}).second;
+}
+
+void Session::MarkTaken(const std::string& request_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = live_.find(request_id);
+  if (it != live_.end()) it->second.taken = true;
 }
 
 std::string Session::EraseLive(const std::string& request_id) {
   absl::MutexLock lock(&mu_);
   auto it = live_.find(request_id);
   if (it == live_.end()) return "";
-  std::string trace_id = std::move(it->second);
+  std::string trace_id = std::move(it->second.trace_id);
   live_.erase(it);
   return trace_id;
 }
@@ -48,7 +54,10 @@ std::vector<std::string> Session::TakeLive(const std::vector<std::string>& ids) 
   std::vector<std::string> taken;
   absl::MutexLock lock(&mu_);
   for (const std::string& id : ids) {
-    if (live_.erase(id) > 0) taken.push_back(id);
+    auto it = live_.find(id);
+    if (it == live_.end() || !it->second.taken) continue;
+    live_.erase(it);
+    taken.push_back(id);
   }
   return taken;
 }

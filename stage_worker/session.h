@@ -67,9 +67,15 @@ class Session {
   // Request bookkeeping. Marks `request_id` live, with the trace id its log
   // lines carry; false if it already is.
   bool AddLive(const std::string& request_id, std::string trace_id = "");
+  // The engine took live request `request_id` (on the busy-loop thread, right
+  // after its Add was applied).
+  void MarkTaken(const std::string& request_id);
   // Forgets a finished request; returns its trace id.
   std::string EraseLive(const std::string& request_id);
-  // Of `ids`, erases and returns the live ones (in the order given).
+  // Of `ids`, erases and returns the live ones the engine has taken (in the
+  // order given). Called right after the engine applied an abort of `ids`: a
+  // request whose Add comes after that abort in the loop's queue was not
+  // stopped by it, and goes on.
   std::vector<std::string> TakeLive(const std::vector<std::string>& ids);
   // The live ids now, in no particular order.
   std::vector<std::string> LiveIds() const;
@@ -102,8 +108,13 @@ class Session {
   StreamWriter<v1::WorkerEvent> writer_;
 
   mutable absl::Mutex mu_;
-  // Live request ids and their trace ids.
-  absl::flat_hash_map<std::string, std::string> live_ ABSL_GUARDED_BY(mu_);
+  // A live request: the trace id its log lines carry, and whether the engine
+  // has taken it (its Add was applied).
+  struct Live {
+    std::string trace_id;
+    bool taken = false;
+  };
+  absl::flat_hash_map<std::string, Live> live_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool drain_acked_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;

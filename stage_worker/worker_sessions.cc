@@ -168,8 +168,18 @@ void Worker::HandleCommand(Session& session, v1::WorkerCommand& command) {
       Log(LogLevel::kDebug, {add.request_id(), options_.stage_id, -1, trace_id},
           absl::StrCat("added (session ", session.number(), ", ", request.input.size(),
                        " input payload(s)", request.input_complete ? ")" : ", more to come)"));
-      absl::Status s =
-          session.Sequence(command.seq(), CoreMessage::Add(std::move(request)), submit_);
+      // An abort of the id that the loop applies before this Add did not stop
+      // it: the session must know which of its live requests the engine holds.
+      std::shared_ptr<Session> owner;
+      {
+        absl::MutexLock lock(&mu_);
+        owner = FindSessionLocked(session.number());
+      }
+      auto taken = [owner, id = add.request_id()] {
+        if (owner != nullptr) owner->MarkTaken(id);
+      };
+      absl::Status s = session.Sequence(
+          command.seq(), CoreMessage::Add(std::move(request), std::move(taken)), submit_);
       if (!s.ok()) {
         session.EraseLive(add.request_id());
         Reject(session, command, add.request_id(), s);
