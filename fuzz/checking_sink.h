@@ -40,6 +40,9 @@ class CheckingSink : public ResponseSink {
   }
 
   const std::string& label() const { return label_; }
+  // The identity that started the call ("" without authentication).
+  void set_caller(std::string caller) { caller_ = std::move(caller); }
+  const std::string& caller() const { return caller_; }
   bool started() const { return started_; }
   // Finished or failed.
   bool ended() const { return finished_ || failed_; }
@@ -53,6 +56,7 @@ class CheckingSink : public ResponseSink {
 
  private:
   const std::string label_;
+  std::string caller_;
   std::function<void(const std::string&, const v1::Terminal&)> on_finish_;
   bool started_ = false;
   bool finished_ = false;

@@ -59,8 +59,9 @@ void CoreChecker::OnFinish(const std::string& id, const v1::Terminal& terminal) 
 }
 
 std::function<void(absl::StatusOr<v1::AbortResponse>)> CoreChecker::NewAbort(
-    const v1::AbortRequest& request, absl::Time worker_deadline) {
+    const v1::AbortRequest& request, absl::Time worker_deadline, const std::string& caller) {
   auto abort = std::make_unique<ClientAbort>();
+  abort->caller = caller;
   abort->ids.assign(request.request_ids().begin(), request.request_ids().end());
   abort->worker_deadline = worker_deadline;
   for (const std::string& id : abort->ids) {
@@ -85,6 +86,11 @@ void CoreChecker::OnAbortAnswer(ClientAbort& abort,
     FUZZ_CHECK(r.request_id() == id, what, ": result ", i, " names '", r.request_id(), "'");
     auto it = abort.in_flight.find(id);
     const CheckingSink* sink = it == abort.in_flight.end() ? nullptr : it->second.get();
+    if (sink != nullptr && sink->caller() != abort.caller) {
+      FUZZ_CHECK(r.outcome() == v1::AbortResult::OUTCOME_NOT_FOUND, what, " by '", abort.caller,
+                 "': '", id, "' of '", sink->caller(), "' has outcome ", r.outcome());
+      continue;
+    }
     switch (r.outcome()) {
       case v1::AbortResult::OUTCOME_ABORTED:
         FUZZ_CHECK(sink != nullptr && sink->finished() &&

@@ -18,7 +18,8 @@
 // and, as it happens:
 //   - a request ending with an ABORT terminal has no binding left (two-phase
 //     abort: it commits only after every stage confirmed the stop);
-//   - an Abort answers once, one result per id in order: ABORTED means that
+//   - an Abort answers once, one result per id in order; another identity's
+//     request is NOT_FOUND, whatever its state; ABORTED means that
 //     request ended with ABORT, a request still in flight is FAILED.
 // Once the target has settled everything, CheckSettled(): every call ended
 // exactly once, every Abort answered, nothing in flight, no binding left.
@@ -55,8 +56,11 @@ class CoreChecker {
   std::shared_ptr<CheckingSink> NewSink(const std::string& asked_id);
   // The callback for a client Abort of `request` whose worker calls carry
   // `worker_deadline` (unique to it).
+  // `caller`: the identity asking; another identity's requests must be
+  // reported NOT_FOUND and left alone.
   std::function<void(absl::StatusOr<v1::AbortResponse>)> NewAbort(const v1::AbortRequest& request,
-                                                                   absl::Time worker_deadline);
+                                                                   absl::Time worker_deadline,
+                                                                   const std::string& caller = "");
 
   // Every id a request was asked or admitted under, in order of first use.
   const std::vector<std::string>& ids() const { return id_list_; }
@@ -79,6 +83,7 @@ class CoreChecker {
   struct ClientAbort {
     std::vector<std::string> ids;
     absl::Time worker_deadline;
+    std::string caller;
     // The sinks of the requested ids in flight when it was called.
     std::map<std::string, std::shared_ptr<CheckingSink>> in_flight;
     int answers = 0;

@@ -33,8 +33,9 @@ CoreFixture::CoreFixture(PipelineConfig config, bool hold_aborts) {
   }
 }
 
-void CoreFixture::Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> sink) {
-  core_->Generate(std::move(request), std::move(sink));
+void CoreFixture::Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> sink,
+                           std::string caller) {
+  core_->Generate(std::move(request), std::move(sink), "", std::move(caller));
 }
 
 void CoreFixture::Cancel(const std::string& request_id, const ResponseSink* sink) {
@@ -42,8 +43,9 @@ void CoreFixture::Cancel(const std::string& request_id, const ResponseSink* sink
 }
 
 void CoreFixture::Abort(const v1::AbortRequest& request, absl::Time deadline,
-                        std::function<void(absl::StatusOr<v1::AbortResponse>)> done) {
-  core_->Abort(request, deadline, std::move(done));
+                        std::function<void(absl::StatusOr<v1::AbortResponse>)> done,
+                        const std::string& caller) {
+  core_->Abort(request, deadline, std::move(done), caller);
 }
 
 bool CoreFixture::AnswerAbort(int stage, int replica, const absl::Status& status) {

@@ -48,10 +48,12 @@ class CoreFixture {
   // Every call made to the fakes, in order ("0.1.add r1", "2.0.abort [a,b]").
   const std::vector<std::string>& log() const { return log_; }
 
-  void Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> sink);
+  void Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> sink,
+                std::string caller = "");
   void Cancel(const std::string& request_id, const ResponseSink* sink);
   void Abort(const v1::AbortRequest& request, absl::Time deadline,
-             std::function<void(absl::StatusOr<v1::AbortResponse>)> done);
+             std::function<void(absl::StatusOr<v1::AbortResponse>)> done,
+             const std::string& caller = "");
 
   // Answers the replica's oldest waiting Abort call with `status` (the fakes
   // answer in order); false if none waits. `on_answer` hears of it first.

@@ -32,9 +32,12 @@ def pipeline(replicas=(1, 1, 1), streaming=(True, True, True), idle=2):
     return out + [idle]
 
 
-def gen(rid=0, modality=0, prompt=True):
+ANYONE, ALICE, BOB = 0, 2, 3  # Callers: unauthenticated, or one of two identities.
+
+
+def gen(rid=0, modality=0, prompt=True, caller=ANYONE):
     """rid 0..5: "r<rid>"; 6: generated; 7: "bad id". modality 0: all."""
-    return [GEN, rid, 1 if prompt else 0, modality]
+    return [GEN, rid, 1 if prompt else 0, modality, caller]
 
 
 def out(stage, rid, *outputs, replica=None):
@@ -48,8 +51,8 @@ def out(stage, rid, *outputs, replica=None):
     return program
 
 
-def abort(*ids, past=False, ms=100):
-    return [ABORT, len(ids) - 1, *ids, 0 if past else 1, ms & 0xFF, ms >> 8]
+def abort(*ids, past=False, ms=100, caller=ANYONE):
+    return [ABORT, len(ids) - 1, *ids, 0 if past else 1, ms & 0xFF, ms >> 8, caller]
 
 
 def complete(stage, replica=0, ok=True, failure=0):
@@ -95,6 +98,18 @@ CORE_SEEDS = {
         "Sends to stage 1 fail as the session closes; r1 produces nothing and times out.",
         pipeline(idle=1) + [OTHER, 0, 1, 0, 1] + gen(0) + out(0, 0, (0, TEXT, STOP)) + gen(1)
         + [CLOCK, MS[400]] + [CLOCK, MS[400]] + [OTHER, 2]),
+    "seed_owners_abort_their_own": (
+        "alice's r0 and bob's r1: bob's Abort of both stops only r1 (r0 is not found), "
+        "alice's then stops r0.",
+        pipeline(replicas=(1,)) + gen(0, caller=ALICE) + gen(1, caller=BOB)
+        + out(0, 0, (0, TEXT, None)) + abort(0, 1, caller=BOB) + complete(0)
+        + abort(0, caller=ALICE) + complete(0)),
+    # Found by this target: the drain's abort of every request kept only the
+    # unauthenticated clients' ones.
+    "regression_drain_stops_every_owner": (
+        "A drain while alice's and bob's requests run: both are stopped.",
+        pipeline(replicas=(1,)) + gen(0, caller=ALICE) + gen(1, caller=BOB)
+        + out(0, 0, (0, TEXT, None)) + [OTHER, 1, 1] + complete(0) + [CLOCK, MS[2000]]),
     "seed_admission_refusals": (
         "Refused before starting: a bad id, no prompt, a modality no stage makes, a duplicate "
         "id, and more than max_in_flight.",

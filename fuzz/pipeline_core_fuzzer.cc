@@ -96,6 +96,11 @@ class CoreFuzzer {
     if (trace_) std::fprintf(stderr, "[%s] %s\n", absl::FormatTime(fixture_.scheduler().Now()).c_str(), what.c_str());
   }
   int Stage() { return static_cast<int>(in_.Below(fixture_.stages())); }
+  // Who calls: mostly unauthenticated (""), sometimes one of two identities.
+  std::string Caller() {
+    static const char* const kCallers[] = {"", "", "alice", "bob"};
+    return kCallers[in_.Below(4)];
+  }
   int Replica(int stage) { return static_cast<int>(in_.Below(fixture_.replicas(stage))); }
   // A known id, now and then one nobody used.
   std::string Id() {
@@ -159,8 +164,9 @@ class CoreFuzzer {
     const uint32_t modality = in_.Below(5);
     if (modality > 0) request.add_output_modalities(static_cast<v1::Modality>(modality));
     std::shared_ptr<CheckingSink> sink = checker_.NewSink(request.request_id());
-    Trace(absl::StrCat(sink->label(), ": ", request.ShortDebugString()));
-    fixture_.Generate(std::move(request), std::move(sink));
+    sink->set_caller(Caller());
+    Trace(absl::StrCat(sink->label(), " by '", sink->caller(), "': ", request.ShortDebugString()));
+    fixture_.Generate(std::move(request), sink, sink->caller());
   }
 
   void Outputs() {
@@ -227,8 +233,10 @@ class CoreFuzzer {
     const uint32_t ms = in_.Below(2000);
     const absl::Time deadline = past ? now - absl::Milliseconds(ms % 100) - unique
                                      : now + absl::Milliseconds(ms) + unique;
-    Trace(absl::StrCat("client abort ", request.ShortDebugString(), " deadline ", absl::FormatTime(deadline)));
-    fixture_.Abort(request, deadline, checker_.NewAbort(request, deadline));
+    const std::string caller = Caller();
+    Trace(absl::StrCat("client abort by '", caller, "' ", request.ShortDebugString(), " deadline ",
+                       absl::FormatTime(deadline)));
+    fixture_.Abort(request, deadline, checker_.NewAbort(request, deadline, caller), caller);
   }
 
   void AnswerAll(int stage, int replica, const absl::Status& status) {

@@ -149,7 +149,14 @@ void AbortCoordinator::Abort(const std::vector<std::string>& ids, absl::Time cli
     const InFlightRequest* r = table_->Find(id);
     if (r != nullptr && r->caller == caller) own.push_back(id);
   }
-  std::vector<std::string> frozen = Freeze(own);
+  AbortStoppable(ids, own, client_deadline, std::move(done));
+}
+
+void AbortCoordinator::AbortStoppable(const std::vector<std::string>& ids,
+                                      const std::vector<std::string>& stoppable,
+                                      absl::Time client_deadline,
+                                      std::function<void(v1::AbortResponse)> done) {
+  std::vector<std::string> frozen = Freeze(stoppable);
   Hold(frozen);
   Stop(frozen, WorkerDeadline(client_deadline),
        [this, alive = std::weak_ptr<bool>(alive_), ids, frozen,
@@ -222,7 +229,8 @@ void AbortCoordinator::CancelAttempt(const std::string& id, int attempt) {
 void AbortCoordinator::AbortAll(const std::string& why) {
   const std::vector<std::string> ids = table_->Ids();
   if (ids.empty()) return;
-  Abort(ids, absl::InfiniteFuture(),
+  // Every request, whoever started it.
+  AbortStoppable(ids, ids, absl::InfiniteFuture(),
         [this, alive = std::weak_ptr<bool>(alive_), why](v1::AbortResponse result) {
           if (alive.expired()) return;
           // The workers could not confirm these: end them anyway.

@@ -98,6 +98,11 @@ class AbortCoordinator {
 
  private:
   struct StopRun;
+  // An Abort of `ids` that may stop those of them in `stoppable`; `done` gets
+  // one result per id of `ids`.
+  void AbortStoppable(const std::vector<std::string>& ids,
+                      const std::vector<std::string>& stoppable, absl::Time client_deadline,
+                      std::function<void(v1::AbortResponse)> done);
   // Phase 1 of ids (deduplicated): returns those now frozen, in order.
   std::vector<std::string> Freeze(const std::vector<std::string>& ids);
   // Phase 2: stops `frozen` on every stage; `done` gets the ones that failed.

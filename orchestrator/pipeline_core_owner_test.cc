@@ -55,6 +55,23 @@ TEST_F(PipelineCoreTest, AnotherIdentitysAbortIsNotFoundAndTouchesNothing) {
   ExpectAllEnded();
 }
 
+// Found by the core fuzz target: the drain's abort of everything must not be
+// limited to one identity's requests.
+TEST_F(PipelineCoreTest, ADrainStopsEveryIdentitysRequests) {
+  Build(Shape{});
+  auto alices = Gen("a1", {v1::MODALITY_TEXT}, "alice");
+  auto bobs = Gen("b1", {v1::MODALITY_TEXT}, "bob");
+  auto anyones = Gen("u1", {v1::MODALITY_TEXT});
+  int drained = 0;
+  core().Drain(scheduler_.Now() + absl::Seconds(1), [&] { ++drained; });
+  scheduler_.AdvanceBy(absl::Seconds(1));
+  for (const auto& sink : {alices, bobs, anyones}) {
+    EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_ABORT);
+  }
+  EXPECT_EQ(drained, 1);
+  ExpectAllEnded();
+}
+
 TEST_F(PipelineCoreTest, EachIdentityHasItsOwnInFlightCap) {
   PipelineConfig config = OmniConfig(Shape());
   config.max_in_flight_per_identity = 2;
