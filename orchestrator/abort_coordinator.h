@@ -92,9 +92,11 @@ class AbortCoordinator {
   // True while a cleanup still holds a binding of `id`.
   bool CleaningUp(const std::string& id) const { return cleaning_.contains(id); }
   // True while a stop of a request named `id` (an Abort's run, a cancel and
-  // its retries) is under way: it finds its request by that name, so a new
-  // request must not take the name before it is over.
-  bool Stopping(const std::string& id) const { return stopping_.contains(id); }
+  // its retries, a cleanup and its retries) is under way: it finds its request
+  // by that name, so a new request must not take the name before it is over.
+  bool Stopping(const std::string& id) const {
+    return stopping_.contains(id) || cleaning_.contains(id);
+  }
 
  private:
   struct StopRun;

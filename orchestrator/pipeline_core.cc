@@ -119,7 +119,8 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
         "request id '", id, "' is still being stopped on stage ", pool->stage_id(),
         " after its previous use; retry shortly or use another id"));
   }
-  // An abort or a cancel of the previous request is still under way, and would
+  // An abort, a cancel or a cleanup of the previous request is still under way
+  // (a cleanup retries even once the binding went with its replica), and would
   // take the new one for it.
   if (abort_.Stopping(id)) {
     return absl::UnavailableError(absl::StrCat(

@@ -393,6 +393,35 @@ TEST_F(PipelineCoreTest, IdIsNotReusedWhileAnAbortOfItsLastUseRuns) {
   ExpectAllEnded();
 }
 
+// r1 failed; stopping its leftover on the talker fails and is retried after a
+// backoff; meanwhile the talker restarts (the binding goes with it). The retry
+// finds its request by the name, so a new r1 must wait until the cleanup is
+// over, or the retry would stop (and at last give up the binding of) the new
+// one. Found by fuzz/pipeline_core_fuzzer.
+TEST_F(PipelineCoreTest, IdIsNotReusedWhileACleanupOfItsLastUseRetries) {
+  Build();
+  auto first = Gen("r1");
+  Out(0, 0, "r1", {Text("a")});  // Streaming: the talker got an Add.
+  fake(1, 0).FailAborts(absl::UnavailableError("connection reset"));
+  Out(0, 0, "r1", {}, /*finished=*/true, v1::FINISH_REASON_ERROR);
+  ASSERT_EQ(first->terminal_count(), 1);
+  Ready(1, 0, "#2");  // The talker restarted: r1's binding there is gone.
+  ASSERT_EQ(core().pool(1).bindings(), 0u);
+
+  auto early = Gen("r1");
+  ASSERT_EQ(early->fail_count(), 1);
+  EXPECT_EQ(early->fail_status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(early->fail_status().message()), HasSubstr("still being stopped"));
+
+  fake(1, 0).FailAborts(absl::OkStatus());
+  scheduler_.AdvanceBy(absl::Seconds(2));  // The retries find nothing left to stop.
+  auto again = Gen("r1", {v1::MODALITY_TEXT});
+  EXPECT_EQ(again->fail_count(), 0);
+  Done(0, 0, "r1", {Text("hello")});
+  EXPECT_EQ(again->terminal().finish_reason(), v1::FINISH_REASON_STOP);
+  ExpectAllEnded();
+}
+
 TEST_F(PipelineCoreTest, WorkerErrorOutputFailsTheRequestAndAbortsOtherStages) {
   Build();
   auto sink = Gen("r1");
