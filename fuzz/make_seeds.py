@@ -23,21 +23,21 @@ STOP, LENGTH, ABORTED, ERROR = 0, 1, 2, 3  # Finish reasons.
 MS = {1: 0, 10: 1, 50: 2, 100: 3, 400: 4, 1000: 5, 2000: 6, 30000: 7}
 
 
-def pipeline(replicas=(1, 1, 1), streaming=(True, True, True), idle=2):
+def pipeline(replicas=(1, 1, 1), streaming=(True, True, True), idle=2, identities=False):
     """Stages text -> tokens -> audio (as many as `replicas` has); idle: 0 none,
-    1 500 ms, 2 30 s."""
-    out = [len(replicas) - 1]
+    1 500 ms, 2 30 s. With identities, every gen() and abort() names its caller."""
+    out = [len(replicas) - 1 + (3 if identities else 0)]
     for r, s in zip(replicas, streaming):
         out += [r - 1, 1 if s else 0]
     return out + [idle]
 
 
-ANYONE, ALICE, BOB = 0, 2, 3  # Callers: unauthenticated, or one of two identities.
+ANYONE, ALICE, BOB = 0, 2, 3  # Callers (pipelines with identities only).
 
 
-def gen(rid=0, modality=0, prompt=True, caller=ANYONE):
+def gen(rid=0, modality=0, prompt=True, caller=None):
     """rid 0..5: "r<rid>"; 6: generated; 7: "bad id". modality 0: all."""
-    return [GEN, rid, 1 if prompt else 0, modality, caller]
+    return [GEN, rid, 1 if prompt else 0, modality] + ([] if caller is None else [caller])
 
 
 def out(stage, rid, *outputs, replica=None):
@@ -51,8 +51,9 @@ def out(stage, rid, *outputs, replica=None):
     return program
 
 
-def abort(*ids, past=False, ms=100, caller=ANYONE):
-    return [ABORT, len(ids) - 1, *ids, 0 if past else 1, ms & 0xFF, ms >> 8, caller]
+def abort(*ids, past=False, ms=100, caller=None):
+    return ([ABORT, len(ids) - 1, *ids, 0 if past else 1, ms & 0xFF, ms >> 8]
+            + ([] if caller is None else [caller]))
 
 
 def complete(stage, replica=0, ok=True, failure=0):
@@ -101,14 +102,14 @@ CORE_SEEDS = {
     "seed_owners_abort_their_own": (
         "alice's r0 and bob's r1: bob's Abort of both stops only r1 (r0 is not found), "
         "alice's then stops r0.",
-        pipeline(replicas=(1,)) + gen(0, caller=ALICE) + gen(1, caller=BOB)
+        pipeline(replicas=(1,), identities=True) + gen(0, caller=ALICE) + gen(1, caller=BOB)
         + out(0, 0, (0, TEXT, None)) + abort(0, 1, caller=BOB) + complete(0)
         + abort(0, caller=ALICE) + complete(0)),
     # Found by this target: the drain's abort of every request kept only the
     # unauthenticated clients' ones.
     "regression_drain_stops_every_owner": (
         "A drain while alice's and bob's requests run: both are stopped.",
-        pipeline(replicas=(1,)) + gen(0, caller=ALICE) + gen(1, caller=BOB)
+        pipeline(replicas=(1,), identities=True) + gen(0, caller=ALICE) + gen(1, caller=BOB)
         + out(0, 0, (0, TEXT, None)) + [OTHER, 1, 1] + complete(0) + [CLOCK, MS[2000]]),
     "seed_admission_refusals": (
         "Refused before starting: a bad id, no prompt, a modality no stage makes, a duplicate "

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -40,11 +41,16 @@ namespace {
 
 constexpr absl::Duration kWorkerAbortTimeout = absl::Seconds(2);
 
-// Stages text (final) -> tokens -> audio (final), as many as asked.
-PipelineConfig Pipeline(FuzzInput& in) {
+// Stages text (final) -> tokens -> audio (final), as many as asked. The first
+// byte is the number of stages and, from 3 on, whether callers have
+// identities (`*identities`: then Generate and Abort read one more byte, who
+// calls; inputs from before identities start with 0 to 2 and read as then).
+PipelineConfig Pipeline(FuzzInput& in, bool* identities) {
   PipelineConfig config;
   config.name = "fuzz";
-  const int stages = 1 + static_cast<int>(in.Below(3));
+  const uint8_t first = in.Byte();
+  const int stages = 1 + first % 3;
+  *identities = (first / 3) % 2 == 1;
   const v1::Modality modalities[] = {v1::MODALITY_TEXT, v1::MODALITY_TOKENS, v1::MODALITY_AUDIO};
   for (int s = 0; s < stages; ++s) {
     StageConfig stage;
@@ -69,10 +75,11 @@ PipelineConfig Pipeline(FuzzInput& in) {
 
 class CoreFuzzer {
  public:
-  CoreFuzzer(PipelineConfig config, FuzzInput* in)
+  CoreFuzzer(PipelineConfig config, bool identities, FuzzInput* in)
       : fixture_(std::move(config), /*hold_aborts=*/true),
         checker_(&fixture_),
         in_(*in),
+        identities_(identities),
         trace_(std::getenv("FUZZ_TRACE") != nullptr) {
     for (int s = 0; s < fixture_.stages(); ++s) incarnation_.emplace_back(fixture_.replicas(s), 1);
     fixture_.set_on_answer([this](int stage, int replica, const absl::Status& status) {
@@ -96,8 +103,10 @@ class CoreFuzzer {
     if (trace_) std::fprintf(stderr, "[%s] %s\n", absl::FormatTime(fixture_.scheduler().Now()).c_str(), what.c_str());
   }
   int Stage() { return static_cast<int>(in_.Below(fixture_.stages())); }
-  // Who calls: mostly unauthenticated (""), sometimes one of two identities.
+  // Who calls: with identities, unauthenticated ("") or one of two
+  // identities; else always "" (and no byte is read).
   std::string Caller() {
+    if (!identities_) return "";
     static const char* const kCallers[] = {"", "", "alice", "bob"};
     return kCallers[in_.Below(4)];
   }
@@ -389,6 +398,7 @@ class CoreFuzzer {
   CoreFixture fixture_;
   CoreChecker checker_;
   FuzzInput& in_;
+  const bool identities_;
   std::vector<std::vector<int>> incarnation_;
   uint32_t aborts_ = 0;
   const bool trace_;
@@ -407,7 +417,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   omnistage::fuzz::FuzzInput in(data, size);
-  omnistage::fuzz::CoreFuzzer fuzzer(omnistage::fuzz::Pipeline(in), &in);
+  bool identities = false;
+  omnistage::PipelineConfig config = omnistage::fuzz::Pipeline(in, &identities);
+  omnistage::fuzz::CoreFuzzer fuzzer(std::move(config), identities, &in);
   fuzzer.Run();
   return 0;
 }
