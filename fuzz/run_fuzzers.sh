@@ -3,7 +3,7 @@
 # UBSan) and runs each for a while over a copy of its seed corpus; fails if any
 # finds a crash, a broken property (FUZZ_CHECK), a leak or a hang.
 #
-#   fuzz/run_fuzzers.sh                   # every target, 20 s each (CI)
+#   fuzz/run_fuzzers.sh                   # every target, 20 s each (.ci/run: 10 s)
 #   fuzz/run_fuzzers.sh 600               # 10 minutes each
 #   fuzz/run_fuzzers.sh 3600 pipeline_core_fuzzer worker_fuzzer
 #   FUZZ_WORK=$HOME/fuzz-work fuzz/run_fuzzers.sh 3600   # keep the grown corpora
