@@ -95,8 +95,9 @@ class Worker : public CoreSink {
   absl::StatusOr<std::shared_ptr<Session>> OpenSession(const v1::Hello& hello, uint64_t hello_seq,
                                                        EventTransport* transport,
                                                        const std::string& peer = "");
-  // Registers `session` and sends Ready on it, or, if the worker has stopped
-  // serving, ends it with the reason. Call once the transport can take writes.
+  // Sends Ready on `session` and registers it (Ready is its first event), or,
+  // if the worker has stopped serving, ends it with the reason. Call once the
+  // transport can take writes.
   void StartSession(const std::shared_ptr<Session>& session);
   // One command after the Hello. Bad commands are answered with CommandRejected.
   void HandleCommand(Session& session, v1::WorkerCommand& command);

@@ -65,22 +65,18 @@ absl::StatusOr<std::shared_ptr<Session>> Worker::OpenSession(const v1::Hello& he
 }
 
 void Worker::StartSession(const std::shared_ptr<Session>& session) {
+  // Ready is the session's first event: it is queued before the session is
+  // registered, as every other event (a stall, a drain, a fatal error) goes to
+  // registered sessions only.
   absl::Status stopped;
   {
     absl::MutexLock lock(&mu_);
-    if (serving_) {
-      sessions_[session->number()] = session;
-    } else {
-      stopped = stopped_;
-    }
+    if (!serving_) stopped = stopped_;
   }
   if (!stopped.ok()) {
     session->End(stopped);
     return;
   }
-  LogInfo({"", options_.stage_id, -1, ""},
-          absl::StrCat("session ", session->number(), " opened",
-                       session->peer().empty() ? "" : absl::StrCat(" by '", session->peer(), "'")));
   v1::WorkerEvent event;
   v1::Ready* ready = event.mutable_ready();
   ready->set_stage_id(options_.stage_id);
@@ -91,6 +87,21 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   ready->set_protocol_version(kProtocolVersion);
   ready->set_max_message_bytes(options_.max_message_bytes);
   session->Send(std::move(event));
+  {
+    absl::MutexLock lock(&mu_);
+    if (serving_) {
+      sessions_[session->number()] = session;
+    } else {
+      stopped = stopped_;  // It stopped just now.
+    }
+  }
+  if (!stopped.ok()) {
+    session->End(stopped);
+    return;
+  }
+  LogInfo({"", options_.stage_id, -1, ""},
+          absl::StrCat("session ", session->number(), " opened",
+                       session->peer().empty() ? "" : absl::StrCat(" by '", session->peer(), "'")));
   if (std::optional<v1::WorkerEvent> stalled = stall_.StalledEvent()) {
     session->Send(*std::move(stalled));
   }
