@@ -30,14 +30,6 @@ constexpr char kAlice[] = "alice-token-0123456789";
 constexpr char kBob[] = "bob-token-0123456789";
 constexpr char kOps[] = "ops-token-0123456789";
 
-std::string TestDir() {
-  const std::string dir =
-      absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
-                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  EXPECT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
-  return dir;
-}
-
 void WriteTokens(const std::string& path, const std::vector<std::string>& who) {
   const std::string temporary = path + ".new";
   {
@@ -59,7 +51,7 @@ void Authorize(grpc::ClientContext& context, const std::string& token) {
 
 class SecurityProcessTest : public ::testing::Test {
  protected:
-  SecurityProcessTest() : dir_(TestDir()), pki_(dir_), rogue_ca_(dir_, "rogue-ca") {}
+  SecurityProcessTest() : dir_(TestDirectory()), pki_(dir_), rogue_ca_(dir_, "rogue-ca") {}
 
   void SetUp() override {
     orchestrator_cert_ = pki_.Issue("orchestrator", {});
@@ -297,7 +289,7 @@ TEST_F(SecurityProcessTest, CertificatesRotateUnderOpenStreams) {
 // Client certificates instead of tokens: only holders of one connect, and each
 // certificate's name is an identity owning its requests.
 TEST(SecurityClientCertificateTest, ACertificatesNameOwnsItsRequests) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDirectory();
   TestPki pki(dir);
   PipelineSpec spec;
   spec.stages = {Stage("llm", "sim_llm", "step_time_us=2000", 1, true, "tokens")};

@@ -17,14 +17,6 @@
 namespace omnistage {
 namespace {
 
-std::string TestDir() {
-  const std::string dir =
-      absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
-                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  EXPECT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
-  return dir;
-}
-
 // A process's stdout and stderr, for start-up lines.
 std::unique_ptr<ChildProcess> StartCapturingStderr(std::vector<std::string> argv) {
   argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
@@ -34,7 +26,7 @@ std::unique_ptr<ChildProcess> StartCapturingStderr(std::vector<std::string> argv
 }
 
 TEST(SecurityStartUpTest, BadCertificatesStopStartUpWithOneLine) {
-  const std::string dir = TestDir();
+  const std::string dir = TestDirectory();
   TestPki pki(dir);
   CertOptions expired;
   expired.not_before = -absl::Hours(48);

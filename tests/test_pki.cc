@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
 
 namespace omnistage {
 namespace {
@@ -66,6 +67,15 @@ void WriteFileAtomically(const std::string& path, const std::function<bool(BIO*)
 }
 
 }  // namespace
+
+std::string TestDirectory() {
+  const char* base = std::getenv("TEST_TMPDIR");
+  const std::string dir =
+      absl::StrCat(base != nullptr ? base : "/tmp", "/",
+                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  Check(std::system(("mkdir -p '" + dir + "'").c_str()) == 0, "mkdir");
+  return dir;
+}
 
 struct TestPki::Keys {
   EVP_PKEY* key = nullptr;

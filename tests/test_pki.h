@@ -32,6 +32,9 @@ struct CertOptions {
   absl::Duration not_after = absl::Hours(24);
 };
 
+// A fresh directory for a test's certificates: $TEST_TMPDIR/<test name>.
+std::string TestDirectory();
+
 class TestPki {
  public:
   // Makes a CA named `ca_name` and writes its certificate to <dir>/<ca_name>.crt.
