@@ -2,8 +2,9 @@
 //
 // It admits Generate requests, routes each one stage to stage (on_finish or
 // streaming hand-off), streams the final stages' outputs to the client, ends every
-// request exactly once, reacts to replicas (ready, down, rejections), fails
-// requests that go idle, and drains. It delegates to one room per idea:
+// request exactly once, reacts to replicas (ready, down, rejections: in
+// pipeline_core_replicas.cc), fails requests that go idle, and drains. It
+// delegates to one room per idea:
 //   RequestTable        the in-flight requests (request_table.h);
 //   StagePool           per stage: bindings and every call to its replicas;
 //   AbortCoordinator    every stop: client Abort, cancel, drain, leftovers;

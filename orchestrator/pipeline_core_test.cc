@@ -1,15 +1,14 @@
 // Tests for PipelineCore's request lifecycle on the happy and admission paths:
 // the seed's (P04) state tables driven through the core, routing stage to stage
 // (on_finish and streaming hand-off), final outputs and modality selection,
-// parameter merging, round robin and stickiness, validation and admission,
-// Status, CallStageUtility and Drain. Failure paths (abort, cancel, dead replicas,
-// rejections) are in pipeline_core_failure_test.cc. Fakes only: no sockets, no
+// parameter merging, round robin and stickiness, Status, CallStageUtility and
+// Drain. Failure paths (abort, cancel, dead replicas, rejections) are in
+// pipeline_core_failure_test.cc, validation and admission in
+// pipeline_core_admission_test.cc. Fakes only: no sockets, no
 // sleeps, no event loop.
 #include "common/modality.h"
 #include "orchestrator/pipeline_core.h"
 
-#include <cmath>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -304,120 +303,6 @@ TEST_F(PipelineCoreTest, RoundRobinAcrossReplicasAndStickyAppends) {
   }
   EXPECT_EQ(s1->terminal_count(), 1);
   EXPECT_EQ(s2->terminal_count(), 1);
-  ExpectAllEnded();
-}
-
-TEST_F(PipelineCoreTest, InvalidRequestsFailWithInvalidArgument) {
-  Build();
-  struct Case {
-    std::string what;
-    std::function<void(v1::GenerateRequest&)> edit;
-    std::string words;
-  };
-  const std::vector<Case> cases = {
-      {"empty prompt", [](auto& r) { r.clear_prompt(); }, "prompt is empty"},
-      {"oversized prompt", [](auto& r) { r.set_prompt(std::string(33, 'x')); }, "limit is 32"},
-      {"bad id chars", [](auto& r) { r.set_request_id("a b/c"); }, "request_id"},
-      {"long id", [](auto& r) { r.set_request_id(std::string(129, 'i')); }, "limit is 128"},
-      {"modality 99", [](auto& r) { r.add_output_modalities(static_cast<v1::Modality>(99)); },
-       "unknown modality 99"},
-      {"unspecified modality", [](auto& r) { r.add_output_modalities(v1::MODALITY_UNSPECIFIED); },
-       "unknown modality"},
-      {"no final stage makes it", [](auto& r) { r.add_output_modalities(v1::MODALITY_TOKENS); },
-       "produces tokens"},
-      {"no such stage", [](auto& r) { r.add_stage_params()->set_stage_id(3); }, "no stage 3"},
-      {"negative stage", [](auto& r) { r.add_stage_params()->set_stage_id(-1); }, "no stage -1"},
-      {"stage twice",
-       [](auto& r) {
-         r.add_stage_params()->set_stage_id(1);
-         r.add_stage_params()->set_stage_id(1);
-       },
-       "stage 1 given twice"},
-      {"40 KiB of extras",
-       [](auto& r) {
-         v1::StageParameters* p = r.add_stage_params();
-         p->set_stage_id(0);
-         (*p->mutable_extra())["blob"] = std::string(40 << 10, 'x');
-       },
-       "the request's fields besides the prompt take 409"},
-      {"max_tokens 0",
-       [](auto& r) {
-         v1::StageParameters* p = r.add_stage_params();
-         p->set_stage_id(0);
-         p->set_max_tokens(0);
-       },
-       "max_tokens"},
-      // Found by fuzz/generate_abort_fuzzer: these went to the engines as given.
-      {"temperature NaN",
-       [](auto& r) {
-         v1::StageParameters* p = r.add_stage_params();
-         p->set_stage_id(0);
-         p->set_temperature(std::nanf(""));
-       },
-       "stage_params[stage 0].temperature must be a number in [0, 100]"},
-      {"temperature negative",
-       [](auto& r) {
-         v1::StageParameters* p = r.add_stage_params();
-         p->set_stage_id(1);
-         p->set_temperature(-0.5f);
-       },
-       "temperature"},
-  };
-  for (const Case& c : cases) {
-    v1::GenerateRequest request;
-    request.set_request_id("ok-id_1.2:3");
-    request.set_prompt("Hi");
-    c.edit(request);
-    auto sink = Gen(request);
-    EXPECT_EQ(sink->fail_status().code(), absl::StatusCode::kInvalidArgument) << c.what;
-    EXPECT_THAT(sink->fail_status().message(), HasSubstr(c.words)) << c.what;
-    EXPECT_EQ(sink->terminal_count(), 0) << c.what;
-    EXPECT_EQ(core().in_flight(), 0u) << c.what;
-  }
-  EXPECT_THAT(log_, IsEmpty()) << "an invalid request reached a worker";
-  // The edge values are accepted.
-  v1::GenerateRequest edge;
-  edge.set_request_id(std::string(128, 'i'));
-  edge.set_prompt(std::string(32, 'x'));
-  edge.add_output_modalities(v1::MODALITY_TEXT);
-  auto sink = Gen(edge);
-  EXPECT_EQ(sink->end_count(), 0);
-  Done(0, 0, std::string(128, 'i'));
-  ExpectAllEnded();
-}
-
-TEST_F(PipelineCoreTest, AdmissionRejectsDuplicatesAndOverload) {
-  PipelineConfig config = OmniConfig(Shape());
-  config.max_in_flight = 2;
-  Build(std::move(config));
-  auto first = Gen("dup", {v1::MODALITY_TEXT});
-  auto again = Gen("dup", {v1::MODALITY_TEXT});
-  EXPECT_EQ(again->fail_status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_THAT(again->fail_status().message(), HasSubstr("'dup'"));
-  EXPECT_EQ(first->end_count(), 0) << "the duplicate disturbed the original";
-
-  // Empty ids get distinct generated ones.
-  auto gen1 = Gen("", {v1::MODALITY_TEXT});
-  auto gen2 = Gen("", {v1::MODALITY_TEXT});
-  EXPECT_EQ(gen2->fail_status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(gen2->fail_status().message(), HasSubstr("limit is 2"));
-  ASSERT_EQ(fake(0, 0).adds().size(), 2u);
-  const std::string generated = fake(0, 0).adds()[1].request_id();
-  EXPECT_FALSE(generated.empty());
-  EXPECT_NE(generated, "dup");
-
-  Done(0, 0, "dup");
-  Done(0, 0, generated);
-  EXPECT_EQ(gen1->terminal_id(), generated);
-  auto gen3 = Gen("", {v1::MODALITY_TEXT});
-  auto reused = Gen("dup", {v1::MODALITY_TEXT});  // Its first life ended.
-  const std::string generated3 = fake(0, 0).adds()[2].request_id();
-  EXPECT_NE(generated3, generated);
-  EXPECT_EQ(reused->end_count(), 0);
-  Done(0, 0, generated3);
-  Done(0, 0, "dup");
-  EXPECT_EQ(first->terminal_count(), 1);
-  EXPECT_EQ(reused->terminal_count(), 1);
   ExpectAllEnded();
 }
 
