@@ -99,6 +99,7 @@ int Worker::Drain(absl::Duration timeout) {
   auto finished = [this] {
     if (live_requests() > 0) return false;
     absl::MutexLock lock(&mu_);
+    if (opening_ > 0) return false;
     for (const auto& [number, session] : sessions_) {
       if (!session->done_adding()) return false;
     }

@@ -165,6 +165,9 @@ class Worker : public CoreSink {
   mutable absl::Mutex mu_;
   uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<uint64_t, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+  // Sessions whose Ready is on its way but that are not in sessions_ yet: a
+  // drain waits for them as for registered ones (their client may add work).
+  int opening_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<uint64_t, PendingUtility> utilities_ ABSL_GUARDED_BY(mu_);
   // Set once the loop has ended; no new sessions after that.
   absl::Status stopped_ ABSL_GUARDED_BY(mu_);

@@ -71,7 +71,11 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   absl::Status stopped;
   {
     absl::MutexLock lock(&mu_);
-    if (!serving_) stopped = stopped_;
+    if (serving_) {
+      ++opening_;
+    } else {
+      stopped = stopped_;
+    }
   }
   if (!stopped.ok()) {
     session->End(stopped);
@@ -87,8 +91,14 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   ready->set_protocol_version(kProtocolVersion);
   ready->set_max_message_bytes(options_.max_message_bytes);
   session->Send(std::move(event));
+  // A drain announced before the session is registered was not sent to it
+  // (Drain sets draining_ and lists the sessions in one critical section), so
+  // it is sent here, exactly once.
+  std::optional<v1::WorkerEvent> draining;
   {
     absl::MutexLock lock(&mu_);
+    --opening_;
+    draining = draining_;
     if (serving_) {
       sessions_[session->number()] = session;
     } else {
@@ -96,6 +106,7 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
     }
   }
   if (!stopped.ok()) {
+    if (draining.has_value()) session->Send(*std::move(draining));
     session->End(stopped);
     return;
   }
@@ -104,11 +115,6 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
                        session->peer().empty() ? "" : absl::StrCat(" by '", session->peer(), "'")));
   if (std::optional<v1::WorkerEvent> stalled = stall_.StalledEvent()) {
     session->Send(*std::move(stalled));
-  }
-  std::optional<v1::WorkerEvent> draining;
-  {
-    absl::MutexLock lock(&mu_);
-    draining = draining_;
   }
   if (draining.has_value()) session->Send(*std::move(draining));
 }
