@@ -2,8 +2,8 @@
 //
 // An engine runs many requests at once and advances all of them by one step per
 // Step() call (continuous batching). The worker's busy loop (engine_core.h) is the
-// only caller of every method except Validate(), so implementations need no locking
-// for their request state.
+// only caller of every method except Validate() and capacity(), so implementations
+// need no locking for their request state.
 //
 //   absl::StatusOr<std::unique_ptr<Engine>> engine =
 //       CreateEngine("sim_llm", {{"batch_size", "64"}, {"step_time_us", "2000"}});
@@ -52,6 +52,12 @@ class Engine {
   // "params.extra.voice" or "input[0]") rejects that request only. Thread-safe and
   // side-effect free: called from gRPC threads.
   virtual absl::Status Validate(const EngineRequest& request) const = 0;
+
+  // A second check of a request that passed Validate(), on the busy-loop thread
+  // right before Add(), for checks that cannot run on gRPC threads (a Python
+  // engine's validate needs the interpreter the loop holds while it steps). A
+  // non-OK status rejects that request only, like Validate(); OK by default.
+  virtual absl::Status ValidateInLoop(const EngineRequest& request) { return absl::OkStatus(); }
 
   // Starts a request that passed Validate(). An error here is fatal for the worker.
   virtual absl::Status Add(EngineRequest request) = 0;

@@ -4,11 +4,13 @@
 
 namespace omnistage {
 
-CoreMessage CoreMessage::Add(EngineRequest request, std::function<void()> taken) {
+CoreMessage CoreMessage::Add(EngineRequest request, std::function<void()> taken,
+                             std::function<void(const absl::Status&)> rejected) {
   CoreMessage m;
   m.kind = Kind::kAdd;
   m.request = std::move(request);
   m.add_taken = std::move(taken);
+  m.add_rejected = std::move(rejected);
   return m;
 }
 
@@ -160,6 +162,10 @@ absl::Status EngineCore::Loop() {
 absl::Status EngineCore::Apply(CoreMessage& m) {
   switch (m.kind) {
     case CoreMessage::Kind::kAdd: {
+      if (absl::Status refused = engine_->ValidateInLoop(m.request); !refused.ok()) {
+        if (m.add_rejected) m.add_rejected(refused);
+        return absl::OkStatus();  // That request's problem, not the engine's.
+      }
       absl::Status status = engine_->Add(std::move(m.request));
       if (status.ok() && m.add_taken) m.add_taken();
       return status;

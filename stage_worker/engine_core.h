@@ -42,8 +42,10 @@ struct CoreMessage {
   enum class Kind { kAdd, kAppendInput, kAbort, kUtility, kWakeup };
 
   // `taken` (optional) runs on the loop thread right after the engine took the
-  // request (not if Add() failed).
-  static CoreMessage Add(EngineRequest request, std::function<void()> taken = nullptr);
+  // request (not if Add() failed). `rejected` (optional) runs there instead when
+  // the engine's ValidateInLoop() refused it: the request never started.
+  static CoreMessage Add(EngineRequest request, std::function<void()> taken = nullptr,
+                         std::function<void(const absl::Status&)> rejected = nullptr);
   static CoreMessage AppendInput(std::string id, std::vector<v1::Payload> chunks, bool last);
   // `done(true)` runs on the loop thread right after the engine applied the abort;
   // `done(false)` if the loop ended before it could.
@@ -56,6 +58,7 @@ struct CoreMessage {
   Kind kind = Kind::kWakeup;
   EngineRequest request;                  // kAdd
   std::function<void()> add_taken;        // kAdd
+  std::function<void(const absl::Status&)> add_rejected;  // kAdd
   std::string id;                         // kAppendInput
   std::vector<v1::Payload> chunks;        // kAppendInput
   bool last = false;                      // kAppendInput

@@ -143,6 +143,9 @@ class Worker : public CoreSink {
 
   void Reject(Session& session, const v1::WorkerCommand& command, const std::string& request_id,
               const absl::Status& status);
+  // Tells `session` that command `seq` (of `command`'s kind) was not applied.
+  void SendRejected(Session& session, uint64_t seq, v1::WorkerCommand::CommandCase command,
+                    const std::string& request_id, const absl::Status& status);
   std::shared_ptr<Session> FindSessionLocked(uint64_t number) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends every session with `status` (after `last_event`, if given) and marks

@@ -124,11 +124,16 @@ void Worker::Reject(Session& session, const v1::WorkerCommand& command,
   // A rejected command still counts as applied for Abort's fence; a seq that
   // does not increase was rejected by the fence itself.
   (void)session.Sequence(command.seq(), std::nullopt, submit_);
+  SendRejected(session, command.seq(), command.command_case(), request_id, status);
+}
+
+void Worker::SendRejected(Session& session, uint64_t seq, v1::WorkerCommand::CommandCase command,
+                          const std::string& request_id, const absl::Status& status) {
   v1::WorkerEvent event;
   v1::CommandRejected* rejected = event.mutable_rejected();
-  rejected->set_seq(command.seq());
+  rejected->set_seq(seq);
   rejected->set_request_id(request_id);
-  switch (command.command_case()) {
+  switch (command) {
     case v1::WorkerCommand::kHello:
       rejected->set_command(v1::CommandRejected::KIND_HELLO);
       break;
@@ -195,8 +200,16 @@ void Worker::HandleCommand(Session& session, v1::WorkerCommand& command) {
       auto taken = [owner, id = add.request_id()] {
         if (owner != nullptr) owner->MarkTaken(id);
       };
+      // The engine's check on the loop refused it: it never started.
+      auto rejected = [this, owner, id = add.request_id(),
+                       seq = command.seq()](const absl::Status& status) {
+        if (owner == nullptr) return;
+        owner->EraseLive(id);
+        SendRejected(*owner, seq, v1::WorkerCommand::kAdd, id, status);
+      };
       absl::Status s = session.Sequence(
-          command.seq(), CoreMessage::Add(std::move(request), std::move(taken)), submit_);
+          command.seq(),
+          CoreMessage::Add(std::move(request), std::move(taken), std::move(rejected)), submit_);
       if (!s.ok()) {
         session.EraseLive(add.request_id());
         Reject(session, command, add.request_id(), s);

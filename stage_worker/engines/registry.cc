@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/field_error.h"
+#include "stage_worker/engines/python/python_engine.h"
 #include "stage_worker/engines/sim_llm.h"
 #include "stage_worker/engines/talker.h"
 #include "stage_worker/engines/thinker.h"
@@ -27,6 +28,7 @@ constexpr Registration kEngines[] = {
     {kThinkerEngineName, &CreateThinkerEngine},
     {kTalkerEngineName, &CreateTalkerEngine},
     {kVocoderEngineName, &CreateVocoderEngine},
+    {kPythonEngineName, &CreatePythonEngine},
 };
 
 }  // namespace

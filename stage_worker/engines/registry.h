@@ -25,8 +25,8 @@ namespace omnistage {
 absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
     const std::string& name, const std::map<std::string, std::string>& params);
 
-// The names CreateEngine() accepts, in pipeline order:
-// sim_llm, thinker, talker, vocoder.
+// The names CreateEngine() accepts: the built-in sim_llm, thinker, talker and
+// vocoder (in pipeline order), then python (a Python class, python_engine.h).
 std::vector<std::string> EngineNames();
 
 }  // namespace omnistage

@@ -1,0 +1,268 @@
+"""Continuous batching for Python engines, as the C++ BatchingEngine does it
+(stage_worker/engines/batching_engine.h), so an engine only says what one
+request produces in one step.
+
+- At most `batch_size` requests run; the others wait in FIFO order and are
+  admitted at the start of a step when a slot is free and their generator is
+  ready (a request waiting for streamed input holds no slot).
+- Streamed text and token input is concatenated per kind in arrival order.
+- Modelled step time (`step_time_us`, `step_mode` sleep or busy), fault knobs
+  (`fail_at_step`: step raises; `crash_at_step`: the process aborts;
+  `hang_at_step`: step never returns; `fail_utilities`) and the utilities
+  "ping", "stats" and "div".
+- Streamed input that breaks the contract (a kind the engine does not take,
+  input after `last`) fails only that request, with an "error" output.
+
+The worker calls every method on its busy-loop thread only.
+"""
+
+import collections
+import os
+import sys
+import time
+
+from omnistage_engines.params import Params
+
+MAX_BATCH_SIZE = 65536
+MAX_FAULT_STEP = 1000000000
+MAX_TOKENS_LIMIT = 1 << 20
+
+
+class Input:
+    """All input a request has received so far."""
+
+    __slots__ = ("text", "tokens", "complete")
+
+    def __init__(self):
+        self.text = ""
+        self.tokens = []
+        self.complete = False
+
+
+class Generator:
+    """The engine-specific work of one request."""
+
+    def ready(self, inp):
+        """Whether step() can make progress with `inp`."""
+        raise NotImplementedError
+
+    def step(self, inp):
+        """One step: (payloads, finish), finish None while it goes on."""
+        raise NotImplementedError
+
+
+class _Live:
+    __slots__ = ("id", "input", "generator", "running")
+
+    def __init__(self, request_id, generator):
+        self.id = request_id
+        self.input = Input()
+        self.generator = generator
+        self.running = False
+
+
+def _kind(payload):
+    if isinstance(payload, str):
+        return "text"
+    if isinstance(payload, list):
+        return "tokens"
+    if isinstance(payload, bytes):
+        return "raw"
+    return "audio"
+
+
+class Batching:
+    """Subclasses set ACCEPTS (input kinds) and implement new_generator()."""
+
+    ACCEPTS = ("text", "tokens")
+
+    def __init__(self, name, params, read_own=None):
+        self.name = name
+        reader = Params(name, params)
+        self.batch_size = reader.int("batch_size", 16, 1, MAX_BATCH_SIZE)
+        self.step_us = reader.micros("step_time_us", 0, 60 * 1000000)
+        self.busy = reader.enum("step_mode", "sleep", ["sleep", "busy"]) == "busy"
+        self.default_max_tokens = reader.int("max_tokens", 32, 1, MAX_TOKENS_LIMIT)
+        self.fail_at_step = reader.int("fail_at_step", 0, 0, MAX_FAULT_STEP)
+        self.crash_at_step = reader.int("crash_at_step", 0, 0, MAX_FAULT_STEP)
+        self.hang_at_step = reader.int("hang_at_step", 0, 0, MAX_FAULT_STEP)
+        self.fail_utilities = reader.bool("fail_utilities", False)
+        if read_own is not None:
+            read_own(reader)
+        reader.finish()
+        self._requests = {}
+        self._waiting = collections.deque()
+        self._running = []
+        self._failed = []
+        self._steps = 0
+        self._abort_calls = 0
+
+    # The engine interface -------------------------------------------------
+
+    @property
+    def capacity(self):
+        return self.batch_size
+
+    def new_generator(self, max_tokens, seed, extra):
+        raise NotImplementedError
+
+    def validate(self, request_id, inputs, complete, params):
+        for i, payload in enumerate(inputs):
+            kind = _kind(payload)
+            if kind not in self.ACCEPTS:
+                error = ValueError(f"engine {self.name}: input payload {i} is {kind}, but this "
+                                   f"engine accepts {' and '.join(self.ACCEPTS)}")
+                error.field = f"input[{i}]"
+                raise error
+        for key in params["extra"]:
+            error = ValueError(
+                f"engine {self.name}: unknown extra parameter '{key}' (known: none)")
+            error.field = f"params.extra.{key}"
+            raise error
+
+    def add(self, request_id, inputs, complete, params):
+        if request_id in self._requests:
+            raise KeyError(f"engine {self.name}: request '{request_id}' already exists")
+        max_tokens = params["max_tokens"] or self.default_max_tokens
+        live = _Live(request_id,
+                     self.new_generator(max_tokens, params["seed"] or 0, params["extra"]))
+        for payload in inputs:
+            self._append(live.input, payload)
+        live.input.complete = complete
+        self._waiting.append(live)
+        self._requests[request_id] = live
+
+    def append_input(self, request_id, chunks, last):
+        live = self._requests.get(request_id)
+        if live is None:
+            return  # finished or aborted
+        if live.input.complete:
+            self._fail(request_id, f"engine {self.name}: input for request '{request_id}' "
+                                   "arrived after its input was complete")
+            return
+        for i, chunk in enumerate(chunks):
+            kind = _kind(chunk)
+            if kind not in self.ACCEPTS:
+                self._fail(request_id, f"engine {self.name}: streamed input chunk {i} of "
+                                       f"request '{request_id}' is {kind}, but this engine "
+                                       f"accepts {' and '.join(self.ACCEPTS)}")
+                return
+        for chunk in chunks:
+            self._append(live.input, chunk)
+        if last:
+            live.input.complete = True
+
+    def abort(self, request_ids):
+        self._abort_calls += 1
+        for request_id in request_ids:
+            self._failed = [out for out in self._failed if out[0] != request_id]
+            live = self._requests.pop(request_id, None)
+            if live is None:
+                continue
+            if live.running:
+                self._running.remove(live)
+            else:
+                self._waiting.remove(live)
+
+    def has_work(self):
+        if self._failed:
+            return True
+        for live in self._running:
+            if live.generator.ready(live.input):
+                return True
+        if len(self._running) >= self.batch_size:
+            return False
+        return any(live.generator.ready(live.input) for live in self._waiting)
+
+    def step(self):
+        self._steps += 1
+        if self._steps == self.crash_at_step:
+            print(f"engine {self.name}: crashing at step {self._steps} (crash_at_step)",
+                  file=sys.stderr, flush=True)
+            os.abort()
+        if self._steps == self.hang_at_step:
+            # A wedged GPU kernel: the loop stops dead, the process stays up.
+            print(f"engine {self.name}: hanging at step {self._steps} (hang_at_step)",
+                  file=sys.stderr, flush=True)
+            while True:
+                time.sleep(3600)
+        if self._steps == self.fail_at_step:
+            raise RuntimeError(f"engine {self.name}: injected failure at step "
+                               f"{self._steps} (fail_at_step)")
+        start = time.monotonic_ns()
+        outputs = self._failed
+        self._failed = []
+        self._admit()
+        kept = []
+        for live in self._running:
+            if not live.generator.ready(live.input):
+                kept.append(live)
+                continue
+            payloads, finish = live.generator.step(live.input)
+            if payloads or finish is not None:
+                outputs.append((live.id, payloads, finish))
+            if finish is None:
+                kept.append(live)
+            else:
+                del self._requests[live.id]
+        self._running = kept
+        self._wait_out_step_time(start)
+        return outputs
+
+    def utility(self, name, args):
+        if self.fail_utilities:
+            raise RuntimeError(
+                f"engine {self.name}: utility '{name}' failed (fail_utilities is set)")
+        if name == "ping":
+            return "pong"
+        if name == "stats":
+            return {"running": len(self._running), "waiting": len(self._waiting),
+                    "steps": self._steps, "abort_calls": self._abort_calls,
+                    "capacity": self.batch_size}
+        if name == "div":
+            if len(args) != 2 or not all(isinstance(a, float) for a in args):
+                raise ValueError(f"engine {self.name}: utility div: expected two numbers [a, b]")
+            if args[1] == 0:
+                raise ValueError(f"engine {self.name}: utility div: division by zero")
+            return args[0] / args[1]
+        raise ValueError(
+            f"engine {self.name}: unknown utility '{name}' (known: div, ping, stats)")
+
+    def load(self):
+        return len(self._running), len(self._waiting)
+
+    # Internals --------------------------------------------------------------
+
+    @staticmethod
+    def _append(inp, payload):
+        if isinstance(payload, str):
+            inp.text += payload
+        elif isinstance(payload, list):
+            inp.tokens.extend(payload)
+
+    def _fail(self, request_id, message):
+        self.abort([request_id])
+        self._failed.append((request_id, [], "error", message))
+
+    def _admit(self):
+        still = collections.deque()
+        while self._waiting:
+            live = self._waiting.popleft()
+            if len(self._running) < self.batch_size and live.generator.ready(live.input):
+                live.running = True
+                self._running.append(live)
+            else:
+                still.append(live)
+        self._waiting = still
+
+    def _wait_out_step_time(self, start_ns):
+        if self.step_us <= 0:
+            return
+        deadline = start_ns + self.step_us * 1000
+        if self.busy:
+            while time.monotonic_ns() < deadline:
+                pass
+            return
+        left = deadline - time.monotonic_ns()
+        if left > 0:
+            time.sleep(left / 1e9)

@@ -1,0 +1,341 @@
+#include "stage_worker/engines/python/python_engine.h"
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/field_error.h"
+#include "common/limits.h"
+#include "stage_worker/engines/python/python_convert.h"
+#include "stage_worker/engines/python/python_runtime.h"
+
+namespace py = pybind11;
+
+namespace omnistage {
+namespace {
+
+constexpr int kMaxCapacity = 65536;
+constexpr const char* kRequiredMethods[] = {"validate", "add",  "append_input", "abort",
+                                            "has_work", "step", "utility"};
+
+// The instance's bound methods, looked up once.
+struct Methods {
+  py::object validate, add, append_input, abort, has_work, step, utility;
+  py::object load;  // None when the class has none
+};
+
+// A request converted for validate, kept for the add that follows it.
+struct Prepared {
+  std::string id;
+  py::object inputs;
+  py::object params;
+};
+
+class PythonEngine : public Engine {
+ public:
+  PythonEngine(std::string label, py::object instance, Methods methods, int capacity)
+      : label_(std::move(label)),
+        instance_(std::move(instance)),
+        methods_(std::move(methods)),
+        capacity_(capacity) {}
+
+  ~PythonEngine() override {
+    PythonLock gil;
+    prepared_.reset();
+    methods_ = Methods();
+    instance_ = py::object();
+  }
+
+  // On gRPC threads: only what needs no interpreter.
+  absl::Status Validate(const EngineRequest& request) const override {
+    if (request.id.empty()) return absl::InvalidArgumentError(label_ + ": empty request id");
+    if (request.params.has_max_tokens() &&
+        (request.params.max_tokens() < 1 || request.params.max_tokens() > kMaxTokensLimit)) {
+      return AtField(absl::InvalidArgumentError(absl::StrCat(label_, ": max_tokens must be in [1, ",
+                                                             kMaxTokensLimit, "], got ",
+                                                             request.params.max_tokens())),
+                     "params.max_tokens");
+    }
+    for (size_t i = 0; i < request.input.size(); ++i) {
+      if (request.input[i].kind_case() == v1::Payload::KIND_NOT_SET) {
+        return AtField(absl::InvalidArgumentError(
+                           absl::StrCat(label_, ": input payload ", i, " is empty (no kind set)")),
+                       absl::StrCat("input[", i, "]"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ValidateInLoop(const EngineRequest& request) override {
+    PythonLock gil;
+    try {
+      prepared_ = Prepared{request.id, PayloadsToPython(request.input),
+                           ParamsToPython(request.params)};
+      methods_.validate(request.id, prepared_->inputs, request.input_complete,
+                        prepared_->params);
+      return absl::OkStatus();
+    } catch (py::error_already_set& e) {
+      prepared_.reset();
+      return Refusal(e);
+    } catch (const std::exception& e) {
+      prepared_.reset();
+      return absl::InvalidArgumentError(absl::StrCat(label_, ": validate: ", e.what()));
+    }
+  }
+
+  absl::Status Add(EngineRequest request) override {
+    PythonLock gil;
+    try {
+      Prepared args = prepared_.has_value() && prepared_->id == request.id
+                          ? *std::move(prepared_)
+                          : Prepared{request.id, PayloadsToPython(request.input),
+                                     ParamsToPython(request.params)};
+      prepared_.reset();
+      methods_.add(request.id, args.inputs, request.input_complete, args.params);
+    } catch (py::error_already_set& e) {
+      return Raised("add", e);
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat(label_, ": add: ", e.what()));
+    }
+    live_.insert(std::move(request.id));
+    return absl::OkStatus();
+  }
+
+  absl::Status AppendInput(const std::string& id, std::vector<v1::Payload> chunks,
+                           bool last) override {
+    PythonLock gil;
+    try {
+      methods_.append_input(id, PayloadsToPython(chunks), last);
+      return absl::OkStatus();
+    } catch (py::error_already_set& e) {
+      return Raised("append_input", e);
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat(label_, ": append_input: ", e.what()));
+    }
+  }
+
+  // Engine::Abort() cannot fail: an exception is kept for the next Step().
+  void Abort(const std::vector<std::string>& ids) override {
+    for (const std::string& id : ids) live_.erase(id);
+    PythonLock gil;
+    try {
+      py::list list(ids.size());
+      for (size_t i = 0; i < ids.size(); ++i) list[i] = py::str(ids[i]);
+      methods_.abort(list);
+    } catch (py::error_already_set& e) {
+      Break(Raised("abort", e));
+    } catch (const std::exception& e) {
+      Break(absl::InternalError(absl::StrCat(label_, ": abort: ", e.what())));
+    }
+  }
+
+  bool HasWork() const override {
+    if (!broken_.ok()) return true;  // so that Step() reports it
+    PythonLock gil;
+    try {
+      return methods_.has_work().cast<bool>();
+    } catch (py::error_already_set& e) {
+      Break(Raised("has_work", e));
+    } catch (const std::exception& e) {
+      Break(absl::InternalError(absl::StrCat(label_, ": has_work: ", e.what())));
+    }
+    return true;
+  }
+
+  absl::StatusOr<std::vector<v1::RequestOutput>> Step() override {
+    if (!broken_.ok()) return broken_;
+    absl::StatusOr<std::vector<v1::RequestOutput>> outputs;
+    {
+      PythonLock gil;
+      try {
+        outputs = OutputsFromPython(methods_.step());
+      } catch (py::error_already_set& e) {
+        return Raised("step", e);
+      } catch (const std::exception& e) {
+        return absl::InternalError(absl::StrCat(label_, ": step: ", e.what()));
+      }
+    }
+    if (!outputs.ok()) {
+      return absl::InternalError(absl::StrCat(label_, ": step ", outputs.status().message()));
+    }
+    for (const v1::RequestOutput& output : *outputs) {
+      if (output.finished()) live_.erase(output.request_id());
+    }
+    return outputs;
+  }
+
+  absl::StatusOr<google::protobuf::Value> Utility(const std::string& name,
+                                                  const google::protobuf::ListValue& args) override {
+    PythonLock gil;
+    try {
+      py::object result = methods_.utility(name, ListToPython(args));
+      absl::StatusOr<google::protobuf::Value> value = ValueFromPython(result);
+      if (!value.ok()) {
+        return absl::InternalError(absl::StrCat(label_, ": utility '", name, "' returned ",
+                                                value.status().message()));
+      }
+      return value;
+    } catch (py::error_already_set& e) {
+      absl::StatusCode code = absl::StatusCode::kInternal;
+      if (e.matches(PyExc_ValueError) || e.matches(PyExc_TypeError)) {
+        code = absl::StatusCode::kInvalidArgument;
+      } else if (e.matches(PyExc_NotImplementedError)) {
+        code = absl::StatusCode::kUnimplemented;
+      }
+      return absl::Status(code, code == absl::StatusCode::kInternal
+                                    ? absl::StrCat(label_, ": utility '", name, "' raised ",
+                                                   ExceptionLine(e))
+                                    : std::string(py::str(e.value())));
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat(label_, ": utility '", name, "': ", e.what()));
+    }
+  }
+
+  int capacity() const override { return capacity_; }
+
+  EngineLoad load() const override {
+    if (broken_.ok()) {
+      PythonLock gil;
+      try {
+        if (!methods_.load.is_none()) {
+          auto [running, waiting] = methods_.load().cast<std::pair<int, int>>();
+          return {running, waiting};
+        }
+      } catch (py::error_already_set& e) {
+        Break(Raised("load", e));
+      } catch (const std::exception& e) {
+        Break(absl::InternalError(absl::StrCat(label_, ": load: ", e.what())));
+      }
+    }
+    // What the worker knows: added, not yet finished or aborted.
+    const int live = static_cast<int>(live_.size());
+    return {std::min(live, capacity_), std::max(0, live - capacity_)};
+  }
+
+ private:
+  // A fatal error: the exception, its traceback, and where it came from.
+  absl::Status Raised(const char* method, const py::error_already_set& e) const {
+    return absl::InternalError(absl::StrCat(label_, ": ", method, " raised ", ExceptionLine(e),
+                                            "\n", ExceptionWithTraceback(e)));
+  }
+
+  // validate's exception: the request's refusal, with the field it names.
+  absl::Status Refusal(const py::error_already_set& e) const {
+    std::string message = e.matches(PyExc_ValueError) ? std::string(py::str(e.value()))
+                                                       : ExceptionLine(e);
+    absl::Status status = absl::InvalidArgumentError(message);
+    if (py::hasattr(e.value(), "field")) {
+      py::object field = e.value().attr("field");
+      if (PyUnicode_Check(field.ptr())) status = AtField(status, std::string(py::str(field)));
+    }
+    return status;
+  }
+
+  // The first error of a call that cannot return one (abort, has_work, load).
+  void Break(absl::Status status) const {
+    if (broken_.ok()) broken_ = std::move(status);
+  }
+
+  const std::string label_;  // "python engine <module>.<class>"
+  py::object instance_;
+  Methods methods_;
+  const int capacity_;
+  std::optional<Prepared> prepared_;
+  absl::flat_hash_set<std::string> live_;
+  mutable absl::Status broken_;
+};
+
+absl::Status Refused(std::string message, const std::string& field) {
+  absl::Status status = absl::InvalidArgumentError(absl::StrCat("engine python: ", message));
+  return field.empty() ? status : AtField(status, field);
+}
+
+void PrependToSysPath(const std::string& path) {
+  py::list sys_path = py::module_::import("sys").attr("path");
+  py::object abspath = py::module_::import("os.path").attr("abspath");
+  std::vector<std::string> dirs = absl::StrSplit(path, ':', absl::SkipEmpty());
+  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) sys_path.insert(0, abspath(*it));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Engine>> CreatePythonEngine(
+    const std::map<std::string, std::string>& params) {
+  std::map<std::string, std::string> own = params;
+  const std::string module_name = own["module"];
+  const std::string class_name = own["class"];
+  const std::string path = own["path"];
+  own.erase("module");
+  own.erase("class");
+  own.erase("path");
+  if (module_name.empty()) {
+    return Refused("parameter 'module' is required (the Python module to import)", "module");
+  }
+  if (class_name.empty()) {
+    return Refused("parameter 'class' is required (the engine class in module '" + module_name +
+                       "')",
+                   "class");
+  }
+  const std::string qualified = absl::StrCat(module_name, ".", class_name);
+  StartPython();
+  PythonLock gil;
+  try {
+    if (!path.empty()) PrependToSysPath(path);
+    py::module_ module;
+    try {
+      module = py::module_::import(module_name.c_str());
+    } catch (py::error_already_set& e) {
+      return Refused(absl::StrCat("cannot import module '", module_name, "': ", ExceptionLine(e)),
+                     "module");
+    }
+    if (!py::hasattr(module, class_name.c_str())) {
+      return Refused(absl::StrCat("module '", module_name, "' has no class '", class_name, "'"),
+                     "class");
+    }
+    py::object cls = module.attr(class_name.c_str());
+    for (const char* method : kRequiredMethods) {
+      if (!py::hasattr(cls, method) || !PyCallable_Check(cls.attr(method).ptr())) {
+        return Refused(absl::StrCat("class ", qualified, " has no method '", method,
+                                    "' (an engine implements validate, add, append_input, abort, "
+                                    "has_work, step, utility and capacity)"),
+                       "class");
+      }
+    }
+    py::dict engine_params;
+    for (const auto& [key, value] : own) engine_params[py::str(key)] = py::str(value);
+    py::object instance;
+    try {
+      instance = cls(engine_params);
+    } catch (py::error_already_set& e) {
+      std::string field;
+      if (py::hasattr(e.value(), "param")) field = py::str(e.value().attr("param"));
+      return Refused(absl::StrCat(qualified, "(params) raised ", ExceptionLine(e)), field);
+    }
+    if (!py::hasattr(instance, "capacity")) {
+      return Refused(absl::StrCat("class ", qualified, " has no method 'capacity'"), "class");
+    }
+    py::object capacity = instance.attr("capacity");
+    if (PyCallable_Check(capacity.ptr())) capacity = capacity();
+    if (!PyLong_Check(capacity.ptr()) || capacity.cast<long long>() < 1 ||
+        capacity.cast<long long>() > kMaxCapacity) {
+      return Refused(absl::StrCat(qualified, ".capacity is ", std::string(py::repr(capacity)),
+                                  " (expected an int in [1, ", kMaxCapacity, "])"),
+                     "class");
+    }
+    Methods methods{instance.attr("validate"), instance.attr("add"),
+                    instance.attr("append_input"), instance.attr("abort"),
+                    instance.attr("has_work"), instance.attr("step"),
+                    instance.attr("utility"),
+                    py::getattr(instance, "load", py::none())};
+    return std::make_unique<PythonEngine>(absl::StrCat("python engine ", qualified),
+                                          std::move(instance), std::move(methods),
+                                          capacity.cast<int>());
+  } catch (py::error_already_set& e) {
+    return Refused(absl::StrCat(qualified, ": ", ExceptionLine(e)), "");
+  }
+}
+
+}  // namespace omnistage

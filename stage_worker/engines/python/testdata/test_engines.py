@@ -1,0 +1,148 @@
+"""Engines for the python engine's tests: broken classes, exceptions from a
+chosen method, malformed outputs, and a recorder of threads and calls."""
+
+import ctypes
+import threading
+import time
+
+from omnistage_engines.params import ParamError
+from omnistage_engines.sim_llm import SimLlm
+
+
+class Echo:
+    """Echoes each request's text input in one step, then stops. Parameter
+    `raise_in`: the method that raises (ValueError "boom in <method>", from a
+    helper so the traceback has two frames)."""
+
+    capacity = 8
+
+    def __init__(self, params):
+        self.raise_in = params.pop("raise_in", "")
+        self.output = params.pop("output", "good")
+        if params:
+            key = sorted(params)[0]
+            raise ParamError(key, f"engine echo: unknown parameter '{key}'")
+        self.requests = {}
+        self.threads = set()
+        self.has_work_calls = 0
+
+    def _boom(self, method):
+        if self.raise_in == method:
+            explode(method)
+
+    def _seen(self, method):
+        self.threads.add(threading.get_ident())
+        self._boom(method)
+
+    def validate(self, request_id, inputs, complete, params):
+        self._seen("validate")
+        if params["extra"].get("reject"):
+            error = ValueError("refused: " + params["extra"]["reject"])
+            error.field = "params.extra.reject"
+            raise error
+
+    def add(self, request_id, inputs, complete, params):
+        self._seen("add")
+        self.requests[request_id] = "".join(p for p in inputs if isinstance(p, str))
+
+    def append_input(self, request_id, chunks, last):
+        self._seen("append_input")
+        if request_id in self.requests:
+            self.requests[request_id] += "".join(p for p in chunks if isinstance(p, str))
+
+    def abort(self, request_ids):
+        self._seen("abort")
+        for request_id in request_ids:
+            self.requests.pop(request_id, None)
+
+    def has_work(self):
+        self.has_work_calls += 1
+        self._seen("has_work")
+        return bool(self.requests)
+
+    def step(self):
+        self._seen("step")
+        if self.output == "not_a_list":
+            return 42
+        if self.output == "bad_payload":
+            return [(request_id, [1.5], "stop") for request_id in self.requests]
+        if self.output == "bad_finish":
+            return [(request_id, [], "done") for request_id in self.requests]
+        if self.output == "gil_hog":
+            # Holds the GIL for 3 s: a PyDLL call does not release it.
+            ctypes.PyDLL(None).usleep(3000000)
+        outputs = [(request_id, [text, [len(text)], text.encode(),
+                                 {"pcm_s16le": b"\x01\x00", "sample_rate_hz": 24000,
+                                  "channels": 1}], "stop")
+                   for request_id, text in self.requests.items()]
+        self.requests.clear()
+        return outputs
+
+    def utility(self, name, args):
+        self._seen("utility")
+        if name == "threads":
+            return len(self.threads)
+        if name == "has_work_calls":
+            return self.has_work_calls
+        if name == "echo":
+            return args
+        if name == "not_json":
+            return object()
+        if name == "unimplemented":
+            raise NotImplementedError("no such thing")
+        if name == "runtime":
+            raise RuntimeError("it broke")
+        raise ValueError(f"unknown utility '{name}'")
+
+
+def explode(method):
+    raise ValueError(f"boom in {method}")
+
+
+class NoStep:
+    capacity = 1
+
+    def __init__(self, params):
+        pass
+
+    def validate(self, *args):
+        pass
+
+    def add(self, *args):
+        pass
+
+    def append_input(self, *args):
+        pass
+
+    def abort(self, *args):
+        pass
+
+    def has_work(self):
+        return False
+
+    def utility(self, *args):
+        return None
+
+
+class BadCapacity(Echo):
+    capacity = "lots"
+
+
+class Ticker(SimLlm):
+    """SimLlm with a Python thread that counts while the worker's loop idles:
+    it runs only if the loop leaves the GIL free between calls."""
+
+    def __init__(self, params):
+        super().__init__(params)
+        self.ticks = 0
+        threading.Thread(target=self._tick, daemon=True).start()
+
+    def _tick(self):
+        while True:
+            self.ticks += 1
+            time.sleep(0.001)
+
+    def utility(self, name, args):
+        if name == "ticks":
+            return self.ticks
+        return super().utility(name, args)
