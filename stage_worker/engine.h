@@ -58,6 +58,9 @@ class Engine {
   // engine's validate needs the interpreter the loop holds while it steps). A
   // non-OK status rejects that request only, like Validate(); OK by default.
   virtual absl::Status ValidateInLoop(const EngineRequest& request) { return absl::OkStatus(); }
+  // True when ValidateInLoop() checks anything: a session's stage defaults are
+  // then checked on the loop too before the session opens. Constant.
+  virtual bool validates_in_loop() const { return false; }
 
   // Starts a request that passed Validate(). An error here is fatal for the worker.
   virtual absl::Status Add(EngineRequest request) = 0;

@@ -14,6 +14,15 @@ CoreMessage CoreMessage::Add(EngineRequest request, std::function<void()> taken,
   return m;
 }
 
+CoreMessage CoreMessage::Check(EngineRequest request,
+                               std::function<void(const absl::Status&)> done) {
+  CoreMessage m;
+  m.kind = Kind::kCheck;
+  m.request = std::move(request);
+  m.add_rejected = std::move(done);
+  return m;
+}
+
 CoreMessage CoreMessage::AppendInput(std::string id, std::vector<v1::Payload> chunks,
                                      bool last) {
   CoreMessage m;
@@ -93,17 +102,25 @@ std::deque<CoreMessage> InputQueue::Close() {
 
 EngineCore::EngineCore(Engine* engine, CoreSink* sink) : engine_(engine), sink_(sink) {}
 
+namespace {
+
+// A message the closed queue refused: the callbacks that must run, run now.
+void AnswerRefused(CoreMessage& m) {
+  if (m.abort_done) m.abort_done(false);
+  if (m.kind == CoreMessage::Kind::kCheck) m.add_rejected(absl::OkStatus());
+}
+
+}  // namespace
+
 bool EngineCore::Submit(CoreMessage message) {
   if (queue_.Push(message)) return true;
-  if (message.abort_done) message.abort_done(false);
+  AnswerRefused(message);
   return false;
 }
 
 bool EngineCore::SubmitAll(std::vector<CoreMessage> messages) {
   if (queue_.PushAll(messages)) return true;
-  for (CoreMessage& m : messages) {
-    if (m.abort_done) m.abort_done(false);
-  }
+  for (CoreMessage& m : messages) AnswerRefused(m);
   return false;
 }
 
@@ -180,6 +197,9 @@ absl::Status EngineCore::Apply(CoreMessage& m) {
     case CoreMessage::Kind::kUtility:
       sink_->OnUtilityResult(m.call_id, engine_->Utility(m.name, m.args));
       return absl::OkStatus();
+    case CoreMessage::Kind::kCheck:
+      m.add_rejected(engine_->ValidateInLoop(m.request));
+      return absl::OkStatus();
     case CoreMessage::Kind::kWakeup:
       return absl::OkStatus();
   }
@@ -190,6 +210,9 @@ void EngineCore::Reject(CoreMessage& m) {
   switch (m.kind) {
     case CoreMessage::Kind::kAbort:
       if (m.abort_done) m.abort_done(false);
+      break;
+    case CoreMessage::Kind::kCheck:
+      m.add_rejected(absl::OkStatus());  // The session will hear why the loop ended.
       break;
     case CoreMessage::Kind::kUtility:
       sink_->OnUtilityResult(m.call_id,

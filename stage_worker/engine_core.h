@@ -39,7 +39,7 @@ namespace omnistage {
 
 // One message for the busy loop. Build with the named constructors.
 struct CoreMessage {
-  enum class Kind { kAdd, kAppendInput, kAbort, kUtility, kWakeup };
+  enum class Kind { kAdd, kAppendInput, kAbort, kUtility, kCheck, kWakeup };
 
   // `taken` (optional) runs on the loop thread right after the engine took the
   // request (not if Add() failed). `rejected` (optional) runs there instead when
@@ -53,12 +53,15 @@ struct CoreMessage {
                            std::function<void(bool applied)> done = nullptr);
   static CoreMessage Utility(uint64_t call_id, std::string name,
                              google::protobuf::ListValue args);
+  // Runs the engine's ValidateInLoop() on `request` without adding it; `done`
+  // gets the outcome on the loop thread (OK if the loop ended before).
+  static CoreMessage Check(EngineRequest request, std::function<void(const absl::Status&)> done);
   static CoreMessage Wakeup();
 
   Kind kind = Kind::kWakeup;
   EngineRequest request;                  // kAdd
   std::function<void()> add_taken;        // kAdd
-  std::function<void(const absl::Status&)> add_rejected;  // kAdd
+  std::function<void(const absl::Status&)> add_rejected;  // kAdd; kCheck's outcome
   std::string id;                         // kAppendInput
   std::vector<v1::Payload> chunks;        // kAppendInput
   bool last = false;                      // kAppendInput
@@ -128,7 +131,8 @@ class EngineCore {
   void Run();
 
   // Queues a message for the loop. Thread-safe. Returns false once the loop has
-  // ended; an abort's done callback then runs at once with false, on this thread.
+  // ended; an abort's done callback then runs at once with false, a check's
+  // with OK, on this thread.
   bool Submit(CoreMessage message);
   // Queues `messages` at once: the loop sees all of them or none, in order.
   bool SubmitAll(std::vector<CoreMessage> messages);

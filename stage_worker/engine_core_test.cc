@@ -223,6 +223,35 @@ TEST_F(EngineCoreTest, AddTakenRunsAfterTheEngineTookTheRequest) {
               ElementsAre("abort [a]", "abort done", "add a", "a taken", "add bad"));
 }
 
+// An ADD the engine's in-loop check refuses fails that request only: it is not
+// added, its rejected callback (not taken) runs on the loop, and the loop goes
+// on. A CHECK runs the same check without adding; after the loop ended it is
+// answered OK at once (the session learns why from the loop's end).
+TEST_F(EngineCoreTest, InLoopRefusalRejectsOnlyThatRequest) {
+  engine_.RefuseInLoop("bad");
+  std::vector<std::string> rejected;
+  ASSERT_TRUE(core_.Submit(CoreMessage::Add(
+      Request("bad", 1), [this] { engine_.Note("bad taken"); },
+      [&rejected](const absl::Status& status) { rejected.push_back(status.ToString()); })));
+  ASSERT_TRUE(core_.Submit(CoreMessage::Add(Request("good", 1), [this] { engine_.Note("good taken"); })));
+  ASSERT_TRUE(core_.Submit(CoreMessage::Check(
+      Request("bad", 1), [&rejected](const absl::Status& status) {
+        rejected.push_back("check: " + status.ToString());
+      })));
+  StartLoop();
+  ASSERT_TRUE(sink_.WaitFor("step 1: (good,0)", kDeadline));
+  core_.RequestShutdown();
+  JoinLoop();
+  EXPECT_THAT(rejected, ElementsAre("INVALID_ARGUMENT: refused bad",
+                                    "check: INVALID_ARGUMENT: refused bad"));
+  EXPECT_THAT(engine_.calls(), ElementsAre("refuse bad", "add good", "good taken", "refuse bad",
+                                           "step 1"));
+  bool answered = false;
+  EXPECT_FALSE(core_.Submit(CoreMessage::Check(
+      Request("x", 1), [&answered](const absl::Status& status) { answered = status.ok(); })));
+  EXPECT_TRUE(answered);
+}
+
 // Messages that reach the queue after the loop took its last batch are answered
 // when a shutdown ends it (here submitted from the loop thread itself, right after
 // the shutdown request, so the order is certain).

@@ -82,6 +82,18 @@ bool FakeEngine::WaitForHasWorkCalls(int n, absl::Duration timeout) const {
 
 absl::Status FakeEngine::Validate(const EngineRequest& request) const { return absl::OkStatus(); }
 
+void FakeEngine::RefuseInLoop(std::string id) {
+  absl::MutexLock lock(&mu_);
+  refuse_id_ = std::move(id);
+}
+
+absl::Status FakeEngine::ValidateInLoop(const EngineRequest& request) {
+  absl::MutexLock lock(&mu_);
+  if (request.id != refuse_id_) return absl::OkStatus();
+  calls_.push_back(absl::StrCat("refuse ", request.id));
+  return absl::InvalidArgumentError(absl::StrCat("refused ", request.id));
+}
+
 absl::Status FakeEngine::Add(EngineRequest request) {
   absl::MutexLock lock(&mu_);
   calls_.push_back(absl::StrCat("add ", request.id));

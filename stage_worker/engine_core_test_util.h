@@ -49,6 +49,8 @@ class FakeEngine : public Engine {
   void FailStep(uint64_t n);
   // Add() of request `id` fails with INTERNAL.
   void FailAdd(std::string id);
+  // ValidateInLoop() refuses request `id` (INVALID_ARGUMENT "refused <id>").
+  void RefuseInLoop(std::string id);
   // Step number n > `limit` waits inside Step() (after it is logged) until the limit
   // is raised. Starts unlimited.
   void AllowSteps(uint64_t limit);
@@ -64,6 +66,7 @@ class FakeEngine : public Engine {
   bool WaitForHasWorkCalls(int n, absl::Duration timeout) const;
 
   absl::Status Validate(const EngineRequest& request) const override;
+  absl::Status ValidateInLoop(const EngineRequest& request) override;
   absl::Status Add(EngineRequest request) override;
   absl::Status AppendInput(const std::string& id, std::vector<v1::Payload> chunks,
                            bool last) override;
@@ -83,6 +86,7 @@ class FakeEngine : public Engine {
   uint64_t allowed_steps_ ABSL_GUARDED_BY(mu_) = kAllSteps;
   uint64_t fail_step_ ABSL_GUARDED_BY(mu_) = 0;
   std::string fail_add_id_ ABSL_GUARDED_BY(mu_);
+  std::string refuse_id_ ABSL_GUARDED_BY(mu_);
   // (id, steps still to run), in the order the requests were added.
   std::vector<std::pair<std::string, uint32_t>> live_ ABSL_GUARDED_BY(mu_);
 };

@@ -99,6 +99,10 @@ class Worker : public CoreSink {
   // if the worker has stopped serving, ends it with the reason. Call once the
   // transport can take writes.
   void StartSession(const std::shared_ptr<Session>& session);
+  // For an engine that validates in its loop: checks `hello`'s stage defaults
+  // there, then calls `done` (on the loop thread) with OpenSession()'s kind of
+  // refusal, or OK; without defaults, or for other engines, calls it at once.
+  void CheckDefaultsInLoop(const v1::Hello& hello, std::function<void(const absl::Status&)> done);
   // One command after the Hello. Bad commands are answered with CommandRejected.
   void HandleCommand(Session& session, v1::WorkerCommand& command);
   // The session's stream ended or broke: aborts all its requests. Idempotent.

@@ -64,21 +64,34 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerCommand, v
     absl::StatusOr<std::shared_ptr<Session>> session =
         worker_->OpenSession(command_.hello(), command_.seq(), this, PeerIdentity(*context_));
     if (!session.ok()) {
-      // Say which field was refused, then end the stream with the same error.
-      refusal_ = session.status();
-      v1::CommandRejected* rejected = refusal_event_.mutable_rejected();
-      rejected->set_seq(command_.seq());
-      rejected->set_command(v1::CommandRejected::KIND_HELLO);
-      *rejected->mutable_error() = ErrorProto(refusal_, worker_->stage_id(), -1,
-                                              worker_->instance_id());
-      StartWrite(&refusal_event_);
+      RefuseHello(session.status());
       return;
     }
-    // session_ must be set before the first write can complete.
-    session_ = *std::move(session);
-    worker_->StartSession(session_);
-    command_.Clear();
-    StartRead(&command_);
+    // Nothing is outstanding on the stream until the check answers, so the
+    // reactor waits for it (on the loop thread, or here at once).
+    worker_->CheckDefaultsInLoop(
+        command_.hello(), [this, opened = *std::move(session)](const absl::Status& refused) {
+          if (!refused.ok()) {
+            RefuseHello(refused);
+            return;
+          }
+          // session_ must be set before the first write can complete.
+          session_ = opened;
+          worker_->StartSession(session_);
+          command_.Clear();
+          StartRead(&command_);
+        });
+  }
+
+  // Says which field was refused, then ends the stream with the same error.
+  void RefuseHello(const absl::Status& status) {
+    refusal_ = status;
+    v1::CommandRejected* rejected = refusal_event_.mutable_rejected();
+    rejected->set_seq(command_.seq());
+    rejected->set_command(v1::CommandRejected::KIND_HELLO);
+    *rejected->mutable_error() =
+        ErrorProto(refusal_, worker_->stage_id(), -1, worker_->instance_id());
+    StartWrite(&refusal_event_);
   }
 
   Worker* const worker_;

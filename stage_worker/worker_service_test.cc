@@ -23,7 +23,7 @@ TEST_F(WorkerServiceTest, HandshakeReportsIdentity) {
   absl::StatusOr<v1::Ready> ready = client.Connect(hello);
   ASSERT_TRUE(ready.ok()) << ready.status();
   EXPECT_EQ(ready->stage_id(), 2);
-  EXPECT_EQ(ready->engine(), "sim_llm");
+  EXPECT_EQ(ready->engine(), kEngineUnderTest);
   EXPECT_EQ(ready->max_message_bytes(), 16 << 20);
   EXPECT_EQ(ready->capacity(), 7);
   EXPECT_EQ(ready->instance_id(), worker_->instance_id());

@@ -1,4 +1,5 @@
-// The fixture of the StageWorker service tests: a sim_llm Worker behind a real
+// The fixture of the StageWorker service tests: a sim_llm Worker (C++, or its
+// Python port) behind a real
 // WorkerServer on port 0, real clients, and helpers to read the engine's stats
 // through the busy loop.
 #ifndef OMNISTAGE_STAGE_WORKER_WORKER_SERVICE_TEST_FIXTURE_H_
@@ -20,13 +21,26 @@ namespace omnistage {
 
 class WorkerServiceTest : public ::testing::Test {
  protected:
+  // The *_python tests (BUILD) run every worker test against sim_llm's Python
+  // port, through the python engine: the busy loop's semantics must hold for it.
+#ifdef OMNISTAGE_TEST_PYTHON_SIM_LLM
+  static constexpr char kEngineUnderTest[] = "python";
+#else
+  static constexpr char kEngineUnderTest[] = "sim_llm";
+#endif
+
   void StartWorker(std::map<std::string, std::string> params, int stage_id = 0,
                    int max_message_bytes = 16 << 20, StallOptions stall = {}) {
-    absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine("sim_llm", params);
+#ifdef OMNISTAGE_TEST_PYTHON_SIM_LLM
+    params["path"] = "stage_worker/engines/python";
+    params["module"] = "omnistage_engines.sim_llm";
+    params["class"] = "SimLlm";
+#endif
+    absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine(kEngineUnderTest, params);
     ASSERT_TRUE(engine.ok()) << engine.status();
     WorkerOptions options;
     options.stage_id = stage_id;
-    options.engine_name = "sim_llm";
+    options.engine_name = kEngineUnderTest;
     options.max_message_bytes = max_message_bytes;
     options.stall = stall;
     worker_ = std::make_unique<Worker>(options, *std::move(engine));

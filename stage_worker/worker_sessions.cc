@@ -27,6 +27,42 @@ absl::Status CheckRequestId(const std::string& id) {
 
 }  // namespace
 
+namespace {
+
+// A request with no input and only `hello`'s stage defaults, for the engine's checks.
+EngineRequest DefaultsProbe(const v1::Hello& hello) {
+  EngineRequest probe;
+  probe.id = "hello-defaults";
+  probe.input_complete = false;
+  probe.params = hello.defaults();
+  return probe;
+}
+
+// The engine's refusal of a request's params, as a refusal of the defaults.
+absl::Status DefaultsRefused(const absl::Status& status) {
+  const std::string field = ErrorField(status);
+  absl::string_view within_params = field;
+  absl::ConsumePrefix(&within_params, "params");
+  absl::ConsumePrefix(&within_params, ".");
+  return AtField(
+      absl::InvalidArgumentError(absl::StrCat("stage defaults: ", status.message())),
+      absl::StrCat("defaults", within_params.empty() ? "" : ".", within_params));
+}
+
+}  // namespace
+
+void Worker::CheckDefaultsInLoop(const v1::Hello& hello,
+                                 std::function<void(const absl::Status&)> done) {
+  if (!hello.has_defaults() || !engine_->validates_in_loop()) {
+    done(absl::OkStatus());
+    return;
+  }
+  core_.Submit(CoreMessage::Check(
+      DefaultsProbe(hello), [done = std::move(done)](const absl::Status& status) {
+        done(status.ok() ? status : DefaultsRefused(status));
+      }));
+}
+
 absl::StatusOr<std::shared_ptr<Session>> Worker::OpenSession(const v1::Hello& hello,
                                                              uint64_t hello_seq,
                                                              EventTransport* transport,
@@ -45,20 +81,8 @@ absl::StatusOr<std::shared_ptr<Session>> Worker::OpenSession(const v1::Hello& he
   if (hello.has_defaults()) {
     // The client will merge these into every request: refuse them now, naming
     // the field, rather than every request later.
-    EngineRequest probe;
-    probe.id = "hello-defaults";
-    probe.input_complete = false;
-    probe.params = hello.defaults();
-    absl::Status status = engine_->Validate(probe);
-    if (!status.ok()) {
-      const std::string field = ErrorField(status);
-      absl::string_view within_params = field;
-      absl::ConsumePrefix(&within_params, "params");
-      absl::ConsumePrefix(&within_params, ".");
-      return AtField(absl::InvalidArgumentError(
-                         absl::StrCat("stage defaults: ", status.message())),
-                     absl::StrCat("defaults", within_params.empty() ? "" : ".", within_params));
-    }
+    absl::Status status = engine_->Validate(DefaultsProbe(hello));
+    if (!status.ok()) return DefaultsRefused(status);
   }
   absl::MutexLock lock(&mu_);
   return std::make_shared<Session>(next_session_++, peer, transport, hello_seq);

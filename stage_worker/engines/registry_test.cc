@@ -13,9 +13,15 @@ using engine_testing::RunToCompletion;
 using ::testing::ElementsAre;
 
 TEST(RegistryTest, KnowsTheBuiltInEngines) {
-  EXPECT_THAT(EngineNames(), ElementsAre("sim_llm", "thinker", "talker", "vocoder"));
+  EXPECT_THAT(EngineNames(), ElementsAre("sim_llm", "thinker", "talker", "vocoder", "python"));
   for (const std::string& name : EngineNames()) {
-    absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine(name, {{"batch_size", "3"}});
+    std::map<std::string, std::string> params = {{"batch_size", "3"}};
+    if (name == "python") {  // sim_llm's Python port
+      params.insert({{"path", "stage_worker/engines/python"},
+                     {"module", "omnistage_engines.sim_llm"},
+                     {"class", "SimLlm"}});
+    }
+    absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine(name, params);
     ASSERT_TRUE(engine.ok()) << name << ": " << engine.status();
     EXPECT_EQ((*engine)->capacity(), 3);
     EXPECT_EQ((*engine)->Utility("ping", {})->string_value(), "pong");
@@ -25,7 +31,7 @@ TEST(RegistryTest, KnowsTheBuiltInEngines) {
 TEST(RegistryTest, RejectsUnknownEnginesAndParameters) {
   absl::Status unknown = CreateEngine("x", {}).status();
   EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(unknown.message(), "unknown engine 'x' (known: sim_llm, thinker, talker, vocoder)");
+  EXPECT_EQ(unknown.message(), "unknown engine 'x' (known: sim_llm, thinker, talker, vocoder, python)");
   EXPECT_THAT(std::string(CreateEngine("talker", {{"vocab_size", "5"}}).status().message()),
               ::testing::StartsWith("engine talker: unknown parameter 'vocab_size'"));
 }

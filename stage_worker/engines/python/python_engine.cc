@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/field_error.h"
-#include "common/limits.h"
 #include "stage_worker/engines/python/python_convert.h"
 #include "stage_worker/engines/python/python_runtime.h"
 
@@ -52,13 +51,6 @@ class PythonEngine : public Engine {
   // On gRPC threads: only what needs no interpreter.
   absl::Status Validate(const EngineRequest& request) const override {
     if (request.id.empty()) return absl::InvalidArgumentError(label_ + ": empty request id");
-    if (request.params.has_max_tokens() &&
-        (request.params.max_tokens() < 1 || request.params.max_tokens() > kMaxTokensLimit)) {
-      return AtField(absl::InvalidArgumentError(absl::StrCat(label_, ": max_tokens must be in [1, ",
-                                                             kMaxTokensLimit, "], got ",
-                                                             request.params.max_tokens())),
-                     "params.max_tokens");
-    }
     for (size_t i = 0; i < request.input.size(); ++i) {
       if (request.input[i].kind_case() == v1::Payload::KIND_NOT_SET) {
         return AtField(absl::InvalidArgumentError(
@@ -85,6 +77,8 @@ class PythonEngine : public Engine {
       return absl::InvalidArgumentError(absl::StrCat(label_, ": validate: ", e.what()));
     }
   }
+
+  bool validates_in_loop() const override { return true; }
 
   absl::Status Add(EngineRequest request) override {
     PythonLock gil;

@@ -25,7 +25,7 @@ from omnistage_engines.params import Params
 
 MAX_BATCH_SIZE = 65536
 MAX_FAULT_STEP = 1000000000
-MAX_TOKENS_LIMIT = 1 << 20
+MAX_TOKENS_LIMIT = 1000000
 
 
 class Input:
@@ -107,6 +107,12 @@ class Batching:
         raise NotImplementedError
 
     def validate(self, request_id, inputs, complete, params):
+        max_tokens = params["max_tokens"]
+        if max_tokens is not None and not 1 <= max_tokens <= MAX_TOKENS_LIMIT:
+            error = ValueError(f"engine {self.name}: max_tokens must be in [1, "
+                               f"{MAX_TOKENS_LIMIT}], got {max_tokens}")
+            error.field = "params.max_tokens"
+            raise error
         for i, payload in enumerate(inputs):
             kind = _kind(payload)
             if kind not in self.ACCEPTS:
