@@ -18,6 +18,8 @@ PACKAGES=(
   libyaml-cpp-dev libc-ares-dev libcpp-httplib-dev
   # Log lines (spdlog over Debian's libfmt).
   libspdlog-dev
+  # Python engines: the stage worker embeds CPython 3.11 through pybind11.
+  python3-dev pybind11-dev
 )
 BUILD_ONLY=0
 WITH_BENCHMARK=0

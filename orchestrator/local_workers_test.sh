@@ -37,6 +37,19 @@ refused unknown_engine "engine: gpt" \
   "stages[0].engine: unknown engine 'gpt' (known: sim_llm, thinker, talker, vocoder, python)"
 refused bad_defaults "engine: sim_llm, defaults: {extra: {colour: red}}" \
   "stages[0].defaults.extra.colour: refused the session: stage defaults: engine sim_llm: unknown extra parameter 'colour'"
+# The same for a Python engine (sim_llm's Python port): the module, the class,
+# a method, a parameter, and stage defaults its validate refuses.
+py="path: stage_worker/engines/python, module: omnistage_engines.sim_llm"
+refused py_module "engine: python, engine_params: {path: stage_worker/engines/python, module: no_such_module, class: SimLlm}" \
+  "stages[0].engine_params.module: engine python: cannot import module 'no_such_module': ModuleNotFoundError: No module named 'no_such_module'"
+refused py_class "engine: python, engine_params: {$py, class: Nope}" \
+  "stages[0].engine_params.class: engine python: module 'omnistage_engines.sim_llm' has no class 'Nope'"
+refused py_method "engine: python, engine_params: {path: stage_worker/engines/python, module: omnistage_engines.params, class: Params}" \
+  "stages[0].engine_params.class: engine python: class omnistage_engines.params.Params has no method 'validate'"
+refused py_param "engine: python, engine_params: {$py, class: SimLlm, batch_size: x}" \
+  "stages[0].engine_params.batch_size: engine python: omnistage_engines.sim_llm.SimLlm(params) raised ParamError: engine sim_llm: parameter batch_size: expected an integer in [1, 65536], got 'x'"
+refused py_defaults "engine: python, engine_params: {$py, class: SimLlm}, defaults: {extra: {colour: red}}" \
+  "stages[0].defaults.extra.colour: refused the session: stage defaults: engine sim_llm: unknown extra parameter 'colour'"
 
 # A flat install (both binaries in one folder, as in an image) finds its workers
 # without --stage_worker.
