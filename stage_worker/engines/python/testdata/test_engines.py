@@ -146,3 +146,42 @@ class Ticker(SimLlm):
         if name == "ticks":
             return self.ticks
         return super().utility(name, args)
+
+
+class Constant:
+    """The cheapest engine a Python class can be: one fixed token per request
+    per step. Measures what the adapter itself costs (GIL, calls, conversion)."""
+
+    def __init__(self, params):
+        self.capacity = int(params.get("batch_size", "64"))
+        self.left = {}
+
+    def validate(self, request_id, inputs, complete, params):
+        pass
+
+    def add(self, request_id, inputs, complete, params):
+        self.left[request_id] = params["max_tokens"] or 32
+
+    def append_input(self, request_id, chunks, last):
+        pass
+
+    def abort(self, request_ids):
+        for request_id in request_ids:
+            self.left.pop(request_id, None)
+
+    def has_work(self):
+        return bool(self.left)
+
+    def step(self):
+        outputs = []
+        for request_id, left in list(self.left.items()):
+            if left <= 1:
+                del self.left[request_id]
+                outputs.append((request_id, [[7]], "length"))
+            else:
+                self.left[request_id] = left - 1
+                outputs.append((request_id, [[7]]))
+        return outputs
+
+    def utility(self, name, args):
+        return None
