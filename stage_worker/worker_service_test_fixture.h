@@ -36,11 +36,17 @@ class WorkerServiceTest : public ::testing::Test {
     params["module"] = "omnistage_engines.sim_llm";
     params["class"] = "SimLlm";
 #endif
-    absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine(kEngineUnderTest, params);
+    StartWorkerWith(kEngineUnderTest, std::move(params), stage_id, max_message_bytes, stall);
+  }
+
+  void StartWorkerWith(const std::string& engine_name, std::map<std::string, std::string> params,
+                       int stage_id = 0, int max_message_bytes = 16 << 20,
+                       StallOptions stall = {}) {
+    absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine(engine_name, params);
     ASSERT_TRUE(engine.ok()) << engine.status();
     WorkerOptions options;
     options.stage_id = stage_id;
-    options.engine_name = kEngineUnderTest;
+    options.engine_name = engine_name;
     options.max_message_bytes = max_message_bytes;
     options.stall = stall;
     worker_ = std::make_unique<Worker>(options, *std::move(engine));
