@@ -106,4 +106,17 @@ stop_orchestrator
 for child in $children; do
   if kill -0 "$child" 2>/dev/null; then fail "worker $child outlived the orchestrator"; fi
 done
-echo "2 passed, 0 failed"
+
+# The shipped Python pipeline: spawned Python workers stream text (words
+# of sim_llm's word list).
+start_orchestrator orchestrator/configs/local_python.yaml
+"$omni" generate "$server" --prompt="hello" --wav= >"$out/py_text" 2>"$out/py_err" ||
+  fail "generate through the Python stage: $(cat "$out/py_err")"
+words=$(wc -w <"$out/py_text")
+[ "$words" -ge 8 ] || fail "Python stage wrote '$(cat "$out/py_text")'"
+children=$(pgrep -P "$pid" -d' ' -f stage_worker || true)
+stop_orchestrator
+for child in $children; do
+  if kill -0 "$child" 2>/dev/null; then fail "worker $child outlived the orchestrator"; fi
+done
+echo "3 passed, 0 failed"
