@@ -63,6 +63,15 @@ class Params:
             self._fail(key, f"a duration in [0, {high}] microseconds", raw)
         return value
 
+    def text(self, key, default=None):
+        """A string; with default None the parameter is required."""
+        raw = self._lookup(key)
+        if raw is None:
+            if default is None:
+                raise ParamError(key, f"engine {self._engine}: parameter {key} is required")
+            return default
+        return raw
+
     def enum(self, key, default, allowed):
         raw = self._lookup(key)
         if raw is None:
