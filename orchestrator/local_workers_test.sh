@@ -41,7 +41,7 @@ refused bad_defaults "engine: sim_llm, defaults: {extra: {colour: red}}" \
 # a method, a parameter, and stage defaults its validate refuses.
 py="path: stage_worker/engines/python, module: omnistage_engines.sim_llm"
 refused py_module "engine: python, engine_params: {path: stage_worker/engines/python, module: no_such_module, class: SimLlm}" \
-  "stages[0].engine_params.module: engine python: cannot import module 'no_such_module': ModuleNotFoundError: No module named 'no_such_module'"
+  "stages[0].engine_params.module: engine python: cannot import module 'no_such_module': ModuleNotFoundError: No module named 'no_such_module' (stage 0 (llm) replica 0 refused to start)"
 refused py_class "engine: python, engine_params: {$py, class: Nope}" \
   "stages[0].engine_params.class: engine python: module 'omnistage_engines.sim_llm' has no class 'Nope'"
 refused py_method "engine: python, engine_params: {path: stage_worker/engines/python, module: omnistage_engines.params, class: Params}" \

@@ -1,7 +1,8 @@
 // Threads and the GIL with a Python engine in a worker: every engine call runs
 // on the busy-loop thread; an idle loop holds no GIL (the engine's own Python
 // threads run) and does not poll; while a step holds the GIL, gRPC threads
-// still open sessions, refuse bad requests and answer health checks.
+// still open sessions, refuse bad requests and answer health checks. And an
+// exception in a step reaches every session with its traceback.
 #include <set>
 #include <string>
 #include <thread>
@@ -115,6 +116,27 @@ TEST_F(PythonWorkerTest, GrpcThreadsDoNotWaitForAStepHoldingTheGil) {
   EXPECT_EQ(Health(channel_), grpc::health::v1::HealthCheckResponse::SERVING);
   EXPECT_LT(absl::Now() - start, absl::Seconds(2));
   EXPECT_FALSE(client->CollectUntilFinished("hog", absl::Seconds(10)).empty());
+}
+
+// An exception in a step is fatal: every session's Fatal event carries its
+// type, message and traceback (the worker logs the same reason).
+TEST_F(PythonWorkerTest, ExceptionInAStepReachesEverySessionWithItsTraceback) {
+  StartPython("Echo", {{"raise_in", "step"}});
+  auto a = NewClient();
+  auto b = NewClient();
+  a->Add("r", "x", 1);
+  for (WorkerTestClient* client : {a.get(), b.get()}) {
+    std::string reason;
+    while (std::optional<v1::WorkerEvent> event = client->Next(absl::Seconds(5))) {
+      if (event->has_fatal()) reason = event->fatal().reason();
+    }
+    EXPECT_NE(reason.find("python engine test_engines.Echo: step raised ValueError: boom in "
+                          "step\nTraceback (most recent call last):"),
+              std::string::npos)
+        << reason;
+    EXPECT_NE(reason.find("in explode"), std::string::npos) << reason;
+  }
+  EXPECT_FALSE(worker_->Wait().ok());
 }
 
 }  // namespace
