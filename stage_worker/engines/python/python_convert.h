@@ -1,7 +1,8 @@
 // Conversions between the worker's protobuf messages and the plain Python
 // values a Python engine sees. Plain types rather than generated protobuf
-// classes: building a str or a list of ints per token is several times cheaper
-// than a message object, and an engine needs no protobuf import to run.
+// classes: a step's 64 outputs cost a Python engine 5.5 us to build as tuples
+// and lists, 220 us as serialized messages (docs/benchmarks.md), and an engine
+// needs no protobuf import to run.
 //
 //   Payload         Python
 //   text            str
