@@ -18,6 +18,9 @@ PACKAGES=(
   libyaml-cpp-dev libc-ares-dev libcpp-httplib-dev
   # Log lines (spdlog over Debian's libfmt).
   libspdlog-dev
+  # The talker's phonemes and the vocoder's speech: espeak-ng's library and
+  # header to build, its data (/usr/lib/x86_64-linux-gnu/espeak-ng-data) to run.
+  libespeak-ng-dev espeak-ng-data
 )
 BUILD_ONLY=0
 WITH_BENCHMARK=0
