@@ -137,10 +137,10 @@ absl::StatusOr<std::vector<int16_t>> Espeak::SpeakLocked(const std::string& text
     return absl::InternalError(message);
   }
   if (pid == 0) {
-    // The child: only the forking thread exists here, and it holds mu_, so
-    // espeak-ng's state is as the last Phonemes() call left it. Synthesize,
-    // stream the samples, and leave without running any of the parent's exit
-    // handlers.
+    // The child: only the forking thread exists here, and it held mu_, so no
+    // espeak-ng call was under way; its synthesis state is the one right after
+    // initialization. Synthesize, stream the samples, and leave without running
+    // any of the parent's exit handlers.
     close(fds[0]);
     child_pcm_fd = fds[1];
     const espeak_ERROR error = espeak_Synth(text.c_str(), text.size() + 1, 0, POS_CHARACTER, 0,
