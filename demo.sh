@@ -2,8 +2,8 @@
 # The main job: a local omni pipeline (thinker -> talker x2 -> vocoder, all stage
 # workers spawned by the orchestrator on loopback), one prompt end to end.
 #
-#   ./demo.sh ["prompt"]        text streams to the terminal, audio to omnistage_demo.wav,
-#                               then everything shuts down
+#   ./demo.sh ["prompt"]        text streams to the terminal, the same text spoken (espeak-ng)
+#                               to omnistage_demo.wav, then everything shuts down
 #   ./demo.sh --serve [PORT]    keep the pipeline serving on 127.0.0.1:PORT (default 50051)
 #                               for other clients until Ctrl-C
 #

@@ -20,6 +20,9 @@ PACKAGES=(
   libspdlog-dev
   # Python engines: the stage worker embeds CPython 3.11 through pybind11.
   python3-dev pybind11-dev
+  # The talker's phonemes and the vocoder's speech: espeak-ng's library and
+  # header to build, its data (/usr/lib/x86_64-linux-gnu/espeak-ng-data) to run.
+  libespeak-ng-dev espeak-ng-data
 )
 BUILD_ONLY=0
 WITH_BENCHMARK=0

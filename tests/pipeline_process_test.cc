@@ -22,9 +22,9 @@
 namespace omnistage {
 namespace {
 
-// Vocoder defaults: 40 ms of 24 kHz 16-bit mono audio per code.
+// Tone vocoder defaults (OmniSpec): 40 ms of 24 kHz 16-bit mono audio per code.
 constexpr size_t kBytesPerCode = 24000 * 40 / 1000 * 2;
-// Talker default: two codes per input byte.
+// Hashed talker default (OmniSpec): two codes per input byte.
 constexpr size_t kCodesPerChar = 2;
 
 // ---- a. Streaming through three stages ---------------------------------------------

@@ -30,12 +30,13 @@ PipelineSpec OmniSpec(int thinker_step_us, const std::string& vocoder_mode,
             absl::StrCat("batch_size=64,step_time_us=", thinker_step_us, ",max_tokens=1000"), 1,
             true, "text"));
   spec.stages.push_back(Stage("talker", "talker",
-                              "batch_size=64,step_time_us=1000,max_tokens=1000000", 2, false,
-                              "tokens", "streaming"));
-  spec.stages.push_back(Stage("vocoder", "vocoder",
-                              absl::StrCat("batch_size=64,step_time_us=1000,max_tokens=1000000",
-                                           vocoder_params.empty() ? "" : ",", vocoder_params),
-                              1, true, "audio", vocoder_mode));
+                              "codes=hashed,batch_size=64,step_time_us=1000,max_tokens=1000000", 2,
+                              false, "tokens", "streaming"));
+  spec.stages.push_back(
+      Stage("vocoder", "vocoder",
+            absl::StrCat("sound=tones,batch_size=64,step_time_us=1000,max_tokens=1000000",
+                         vocoder_params.empty() ? "" : ",", vocoder_params),
+            1, true, "audio", vocoder_mode));
   return spec;
 }
 

@@ -19,8 +19,10 @@ StageSpec Stage(const std::string& name, const std::string& engine, const std::s
                 const std::string& input_mode = "on_finish");
 
 // thinker (text, 1 replica) -> talker (2 replicas, streaming) -> vocoder
-// (1 replica): the demo pipeline. `thinker_step_us` sets how long a request
-// takes; `vocoder_mode` and `vocoder_params` shape the last stage.
+// (1 replica): the demo pipeline's shape, with the talker's hashed codes and the
+// vocoder's tones (`codes=hashed`, `sound=tones`), whose sizes and timing these
+// tests count on (speech: speech_process_test). `thinker_step_us` sets how long
+// a request takes; `vocoder_mode` and `vocoder_params` shape the last stage.
 PipelineSpec OmniSpec(int thinker_step_us, const std::string& vocoder_mode = "streaming",
                       const std::string& vocoder_params = "");
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the two omnistage images without pulling anything: the binaries come
 # from this checkout's Bazel build, and each image's root filesystem is only
-# those binaries, the shared libraries they load (found with ldd), and a
-# passwd/group naming the non-root user 65532. The filesystem is imported with
-# Debian's podman (or buildah).
+# those binaries, the shared libraries they load (found with ldd), espeak-ng's
+# data (the talker and vocoder speak with it), and a passwd/group naming the
+# non-root user 65532. The filesystem is imported with Debian's podman (or
+# buildah).
 #
 #   deploy/images/build.sh                 # omnistage/orchestrator:dev, omnistage/stage-worker:dev
 #   deploy/images/build.sh --tag 0.1.0     # another tag
@@ -36,6 +37,10 @@ bin="$(bazel info ${BAZEL_FLAGS--c opt} bazel-bin 2>/dev/null)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
+# Where Debian's libespeak-ng reads its data (package espeak-ng-data); the
+# library is no use without it.
+espeak_data=/usr/lib/x86_64-linux-gnu/espeak-ng-data
+
 # rootfs DIR BINARY...: the binaries in DIR/usr/local/bin, plus their libraries.
 rootfs() {
   local dir="$1"; shift
@@ -49,6 +54,11 @@ rootfs() {
       mkdir -p "$dir$(dirname "$lib")"
       cp -L "$lib" "$dir$lib"
     done
+    if ldd "$binary" | grep -q 'libespeak-ng\.so' && [ ! -d "$dir$espeak_data" ]; then
+      [ -d "$espeak_data" ] || { echo "build.sh: $espeak_data missing (apt-get install espeak-ng-data)" >&2; exit 1; }
+      mkdir -p "$dir$(dirname "$espeak_data")"
+      cp -rL "$espeak_data" "$dir$espeak_data"
+    fi
   done
   # Debian's loader lives at /lib64/ld-linux-x86-64.so.2 -> /lib/x86_64-linux-gnu/...
   printf 'root:x:0:0:root:/root:/sbin/nologin\nomnistage:x:65532:65532:omnistage:/tmp:/sbin/nologin\n' \

@@ -266,6 +266,9 @@ absl::StatusOr<std::vector<v1::RequestOutput>> BatchingEngine::Step() {
       for (v1::Payload& payload : step.payloads) *output.add_payloads() = std::move(payload);
       output.set_finished(finished);
       output.set_finish_reason(step.finish_reason);
+      if (step.finish_reason == v1::FINISH_REASON_ERROR) {
+        *output.mutable_error() = ErrorProto(step.error);
+      }
     }
     if (finished) {
       requests_.erase(requests_.find(request->id));

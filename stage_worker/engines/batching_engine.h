@@ -88,6 +88,8 @@ struct GeneratedStep {
   std::vector<v1::Payload> payloads;
   // FINISH_REASON_UNSPECIFIED while the request goes on.
   v1::FinishReason finish_reason = v1::FINISH_REASON_UNSPECIFIED;
+  // With FINISH_REASON_ERROR: why (the output's error).
+  absl::Status error;
 };
 
 // The engine-specific work of one request. Owned by the engine, called on the

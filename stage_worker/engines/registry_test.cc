@@ -37,11 +37,14 @@ TEST(RegistryTest, RejectsUnknownEnginesAndParameters) {
 }
 
 // thinker -> talker -> vocoder, each stage's output streamed into the next as it
-// is produced, as the orchestrator's streaming mode does.
+// is produced, as the orchestrator's streaming mode does (with the hashed codes
+// and tones, whose sizes are simple to state).
 TEST(RegistryTest, StreamsThroughAPipeline) {
   std::unique_ptr<Engine> thinker = *CreateEngine("thinker", {});
-  std::unique_ptr<Engine> talker = *CreateEngine("talker", {{"max_tokens", "100000"}});
-  std::unique_ptr<Engine> vocoder = *CreateEngine("vocoder", {{"max_tokens", "100000"}});
+  std::unique_ptr<Engine> talker =
+      *CreateEngine("talker", {{"max_tokens", "100000"}, {"codes", "hashed"}});
+  std::unique_ptr<Engine> vocoder =
+      *CreateEngine("vocoder", {{"max_tokens", "100000"}, {"sound", "tones"}});
   ASSERT_TRUE(thinker->Add(MakeRequest("r", {TextPayload("Say hi")})).ok());
   ASSERT_TRUE(talker->Add(MakeRequest("r", {}, false)).ok());
   ASSERT_TRUE(vocoder->Add(MakeRequest("r", {}, false)).ok());

@@ -5,20 +5,30 @@
 
 #include "stage_worker/engines/batching_engine.h"
 #include "stage_worker/engines/engine_params.h"
+#include "stage_worker/engines/espeak.h"
 #include "stage_worker/engines/prng.h"
+#include "stage_worker/engines/talker_phonemes.h"
 
 namespace omnistage {
 namespace {
 
-struct TalkerOptions {
+// `codes: hashed`.
+struct HashedOptions {
   int chars_per_step = 4;
   int codes_per_char = 2;
   int32_t codebook_size = 1024;
 };
 
-class TalkerGenerator : public RequestGenerator {
+struct TalkerOptions {
+  // `codes: phonemes` (the default): espeak-ng's phonemes; null for `hashed`.
+  Espeak* espeak = nullptr;
+  int codes_per_step = 32;
+  HashedOptions hashed;
+};
+
+class HashedTalkerRequest : public RequestGenerator {
  public:
-  TalkerGenerator(const TalkerOptions& options, const RequestSettings& settings)
+  HashedTalkerRequest(const HashedOptions& options, const RequestSettings& settings)
       : options_(options), max_tokens_(settings.max_tokens), seed_(Mix64(settings.seed)) {}
 
   bool Ready(const RequestInput& input) const override {
@@ -48,7 +58,7 @@ class TalkerGenerator : public RequestGenerator {
   }
 
  private:
-  const TalkerOptions options_;
+  const HashedOptions options_;
   const uint32_t max_tokens_;
   const uint64_t seed_;
   size_t consumed_ = 0;    // input bytes turned into codes
@@ -62,7 +72,10 @@ class TalkerEngine : public BatchingEngine {
 
  protected:
   std::unique_ptr<RequestGenerator> NewGenerator(const RequestSettings& settings) const override {
-    return std::make_unique<TalkerGenerator>(options_, settings);
+    if (options_.espeak != nullptr) {
+      return NewPhonemeTalkerRequest(options_.espeak, options_.codes_per_step, settings);
+    }
+    return std::make_unique<HashedTalkerRequest>(options_.hashed, settings);
   }
 
  private:
@@ -76,12 +89,22 @@ absl::StatusOr<std::unique_ptr<Engine>> CreateTalkerEngine(
   EngineParams reader(kTalkerEngineName, params);
   BatchingOptions batching = BatchingOptions::Read(&reader);
   TalkerOptions options;
-  options.chars_per_step =
-      static_cast<int>(reader.Int("chars_per_step", options.chars_per_step, 1, 1 << 20));
-  options.codes_per_char =
-      static_cast<int>(reader.Int("codes_per_char", options.codes_per_char, 1, 64));
-  options.codebook_size =
-      static_cast<int32_t>(reader.Int("codebook_size", options.codebook_size, 2, 1 << 24));
+  if (reader.Enum("codes", "phonemes", {"phonemes", "hashed"}) == "phonemes") {
+    options.codes_per_step =
+        static_cast<int>(reader.Int("codes_per_step", options.codes_per_step, 1, 1 << 20));
+    if (absl::Status status = reader.Finish(); !status.ok()) return status;
+    absl::StatusOr<Espeak*> espeak = Espeak::Get();
+    if (!espeak.ok()) return espeak.status();
+    options.espeak = *espeak;
+  } else {
+    HashedOptions& hashed = options.hashed;
+    hashed.chars_per_step =
+        static_cast<int>(reader.Int("chars_per_step", hashed.chars_per_step, 1, 1 << 20));
+    hashed.codes_per_char =
+        static_cast<int>(reader.Int("codes_per_char", hashed.codes_per_char, 1, 64));
+    hashed.codebook_size =
+        static_cast<int32_t>(reader.Int("codebook_size", hashed.codebook_size, 2, 1 << 24));
+  }
   absl::Status status = reader.Finish();
   if (!status.ok()) return status;
   return std::make_unique<TalkerEngine>(batching, options);

@@ -47,6 +47,15 @@ void Collect(const std::vector<v1::RequestOutput>& outputs,
   }
 }
 
+std::vector<int16_t> PcmSamples(const std::string& pcm) {
+  std::vector<int16_t> samples;
+  for (size_t i = 0; i + 1 < pcm.size(); i += 2) {
+    samples.push_back(static_cast<int16_t>(static_cast<uint8_t>(pcm[i]) |
+                                           (static_cast<uint8_t>(pcm[i + 1]) << 8)));
+  }
+  return samples;
+}
+
 std::map<std::string, Collected> RunToCompletion(Engine* engine, int max_steps) {
   std::map<std::string, Collected> by_id;
   for (int i = 0; i < max_steps && engine->HasWork(); ++i) {

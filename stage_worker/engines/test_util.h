@@ -40,6 +40,9 @@ struct Collected {
 void Collect(const std::vector<v1::RequestOutput>& outputs,
              std::map<std::string, Collected>* by_id);
 
+// The samples of pcm_s16le bytes.
+std::vector<int16_t> PcmSamples(const std::string& pcm);
+
 // Steps `engine` while it has work (at most `max_steps` times) and collects the
 // outputs. An error from Step() is returned as the "" entry's error_code.
 std::map<std::string, Collected> RunToCompletion(Engine* engine, int max_steps = 100000);

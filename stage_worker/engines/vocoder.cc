@@ -8,6 +8,9 @@
 
 #include "stage_worker/engines/batching_engine.h"
 #include "stage_worker/engines/engine_params.h"
+#include "stage_worker/engines/espeak.h"
+#include "stage_worker/engines/pcm.h"
+#include "stage_worker/engines/vocoder_speech.h"
 
 namespace omnistage {
 namespace {
@@ -22,10 +25,17 @@ constexpr int kOctaves = 3;
 constexpr int kNotes = kOctaves * 5;
 constexpr double kFadeMs = 5.0;
 
-struct VocoderOptions {
+// `sound: tones`.
+struct ToneOptions {
   int codes_per_step = 8;
   int ms_per_code = 40;
   int sample_rate_hz = 24000;
+};
+
+struct VocoderOptions {
+  // `sound: speech` (the default): espeak-ng; null for `tones`.
+  Espeak* espeak = nullptr;
+  ToneOptions tones;  // sample_rate_hz applies to both
 };
 
 // Every note's samples as pcm_s16le bytes, index = note. Shared by all
@@ -37,22 +47,21 @@ std::string RenderNote(int note, int samples, int sample_rate_hz) {
   const double hz = kBaseHz * std::pow(2.0, semitones / 12.0);
   const int fade =
       std::max(1, std::min(samples / 4, static_cast<int>(sample_rate_hz * kFadeMs / 1000.0)));
-  std::string pcm(2 * static_cast<size_t>(samples), '\0');
+  std::vector<int16_t> wave(static_cast<size_t>(samples));
   for (int i = 0; i < samples; ++i) {
     const int edge = std::min(i, samples - 1 - i);
     const double envelope = edge >= fade ? 1.0 : 0.5 - 0.5 * std::cos(kPi * edge / fade);
     const double phase = 2.0 * kPi * hz * i / sample_rate_hz;
     // A touch of the octave overtone makes it less sterile than a pure sine.
-    const double wave = 0.85 * std::sin(phase) + 0.15 * std::sin(2.0 * phase);
-    const auto sample = static_cast<int16_t>(std::lround(kPeak * 32767.0 * envelope * wave));
-    const auto bits = static_cast<uint16_t>(sample);
-    pcm[2 * i] = static_cast<char>(bits & 0xff);  // little-endian on every host
-    pcm[2 * i + 1] = static_cast<char>(bits >> 8);
+    const double mix = 0.85 * std::sin(phase) + 0.15 * std::sin(2.0 * phase);
+    wave[i] = static_cast<int16_t>(std::lround(kPeak * 32767.0 * envelope * mix));
   }
+  std::string pcm;
+  AppendPcmS16le(wave, &pcm);
   return pcm;
 }
 
-std::shared_ptr<const NoteTable> RenderNotes(const VocoderOptions& options) {
+std::shared_ptr<const NoteTable> RenderNotes(const ToneOptions& options) {
   const int samples =
       static_cast<int>(static_cast<int64_t>(options.sample_rate_hz) * options.ms_per_code / 1000);
   auto table = std::make_shared<NoteTable>();
@@ -62,10 +71,10 @@ std::shared_ptr<const NoteTable> RenderNotes(const VocoderOptions& options) {
   return table;
 }
 
-class VocoderGenerator : public RequestGenerator {
+class ToneVocoderRequest : public RequestGenerator {
  public:
-  VocoderGenerator(const VocoderOptions& options, std::shared_ptr<const NoteTable> notes,
-                   const RequestSettings& settings)
+  ToneVocoderRequest(const ToneOptions& options, std::shared_ptr<const NoteTable> notes,
+                     const RequestSettings& settings)
       : options_(options), notes_(std::move(notes)), max_tokens_(settings.max_tokens) {}
 
   bool Ready(const RequestInput& input) const override {
@@ -98,7 +107,7 @@ class VocoderGenerator : public RequestGenerator {
   }
 
  private:
-  const VocoderOptions options_;
+  const ToneOptions options_;
   const std::shared_ptr<const NoteTable> notes_;
   const uint32_t max_tokens_;
   size_t consumed_ = 0;  // codes turned into audio
@@ -109,11 +118,14 @@ class VocoderEngine : public BatchingEngine {
   VocoderEngine(BatchingOptions batching, VocoderOptions options)
       : BatchingEngine(kVocoderEngineName, {v1::Payload::kTokens}, batching),
         options_(options),
-        notes_(RenderNotes(options)) {}
+        notes_(options.espeak == nullptr ? RenderNotes(options.tones) : nullptr) {}
 
  protected:
   std::unique_ptr<RequestGenerator> NewGenerator(const RequestSettings& settings) const override {
-    return std::make_unique<VocoderGenerator>(options_, notes_, settings);
+    if (options_.espeak != nullptr) {
+      return NewSpeechVocoderRequest(options_.espeak, options_.tones.sample_rate_hz, settings);
+    }
+    return std::make_unique<ToneVocoderRequest>(options_.tones, notes_, settings);
   }
 
  private:
@@ -128,12 +140,21 @@ absl::StatusOr<std::unique_ptr<Engine>> CreateVocoderEngine(
   EngineParams reader(kVocoderEngineName, params);
   BatchingOptions batching = BatchingOptions::Read(&reader);
   VocoderOptions options;
-  options.codes_per_step =
-      static_cast<int>(reader.Int("codes_per_step", options.codes_per_step, 1, 1 << 20));
-  // Bounded so the note table (15 notes) stays small.
-  options.ms_per_code = static_cast<int>(reader.Int("ms_per_code", options.ms_per_code, 1, 1000));
-  options.sample_rate_hz =
-      static_cast<int>(reader.Int("sample_rate_hz", options.sample_rate_hz, 8000, 192000));
+  ToneOptions& tones = options.tones;
+  const bool speech = reader.Enum("sound", "speech", {"speech", "tones"}) == "speech";
+  tones.sample_rate_hz =
+      static_cast<int>(reader.Int("sample_rate_hz", tones.sample_rate_hz, 8000, 192000));
+  if (speech) {
+    if (absl::Status status = reader.Finish(); !status.ok()) return status;
+    absl::StatusOr<Espeak*> espeak = Espeak::Get();
+    if (!espeak.ok()) return espeak.status();
+    options.espeak = *espeak;
+  } else {
+    tones.codes_per_step =
+        static_cast<int>(reader.Int("codes_per_step", tones.codes_per_step, 1, 1 << 20));
+    // Bounded so the note table (15 notes) stays small.
+    tones.ms_per_code = static_cast<int>(reader.Int("ms_per_code", tones.ms_per_code, 1, 1000));
+  }
   absl::Status status = reader.Finish();
   if (!status.ok()) return status;
   return std::make_unique<VocoderEngine>(batching, options);

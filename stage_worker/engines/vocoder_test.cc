@@ -14,17 +14,12 @@ using engine_testing::MakeRequest;
 using engine_testing::RunToCompletion;
 using ::testing::HasSubstr;
 
-std::unique_ptr<Engine> MustCreate(const std::map<std::string, std::string>& params = {}) {
-  return engine_testing::MustCreate(kVocoderEngineName, params);
-}
+using engine_testing::PcmSamples;
 
-std::vector<int16_t> Samples(const std::string& pcm) {
-  std::vector<int16_t> samples;
-  for (size_t i = 0; i + 1 < pcm.size(); i += 2) {
-    samples.push_back(static_cast<int16_t>(static_cast<uint8_t>(pcm[i]) |
-                                           (static_cast<uint8_t>(pcm[i + 1]) << 8)));
-  }
-  return samples;
+// The tone vocoder; these tests are about its arithmetic.
+std::unique_ptr<Engine> MustCreate(std::map<std::string, std::string> params = {}) {
+  params.emplace("sound", "tones");
+  return engine_testing::MustCreate(kVocoderEngineName, params);
 }
 
 std::vector<int32_t> Codes(int n) {
@@ -53,7 +48,7 @@ TEST(VocoderTest, SampleCountFollowsCodes) {
 TEST(VocoderTest, AudioIsAudibleWithoutClippingOrClicks) {
   std::unique_ptr<Engine> engine = MustCreate({{"sample_rate_hz", "16000"}, {"ms_per_code", "20"}});
   ASSERT_TRUE(engine->Add(MakeRequest("r", {TokensPayload(Codes(30))}, true, 100)).ok());
-  std::vector<int16_t> samples = Samples(RunToCompletion(engine.get())["r"].pcm);
+  std::vector<int16_t> samples = PcmSamples(RunToCompletion(engine.get())["r"].pcm);
   constexpr size_t kPerCode = 16000 * 20 / 1000;
   ASSERT_EQ(samples.size(), 30 * kPerCode);
   int peak = 0;
@@ -104,8 +99,10 @@ TEST(VocoderTest, RejectsTextAndBadParameters) {
   std::unique_ptr<Engine> engine = MustCreate();
   EXPECT_THAT(std::string(engine->Validate(MakeRequest("r", {TextPayload("x")})).message()),
               HasSubstr("is text, but this engine accepts tokens"));
-  EXPECT_THAT(std::string(CreateVocoderEngine({{"ms_per_code", "0"}}).status().message()),
-              HasSubstr("engine vocoder: parameter ms_per_code"));
+  EXPECT_THAT(
+      std::string(
+          CreateVocoderEngine({{"sound", "tones"}, {"ms_per_code", "0"}}).status().message()),
+      HasSubstr("engine vocoder: parameter ms_per_code"));
 }
 
 }  // namespace
