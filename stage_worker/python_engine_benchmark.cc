@@ -16,9 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "stage_worker/engines/registry.h"
-#include "stage_worker/worker.h"
-#include "stage_worker/worker_service.h"
-#include "tests/worker_test_client.h"
+#include "stage_worker/worker_session_run.h"
 
 namespace omnistage {
 namespace {
@@ -76,35 +74,8 @@ Figures Bare(const Kind& kind, int batch, uint32_t tokens) {
 }
 
 Figures ThroughWorker(const Kind& kind, int batch, uint32_t tokens) {
-  WorkerOptions options;
-  options.engine_name = kind.engine;
-  Worker worker(options, *CreateEngine(kind.engine, kind.params));
-  auto server = *WorkerServer::Start(WorkerServerOptions(), &worker);
-  worker.Start();
-  WorkerTestClient client(grpc::CreateChannel(absl::StrCat("127.0.0.1:", server->port()),
-                                              grpc::InsecureChannelCredentials()));
-  (void)client.Connect();
-  const uint64_t steps_before = worker.steps();
-  const absl::Time start = absl::Now();
-  for (int i = 0; i < batch; ++i) {
-    client.Add(absl::StrCat("r", i), absl::StrCat("prompt ", i), tokens);
-  }
-  uint64_t produced = 0;
-  int finished = 0;
-  while (finished < batch) {
-    std::optional<v1::WorkerEvent> event = client.Next(absl::Seconds(60));
-    if (!event.has_value()) break;
-    for (const v1::RequestOutput& out : event->step().outputs()) {
-      produced += Tokens(out);
-      finished += out.finished() ? 1 : 0;
-    }
-  }
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  const uint64_t steps = worker.steps() - steps_before;
-  worker.RequestShutdown();
-  (void)worker.Wait();
-  server->Shutdown(absl::Seconds(1));
-  return {produced / seconds, steps == 0 ? 0 : seconds * 1e6 / steps};
+  const SessionRun run = RunThroughWorker(kind.engine, kind.params, batch, tokens);
+  return {run.tokens / run.seconds, run.steps == 0 ? 0 : run.seconds * 1e6 / run.steps};
 }
 
 // "median [min-max]" of three runs of `measure`'s field `field`.

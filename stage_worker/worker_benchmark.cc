@@ -10,9 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "stage_worker/engines/registry.h"
-#include "stage_worker/worker.h"
-#include "stage_worker/worker_service.h"
-#include "tests/worker_test_client.h"
+#include "stage_worker/worker_session_run.h"
 
 namespace omnistage {
 namespace {
@@ -50,35 +48,9 @@ double BareEngineTokensPerSecond(int batch, uint32_t tokens) {
 }
 
 Figures ThroughWorker(int batch, uint32_t tokens) {
-  WorkerOptions options;
-  options.engine_name = "sim_llm";
-  Worker worker(options, *CreateEngine("sim_llm", Params(batch)));
-  auto server = *WorkerServer::Start(WorkerServerOptions(), &worker);
-  worker.Start();
-  WorkerTestClient client(grpc::CreateChannel(absl::StrCat("127.0.0.1:", server->port()),
-                                              grpc::InsecureChannelCredentials()));
-  (void)client.Connect();
-  const uint64_t steps_before = worker.steps();
-  const absl::Time start = absl::Now();
-  for (int i = 0; i < batch; ++i) client.Add(absl::StrCat("r", i), absl::StrCat("prompt ", i), tokens);
-  uint64_t produced = 0;
-  uint64_t messages = 0;
-  int finished = 0;
-  while (finished < batch) {
-    std::optional<v1::WorkerEvent> event = client.Next(absl::Seconds(30));
-    if (!event.has_value()) break;
-    ++messages;
-    for (const v1::RequestOutput& out : event->step().outputs()) {
-      for (const v1::Payload& p : out.payloads()) produced += p.tokens().ids_size();
-      finished += out.finished() ? 1 : 0;
-    }
-  }
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  const uint64_t steps = worker.steps() - steps_before;
-  worker.RequestShutdown();
-  (void)worker.Wait();
-  server->Shutdown(absl::Seconds(1));
-  return Figures{produced / seconds, steps == 0 ? 0 : static_cast<double>(messages) / steps};
+  const SessionRun run = RunThroughWorker("sim_llm", Params(batch), batch, tokens);
+  return Figures{run.tokens / run.seconds,
+                 run.steps == 0 ? 0 : static_cast<double>(run.messages) / run.steps};
 }
 
 }  // namespace
