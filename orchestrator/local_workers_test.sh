@@ -48,6 +48,9 @@ refused py_method "engine: python, engine_params: {path: stage_worker/engines/py
   "stages[0].engine_params.class: engine python: class omnistage_engines.params.Params has no method 'validate'"
 refused py_param "engine: python, engine_params: {$py, class: SimLlm, batch_size: x}" \
   "stages[0].engine_params.batch_size: engine python: omnistage_engines.sim_llm.SimLlm(params) raised ParamError: engine sim_llm: parameter batch_size: expected an integer in [1, 65536], got 'x'"
+# Without Python's standard library the interpreter cannot start: a refusal, not a crash.
+PYTHONHOME="$out/no_python_here" refused py_home "engine: python, engine_params: {$py, class: SimLlm}" \
+  "stages[0].engine_params: engine python: the Python interpreter did not start (is Python 3.11's standard library installed? Debian: libpython3.11-stdlib)"
 refused py_defaults "engine: python, engine_params: {$py, class: SimLlm}, defaults: {extra: {colour: red}}" \
   "stages[0].defaults.extra.colour: refused the session: stage defaults: engine sim_llm: unknown extra parameter 'colour'"
 

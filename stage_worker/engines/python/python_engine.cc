@@ -274,7 +274,9 @@ absl::StatusOr<std::unique_ptr<Engine>> CreatePythonEngine(
                    "class");
   }
   const std::string qualified = absl::StrCat(module_name, ".", class_name);
-  StartPython();
+  if (absl::Status started = StartPython(); !started.ok()) {
+    return Refused(std::string(started.message()), "");
+  }
   PythonLock gil;
   try {
     if (!path.empty()) PrependToSysPath(path);

@@ -25,15 +25,26 @@ void PinThreadState() {
 
 }  // namespace
 
-void StartPython() {
+absl::Status StartPython() {
   static std::once_flag started;
+  static absl::Status* outcome = nullptr;  // Never destroyed: read until exit.
   std::call_once(started, [] {
+    outcome = new absl::Status();
     if (Py_IsInitialized()) return;
     static const char* const argv[] = {"stage_worker"};
-    py::initialize_interpreter(/*init_signal_handlers=*/false, 1, argv,
-                               /*add_program_dir_to_path=*/false);
+    try {
+      py::initialize_interpreter(/*init_signal_handlers=*/false, 1, argv,
+                                 /*add_program_dir_to_path=*/false);
+    } catch (const std::exception& e) {
+      *outcome = absl::FailedPreconditionError(
+          absl::StrCat("the Python interpreter did not start (is Python 3.11's standard "
+                       "library installed? Debian: libpython3.11-stdlib): ",
+                       e.what()));
+      return;
+    }
     PyEval_SaveThread();  // This thread's state stays; the GIL is free.
   });
+  return *outcome;
 }
 
 PythonLock::PythonLock() {

@@ -6,7 +6,7 @@
 // process exit frees it anyway. Between calls no thread holds the GIL, so an
 // idle loop costs nothing and Python threads of the engine run freely.
 //
-//   StartPython();
+//   if (absl::Status s = StartPython(); !s.ok()) return s;
 //   {
 //     PythonLock gil;                      // any thread
 //     pybind11::module_ m = pybind11::module_::import("json");
@@ -26,7 +26,9 @@
 namespace omnistage {
 
 // Starts the interpreter if it is not running, then releases the GIL.
-void StartPython();
+// FAILED_PRECONDITION with CPython's reason when it cannot start (e.g. its
+// standard library is missing); later calls return the same.
+absl::Status StartPython();
 
 // Holds the GIL for a scope. The calling thread keeps its Python thread state
 // between scopes (created on its first lock), so taking the lock costs a mutex
