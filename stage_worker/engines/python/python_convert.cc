@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 
 namespace py = pybind11;
@@ -11,7 +12,8 @@ namespace {
 
 constexpr int kMaxDepth = 64;  // of nested lists and dicts in a utility result
 
-std::string TypeName(py::handle value) { return Py_TYPE(value.ptr())->tp_name; }
+std::string TypeName(PyObject* value) { return Py_TYPE(value)->tp_name; }
+std::string TypeName(py::handle value) { return TypeName(value.ptr()); }
 
 py::object PayloadToPython(const v1::Payload& payload) {
   switch (payload.kind_case()) {
@@ -44,43 +46,52 @@ absl::Status Malformed(const std::string& where, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(where, ": ", what));
 }
 
-absl::Status PayloadFromPython(py::handle value, const std::string& where, v1::Payload* payload) {
-  PyObject* object = value.ptr();
+// The hot path of every step: raw CPython calls on borrowed references, and no
+// string built unless something is wrong (`where` is only called then).
+using Where = absl::FunctionRef<std::string()>;
+
+absl::Status TokensFromPython(PyObject* list, Where where, v1::Payload* payload) {
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(list);
+  PyObject** items = PySequence_Fast_ITEMS(list);
+  auto* out = payload->mutable_tokens()->mutable_ids();
+  out->Reserve(static_cast<int>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (!PyLong_Check(items[i])) {
+      return Malformed(where(), absl::StrCat("a token id is a ", TypeName(items[i]),
+                                             ", not an int"));
+    }
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(items[i], &overflow);
+    if (overflow != 0 || v < INT32_MIN || v > INT32_MAX) {
+      return Malformed(where(), "a token id does not fit in 32 bits");
+    }
+    out->AddAlreadyReserved(static_cast<int32_t>(v));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PayloadFromPython(PyObject* object, Where where, v1::Payload* payload) {
   if (PyUnicode_Check(object)) {
     Py_ssize_t size = 0;
     const char* text = PyUnicode_AsUTF8AndSize(object, &size);
     if (text == nullptr) {
       PyErr_Clear();
-      return Malformed(where, "a str that is not valid UTF-8");
+      return Malformed(where(), "a str that is not valid UTF-8");
     }
     payload->mutable_text()->set_text(text, static_cast<size_t>(size));
     return absl::OkStatus();
   }
   if (PyList_Check(object) || PyTuple_Check(object)) {
-    py::sequence ids = py::reinterpret_borrow<py::sequence>(value);
-    auto* out = payload->mutable_tokens()->mutable_ids();
-    out->Reserve(static_cast<int>(ids.size()));
-    for (py::handle id : ids) {
-      if (!PyLong_Check(id.ptr())) {
-        return Malformed(where, absl::StrCat("a token id is a ", TypeName(id), ", not an int"));
-      }
-      int overflow = 0;
-      const long long v = PyLong_AsLongLongAndOverflow(id.ptr(), &overflow);
-      if (overflow != 0 || v < INT32_MIN || v > INT32_MAX) {
-        return Malformed(where, "a token id does not fit in 32 bits");
-      }
-      out->Add(static_cast<int32_t>(v));
-    }
-    return absl::OkStatus();
+    return TokensFromPython(object, where, payload);
   }
   if (PyBytes_Check(object)) {
-    payload->set_raw(std::string(py::bytes(py::reinterpret_borrow<py::bytes>(value))));
+    payload->set_raw(PyBytes_AS_STRING(object), static_cast<size_t>(PyBytes_GET_SIZE(object)));
     return absl::OkStatus();
   }
   if (PyDict_Check(object)) {
-    py::dict audio = py::reinterpret_borrow<py::dict>(value);
+    py::dict audio = py::reinterpret_borrow<py::dict>(object);
     if (!audio.contains("pcm_s16le") || !PyBytes_Check(audio["pcm_s16le"].ptr())) {
-      return Malformed(where, "an audio dict needs pcm_s16le as bytes");
+      return Malformed(where(), "an audio dict needs pcm_s16le as bytes");
     }
     v1::AudioChunk* chunk = payload->mutable_audio();
     chunk->set_pcm_s16le(std::string(py::bytes(audio["pcm_s16le"])));
@@ -90,62 +101,69 @@ absl::Status PayloadFromPython(py::handle value, const std::string& where, v1::P
                                     : 0);
       chunk->set_channels(audio.contains("channels") ? audio["channels"].cast<int32_t>() : 1);
     } catch (const py::cast_error&) {
-      return Malformed(where, "an audio dict's sample_rate_hz and channels must be ints");
+      return Malformed(where(), "an audio dict's sample_rate_hz and channels must be ints");
     }
     return absl::OkStatus();
   }
-  return Malformed(where, absl::StrCat("a payload is a ", TypeName(value),
-                                       " (expected str, list of int, bytes or an audio dict)"));
+  return Malformed(where(), absl::StrCat("a payload is a ", TypeName(object),
+                                         " (expected str, list of int, bytes or an audio dict)"));
 }
 
-absl::StatusOr<v1::FinishReason> FinishFromPython(py::handle value, const std::string& where) {
-  if (value.is_none()) return v1::FINISH_REASON_UNSPECIFIED;
-  if (PyUnicode_Check(value.ptr())) {
-    const std::string reason = py::str(value);
-    if (reason == "stop") return v1::FINISH_REASON_STOP;
-    if (reason == "length") return v1::FINISH_REASON_LENGTH;
-    if (reason == "abort") return v1::FINISH_REASON_ABORT;
-    if (reason == "error") return v1::FINISH_REASON_ERROR;
+absl::StatusOr<v1::FinishReason> FinishFromPython(PyObject* value, Where where) {
+  if (value == Py_None) return v1::FINISH_REASON_UNSPECIFIED;
+  if (PyUnicode_Check(value)) {
+    if (PyUnicode_CompareWithASCIIString(value, "stop") == 0) return v1::FINISH_REASON_STOP;
+    if (PyUnicode_CompareWithASCIIString(value, "length") == 0) return v1::FINISH_REASON_LENGTH;
+    if (PyUnicode_CompareWithASCIIString(value, "abort") == 0) return v1::FINISH_REASON_ABORT;
+    if (PyUnicode_CompareWithASCIIString(value, "error") == 0) return v1::FINISH_REASON_ERROR;
   }
-  return Malformed(where, absl::StrCat("finish is ", std::string(py::repr(value)),
-                                       " (expected None, \"stop\", \"length\", \"abort\" or "
-                                       "\"error\")"));
+  return Malformed(where(), absl::StrCat("finish is ", std::string(py::repr(value)),
+                                         " (expected None, \"stop\", \"length\", \"abort\" or "
+                                         "\"error\")"));
 }
 
-absl::Status OutputFromPython(py::handle item, size_t index, v1::RequestOutput* output) {
-  std::string where = absl::StrCat("output ", index);
-  if (!PyTuple_Check(item.ptr()) && !PyList_Check(item.ptr())) {
-    return Malformed(where, absl::StrCat("is a ", TypeName(item),
-                                         " (expected a tuple (request_id, payloads[, finish"
-                                         "[, message]]))"));
+absl::Status OutputFromPython(PyObject* item, size_t index, v1::RequestOutput* output) {
+  auto numbered = [index] { return absl::StrCat("output ", index); };
+  if (!PyTuple_Check(item) && !PyList_Check(item)) {
+    return Malformed(numbered(), absl::StrCat("is a ", TypeName(item),
+                                              " (expected a tuple (request_id, payloads[, "
+                                              "finish[, message]]))"));
   }
-  py::sequence fields = py::reinterpret_borrow<py::sequence>(item);
-  const size_t n = fields.size();
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(item);
+  PyObject** fields = PySequence_Fast_ITEMS(item);
   if (n < 2 || n > 4) {
-    return Malformed(where, absl::StrCat("has ", n, " fields (expected 2 to 4)"));
+    return Malformed(numbered(), absl::StrCat("has ", n, " fields (expected 2 to 4)"));
   }
-  py::handle id = fields[0];
-  if (!PyUnicode_Check(id.ptr())) return Malformed(where, "request_id is not a str");
-  output->set_request_id(py::str(id));
-  where = absl::StrCat("output for '", output->request_id(), "'");
-  py::handle payloads = fields[1];
-  if (!PyList_Check(payloads.ptr()) && !PyTuple_Check(payloads.ptr())) {
-    return Malformed(where, "payloads is not a list");
+  Py_ssize_t id_size = 0;
+  const char* id = PyUnicode_Check(fields[0]) ? PyUnicode_AsUTF8AndSize(fields[0], &id_size)
+                                              : nullptr;
+  if (id == nullptr) {
+    PyErr_Clear();
+    return Malformed(numbered(), "request_id is not a str");
   }
-  for (py::handle payload : py::reinterpret_borrow<py::sequence>(payloads)) {
-    if (absl::Status s = PayloadFromPython(payload, where, output->add_payloads()); !s.ok()) {
+  output->set_request_id(id, static_cast<size_t>(id_size));
+  auto named = [output] { return absl::StrCat("output for '", output->request_id(), "'"); };
+  PyObject* payloads = fields[1];
+  if (!PyList_Check(payloads) && !PyTuple_Check(payloads)) {
+    return Malformed(named(), "payloads is not a list");
+  }
+  const Py_ssize_t count = PySequence_Fast_GET_SIZE(payloads);
+  PyObject** items = PySequence_Fast_ITEMS(payloads);
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    if (absl::Status s = PayloadFromPython(items[i], named, output->add_payloads()); !s.ok()) {
       return s;
     }
   }
   if (n >= 3) {
-    absl::StatusOr<v1::FinishReason> reason = FinishFromPython(fields[2], where);
+    absl::StatusOr<v1::FinishReason> reason = FinishFromPython(fields[2], named);
     if (!reason.ok()) return reason.status();
     output->set_finished(*reason != v1::FINISH_REASON_UNSPECIFIED);
     output->set_finish_reason(*reason);
-    if (*reason == v1::FINISH_REASON_ERROR || (n == 4 && !fields[3].is_none())) {
+    const bool message = n == 4 && fields[3] != Py_None;
+    if (*reason == v1::FINISH_REASON_ERROR || message) {
       v1::Error* error = output->mutable_error();
       error->set_code(static_cast<int>(absl::StatusCode::kInternal));
-      if (n == 4 && !fields[3].is_none()) error->set_message(py::str(fields[3]));
+      if (message) error->set_message(py::str(fields[3]));
     }
   }
   return absl::OkStatus();
@@ -261,12 +279,14 @@ absl::StatusOr<std::vector<v1::RequestOutput>> OutputsFromPython(py::handle outp
     return absl::InvalidArgumentError(
         absl::StrCat("returned a ", TypeName(outputs), ", not a list of outputs"));
   }
-  py::sequence items = py::reinterpret_borrow<py::sequence>(outputs);
-  std::vector<v1::RequestOutput> result(items.size());
-  size_t i = 0;
-  for (py::handle item : items) {
-    if (absl::Status s = OutputFromPython(item, i, &result[i]); !s.ok()) return s;
-    ++i;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(outputs.ptr());
+  PyObject** items = PySequence_Fast_ITEMS(outputs.ptr());
+  std::vector<v1::RequestOutput> result(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (absl::Status s = OutputFromPython(items[i], static_cast<size_t>(i), &result[i]);
+        !s.ok()) {
+      return s;
+    }
   }
   return result;
 }
