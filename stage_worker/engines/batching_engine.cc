@@ -1,6 +1,7 @@
 #include "stage_worker/engines/batching_engine.h"
 
 #include "common/error_proto.h"
+#include "common/production_stamp.h"
 #include "common/field_error.h"
 
 #include <algorithm>
@@ -72,6 +73,7 @@ BatchingOptions BatchingOptions::Read(EngineParams* params) {
   o.crash_at_step = params->Int("crash_at_step", 0, 0, kMaxFaultStep);
   o.hang_at_step = params->Int("hang_at_step", 0, 0, kMaxFaultStep);
   o.fail_utilities = params->Bool("fail_utilities", false);
+  o.stamp_outputs = params->Bool("stamp_outputs", false);
   return o;
 }
 
@@ -279,6 +281,12 @@ absl::StatusOr<std::vector<v1::RequestOutput>> BatchingEngine::Step() {
   running_.resize(kept);
 
   WaitOutStepTime(start_ns);
+  if (options_.stamp_outputs) {
+    const v1::Payload stamp = StampPayload(MonotonicNowNs());
+    for (v1::RequestOutput& output : outputs) {
+      if (output.payloads_size() > 0) *output.add_payloads() = stamp;
+    }
+  }
   return outputs;
 }
 

@@ -64,6 +64,11 @@ struct BatchingOptions {
   int64_t hang_at_step = 0;
   // Every Utility() call fails. Parameter `fail_utilities`.
   bool fail_utilities = false;
+  // Benchmarks only: each output with payloads also carries a raw payload with
+  // the CLOCK_MONOTONIC time the step returned it (common/production_stamp.h),
+  // for one-way latency. For a pipeline's last stage only: a later stage would
+  // get it as input. Parameter `stamp_outputs`.
+  bool stamp_outputs = false;
 
   // Reads the shared parameters; errors stay in `params` for Finish().
   static BatchingOptions Read(EngineParams* params);

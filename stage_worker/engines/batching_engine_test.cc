@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 
+#include "common/production_stamp.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "stage_worker/engines/engine_params.h"
@@ -87,6 +88,27 @@ TEST(BatchingOptionsTest, ReadsSharedParameters) {
   EXPECT_EQ(options.default_max_tokens, 7u);
   EXPECT_EQ(options.fail_at_step, 3);
   EXPECT_TRUE(options.fail_utilities);
+}
+
+// stamp_outputs (benchmarks): each output with payloads also carries the
+// CLOCK_MONOTONIC time the step returned it; outputs without payloads do not.
+TEST(BatchingEngineTest, StampOutputsAddsTheTimeTheStepReturned) {
+  EngineParams params("echo", {{"stamp_outputs", "true"}});
+  BatchingOptions options = BatchingOptions::Read(&params);
+  ASSERT_TRUE(params.Finish().ok());
+  ASSERT_TRUE(options.stamp_outputs);
+  EchoEngine engine(options);
+  ASSERT_TRUE(engine.Add(MakeRequest("a", {TextPayload("xy")})).ok());
+  const int64_t before = MonotonicNowNs();
+  std::vector<v1::RequestOutput> outputs = MustStep(&engine);
+  const int64_t after = MonotonicNowNs();
+  ASSERT_EQ(outputs.size(), 1u);
+  ASSERT_GE(outputs[0].payloads_size(), 2);
+  std::optional<int64_t> stamp = StampOf(outputs[0].payloads(outputs[0].payloads_size() - 1));
+  ASSERT_TRUE(stamp.has_value());
+  EXPECT_GE(*stamp, before);
+  EXPECT_LE(*stamp, after);
+  EXPECT_FALSE(StampOf(outputs[0].payloads(0)).has_value());
 }
 
 TEST(BatchingEngineTest, ThirdRequestStartsWhenASlotFrees) {

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/field_error.h"
+#include "common/production_stamp.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "stage_worker/engines/registry.h"
@@ -259,6 +260,23 @@ void ExpectSameAsCpp(const std::map<std::string, std::string>& params) {
 TEST(PythonEngineTest, SimLlmPortMatchesTheCppEngineTokenForToken) {
   ExpectSameAsCpp({{"batch_size", "2"}});
   ExpectSameAsCpp({{"batch_size", "3"}, {"output", "text"}, {"vocab_size", "500"}});
+}
+
+TEST(PythonEngineTest, SimLlmPortStampsOutputsLikeTheCppEngine) {
+  absl::StatusOr<std::unique_ptr<Engine>> py =
+      Python("omnistage_engines.sim_llm", "SimLlm", {{"stamp_outputs", "true"}});
+  ASSERT_TRUE(py.ok()) << py.status();
+  ASSERT_TRUE(Submit(**py, TextRequest("a", "x")).ok());
+  const int64_t before = MonotonicNowNs();
+  absl::StatusOr<std::vector<v1::RequestOutput>> outputs = (*py)->Step();
+  const int64_t after = MonotonicNowNs();
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  ASSERT_EQ(outputs->size(), 1u);
+  ASSERT_EQ((*outputs)[0].payloads_size(), 2);
+  std::optional<int64_t> stamp = StampOf((*outputs)[0].payloads(1));
+  ASSERT_TRUE(stamp.has_value());
+  EXPECT_GE(*stamp, before);
+  EXPECT_LE(*stamp, after);
 }
 
 TEST(PythonEngineTest, SimLlmPortRefusesParametersAsTheCppEngineDoes) {

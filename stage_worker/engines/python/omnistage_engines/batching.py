@@ -8,8 +8,9 @@ request produces in one step.
 - Streamed text and token input is concatenated per kind in arrival order.
 - Modelled step time (`step_time_us`, `step_mode` sleep or busy), fault knobs
   (`fail_at_step`: step raises; `crash_at_step`: the process aborts;
-  `hang_at_step`: step never returns; `fail_utilities`) and the utilities
-  "ping", "stats" and "div".
+  `hang_at_step`: step never returns; `fail_utilities`), `stamp_outputs`
+  (benchmarks: a CLOCK_MONOTONIC production stamp on each output) and the
+  utilities "ping", "stats" and "div".
 - Streamed input that breaks the contract (a kind the engine does not take,
   input after `last`) fails only that request, with an "error" output.
 
@@ -26,6 +27,8 @@ from omnistage_engines.params import Params
 MAX_BATCH_SIZE = 65536
 MAX_FAULT_STEP = 1000000000
 MAX_TOKENS_LIMIT = 1000000
+# common/production_stamp.h: a raw payload of this and CLOCK_MONOTONIC ns.
+_STAMP_PREFIX = b"omnistage-stamp:"
 
 
 class Input:
@@ -87,6 +90,7 @@ class Batching:
         self.crash_at_step = reader.int("crash_at_step", 0, 0, MAX_FAULT_STEP)
         self.hang_at_step = reader.int("hang_at_step", 0, 0, MAX_FAULT_STEP)
         self.fail_utilities = reader.bool("fail_utilities", False)
+        self.stamp_outputs = reader.bool("stamp_outputs", False)
         if read_own is not None:
             read_own(reader)
         reader.finish()
@@ -213,6 +217,10 @@ class Batching:
                 del self._requests[live.id]
         self._running = kept
         self._wait_out_step_time(start)
+        if self.stamp_outputs:
+            stamp = _STAMP_PREFIX + time.monotonic_ns().to_bytes(8, "little")
+            outputs = [(out[0], out[1] + [stamp]) + tuple(out[2:]) if out[1] else out
+                       for out in outputs]
         return outputs
 
     def utility(self, name, args):
