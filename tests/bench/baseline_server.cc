@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/grpc_util.h"
+#include "common/production_stamp.h"
 #include "protos/orchestrator.grpc.pb.h"
 #include "tests/bench/load_generator.h"
 
@@ -101,6 +102,8 @@ class BaselineStream final : public grpc::ServerWriteReactor<v1::GenerateRespons
       auto pace = params.extra().find("pace_us");
       if (pace != params.extra().end()) (void)absl::SimpleAtoi(pace->second, &pace_ns_);
       pace_ns_ *= 1000;
+      auto stamp = params.extra().find("stamp");
+      stamp_ = stamp != params.extra().end() && stamp->second == "1";
     }
     Action action;
     bool schedule = false;
@@ -176,6 +179,12 @@ class BaselineStream final : public grpc::ServerWriteReactor<v1::GenerateRespons
         v1::OutputChunk* chunk = response_.add_outputs();
         chunk->set_modality(v1::MODALITY_TOKENS);
         chunk->mutable_payload()->mutable_tokens()->add_ids(++token_);
+        if (stamp_) {
+          // Its emit time, as a stage worker stamps a step's outputs.
+          v1::OutputChunk* stamp = response_.add_outputs();
+          stamp->set_modality(v1::MODALITY_TOKENS);
+          *stamp->mutable_payload() = StampPayload(MonotonicNowNs());
+        }
         StartWrite(&response_);
         return;
       }
@@ -193,6 +202,7 @@ class BaselineStream final : public grpc::ServerWriteReactor<v1::GenerateRespons
   Pacer* const pacer_;
   int total_ = 200;
   int64_t pace_ns_ = 0;
+  bool stamp_ = false;  // extra["stamp"] == "1": a production stamp per token
   int32_t token_ = 0;
   v1::GenerateResponse response_;
 
@@ -229,6 +239,7 @@ v1::GenerateRequest BaselineRequest(const std::string& request_id, uint32_t toke
   params->set_stage_id(0);
   params->set_max_tokens(tokens);
   if (pace_us > 0) (*params->mutable_extra())["pace_us"] = std::to_string(pace_us);
+  (*params->mutable_extra())["stamp"] = "1";
   return request;
 }
 

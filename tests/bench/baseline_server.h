@@ -9,7 +9,9 @@
 // extra["pace_us"] (default 0): the time between tokens, as a step time. Paced
 // like the simulated engine paces its steps: token k is released `pace_us` after
 // token k-1 was released (so timer overshoot accumulates the same way), and the
-// first token `pace_us` after the call starts.
+// first token `pace_us` after the call starts. With extra["stamp"] = "1" each
+// token's response also carries a production stamp (common/production_stamp.h)
+// taken as it is written: the baseline's emit time, for one-way latency.
 //
 // It runs in its own process (`pipeline_benchmark --serve_baseline`), so that
 // the load generator never shares a process with the server it measures.

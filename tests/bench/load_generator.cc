@@ -1,7 +1,5 @@
 #include "tests/bench/load_generator.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -10,15 +8,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/production_stamp.h"
 
 namespace omnistage {
 namespace bench {
 
-int64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+int64_t NowNs() { return MonotonicNowNs(); }
 
 std::shared_ptr<grpc::Channel> ConnectLoopback(int port, absl::Duration timeout) {
   grpc::ChannelArguments args;
@@ -62,6 +57,9 @@ class StreamGroup::Stream final : public grpc::ClientReadReactor<v1::GenerateRes
     int n = 0;
     for (const v1::OutputChunk& chunk : response_.outputs()) {
       n += chunk.payload().tokens().ids_size();
+      if (std::optional<int64_t> stamp = StampOf(chunk.payload())) {
+        one_way_us_.push_back((now - *stamp) / 1e3);
+      }
     }
     bool progress = false;
     if (n > 0) {
@@ -121,6 +119,7 @@ class StreamGroup::Stream final : public grpc::ClientReadReactor<v1::GenerateRes
   int64_t end_ns() const { return end_ns_; }
   int64_t messages() const { return messages_; }
   std::vector<double> TakeGaps() { return std::move(gaps_us_); }
+  std::vector<double> TakeOneWay() { return std::move(one_way_us_); }
 
  private:
   StreamGroup* const group_;
@@ -141,6 +140,7 @@ class StreamGroup::Stream final : public grpc::ClientReadReactor<v1::GenerateRes
   int64_t messages_ = 0;
   int64_t end_ns_ = 0;
   std::vector<double> gaps_us_;
+  std::vector<double> one_way_us_;
   std::string error_message_;
   grpc::Status status_;
 };
@@ -187,6 +187,7 @@ void StreamGroup::OnProgress() {
 
 void StreamGroup::OnStreamDone(Stream* stream) {
   std::vector<double> gaps = stream->TakeGaps();
+  std::vector<double> one_way = stream->TakeOneWay();
   const StreamView view = stream->View();
   bool again = false;
   {
@@ -201,6 +202,7 @@ void StreamGroup::OnStreamDone(Stream* stream) {
       result_.ttft_us.push_back((view.first_token_ns - view.start_ns) / 1e3);
     }
     result_.gap_us.insert(result_.gap_us.end(), gaps.begin(), gaps.end());
+    result_.one_way_us.insert(result_.one_way_us.end(), one_way.begin(), one_way.end());
     if (stream->failed()) {
       if (result_.failed++ == 0) result_.first_error = stream->Describe();
     }

@@ -7,7 +7,10 @@
 //   TTFT       request start -> the first message carrying a token;
 //   gaps       between consecutive token arrivals. A message carrying k tokens
 //              gives one gap (since the previous message) and k-1 gaps of 0:
-//              every token is attributed to the arrival of its message.
+//              every token is attributed to the arrival of its message;
+//   one-way    for each production stamp (common/production_stamp.h) a message
+//              carries: its arrival minus the stamp, i.e. producer emit ->
+//              client receive on this machine's CLOCK_MONOTONIC.
 //
 // It drives every row of the benchmark (the baseline server, nginx in front of
 // it, the orchestrator), since they all serve omnistage.v1.Orchestrator.
@@ -83,6 +86,7 @@ struct LoadResult {
   double seconds = 0;    // First stream start -> last stream end.
   std::vector<double> ttft_us;
   std::vector<double> gap_us;
+  std::vector<double> one_way_us;
   std::string first_error;  // Of the first failed stream, if any.
 
   double tokens_per_second() const { return seconds > 0 ? tokens / seconds : 0; }

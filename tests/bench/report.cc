@@ -63,6 +63,7 @@ std::string FiguresJson(const Figures& f) {
       ", \"tokens_per_s\": ", Num(f.tokens_per_s), ", \"ttft_us\": {\"p50\": ", Num(f.ttft_p50_us),
       ", \"p99\": ", Num(f.ttft_p99_us), "}, \"inter_token_us\": {\"p50\": ", Num(f.gap_p50_us),
       ", \"p99\": ", Num(f.gap_p99_us), ", \"mean\": ", Num(f.gap_mean_us),
+      "}, \"one_way_us\": {\"p50\": ", Num(f.one_way_p50_us), ", \"p99\": ", Num(f.one_way_p99_us),
       "}, \"error\": ", Quote(f.error), "}");
 }
 
@@ -84,10 +85,11 @@ std::string FormatReport(const Report& report) {
   if (!report.throughput.empty()) {
     absl::StrAppend(
         &out, "\n## Throughput: ", report.options.tokens, " tokens per request; latencies in us\n",
-        absl::StrFormat("%-7s %-8s %7s %8s %4s %10s %6s %7s %9s %9s %8s %8s %7s %6s %6s\n",
+        absl::StrFormat("%-7s %-8s %7s %8s %4s %10s %6s %7s %9s %9s %8s %8s %8s %8s %7s %6s "
+                        "%6s\n",
                         "step_us", "row", "streams", "requests", "fail", "tokens/s", "x base",
-                        "x nginx", "TTFT p50", "TTFT p99", "gap p50", "gap p99", "tok/msg",
-                        "cli/tk", "srv/tk"));
+                        "x nginx", "TTFT p50", "TTFT p99", "gap p50", "gap p99", "1way p50",
+                        "1way p99", "tok/msg", "cli/tk", "srv/tk"));
     for (const ThroughputCell& c : report.throughput) {
       const Figures& f = c.figures;
       if (f.requests == 0) {
@@ -98,10 +100,11 @@ std::string FormatReport(const Report& report) {
       absl::StrAppend(
           &out,
           absl::StrFormat(
-              "%-7d %-8s %7d %8d %4d %10.0f %6s %7s %9.0f %9.0f %8.0f %8.0f %7.2f %6.2f %6.2f\n",
+              "%-7d %-8s %7d %8d %4d %10.0f %6s %7s %9.0f %9.0f %8.0f %8.0f %8.0f %8.0f %7.2f "
+              "%6.2f %6.2f\n",
               c.step_time_us, c.row, c.streams, f.requests, f.failed, f.tokens_per_s,
               Ratio(c.ratio_to_baseline), Ratio(c.ratio_to_nginx), f.ttft_p50_us, f.ttft_p99_us,
-              f.gap_p50_us, f.gap_p99_us,
+              f.gap_p50_us, f.gap_p99_us, f.one_way_p50_us, f.one_way_p99_us,
               f.messages > 0 ? static_cast<double>(f.tokens) / f.messages : 0,
               c.client_cpu_us_per_token, c.server_cpu_us_per_token));
       if (!f.error.empty()) absl::StrAppend(&out, "          ! ", f.error, "\n");
@@ -125,17 +128,19 @@ std::string FormatReport(const Report& report) {
     const LightLoad& light = *report.light;
     absl::StrAppend(&out, "\n## Light load: 1 stream, ", light.pace_us, " us per token, ",
                     report.options.tokens, " tokens per request; us\n",
-                    absl::StrFormat("%-8s %8s %9s %9s %8s %8s %9s\n", "row", "requests", "TTFT p50",
-                                    "TTFT p99", "gap p50", "gap p99", "gap mean"));
+                    absl::StrFormat("%-8s %8s %9s %9s %8s %8s %9s %8s %8s\n", "row", "requests",
+                                    "TTFT p50", "TTFT p99", "gap p50", "gap p99", "gap mean",
+                                    "1way p50", "1way p99"));
     for (const LightRow& r : light.rows) {
       const Figures& f = r.figures;
       if (f.requests == 0) {
         absl::StrAppend(&out, absl::StrFormat("%-8s  skipped: %s\n", r.row, f.error));
         continue;
       }
-      absl::StrAppend(&out, absl::StrFormat("%-8s %8d %9.0f %9.0f %8.0f %8.0f %9.1f\n", r.row,
-                                            f.requests, f.ttft_p50_us, f.ttft_p99_us, f.gap_p50_us,
-                                            f.gap_p99_us, f.gap_mean_us));
+      absl::StrAppend(&out, absl::StrFormat("%-8s %8d %9.0f %9.0f %8.0f %8.0f %9.1f %8.1f %8.1f\n",
+                                            r.row, f.requests, f.ttft_p50_us, f.ttft_p99_us,
+                                            f.gap_p50_us, f.gap_p99_us, f.gap_mean_us,
+                                            f.one_way_p50_us, f.one_way_p99_us));
     }
     const LightRow* orch = FindLight(light, "orch1");
     for (const std::string reference : {"baseline", "nginx"}) {
@@ -144,9 +149,12 @@ std::string FormatReport(const Report& report) {
       const double ttft = orch->figures.ttft_p50_us - ref->figures.ttft_p50_us;
       const double gap = orch->figures.gap_p50_us - ref->figures.gap_p50_us;
       const double mean = orch->figures.gap_mean_us - ref->figures.gap_mean_us;
+      const double one_way50 = orch->figures.one_way_p50_us - ref->figures.one_way_p50_us;
+      const double one_way99 = orch->figures.one_way_p99_us - ref->figures.one_way_p99_us;
       absl::StrAppend(&out, absl::StrFormat("orch1 vs %-8s: TTFT p50 %+.0f us, gap p50 %+.0f us, "
-                                            "gap mean %+.1f us\n",
-                                            reference, ttft, gap, mean));
+                                            "gap mean %+.1f us, one-way p50 %+.1f us, p99 "
+                                            "%+.1f us\n",
+                                            reference, ttft, gap, mean, one_way50, one_way99));
       if (reference == "baseline") {
         verdicts.push_back(absl::StrFormat(
             "%s light load, added p50 latency vs baseline: first token %+.0f us, per-token gap "

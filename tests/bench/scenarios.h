@@ -68,6 +68,9 @@ struct Figures {
   double gap_p50_us = 0;
   double gap_p99_us = 0;
   double gap_mean_us = 0;
+  // Producer emit -> client receive (production stamps); 0 when none came.
+  double one_way_p50_us = 0;
+  double one_way_p99_us = 0;
   std::string error;  // Why the run failed or was cut short; empty if it did not.
 };
 Figures Summarize(const LoadResult& result);

@@ -109,6 +109,8 @@ Figures Summarize(const LoadResult& result) {
   f.ttft_p99_us = Percentile(result.ttft_us, 99);
   f.gap_p50_us = Percentile(result.gap_us, 50);
   f.gap_p99_us = Percentile(result.gap_us, 99);
+  f.one_way_p50_us = Percentile(result.one_way_us, 50);
+  f.one_way_p99_us = Percentile(result.one_way_us, 99);
   double sum = 0;
   for (double gap : result.gap_us) sum += gap;
   f.gap_mean_us = result.gap_us.empty() ? 0 : sum / result.gap_us.size();
