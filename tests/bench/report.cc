@@ -86,10 +86,10 @@ std::string FormatReport(const Report& report) {
     absl::StrAppend(
         &out, "\n## Throughput: ", report.options.tokens, " tokens per request; latencies in us\n",
         absl::StrFormat("%-7s %-8s %7s %8s %4s %10s %6s %7s %9s %9s %8s %8s %8s %8s %7s %6s "
-                        "%6s\n",
+                        "%6s %8s\n",
                         "step_us", "row", "streams", "requests", "fail", "tokens/s", "x base",
                         "x nginx", "TTFT p50", "TTFT p99", "gap p50", "gap p99", "1way p50",
-                        "1way p99", "tok/msg", "cli/tk", "srv/tk"));
+                        "1way p99", "tok/msg", "cli/tk", "srv/tk", "front/tk"));
     for (const ThroughputCell& c : report.throughput) {
       const Figures& f = c.figures;
       if (f.requests == 0) {
@@ -101,12 +101,12 @@ std::string FormatReport(const Report& report) {
           &out,
           absl::StrFormat(
               "%-7d %-8s %7d %8d %4d %10.0f %6s %7s %9.0f %9.0f %8.0f %8.0f %8.0f %8.0f %7.2f "
-              "%6.2f %6.2f\n",
+              "%6.2f %6.2f %8.2f\n",
               c.step_time_us, c.row, c.streams, f.requests, f.failed, f.tokens_per_s,
               Ratio(c.ratio_to_baseline), Ratio(c.ratio_to_nginx), f.ttft_p50_us, f.ttft_p99_us,
               f.gap_p50_us, f.gap_p99_us, f.one_way_p50_us, f.one_way_p99_us,
               f.messages > 0 ? static_cast<double>(f.tokens) / f.messages : 0,
-              c.client_cpu_us_per_token, c.server_cpu_us_per_token));
+              c.client_cpu_us_per_token, c.server_cpu_us_per_token, c.front_cpu_us_per_token));
       if (!f.error.empty()) absl::StrAppend(&out, "          ! ", f.error, "\n");
     }
     for (int64_t step : report.options.step_times_us) {
@@ -244,6 +244,7 @@ std::string JsonReport(const Report& report) {
                     ", \"ratio_to_nginx\": ", Num(c.ratio_to_nginx),
                     ", \"client_cpu_us_per_token\": ", Num(c.client_cpu_us_per_token),
                     ", \"server_cpu_us_per_token\": ", Num(c.server_cpu_us_per_token),
+                    ", \"front_cpu_us_per_token\": ", Num(c.front_cpu_us_per_token),
                     ", \"figures\": ", FiguresJson(c.figures), "}");
   }
   absl::StrAppend(&out, "\n  ]");

@@ -86,6 +86,9 @@ struct ThroughputCell {
   // serving side (baseline; nginx + baseline; orchestrator + its workers).
   double client_cpu_us_per_token = 0;
   double server_cpu_us_per_token = 0;
+  // The front process alone (the baseline, nginx, or the orchestrator without
+  // its workers), per token delivered.
+  double front_cpu_us_per_token = 0;
 };
 std::vector<ThroughputCell> RunThroughput(const BenchOptions& options, BenchEnv& env);
 

@@ -59,7 +59,8 @@ std::unique_ptr<Target> OpenTarget(const std::string& row, int64_t step_time_us,
   return target;
 }
 
-// The processes serving a row: nginx and the baseline, or an orchestrator and its workers.
+// The processes serving a row, the front one first: the baseline; nginx and the
+// baseline; or an orchestrator and its workers.
 std::vector<pid_t> ServingPids(const std::string& row, const Target& target, const BenchEnv& env) {
   if (row == "baseline") return {env.baseline.pid()};
   if (row == "nginx") return {env.nginx.pid(), env.baseline.pid()};
@@ -198,11 +199,13 @@ std::vector<ThroughputCell> RunThroughput(const BenchOptions& options, BenchEnv&
         const std::vector<pid_t> serving = ServingPids(row, *target, env);
         const int64_t client_before = CpuNs({getpid()});
         const int64_t server_before = CpuNs(serving);
+        const int64_t front_before = CpuNs({serving.front()});
         cell.figures = RunLoad(stub, streams, options.cell_time, target->make_request, limit);
         if (cell.figures.tokens > 0) {
           const double tokens = static_cast<double>(cell.figures.tokens);
           cell.client_cpu_us_per_token = (CpuNs({getpid()}) - client_before) / 1e3 / tokens;
           cell.server_cpu_us_per_token = (CpuNs(serving) - server_before) / 1e3 / tokens;
+          cell.front_cpu_us_per_token = (CpuNs({serving.front()}) - front_before) / 1e3 / tokens;
         }
         tokens_per_s[{row, streams}] = cell.figures.tokens_per_s;
         std::fprintf(stderr, "  %5d streams: %10.0f tokens/s %s\n", streams,
