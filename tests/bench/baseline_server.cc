@@ -231,7 +231,7 @@ class BaselineService final : public v1::Orchestrator::CallbackService {
 }  // namespace
 
 v1::GenerateRequest BaselineRequest(const std::string& request_id, uint32_t tokens,
-                                    int64_t pace_us) {
+                                    int64_t pace_us, bool stamp) {
   v1::GenerateRequest request;
   request.set_request_id(request_id);
   request.set_prompt("benchmark prompt");
@@ -239,7 +239,7 @@ v1::GenerateRequest BaselineRequest(const std::string& request_id, uint32_t toke
   params->set_stage_id(0);
   params->set_max_tokens(tokens);
   if (pace_us > 0) (*params->mutable_extra())["pace_us"] = std::to_string(pace_us);
-  (*params->mutable_extra())["stamp"] = "1";
+  if (stamp) (*params->mutable_extra())["stamp"] = "1";
   return request;
 }
 

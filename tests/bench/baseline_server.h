@@ -27,8 +27,9 @@ namespace omnistage {
 namespace bench {
 
 // A request for the baseline server: `tokens` tokens, `pace_us` apart.
+// `stamp`: each token carries its production stamp (one-way latency).
 v1::GenerateRequest BaselineRequest(const std::string& request_id, uint32_t tokens,
-                                    int64_t pace_us);
+                                    int64_t pace_us, bool stamp = false);
 
 // Serves on 127.0.0.1:0, prints "listening port=<N>" on stdout, and runs until
 // SIGTERM or SIGINT. Returns the exit code.

@@ -239,11 +239,10 @@ std::string PipelineYaml(const PipelineShape& shape) {
       "limits:\n  max_in_flight: ", shape.max_in_flight, "\n", "stages:\n");
   for (int s = 0; s < shape.stages; ++s) {
     const bool last = s == shape.stages - 1;
-    // The last stage stamps its outputs: one-way latency (load_generator.h).
     absl::StrAppend(&yaml, "  - name: sim", s, "\n", "    engine: sim_llm\n",
                     "    engine_params: {batch_size: ", shape.batch_size,
                     ", step_time_us: ", shape.step_time_us,
-                    last ? ", stamp_outputs: true" : "", "}\n", "    replicas: ", shape.replicas,
+                    last && shape.stamp_outputs ? ", stamp_outputs: true" : "", "}\n", "    replicas: ", shape.replicas,
                     "\n", "    final_output: ", last ? "true" : "false", "\n",
                     "    output_modality: tokens\n");
     if (s > 0) absl::StrAppend(&yaml, "    input_mode: on_finish\n");

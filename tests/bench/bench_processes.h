@@ -93,6 +93,8 @@ struct PipelineShape {
   int keepalive_ms = 2000;
   int keepalive_timeout_ms = 10000;
   int max_in_flight = 10000;
+  // The last stage stamps its outputs (one-way latency; load_generator.h).
+  bool stamp_outputs = false;
 };
 std::string PipelineYaml(const PipelineShape& shape);
 

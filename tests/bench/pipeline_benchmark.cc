@@ -49,6 +49,9 @@ ABSL_FLAG(int, aborts, 200, "aborts measured (each at 64 in flight)");
 ABSL_FLAG(int, kill_rounds, 3, "kill -9 rounds");
 ABSL_FLAG(double, idle_seconds, 10, "idle CPU window");
 ABSL_FLAG(int, memory_requests, 1000, "in-flight requests for the memory figure");
+ABSL_FLAG(bool, stamp_throughput, false,
+          "one-way latency in the throughput cells too (production stamps; they cost the "
+          "orchestrator rows throughput, so light load alone has them by default)");
 ABSL_FLAG(std::string, json, "", "write the figures as JSON to this path");
 ABSL_FLAG(double, max_seconds, 900, "the whole run is cut (exit 3) after this long");
 
@@ -133,6 +136,7 @@ int Run(int argc, char** argv) {
   options.light_time = absl::Seconds(absl::GetFlag(FLAGS_light_seconds));
   options.idle_time = absl::Seconds(absl::GetFlag(FLAGS_idle_seconds));
   options.memory_requests = absl::GetFlag(FLAGS_memory_requests);
+  options.stamp_throughput = absl::GetFlag(FLAGS_stamp_throughput);
   options.aborts = absl::GetFlag(FLAGS_aborts);
   options.kill_rounds = absl::GetFlag(FLAGS_kill_rounds);
   const std::vector<std::string> scenarios = List(absl::GetFlag(FLAGS_scenarios));

@@ -35,6 +35,11 @@ struct BenchOptions {
   absl::Duration cell_time = absl::Seconds(2);
   absl::Duration light_time = absl::Seconds(10);
   int64_t light_pace_us = 1000;
+  // Production stamps (one-way latency) in the throughput cells too. They cost
+  // the orchestrator rows about a fifth of their throughput at saturation (a
+  // second payload per output halves coalescing), so they are off there by
+  // default; the light-load rows always carry them.
+  bool stamp_throughput = false;
   // Aborts are measured with abort_streams in flight, and again with 1 (the
   // floor without load). Each victim is replaced, so every abort meets the same
   // number in flight.

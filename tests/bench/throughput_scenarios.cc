@@ -28,13 +28,13 @@ struct Target {
 
 // Starts (or finds) the server for `row` with `step_time_us`.
 std::unique_ptr<Target> OpenTarget(const std::string& row, int64_t step_time_us, int tokens,
-                                   BenchEnv& env) {
+                                   bool stamp, BenchEnv& env) {
   auto target = std::make_unique<Target>();
   if (row == "baseline" || row == "nginx") {
     target->port = row == "baseline" ? env.baseline.port : env.nginx.port;
     if (row == "nginx" && env.nginx.process == nullptr) target->error = env.nginx_note;
-    target->make_request = [tokens, step_time_us](int, int64_t) {
-      return BaselineRequest("", tokens, step_time_us);
+    target->make_request = [tokens, step_time_us, stamp](int, int64_t) {
+      return BaselineRequest("", tokens, step_time_us, stamp);
     };
     return target;
   }
@@ -45,6 +45,7 @@ std::unique_ptr<Target> OpenTarget(const std::string& row, int64_t step_time_us,
   PipelineShape shape;
   shape.stages = row == "orch1" ? 1 : 3;
   shape.step_time_us = step_time_us;
+  shape.stamp_outputs = stamp;
   absl::StatusOr<Server> server = StartOrchestrator(env.binaries, env.dir, shape);
   if (!server.ok()) {
     target->error = absl::StrCat("orchestrator did not start: ", server.status().message());
@@ -180,7 +181,7 @@ std::vector<ThroughputCell> RunThroughput(const BenchOptions& options, BenchEnv&
     for (const std::string& row : options.rows) {
       std::fprintf(stderr, "throughput: %s, step %lld us\n", row.c_str(),
                    static_cast<long long>(step_time_us));
-      std::unique_ptr<Target> target = OpenTarget(row, step_time_us, options.tokens, env);
+      std::unique_ptr<Target> target = OpenTarget(row, step_time_us, options.tokens, options.stamp_throughput, env);
       std::shared_ptr<v1::Orchestrator::Stub> stub;
       if (target->error.empty()) stub = Warm(*target);
       for (int streams : options.streams) {
@@ -235,7 +236,7 @@ LightLoad RunLightLoad(const BenchOptions& options, BenchEnv& env) {
     std::fprintf(stderr, "light load: %s\n", row.c_str());
     LightRow& result = light.rows.emplace_back();
     result.row = row;
-    std::unique_ptr<Target> target = OpenTarget(row, options.light_pace_us, options.tokens, env);
+    std::unique_ptr<Target> target = OpenTarget(row, options.light_pace_us, options.tokens, /*stamp=*/true, env);
     std::shared_ptr<v1::Orchestrator::Stub> stub;
     if (target->error.empty()) stub = Warm(*target);
     if (stub == nullptr) {
