@@ -189,31 +189,22 @@ absl::StatusOr<Server> StartBaseline(const Binaries& binaries) {
   return server;
 }
 
-absl::StatusOr<Server> StartNginx(const std::string& dir, int backend_port) {
-  if (!IsExecutable(kNginxBinary)) {
-    return absl::NotFoundError(absl::StrCat(kNginxBinary, " is not installed"));
-  }
-  absl::Status last = absl::UnavailableError("nginx did not start");
-  for (int attempt = 0; attempt < 3; ++attempt) {  // The free port can be taken meanwhile.
+namespace {
+
+// Starts proxy `name` (`binary`) on a free loopback port: `configure(port)`
+// writes its config into `dir` and returns its command line. Retries with
+// another port when the chosen one was taken meanwhile.
+absl::StatusOr<Server> StartProxy(
+    const std::string& name, const std::string& binary, const std::string& dir,
+    const std::function<absl::StatusOr<std::vector<std::string>>(int port)>& configure) {
+  if (!IsExecutable(binary)) return absl::NotFoundError(absl::StrCat(binary, " is not installed"));
+  absl::Status last = absl::UnavailableError(absl::StrCat(name, " did not start"));
+  for (int attempt = 0; attempt < 3; ++attempt) {
     absl::StatusOr<int> port = PickFreePort();
     if (!port.ok()) return port.status();
-    // One process, no daemon: it is ours to stop by PID. nginx proxies each
-    // gRPC call on its own upstream connection, hence the connection limits.
-    const std::string config = absl::StrCat(
-        "daemon off;\nmaster_process off;\nworker_processes 1;\n", "error_log ", dir,
-        "/nginx_error.log warn;\n", "pid ", dir, "/nginx.pid;\n", "worker_rlimit_nofile 20000;\n",
-        "events { worker_connections 16000; }\n", "http {\n", "  access_log off;\n",
-        "  client_body_temp_path ", dir, "/body;\n", "  proxy_temp_path ", dir, "/proxy;\n",
-        "  fastcgi_temp_path ", dir, "/fastcgi;\n", "  uwsgi_temp_path ", dir, "/uwsgi;\n",
-        "  scgi_temp_path ", dir, "/scgi;\n", "  http2_max_concurrent_streams 8192;\n",
-        "  keepalive_requests 10000000;\n", "  keepalive_timeout 600s;\n", "  server {\n",
-        "    listen 127.0.0.1:", *port, " http2;\n", "    location / {\n",
-        "      grpc_pass grpc://127.0.0.1:", backend_port, ";\n", "      grpc_read_timeout 600s;\n",
-        "      grpc_send_timeout 600s;\n", "    }\n", "  }\n", "}\n");
-    const std::string config_path = dir + "/nginx.conf";
-    if (absl::Status s = WriteFile(config_path, config); !s.ok()) return s;
-    absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(
-        {kNginxBinary, "-p", dir, "-c", config_path, "-e", dir + "/nginx_error.log"});
+    absl::StatusOr<std::vector<std::string>> argv = configure(*port);
+    if (!argv.ok()) return argv.status();
+    absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(*argv);
     if (!process.ok()) return process.status();
     const absl::Time deadline = absl::Now() + absl::Seconds(5);
     while (absl::Now() < deadline && !(*process)->Wait(absl::ZeroDuration()).has_value()) {
@@ -226,9 +217,51 @@ absl::StatusOr<Server> StartNginx(const std::string& dir, int backend_port) {
       absl::SleepFor(absl::Milliseconds(20));
     }
     last = absl::UnavailableError(
-        absl::StrCat("nginx did not listen on port ", *port, "; see ", dir, "/nginx_error.log"));
+        absl::StrCat(name, " did not listen on port ", *port, "; see its log in ", dir));
   }
   return last;
+}
+
+}  // namespace
+
+absl::StatusOr<Server> StartNginx(const std::string& dir, int backend_port) {
+  return StartProxy("nginx", kNginxBinary, dir,
+                    [&](int port) -> absl::StatusOr<std::vector<std::string>> {
+    // One process, no daemon: it is ours to stop by PID. nginx proxies each
+    // gRPC call on its own upstream connection, hence the connection limits.
+    const std::string config = absl::StrCat(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\n", "error_log ", dir,
+        "/nginx_error.log warn;\n", "pid ", dir, "/nginx.pid;\n", "worker_rlimit_nofile 20000;\n",
+        "events { worker_connections 16000; }\n", "http {\n", "  access_log off;\n",
+        "  client_body_temp_path ", dir, "/body;\n", "  proxy_temp_path ", dir, "/proxy;\n",
+        "  fastcgi_temp_path ", dir, "/fastcgi;\n", "  uwsgi_temp_path ", dir, "/uwsgi;\n",
+        "  scgi_temp_path ", dir, "/scgi;\n", "  http2_max_concurrent_streams 8192;\n",
+        "  keepalive_requests 10000000;\n", "  keepalive_timeout 600s;\n", "  server {\n",
+        "    listen 127.0.0.1:", port, " http2;\n", "    location / {\n",
+        "      grpc_pass grpc://127.0.0.1:", backend_port, ";\n", "      grpc_read_timeout 600s;\n",
+        "      grpc_send_timeout 600s;\n", "    }\n", "  }\n", "}\n");
+    const std::string config_path = dir + "/nginx.conf";
+    if (absl::Status s = WriteFile(config_path, config); !s.ok()) return s;
+    return std::vector<std::string>{kNginxBinary, "-p", dir, "-c", config_path, "-e",
+                                    dir + "/nginx_error.log"};
+  });
+}
+
+absl::StatusOr<Server> StartHaproxy(const std::string& dir, int backend_port) {
+  return StartProxy("haproxy", kHaproxyBinary, dir,
+                    [&](int port) -> absl::StatusOr<std::vector<std::string>> {
+    // HTTP/2 on both sides (gRPC end to end), one thread like nginx's one
+    // worker, in the foreground (-db) so it is ours to stop by PID. Unlike
+    // nginx it multiplexes the calls over its server connections.
+    const std::string config = absl::StrCat(
+        "global\n  nbthread 1\n  maxconn 20000\n", "defaults\n  mode http\n",
+        "  timeout connect 5s\n  timeout client 600s\n  timeout server 600s\n",
+        "frontend grpc\n  bind 127.0.0.1:", port, " proto h2\n  default_backend baseline\n",
+        "backend baseline\n  server baseline 127.0.0.1:", backend_port, " proto h2\n");
+    const std::string config_path = dir + "/haproxy.cfg";
+    if (absl::Status s = WriteFile(config_path, config); !s.ok()) return s;
+    return std::vector<std::string>{kHaproxyBinary, "-db", "-f", config_path};
+  });
 }
 
 std::string PipelineYaml(const PipelineShape& shape) {

@@ -1,4 +1,5 @@
-// The processes a benchmark run starts and watches: the baseline server, nginx in
+// The processes a benchmark run starts and watches: the baseline server, nginx and
+// HAProxy in
 // front of it, orchestrators with generated pipeline configs (which spawn their
 // own stage workers), and what /proc says about them (CPU time, RSS, children).
 //
@@ -80,6 +81,12 @@ absl::StatusOr<Server> StartBaseline(const Binaries& binaries);
 // NOT_FOUND if nginx is not installed.
 inline constexpr char kNginxBinary[] = "/usr/sbin/nginx";
 absl::StatusOr<Server> StartNginx(const std::string& dir, int backend_port);
+
+// HAProxy (Debian's /usr/sbin/haproxy) proxying gRPC over HTTP/2 on a free
+// loopback port to 127.0.0.1:backend_port: the other hop users put in front.
+// NOT_FOUND if haproxy is not installed.
+inline constexpr char kHaproxyBinary[] = "/usr/sbin/haproxy";
+absl::StatusOr<Server> StartHaproxy(const std::string& dir, int backend_port);
 
 // A pipeline of `stages` sim_llm stages in a line (the last one final), each
 // with `replicas` spawned workers.

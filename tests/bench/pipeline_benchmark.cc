@@ -38,7 +38,7 @@
 ABSL_FLAG(bool, serve_baseline, false, "internal: run the baseline server and nothing else");
 ABSL_FLAG(std::string, scenarios, "throughput,light,abort,kill,idle",
           "which scenarios to run: throughput, light, abort, kill, idle (includes memory)");
-ABSL_FLAG(std::string, rows, "baseline,nginx,orch1,orch3", "throughput rows");
+ABSL_FLAG(std::string, rows, "baseline,nginx,haproxy,orch1,orch3", "throughput rows");
 ABSL_FLAG(std::string, streams, "1,64,512,4096", "concurrent streams per throughput cell");
 ABSL_FLAG(std::string, step_times_us, "0,10000",
           "simulated engine step times (the baseline is paced the same)");
@@ -186,6 +186,15 @@ int Run(int argc, char** argv) {
     std::cerr << "pipeline_benchmark: " << env.nginx_note << "\n";
   }
   report.nginx_note = env.nginx_note;
+  absl::StatusOr<Server> haproxy = StartHaproxy(env.dir, env.baseline.port);
+  if (haproxy.ok()) {
+    env.haproxy = std::move(*haproxy);
+  } else {
+    env.haproxy_note = absl::StrCat("haproxy rows skipped: ", haproxy.status().message(),
+                                    " (Debian: apt-get install -y haproxy)");
+    std::cerr << "pipeline_benchmark: " << env.haproxy_note << "\n";
+  }
+  report.haproxy_note = env.haproxy_note;
 
   if (wants("throughput")) report.throughput = RunThroughput(options, env);
   if (wants("light")) report.light = RunLightLoad(options, env);
@@ -195,6 +204,7 @@ int Run(int argc, char** argv) {
   }
   if (wants("kill")) report.kill = RunKill(options, env);
   if (wants("idle")) report.idle = RunIdleAndMemory(options, env);
+  StopServer(env.haproxy);
   StopServer(env.nginx);
   StopServer(env.baseline);
   report.loadavg_end = LoadAverage();

@@ -80,6 +80,7 @@ std::string FormatReport(const Report& report) {
                    " CPUs  loadavg at start: ", report.loadavg_start,
                    ", at end: ", report.loadavg_end, "\ncommand: ", report.command, "\n");
   if (!report.nginx_note.empty()) absl::StrAppend(&out, "note: ", report.nginx_note, "\n");
+  if (!report.haproxy_note.empty()) absl::StrAppend(&out, "note: ", report.haproxy_note, "\n");
   std::vector<std::string> verdicts;
 
   if (!report.throughput.empty()) {
@@ -143,7 +144,7 @@ std::string FormatReport(const Report& report) {
                                             f.one_way_p50_us, f.one_way_p99_us));
     }
     const LightRow* orch = FindLight(light, "orch1");
-    for (const std::string reference : {"baseline", "nginx"}) {
+    for (const std::string reference : {"baseline", "nginx", "haproxy"}) {
       const LightRow* ref = FindLight(light, reference);
       if (orch == nullptr || ref == nullptr) continue;
       const double ttft = orch->figures.ttft_p50_us - ref->figures.ttft_p50_us;
@@ -235,7 +236,8 @@ std::string JsonReport(const Report& report) {
       ",\n  \"cpus\": ", report.cpus, ",\n  \"loadavg_start\": ", Quote(report.loadavg_start),
       ",\n  \"loadavg_end\": ", Quote(report.loadavg_end),
       ",\n  \"tokens_per_request\": ", report.options.tokens,
-      ",\n  \"nginx_note\": ", Quote(report.nginx_note), ",\n  \"throughput\": [");
+      ",\n  \"nginx_note\": ", Quote(report.nginx_note),
+      ",\n  \"haproxy_note\": ", Quote(report.haproxy_note), ",\n  \"throughput\": [");
   for (size_t i = 0; i < report.throughput.size(); ++i) {
     const ThroughputCell& c = report.throughput[i];
     absl::StrAppend(&out, i == 0 ? "\n" : ",\n", "    {\"row\": ", Quote(c.row),

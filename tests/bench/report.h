@@ -20,6 +20,7 @@ struct Report {
   std::string loadavg_start;
   std::string loadavg_end;
   std::string nginx_note;  // Why nginx rows are missing, if they are.
+  std::string haproxy_note;  // Why haproxy rows are missing, if they are.
   BenchOptions options;
   std::vector<ThroughputCell> throughput;
   std::optional<LightLoad> light;

@@ -58,6 +58,8 @@ struct BenchEnv {
   Server baseline;
   Server nginx;            // process == nullptr when nginx is unavailable.
   std::string nginx_note;  // Why nginx rows are skipped, if they are.
+  Server haproxy;            // process == nullptr when haproxy is unavailable.
+  std::string haproxy_note;  // Why haproxy rows are skipped, if they are.
 };
 
 // Figures of one load run.

@@ -30,9 +30,12 @@ struct Target {
 std::unique_ptr<Target> OpenTarget(const std::string& row, int64_t step_time_us, int tokens,
                                    bool stamp, BenchEnv& env) {
   auto target = std::make_unique<Target>();
-  if (row == "baseline" || row == "nginx") {
-    target->port = row == "baseline" ? env.baseline.port : env.nginx.port;
+  if (row == "baseline" || row == "nginx" || row == "haproxy") {
+    target->port = row == "baseline" ? env.baseline.port
+                   : row == "nginx"  ? env.nginx.port
+                                     : env.haproxy.port;
     if (row == "nginx" && env.nginx.process == nullptr) target->error = env.nginx_note;
+    if (row == "haproxy" && env.haproxy.process == nullptr) target->error = env.haproxy_note;
     target->make_request = [tokens, step_time_us, stamp](int, int64_t) {
       return BaselineRequest("", tokens, step_time_us, stamp);
     };
@@ -65,6 +68,7 @@ std::unique_ptr<Target> OpenTarget(const std::string& row, int64_t step_time_us,
 std::vector<pid_t> ServingPids(const std::string& row, const Target& target, const BenchEnv& env) {
   if (row == "baseline") return {env.baseline.pid()};
   if (row == "nginx") return {env.nginx.pid(), env.baseline.pid()};
+  if (row == "haproxy") return {env.haproxy.pid(), env.baseline.pid()};
   std::vector<pid_t> pids = {target.orchestrator.pid()};
   for (pid_t worker : ChildPids(target.orchestrator.pid())) pids.push_back(worker);
   return pids;
@@ -232,7 +236,7 @@ std::vector<ThroughputCell> RunThroughput(const BenchOptions& options, BenchEnv&
 LightLoad RunLightLoad(const BenchOptions& options, BenchEnv& env) {
   LightLoad light;
   light.pace_us = options.light_pace_us;
-  for (const std::string row : {"baseline", "nginx", "orch1"}) {
+  for (const std::string row : {"baseline", "nginx", "haproxy", "orch1"}) {
     std::fprintf(stderr, "light load: %s\n", row.c_str());
     LightRow& result = light.rows.emplace_back();
     result.row = row;
