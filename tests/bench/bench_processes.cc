@@ -254,7 +254,7 @@ absl::StatusOr<Server> StartHaproxy(const std::string& dir, int backend_port) {
     // worker, in the foreground (-db) so it is ours to stop by PID. Unlike
     // nginx it multiplexes the calls over its server connections.
     const std::string config = absl::StrCat(
-        "global\n  nbthread 1\n  maxconn 20000\n", "defaults\n  mode http\n",
+        "global\n  nbthread 1\n  maxconn 8000\n", "defaults\n  mode http\n",
         "  timeout connect 5s\n  timeout client 600s\n  timeout server 600s\n",
         "frontend grpc\n  bind 127.0.0.1:", port, " proto h2\n  default_backend baseline\n",
         "backend baseline\n  server baseline 127.0.0.1:", backend_port, " proto h2\n");
