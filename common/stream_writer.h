@@ -57,8 +57,11 @@ class StreamWriter {
     size_t max_queued_bytes = 0;
     // When set, queued messages are folded into the next write in order
     // (`merge(into, next)`) while the write stays within max_write_bytes
-    // (Message::ByteSizeLong()). The first message of a write always goes.
-    std::function<void(Message& into, Message&& next)> merge;
+    // (Message::ByteSizeLong()) and merge agrees: it returns false, leaving
+    // both untouched, for a `next` that cannot join `into` (it then starts the
+    // following write). It may move from `next` only when it returns true. The
+    // first message of a write always goes.
+    std::function<bool(Message& into, Message& next)> merge;
     size_t max_write_bytes = 0;
     // Hears the change of the bytes waiting in the queue (not the write in
     // flight): + when a message queues, - when it is written or dropped. Sizes
@@ -209,9 +212,9 @@ class StreamWriter {
     size_t bytes = queue_.front().second;
     queue_.pop_front();
     while (Merging() && !queue_.empty() &&
-           bytes + queue_.front().second <= options_.max_write_bytes) {
+           bytes + queue_.front().second <= options_.max_write_bytes &&
+           options_.merge(next, queue_.front().first)) {
       bytes += queue_.front().second;
-      options_.merge(next, std::move(queue_.front().first));
       queue_.pop_front();
     }
     queued_bytes_ -= bytes;

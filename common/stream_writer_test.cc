@@ -121,8 +121,9 @@ TEST_F(StreamWriterTest, APeerTooSlowForTheByteBoundIsAbandoned) {
 
 TEST_F(StreamWriterTest, MergesWhatQueuedWithinTheWriteSize) {
   Writer::Options options;
-  options.merge = [](v1::TokenIds& into, v1::TokenIds&& next) {
+  options.merge = [](v1::TokenIds& into, v1::TokenIds& next) {
     into.mutable_ids()->MergeFrom(next.ids());
+    return true;
   };
   // Each one-id message of ids < 128 is 3 bytes; two ids together are 4.
   options.max_write_bytes = 7;
@@ -136,6 +137,32 @@ TEST_F(StreamWriterTest, MergesWhatQueuedWithinTheWriteSize) {
   Complete(writer);
   Complete(writer);
   EXPECT_THAT(transport_.writes, ElementsAre("1", "2,3", "4", "5,6,7,8,9,10"));
+}
+
+TEST_F(StreamWriterTest, AMessageTheMergeRefusesStartsTheNextWrite) {
+  Writer::Options options;
+  // Only odd ids join an odd write (as a worker merges step outputs but not
+  // other events).
+  options.merge = [](v1::TokenIds& into, v1::TokenIds& next) {
+    if (into.ids(0) % 2 != next.ids(0) % 2) return false;
+    into.mutable_ids()->MergeFrom(next.ids());
+    return true;
+  };
+  options.max_write_bytes = 1 << 10;
+  int64_t queued = 0;
+  options.on_queued_bytes = [&](int64_t delta) { queued += delta; };
+  Writer writer(&transport_, options);
+  writer.Write(Ids({1}));
+  writer.Write(Ids({3}));
+  writer.Write(Ids({5}));
+  writer.Write(Ids({2}));
+  writer.Write(Ids({4}));
+  writer.Write(Ids({7}));
+  Complete(writer);
+  Complete(writer);
+  Complete(writer);
+  EXPECT_THAT(transport_.writes, ElementsAre("1", "3,5", "2,4", "7"));
+  EXPECT_EQ(queued, 0);
 }
 
 TEST_F(StreamWriterTest, EndFinishesOnceAfterTheQueueIsWritten) {

@@ -14,9 +14,10 @@ StreamWriter<v1::GenerateResponse>::Options WriterOptions(
   options.on_queued_bytes = std::move(on_queued_bytes);
   options.max_queued_bytes = max_queued_bytes;
   options.label = "Generate stream";
-  options.merge = [](v1::GenerateResponse& into, v1::GenerateResponse&& next) {
+  options.merge = [](v1::GenerateResponse& into, v1::GenerateResponse& next) {
     for (v1::OutputChunk& chunk : *next.mutable_outputs()) *into.add_outputs() = std::move(chunk);
     if (next.has_terminal()) *into.mutable_terminal() = std::move(*next.mutable_terminal());
+    return true;
   };
   options.max_write_bytes = ClientStream::kMaxResponseBytes;
   return options;

@@ -1,5 +1,6 @@
 #include "stage_worker/session.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -17,6 +18,19 @@ StreamWriter<v1::WorkerEvent>::Options WriterOptions(uint64_t number) {
   // A client that stopped reading: closing its stream aborts its requests,
   // rather than letting memory grow without bound.
   options.max_queued = Session::kMaxQueuedEvents;
+  // While a write is in flight, the steps that follow queue and go out as one
+  // event: their outputs in order, under the last step's number. Other events
+  // keep their place between them.
+  options.merge = [](v1::WorkerEvent& into, v1::WorkerEvent& next) {
+    if (!into.has_step() || !next.has_step()) return false;
+    v1::StepOutputs& step = *into.mutable_step();
+    for (v1::RequestOutput& output : *next.mutable_step()->mutable_outputs()) {
+      *step.add_outputs() = std::move(output);
+    }
+    step.set_step(std::max(step.step(), next.step().step()));
+    return true;
+  };
+  options.max_write_bytes = Session::kMaxMergedEventBytes;
   return options;
 }
 

@@ -1,7 +1,8 @@
 // Session: one orchestrator's Connect stream on a stage worker.
 //
 // A Session owns the stream's outgoing events (a StreamWriter: one write in
-// flight, the rest queued, a client that stops reading cut off), the set of the
+// flight, the rest queued and step outputs merged meanwhile, a client that
+// stops reading cut off), the set of the
 // session's live request ids, and the fence that keeps an Abort from overtaking
 // commands sent before it.
 // Thread-safe: gRPC threads add commands and aborts, the busy-loop thread sends
@@ -43,6 +44,9 @@ class Session {
   // cancelled, which closes the session and aborts its requests, rather than
   // letting memory grow without bound.
   static constexpr size_t kMaxQueuedEvents = 1 << 16;
+  // Step outputs that queue behind a write in flight are merged into one event
+  // of at most this many bytes (a larger one goes alone; clients accept 64 MiB).
+  static constexpr size_t kMaxMergedEventBytes = 1 << 20;
 
   // `first_seq` is the seq of the session's Hello: later commands must exceed it.
   // `peer`: the identity of the client that opened it (its certificate's name;

@@ -1,0 +1,84 @@
+// Session's event stream: step outputs that queue behind a write in flight go
+// out as one event, in order; other events keep their place.
+#include "stage_worker/session.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace omnistage {
+namespace {
+
+using ::testing::ElementsAre;
+
+// Records each write as "step N: id,id,..." or the event's kind.
+class RecordingTransport : public EventTransport {
+ public:
+  void BeginWrite(const v1::WorkerEvent* event) override {
+    ++in_flight;
+    if (!event->has_step()) {
+      writes.push_back(event->has_stalled() ? "stalled" : "other");
+      return;
+    }
+    std::vector<std::string> ids;
+    for (const v1::RequestOutput& output : event->step().outputs()) {
+      ids.push_back(output.request_id());
+    }
+    writes.push_back("step " + std::to_string(event->step().step()) + ": " +
+                     absl::StrJoin(ids, ","));
+  }
+  void FinishStream(const absl::Status&) override {}
+  void CancelStream() override {}
+
+  int in_flight = 0;
+  std::vector<std::string> writes;
+};
+
+v1::WorkerEvent Step(uint64_t step, std::vector<std::string> ids) {
+  v1::WorkerEvent event;
+  event.mutable_step()->set_step(step);
+  for (const std::string& id : ids) event.mutable_step()->add_outputs()->set_request_id(id);
+  return event;
+}
+
+TEST(SessionTest, StepsQueuedBehindAWriteGoOutAsOneEvent) {
+  RecordingTransport transport;
+  Session session(3, "", &transport, 1);
+  session.Send(Step(1, {"a"}));  // In flight.
+  session.Send(Step(2, {"a", "b"}));
+  session.Send(Step(3, {"b"}));
+  v1::WorkerEvent stalled;
+  stalled.mutable_stalled()->set_step(4);
+  session.Send(stalled);
+  session.Send(Step(0, {"c"}));  // A step-less finish (e.g. an abort).
+  session.Send(Step(5, {"a"}));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(transport.in_flight, 1);
+    --transport.in_flight;
+    session.OnWriteDone(true);
+  }
+  EXPECT_THAT(transport.writes,
+              ElementsAre("step 1: a", "step 3: a,b,b", "stalled", "step 5: c,a"));
+}
+
+TEST(SessionTest, ALargeStepGoesAlone) {
+  RecordingTransport transport;
+  Session session(3, "", &transport, 1);
+  session.Send(Step(1, {"a"}));
+  session.Send(Step(2, {"b"}));
+  session.Send(Step(3, {std::string(Session::kMaxMergedEventBytes, 'x')}));
+  session.Send(Step(4, {"d"}));
+  for (int i = 0; i < 3; ++i) {
+    --transport.in_flight;
+    session.OnWriteDone(true);
+  }
+  ASSERT_EQ(transport.writes.size(), 4u);
+  EXPECT_EQ(transport.writes[1], "step 2: b");
+  EXPECT_EQ(transport.writes[3], "step 4: d");
+}
+
+}  // namespace
+}  // namespace omnistage
