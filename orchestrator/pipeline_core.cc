@@ -10,6 +10,7 @@
 #include "orchestrator/generate_request.h"
 #include "orchestrator/logged_sink.h"
 #include "orchestrator/metered_sink.h"
+#include "orchestrator/output_fold.h"
 #include "orchestrator/stage_admin.h"
 #include "orchestrator/stage_error.h"
 
@@ -205,6 +206,7 @@ std::optional<v1::Error> PipelineCore::StartStage(InFlightRequest& r, int stage,
 
 void PipelineCore::OnStepOutputs(int stage, int replica, v1::StepOutputs outputs) {
   CheckInLoop();
+  FoldOutputs(&outputs);
   for (v1::RequestOutput& output : *outputs.mutable_outputs()) {
     // Not ours any more (ended, or re-bound after this replica was evicted).
     if (pools_[stage]->Bound(output.request_id()) != replica) continue;

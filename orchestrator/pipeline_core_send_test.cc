@@ -54,6 +54,41 @@ TEST_F(PipelineCoreTest, SendToAJustClosedSessionEvictsItAndPicksAnother) {
   ExpectAllEnded();
 }
 
+// A worker event merged from several steps carries several outputs of one
+// request: the core handles them as one (one client write, one hand-off).
+TEST_F(PipelineCoreTest, SeveralOutputsOfARequestInOneEventAreHandledAsOne) {
+  Build();
+  auto sink = Gen("r1");
+  auto other = Gen("r2");
+  Out(0, 0, "r1", {Text("a")});  // Starts r1 on the talker.
+  ClearLog();
+  v1::StepOutputs step;
+  for (const char* text : {"b", "c", "d"}) {
+    for (const char* id : {"r1", "r2"}) {
+      v1::RequestOutput& output = *step.add_outputs();
+      output.set_request_id(id);
+      *output.add_payloads() = Text(text);
+    }
+  }
+  step.mutable_outputs(4)->set_finished(true);  // r1 ends with "d".
+  step.mutable_outputs(4)->set_finish_reason(v1::FINISH_REASON_STOP);
+  const int sends_before = sink->send_calls();
+  core().OnStepOutputs(0, 0, std::move(step));
+  EXPECT_EQ(sink->send_calls(), sends_before + 1);
+  EXPECT_EQ(sink->Text("r1"), "abcd");
+  EXPECT_EQ(other->Text("r2"), "bcd");
+  // r1's three outputs reach the talker as one append, the last one; r2
+  // starts there with all three.
+  EXPECT_THAT(log_, ElementsAre("K0.append r1 last", "K0.add r2"));
+  EXPECT_EQ(fake(1, 0).appends().back().chunks(0).text().text(), "bcd");
+  Done(0, 0, "r2");
+  for (const char* id : {"r1", "r2"}) {
+    Done(1, 0, id);
+    Done(2, 0, id);
+  }
+  ExpectAllEnded();
+}
+
 TEST_F(PipelineCoreTest, NoLiveReplicaLeftNamesTheStageAndWhy) {
   Build(Shape{.talker_input = InputMode::kOnFinish});
   // Stage 0: the call itself fails; nothing is left bound.
