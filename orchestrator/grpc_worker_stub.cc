@@ -1,8 +1,11 @@
 #include "orchestrator/grpc_worker_stub.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/grpc_util.h"
 #include "common/stream_writer.h"
 
@@ -21,9 +24,12 @@ class ClosedStream : public WorkerStream {
 
 }  // namespace
 
-// One Connect stream. Holds itself alive until gRPC's OnDone; a hold keeps OnDone
-// from coming before the writer finished its side (Close(), or the stream
-// breaking), so writes from the loop stay legal until then.
+// One Connect stream. Holds itself alive until gRPC's OnDone. Two holds keep
+// OnDone from coming too early, as the loop starts operations outside the
+// reactions: one until the writer finished its side (Close(), or the stream
+// breaking), so writes from the loop stay legal until then; one for the reads,
+// which the loop starts after handling each event, until a read fails or
+// Cancel() finds none in flight.
 class GrpcWorkerStub::ConnectCall
     : public grpc::ClientBidiReactor<v1::WorkerCommand, v1::WorkerEvent>,
       public WorkerStream,
@@ -39,7 +45,12 @@ class GrpcWorkerStub::ConnectCall
   void Begin() {
     self_ = shared_from_this();
     stub_->stub_->async()->Connect(&context_, this);
-    AddHold();
+    // One hold for the writes the loop starts, one for the reads it starts.
+    AddMultipleHolds(2);
+    {
+      absl::MutexLock lock(&mu_);
+      reading_ = true;
+    }
     StartRead(&event_);
     StartCall();
   }
@@ -50,7 +61,18 @@ class GrpcWorkerStub::ConnectCall
     return absl::UnavailableError("session closed");
   }
   void Close() override { writer_.End(absl::OkStatus()); }
-  void Cancel() override { context_.TryCancel(); }
+  void Cancel() override {
+    bool release;
+    {
+      absl::MutexLock lock(&mu_);
+      stopped_ = true;
+      // No read in flight (its event waits on the loop, or the loop stopped
+      // with it queued): none will start, so none holds the stream open.
+      release = TakeReadHoldLocked();
+    }
+    context_.TryCancel();
+    if (release) RemoveHold();
+  }
 
   // StreamWriter's transport. The client side "finishes" by letting go of the
   // hold: the stream ends when the worker ends it.
@@ -61,15 +83,40 @@ class GrpcWorkerStub::ConnectCall
   // Reactor (gRPC threads).
   void OnWriteDone(bool ok) override { writer_.OnWriteDone(ok); }
 
+  // Reads run ahead of the loop by at most kMaxUnhandledOutputs outputs (an
+  // event without outputs counts as one): a loop behind on its work leaves the
+  // worker's events in the transport, where flow control holds the worker's
+  // writes back (and with them its steps: see the worker's backpressure) and
+  // its session merges the steps that queue meanwhile, instead of a backlog
+  // growing here.
   void OnReadDone(bool ok) override {
+    bool release;
+    bool read_on = false;
+    int weight = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      reading_ = false;
+      release = (!ok || stopped_) && TakeReadHoldLocked();
+      if (ok && !release) {
+        weight = Weight(event_);
+        unhandled_ += weight;
+        read_on = unhandled_ < kMaxUnhandledOutputs;
+        reading_ = read_on;
+      }
+    }
+    if (release) RemoveHold();
     if (!ok) {
       writer_.End(absl::OkStatus());  // The stream is over: stop writing.
       return;
     }
+    if (release) return;  // Cancelled: the event goes nowhere.
     auto event = std::make_shared<v1::WorkerEvent>(std::move(event_));
     event_.Clear();
-    stub_->loop_->Post([self = shared_from_this(), event] { self->on_event_(std::move(*event)); });
-    StartRead(&event_);
+    stub_->loop_->Post([self = shared_from_this(), event, weight] {
+      self->on_event_(std::move(*event));
+      self->Handled(weight);
+    });
+    if (read_on) StartRead(&event_);
   }
 
   void OnDone(const grpc::Status& status) override {
@@ -80,6 +127,30 @@ class GrpcWorkerStub::ConnectCall
   }
 
  private:
+  // On the loop, after an event was handled: resumes reading if it waited.
+  void Handled(int weight) {
+    bool start = false;
+    bool release = false;
+    {
+      absl::MutexLock lock(&mu_);
+      unhandled_ -= weight;
+      if (stopped_) {
+        release = TakeReadHoldLocked();
+      } else if (!reading_ && !read_hold_released_ && unhandled_ < kMaxUnhandledOutputs) {
+        start = reading_ = true;
+      }
+    }
+    if (start) StartRead(&event_);
+    if (release) RemoveHold();
+  }
+
+  // True once: the read side's hold, if no read is in flight, is to be released.
+  bool TakeReadHoldLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (reading_ || read_hold_released_) return false;
+    read_hold_released_ = true;
+    return true;
+  }
+
   static StreamWriter<v1::WorkerCommand>::Options WriterOptions() {
     StreamWriter<v1::WorkerCommand>::Options options;
     options.label = "session";
@@ -93,6 +164,18 @@ class GrpcWorkerStub::ConnectCall
   v1::WorkerEvent event_;
   std::shared_ptr<ConnectCall> self_;
   StreamWriter<v1::WorkerCommand> writer_;
+
+  // Outputs read but not yet handled by the loop: past this many, reading waits.
+  static constexpr int kMaxUnhandledOutputs = 16384;
+  static int Weight(const v1::WorkerEvent& event) {
+    return event.has_step() ? std::max(1, event.step().outputs_size()) : 1;
+  }
+
+  absl::Mutex mu_;
+  int unhandled_ ABSL_GUARDED_BY(mu_) = 0;
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;  // A read is in flight.
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;  // Cancel() came: no more reads.
+  bool read_hold_released_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 GrpcWorkerStub::GrpcWorkerStub(const WorkerChannelOptions& options, Scheduler* loop)
