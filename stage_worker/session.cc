@@ -12,8 +12,10 @@ namespace omnistage {
 
 namespace {
 
-StreamWriter<v1::WorkerEvent>::Options WriterOptions(uint64_t number) {
+StreamWriter<v1::WorkerEvent>::Options WriterOptions(
+    uint64_t number, std::function<void(int64_t)> on_queued_bytes) {
   StreamWriter<v1::WorkerEvent>::Options options;
+  options.on_queued_bytes = std::move(on_queued_bytes);
   options.label = absl::StrCat("session ", number);
   // A client that stopped reading: closing its stream aborts its requests,
   // rather than letting memory grow without bound.
@@ -41,8 +43,30 @@ Session::Session(uint64_t number, std::string peer, EventTransport* transport,
     : number_(number),
       peer_(std::move(peer)),
       id_(absl::StrCat(number, "-", RandomHex(16))),
-      writer_(transport, WriterOptions(number)),
+      writer_(transport, WriterOptions(number,
+                                       [this](int64_t delta) {
+                                         absl::MutexLock lock(&queue_mu_);
+                                         queued_bytes_ += delta;
+                                         if (delta < 0) ++writes_taken_;
+                                       })),
       last_seq_(first_seq) {}
+
+absl::Duration Session::WaitForReader(absl::Time deadline) {
+  absl::MutexLock lock(&queue_mu_);
+  if (queued_bytes_ <= kBackpressureBytes) return absl::ZeroDuration();
+  const absl::Time start = absl::Now();
+  while (queued_bytes_ > kBackpressureBytes) {
+    const uint64_t taken = writes_taken_;
+    auto moved = [this, taken]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
+      return queued_bytes_ <= kBackpressureBytes || writes_taken_ != taken;
+    };
+    if (!queue_mu_.AwaitWithDeadline(
+            absl::Condition(&moved), std::min(deadline, absl::Now() + kReaderProgressTimeout))) {
+      break;
+    }
+  }
+  return absl::Now() - start;
+}
 
 bool Session::AddLive(const std::string& request_id, std::string trace_id) {
   absl::MutexLock lock(&mu_);

@@ -25,6 +25,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/stream_writer.h"
 #include "protos/stage_worker.pb.h"
 #include "stage_worker/engine_core.h"
@@ -46,7 +47,14 @@ class Session {
   static constexpr size_t kMaxQueuedEvents = 1 << 16;
   // Step outputs that queue behind a write in flight are merged into one event
   // of at most this many bytes (a larger one goes alone; clients accept 64 MiB).
-  static constexpr size_t kMaxMergedEventBytes = 1 << 20;
+  static constexpr size_t kMaxMergedEventBytes = 4 << 20;
+  // Backpressure: past this many bytes queued for the client, the busy loop
+  // waits before its next step (WaitForReader) rather than let the backlog,
+  // and every new request's first output behind it, grow.
+  static constexpr int64_t kBackpressureBytes = 2 << 20;
+  // A reader that takes no write for this long is not waited for in that step
+  // (a stuck client slows the others' steps by at most this much).
+  static constexpr absl::Duration kReaderProgressTimeout = absl::Milliseconds(20);
 
   // `first_seq` is the seq of the session's Hello: later commands must exceed it.
   // `peer`: the identity of the client that opened it (its certificate's name;
@@ -64,6 +72,10 @@ class Session {
   void Send(v1::WorkerEvent event) { writer_.Write(std::move(event)); }
   // Called by the transport when the previous BeginWrite() completed.
   void OnWriteDone(bool ok) { writer_.OnWriteDone(ok); }
+  // Blocks while more than kBackpressureBytes wait for the client, as long as
+  // the client keeps taking writes (one at least every kReaderProgressTimeout),
+  // until `deadline`. Returns how long it waited. Busy-loop thread.
+  absl::Duration WaitForReader(absl::Time deadline);
   // Finishes the stream with `status` once the queued events are written.
   // Idempotent: the first status wins.
   void End(const absl::Status& status) { writer_.End(status); }
@@ -109,6 +121,11 @@ class Session {
   const uint64_t number_;
   const std::string peer_;
   const std::string id_;
+  // Bytes queued for the client, and writes taken from the queue so far.
+  absl::Mutex queue_mu_;
+  int64_t queued_bytes_ ABSL_GUARDED_BY(queue_mu_) = 0;
+  uint64_t writes_taken_ ABSL_GUARDED_BY(queue_mu_) = 0;
+
   StreamWriter<v1::WorkerEvent> writer_;
 
   mutable absl::Mutex mu_;

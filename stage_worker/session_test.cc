@@ -2,10 +2,13 @@
 // out as one event, in order; other events keep their place.
 #include "stage_worker/session.h"
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -78,6 +81,66 @@ TEST(SessionTest, ALargeStepGoesAlone) {
   ASSERT_EQ(transport.writes.size(), 4u);
   EXPECT_EQ(transport.writes[1], "step 2: b");
   EXPECT_EQ(transport.writes[3], "step 4: d");
+}
+
+// An event of about `bytes` bytes (one output whose id is that long).
+v1::WorkerEvent Sized(size_t bytes) { return Step(1, {std::string(bytes, 'x')}); }
+
+// A transport whose writes complete only when the test says so.
+class HeldTransport : public EventTransport {
+ public:
+  void BeginWrite(const v1::WorkerEvent*) override {}
+  void FinishStream(const absl::Status&) override {}
+  void CancelStream() override {}
+};
+
+TEST(SessionTest, NoWaitWhileTheClientKeepsUp) {
+  HeldTransport transport;
+  Session session(1, "", &transport, 1);
+  session.Send(Sized(1000));  // In flight.
+  session.Send(Sized(1000));  // Queued, far under the bound.
+  EXPECT_EQ(session.WaitForReader(absl::InfiniteFuture()), absl::ZeroDuration());
+}
+
+TEST(SessionTest, AStuckClientIsWaitedForAtMostTheProgressTimeout) {
+  HeldTransport transport;
+  Session session(1, "", &transport, 1);
+  session.Send(Sized(1000));  // In flight, never completes.
+  session.Send(Sized(Session::kBackpressureBytes + 1));
+  const absl::Duration waited = session.WaitForReader(absl::Now() + absl::Seconds(30));
+  EXPECT_GE(waited, Session::kReaderProgressTimeout);
+  EXPECT_LT(waited, absl::Seconds(30));
+}
+
+TEST(SessionTest, ASlowClientIsWaitedForUntilTheBacklogIsUnderTheBound) {
+  HeldTransport transport;
+  Session session(1, "", &transport, 1);
+  session.Send(Sized(1000));  // In flight.
+  // Steps that refuse to merge: other events keep their place.
+  constexpr int kQueued = 6;
+  v1::WorkerEvent big = Sized(Session::kBackpressureBytes / 4);
+  for (int i = 0; i < kQueued; ++i) {
+    session.Send(big);
+    v1::WorkerEvent stalled;
+    stalled.mutable_stalled()->set_step(i);
+    session.Send(stalled);
+  }
+  // The client takes one write every 5 ms, each within the progress timeout.
+  std::atomic<int> completed{0};
+  std::thread reader([&] {
+    for (int i = 0; i < 2 * kQueued; ++i) {
+      absl::SleepFor(absl::Milliseconds(5));
+      completed.fetch_add(1);
+      session.OnWriteDone(true);
+    }
+  });
+  const absl::Duration waited = session.WaitForReader(absl::Now() + absl::Seconds(30));
+  const int taken = completed.load();
+  reader.join();
+  EXPECT_GT(waited, absl::ZeroDuration());
+  // It waited until at most 4 quarter-bounds were left queued: at least 3
+  // big ones (and the events between them) written.
+  EXPECT_GE(taken, 5);
 }
 
 }  // namespace

@@ -203,6 +203,12 @@ void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs
     }
     session->Send(std::move(event));
   }
+  // Backpressure: no next step while a session's client is behind (bounded; a
+  // stuck client is waited for at most Session::kReaderProgressTimeout).
+  const absl::Time deadline = absl::Now() + kMaxReaderWait;
+  absl::Duration waited;
+  for (const auto& [session, event] : events) waited += session->WaitForReader(deadline);
+  if (waited > absl::ZeroDuration()) metrics_.WaitedForReaders(waited);
 }
 
 void Worker::OnUtilityResult(uint64_t call_id,

@@ -57,6 +57,8 @@ struct WorkerOptions {
 class Worker : public CoreSink {
  public:
   static constexpr uint32_t kProtocolVersion = 1;
+  // The longest the busy loop waits for slow readers after one step.
+  static constexpr absl::Duration kMaxReaderWait = absl::Seconds(1);
 
   Worker(WorkerOptions options, std::unique_ptr<Engine> engine);
   ~Worker() override;

@@ -37,14 +37,20 @@ WorkerMetrics::WorkerMetrics(MetricsRegistry* registry)
                     .With({})),
       loop_seconds_(registry->AddCounter(
           "omnistage_worker_busy_loop_seconds_total",
-          "Time the busy loop spent blocked with nothing to do (state=idle) and inside engine "
-          "steps (state=stepping).",
+          "Time the busy loop spent blocked with nothing to do (state=idle), inside engine "
+          "steps (state=stepping), and waiting for a session's reader to catch up before the "
+          "next step (state=waiting_for_reader).",
           {"state"})),
       idle_seconds_(loop_seconds_.With({"idle"})),
-      stepping_seconds_(loop_seconds_.With({"stepping"})) {}
+      stepping_seconds_(loop_seconds_.With({"stepping"})),
+      reader_wait_seconds_(loop_seconds_.With({"waiting_for_reader"})) {}
 
 void WorkerMetrics::Idle(absl::Duration blocked) {
   idle_seconds_.Increment(absl::ToDoubleSeconds(blocked));
+}
+
+void WorkerMetrics::WaitedForReaders(absl::Duration waited) {
+  reader_wait_seconds_.Increment(absl::ToDoubleSeconds(waited));
 }
 
 void WorkerMetrics::Stepped(absl::Duration took, size_t outputs, EngineLoad load) {

@@ -20,6 +20,8 @@ class WorkerMetrics {
   explicit WorkerMetrics(MetricsRegistry* registry);
 
   void Idle(absl::Duration blocked);
+  // The loop waited for slow readers before its next step (backpressure).
+  void WaitedForReaders(absl::Duration waited);
   void Stepped(absl::Duration took, size_t outputs, EngineLoad load);
   void AbortApplied(size_t ids, EngineLoad load);
   void UtilityDone(bool ok);
@@ -41,6 +43,7 @@ class WorkerMetrics {
   Family<Counter>& loop_seconds_;
   Counter& idle_seconds_;
   Counter& stepping_seconds_;
+  Counter& reader_wait_seconds_;
 };
 
 }  // namespace omnistage
