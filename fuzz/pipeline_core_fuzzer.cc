@@ -215,7 +215,7 @@ class CoreFuzzer {
     for (const v1::RequestOutput& output : step.outputs()) {
       if (output.finished()) checker_.WorkerFinished(stage, replica, output.request_id());
     }
-    fixture_.core().OnStepOutputs(stage, replica, std::move(step));
+    fixture_.core().OnStepOutputs(stage, replica, step);
   }
 
   void Cancel() {

@@ -8,6 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_util.h"
 #include "common/stream_writer.h"
+#include "google/protobuf/arena.h"
 
 namespace omnistage {
 namespace {
@@ -51,7 +52,7 @@ class GrpcWorkerStub::ConnectCall
       absl::MutexLock lock(&mu_);
       reading_ = true;
     }
-    StartRead(&event_);
+    StartRead(NewEvent());
     StartCall();
   }
 
@@ -98,7 +99,7 @@ class GrpcWorkerStub::ConnectCall
       reading_ = false;
       release = (!ok || stopped_) && TakeReadHoldLocked();
       if (ok && !release) {
-        weight = Weight(event_);
+        weight = Weight(*event_.message);
         unhandled_ += weight;
         read_on = unhandled_ < kMaxUnhandledOutputs;
         reading_ = read_on;
@@ -110,13 +111,12 @@ class GrpcWorkerStub::ConnectCall
       return;
     }
     if (release) return;  // Cancelled: the event goes nowhere.
-    auto event = std::make_shared<v1::WorkerEvent>(std::move(event_));
-    event_.Clear();
-    stub_->loop_->Post([self = shared_from_this(), event, weight] {
-      self->on_event_(std::move(*event));
+    // The loop task owns the event's arena, and frees it in one go.
+    stub_->loop_->Post([self = shared_from_this(), event = std::move(event_), weight] {
+      self->on_event_(*event.message);
       self->Handled(weight);
     });
-    if (read_on) StartRead(&event_);
+    if (read_on) StartRead(NewEvent());
   }
 
   void OnDone(const grpc::Status& status) override {
@@ -140,8 +140,20 @@ class GrpcWorkerStub::ConnectCall
         start = reading_ = true;
       }
     }
-    if (start) StartRead(&event_);
+    if (start) StartRead(NewEvent());
     if (release) RemoveHold();
+  }
+
+  // The next event is parsed on an arena of its own: its many small parts
+  // (outputs, ids, payloads) cost no allocation each, and go with the arena
+  // once the loop has handled them.
+  v1::WorkerEvent* NewEvent() {
+    google::protobuf::ArenaOptions options;
+    options.start_block_size = 16 << 10;
+    options.max_block_size = 1 << 20;
+    event_.arena = std::make_shared<google::protobuf::Arena>(options);
+    event_.message = google::protobuf::Arena::CreateMessage<v1::WorkerEvent>(event_.arena.get());
+    return event_.message;
   }
 
   // True once: the read side's hold, if no read is in flight, is to be released.
@@ -161,7 +173,13 @@ class GrpcWorkerStub::ConnectCall
   const EventCallback on_event_;
   const DoneCallback on_done_;
   grpc::ClientContext context_;
-  v1::WorkerEvent event_;
+  // The event being read (touched by the read's reactions and by whoever
+  // starts the next read, never both at once).
+  struct ArenaEvent {
+    std::shared_ptr<google::protobuf::Arena> arena;
+    v1::WorkerEvent* message = nullptr;  // On `arena`.
+  };
+  ArenaEvent event_;
   std::shared_ptr<ConnectCall> self_;
   StreamWriter<v1::WorkerCommand> writer_;
 

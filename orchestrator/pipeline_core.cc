@@ -204,7 +204,7 @@ std::optional<v1::Error> PipelineCore::StartStage(InFlightRequest& r, int stage,
                       absl::StrCat("could not take the request: ", sent.status.message()));
 }
 
-void PipelineCore::OnStepOutputs(int stage, int replica, v1::StepOutputs outputs) {
+void PipelineCore::OnStepOutputs(int stage, int replica, v1::StepOutputs& outputs) {
   CheckInLoop();
   FoldOutputs(&outputs);
   for (v1::RequestOutput& output : *outputs.mutable_outputs()) {
@@ -216,15 +216,15 @@ void PipelineCore::OnStepOutputs(int stage, int replica, v1::StepOutputs outputs
       continue;
     }
     if (r->aborting > 0) {
-      r->deferred.push_back(DeferredOutput{stage, replica, std::move(output)});
+      r->deferred.push_back(DeferredOutput{stage, replica, output});
       continue;
     }
-    HandleOutput(*r, stage, replica, std::move(output));
+    HandleOutput(*r, stage, replica, output);
   }
 }
 
 void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
-                                v1::RequestOutput output) {
+                                v1::RequestOutput& output) {
   r.last_activity = scheduler_->Now();
   const std::string id = r.id;
   if (r.to_client[stage] && output.payloads_size() > 0) {
@@ -360,7 +360,7 @@ void PipelineCore::ResumeRequest(const std::string& id) {
     if (r == nullptr) break;
     // Stages whose abort succeeded have no binding: their outputs are void.
     if (pools_[d.stage]->Bound(id) != d.replica) continue;
-    HandleOutput(*r, d.stage, d.replica, std::move(d.output));
+    HandleOutput(*r, d.stage, d.replica, d.output);
   }
 }
 

@@ -92,7 +92,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
 
   // ReplicaListener.
   void OnReplicaReady(int stage, int replica, const v1::Ready& ready) override;
-  void OnStepOutputs(int stage, int replica, v1::StepOutputs outputs) override;
+  void OnStepOutputs(int stage, int replica, v1::StepOutputs& outputs) override;
   void OnCommandRejected(int stage, int replica, const v1::CommandRejected& rejected) override;
   void OnReplicaDown(int stage, int replica, const absl::Status& reason) override;
   void OnReplicaStalled(int stage, int replica, const v1::Stalled& stalled) override;
@@ -115,7 +115,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   std::optional<v1::Error> StartStage(InFlightRequest& request, int stage,
                                       std::vector<v1::Payload> input, bool complete);
   // May end the request (and so destroy `request`).
-  void HandleOutput(InFlightRequest& request, int stage, int replica, v1::RequestOutput output);
+  void HandleOutput(InFlightRequest& request, int stage, int replica, v1::RequestOutput& output);
   // Feeds `output` of `stage` to the next stage, per its input mode; may end the
   // request.
   void HandOff(InFlightRequest& request, int stage, v1::RequestOutput& output);

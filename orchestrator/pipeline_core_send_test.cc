@@ -73,7 +73,7 @@ TEST_F(PipelineCoreTest, SeveralOutputsOfARequestInOneEventAreHandledAsOne) {
   step.mutable_outputs(4)->set_finished(true);  // r1 ends with "d".
   step.mutable_outputs(4)->set_finish_reason(v1::FINISH_REASON_STOP);
   const int sends_before = sink->send_calls();
-  core().OnStepOutputs(0, 0, std::move(step));
+  core().OnStepOutputs(0, 0, step);
   EXPECT_EQ(sink->send_calls(), sends_before + 1);
   EXPECT_EQ(sink->Text("r1"), "abcd");
   EXPECT_EQ(other->Text("r2"), "bcd");

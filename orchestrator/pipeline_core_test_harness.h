@@ -146,7 +146,7 @@ class PipelineCoreTest : public ::testing::Test {
     for (v1::Payload& p : payloads) *output->add_payloads() = std::move(p);
     output->set_finished(finished);
     if (finished) output->set_finish_reason(reason);
-    core_->OnStepOutputs(stage, replica, std::move(step));
+    core_->OnStepOutputs(stage, replica, step);
   }
   void Done(int stage, int replica, const std::string& id, std::vector<v1::Payload> payloads = {}) {
     Out(stage, replica, id, std::move(payloads), /*finished=*/true);

@@ -49,8 +49,9 @@ class ReplicaListener {
   virtual ~ReplicaListener() = default;
   // The session is up (again): `ready` names the worker's incarnation.
   virtual void OnReplicaReady(int stage, int replica, const v1::Ready& ready) = 0;
-  // All outputs of one worker step.
-  virtual void OnStepOutputs(int stage, int replica, v1::StepOutputs outputs) = 0;
+  // All outputs of one worker event (one or more steps, merged by the worker).
+  // The listener may move from `outputs` (which may live on an arena).
+  virtual void OnStepOutputs(int stage, int replica, v1::StepOutputs& outputs) = 0;
   // The worker refused a command (e.g. bad parameters for an AddRequest).
   virtual void OnCommandRejected(int stage, int replica, const v1::CommandRejected& rejected) = 0;
   // The worker's engine is stuck in one step: its live requests are lost and it

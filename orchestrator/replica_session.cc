@@ -55,8 +55,8 @@ void ReplicaSession::Connect() {
   seq_ = 1;
   std::weak_ptr<bool> alive = alive_;
   stream_ = stub_->Connect(
-      [this, alive, generation](v1::WorkerEvent event) {
-        if (!alive.expired()) OnEvent(generation, std::move(event));
+      [this, alive, generation](v1::WorkerEvent& event) {
+        if (!alive.expired()) OnEvent(generation, event);
       },
       [this, alive, generation](absl::Status status) {
         if (!alive.expired()) OnDone(generation, status);
@@ -70,7 +70,7 @@ void ReplicaSession::Connect() {
   (void)stream_->Write(std::move(hello));  // A broken stream reports itself in OnDone.
 }
 
-void ReplicaSession::OnEvent(uint64_t generation, v1::WorkerEvent event) {
+void ReplicaSession::OnEvent(uint64_t generation, v1::WorkerEvent& event) {
   if (generation != generation_) return;  // An earlier stream's leftovers.
   switch (event.event_case()) {
     case v1::WorkerEvent::kReady:
@@ -89,7 +89,7 @@ void ReplicaSession::OnEvent(uint64_t generation, v1::WorkerEvent event) {
       listener_->OnReplicaReady(options_.stage, options_.replica, event.ready());
       return;
     case v1::WorkerEvent::kStep:
-      listener_->OnStepOutputs(options_.stage, options_.replica, std::move(*event.mutable_step()));
+      listener_->OnStepOutputs(options_.stage, options_.replica, *event.mutable_step());
       return;
     case v1::WorkerEvent::kRejected:
       if (event.rejected().command() == v1::CommandRejected::KIND_HELLO) {

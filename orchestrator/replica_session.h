@@ -78,7 +78,7 @@ class ReplicaSession : public ReplicaClient {
 
  private:
   void Connect();
-  void OnEvent(uint64_t generation, v1::WorkerEvent event);
+  void OnEvent(uint64_t generation, v1::WorkerEvent& event);
   void OnDone(uint64_t generation, const absl::Status& status);
   // Sends a command on the ready session; see ReplicaClient for the errors.
   absl::Status Send(v1::WorkerCommand& command);

@@ -29,7 +29,7 @@ class RecordingListener : public ReplicaListener {
   void OnReplicaReady(int stage, int replica, const v1::Ready& ready) override {
     events.push_back(absl::StrCat("ready ", stage, "/", replica, " ", ready.instance_id()));
   }
-  void OnStepOutputs(int stage, int replica, v1::StepOutputs outputs) override {
+  void OnStepOutputs(int stage, int replica, v1::StepOutputs& outputs) override {
     events.push_back(absl::StrCat("step ", outputs.step()));
   }
   void OnCommandRejected(int stage, int replica, const v1::CommandRejected& rejected) override {

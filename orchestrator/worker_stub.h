@@ -33,7 +33,8 @@ class WorkerStream {
 
 class WorkerStub {
  public:
-  using EventCallback = std::function<void(v1::WorkerEvent)>;
+  // The handler may move from the event's parts; the event is freed after it.
+  using EventCallback = std::function<void(v1::WorkerEvent&)>;
   using DoneCallback = std::function<void(absl::Status)>;
 
   virtual ~WorkerStub() = default;

@@ -34,7 +34,7 @@ class FakeWorkerStub : public WorkerStub {
     void Cancel() override { cancelled = true; }
 
     // The worker sends `event`.
-    void Event(v1::WorkerEvent event) { on_event(std::move(event)); }
+    void Event(v1::WorkerEvent event) { on_event(event); }
     // The stream ends with `status`; later writes are refused.
     void End(absl::Status status);
 
