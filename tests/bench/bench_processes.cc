@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -74,8 +75,12 @@ absl::StatusOr<ProcessCpu> ReadProcessCpu(pid_t pid) {
     absl::StatusOr<std::string> schedstat = ReadFile(task + "/schedstat");
     if (!schedstat.ok()) continue;  // The thread ended meanwhile.
     int64_t ns = 0;
+    int64_t runs = 0;
     std::vector<std::string> parts = absl::StrSplit(*schedstat, ' ');
     if (!parts.empty() && absl::SimpleAtoi(parts[0], &ns)) cpu.sched_ns += ns;
+    if (parts.size() >= 3 && absl::SimpleAtoi(absl::StripAsciiWhitespace(parts[2]), &runs)) {
+      cpu.runs += runs;
+    }
   }
   return cpu;
 }
@@ -91,6 +96,34 @@ absl::StatusOr<int64_t> ReadRssKib(pid_t pid) {
     if (!parts.empty() && absl::SimpleAtoi(parts[0], &kib)) return kib;
   }
   return absl::InternalError("no VmRSS");
+}
+
+PeakRss::PeakRss(std::vector<pid_t> pids, absl::Duration every)
+    : pids_(std::move(pids)),
+      every_(every),
+      peaks_(pids_.size(), 0),
+      thread_([this] {
+        absl::MutexLock lock(&mu_);
+        do {
+          for (size_t i = 0; i < pids_.size(); ++i) {
+            peaks_[i] = std::max(peaks_[i], ReadRssKib(pids_[i]).value_or(0));
+          }
+        } while (!mu_.AwaitWithTimeout(absl::Condition(&stop_), every_));
+      }) {}
+
+PeakRss::~PeakRss() { Stop(); }
+
+std::vector<int64_t> PeakRss::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    peaks_[i] = std::max(peaks_[i], ReadRssKib(pids_[i]).value_or(0));
+  }
+  return peaks_;
 }
 
 std::vector<pid_t> ChildPids(pid_t pid) {

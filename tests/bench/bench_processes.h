@@ -14,10 +14,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "tests/child_process.h"
 
 namespace omnistage {
@@ -27,10 +31,30 @@ namespace bench {
 struct ProcessCpu {
   int64_t sched_ns = 0;  // Sum of /proc/<pid>/task/*/schedstat run time (ns resolution).
   int64_t tick_ms = 0;   // utime + stime from /proc/<pid>/stat (clock-tick resolution).
+  // Times a thread of it was put on a CPU (schedstat's third field, summed over
+  // the threads alive when read): its wake-ups, near enough.
+  int64_t runs = 0;
 };
 absl::StatusOr<ProcessCpu> ReadProcessCpu(pid_t pid);
 // VmRSS from /proc/<pid>/status, in KiB.
 absl::StatusOr<int64_t> ReadRssKib(pid_t pid);
+// The highest VmRSS of each of `pids`, sampled every `every` from construction
+// until Stop() (one sampling thread, joined there or in the destructor).
+class PeakRss {
+ public:
+  PeakRss(std::vector<pid_t> pids, absl::Duration every);
+  ~PeakRss();
+  // Stops sampling; the peaks in KiB, in the order of the pids given.
+  std::vector<int64_t> Stop();
+
+ private:
+  const std::vector<pid_t> pids_;
+  const absl::Duration every_;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<int64_t> peaks_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;  // Last: starts after everything above exists.
+};
 // The direct children of `pid` (from /proc/<pid>/task/*/children), ascending.
 std::vector<pid_t> ChildPids(pid_t pid);
 // A TCP port on 127.0.0.1 that was free a moment ago.

@@ -1,5 +1,5 @@
-// Abort, kill -9, idle CPU and memory scenarios, each against an orchestrator
-// of its own.
+// Abort and kill -9 scenarios, each against an orchestrator of its own, and the
+// long-request pipelines the scenarios share.
 #include <signal.h>
 
 #include <cstdio>
@@ -13,15 +13,19 @@ namespace omnistage {
 namespace bench {
 namespace {
 
-// Long enough never to finish during a scenario.
-constexpr uint32_t kLongTokens = 1000000;
+RequestFactory LongRequests(const std::string& prefix) {
+  return [prefix](int, int64_t seq) {
+    return OrchestratorRequest(absl::StrCat(prefix, seq), 1, kLongTokens, seq);
+  };
+}
 
-// An orchestrator with a connected stub; stopped by PID when this goes away.
-struct Pipeline {
-  Server server;
-  std::shared_ptr<v1::Orchestrator::Stub> stub;
-  ~Pipeline() { StopServer(server); }
-};
+int CountReason(const std::vector<StreamView>& views, v1::FinishReason reason) {
+  int n = 0;
+  for (const StreamView& v : views) n += v.finish_reason == reason ? 1 : 0;
+  return n;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Pipeline>> OpenPipeline(BenchEnv& env, const PipelineShape& shape) {
   absl::StatusOr<Server> server = StartOrchestrator(env.binaries, env.dir, shape);
@@ -38,12 +42,6 @@ absl::StatusOr<std::unique_ptr<Pipeline>> OpenPipeline(BenchEnv& env, const Pipe
   return pipeline;
 }
 
-RequestFactory LongRequests(const std::string& prefix) {
-  return [prefix](int, int64_t seq) {
-    return OrchestratorRequest(absl::StrCat(prefix, seq), 1, kLongTokens, seq);
-  };
-}
-
 std::unique_ptr<StreamGroup> StartLong(const Pipeline& pipeline, int streams,
                                        const std::string& prefix) {
   LoadOptions options;
@@ -53,14 +51,6 @@ std::unique_ptr<StreamGroup> StartLong(const Pipeline& pipeline, int streams,
   group->Start();
   return group;
 }
-
-int CountReason(const std::vector<StreamView>& views, v1::FinishReason reason) {
-  int n = 0;
-  for (const StreamView& v : views) n += v.finish_reason == reason ? 1 : 0;
-  return n;
-}
-
-}  // namespace
 
 AbortFigures RunAbort(const BenchOptions& options, BenchEnv& env, int in_flight) {
   std::fprintf(stderr, "abort: %d aborts at %d in flight\n", options.aborts, in_flight);
@@ -209,71 +199,6 @@ KillFigures RunKill(const BenchOptions& options, BenchEnv& env) {
       break;
     }
   }
-  return figures;
-}
-
-IdleFigures RunIdleAndMemory(const BenchOptions& options, BenchEnv& env) {
-  std::fprintf(stderr, "idle CPU over %s, then memory with %d in flight\n",
-               absl::FormatDuration(options.idle_time).c_str(), options.memory_requests);
-  IdleFigures figures;
-  // The shipped defaults for keepalive (a ping to each worker every 2 s, 1 s to
-  // answer): idle cost is what a deployment pays. Slow steps keep 1,000
-  // in-flight requests cheap to stream while RSS is read.
-  PipelineShape shape;
-  shape.step_time_us = 50000;
-  shape.keepalive_ms = 2000;
-  shape.keepalive_timeout_ms = 1000;
-  absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = OpenPipeline(env, shape);
-  if (!pipeline.ok()) {
-    figures.error = std::string(pipeline.status().message());
-    return figures;
-  }
-  const Figures warm = RunLoad((*pipeline)->stub, 1, absl::ZeroDuration(),
-                               [](int, int64_t seq) { return OrchestratorRequest("", 1, 4, seq); },
-                               absl::Seconds(30));
-  const std::vector<pid_t> workers = ChildPids((*pipeline)->server.pid());
-  if (warm.failed != 0 || workers.empty()) {
-    figures.error = absl::StrCat("warm-up failed: ", warm.error);
-    return figures;
-  }
-  absl::SleepFor(absl::Seconds(1));
-  struct Watched {
-    std::string name;
-    pid_t pid;
-    ProcessCpu before;
-  };
-  std::vector<Watched> watched = {{"orchestrator", (*pipeline)->server.pid(), {}},
-                                  {"stage_worker", workers[0], {}},
-                                  {"baseline server (reference)", env.baseline.pid(), {}}};
-  if (env.nginx.process != nullptr) {
-    watched.push_back({"nginx (reference)", env.nginx.pid(), {}});
-  }
-  for (Watched& w : watched) w.before = ReadProcessCpu(w.pid).value_or(ProcessCpu{});
-  const int64_t start = NowNs();
-  absl::SleepFor(options.idle_time);
-  figures.seconds = (NowNs() - start) / 1e9;
-  const double scale = 10.0 / figures.seconds;
-  for (const Watched& w : watched) {
-    const ProcessCpu after = ReadProcessCpu(w.pid).value_or(ProcessCpu{});
-    ProcessIdle& idle = figures.processes.emplace_back();
-    idle.process = w.name;
-    idle.sched_ms_per_10s = (after.sched_ns - w.before.sched_ns) / 1e6 * scale;
-    idle.tick_ms_per_10s = (after.tick_ms - w.before.tick_ms) * scale;
-  }
-
-  figures.rss_idle_kib = ReadRssKib((*pipeline)->server.pid()).value_or(0);
-  figures.worker_rss_idle_kib = ReadRssKib(workers[0]).value_or(0);
-  std::unique_ptr<StreamGroup> group = StartLong(**pipeline, options.memory_requests, "mem-");
-  if (!group->WaitAllHaveTokens(absl::Seconds(60))) {
-    figures.error = "not every request produced a token within 60 s";
-    return figures;
-  }
-  absl::SleepFor(absl::Seconds(1));
-  figures.in_flight = options.memory_requests;
-  figures.rss_loaded_kib = ReadRssKib((*pipeline)->server.pid()).value_or(0);
-  figures.worker_rss_loaded_kib = ReadRssKib(workers[0]).value_or(0);
-  figures.kib_per_1000_requests =
-      (figures.rss_loaded_kib - figures.rss_idle_kib) * 1000.0 / options.memory_requests;
   return figures;
 }
 

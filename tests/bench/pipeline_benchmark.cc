@@ -39,7 +39,7 @@ ABSL_FLAG(bool, serve_baseline, false, "internal: run the baseline server and no
 ABSL_FLAG(std::string, scenarios, "throughput,light,abort,kill,idle",
           "which scenarios to run: throughput, light, abort, kill, idle (includes memory)");
 ABSL_FLAG(std::string, rows, "baseline,nginx,haproxy,orch1,orch3", "throughput rows");
-ABSL_FLAG(std::string, streams, "1,64,512,4096", "concurrent streams per throughput cell");
+ABSL_FLAG(std::string, streams, "1,16,64,256,1024,4096", "concurrent streams per throughput cell");
 ABSL_FLAG(std::string, step_times_us, "0,10000",
           "simulated engine step times (the baseline is paced the same)");
 ABSL_FLAG(int, tokens, 200, "tokens per request (the final stage's max_tokens)");

@@ -8,7 +8,8 @@
 //   abort       Abort RPC -> terminal ABORT, 64 requests in flight
 //   kill        kill -9 of one of two replicas -> terminal error of its requests
 //   idle        CPU of an idle orchestrator and worker; orchestrator RSS per
-//               1,000 in-flight requests
+//               1,000 in-flight requests, next to a bare gRPC server per
+//               1,000 open streams
 #ifndef OMNISTAGE_TESTS_BENCH_SCENARIOS_H_
 #define OMNISTAGE_TESTS_BENCH_SCENARIOS_H_
 
@@ -26,7 +27,7 @@ namespace bench {
 
 struct BenchOptions {
   std::vector<std::string> rows = {"baseline", "nginx", "orch1", "orch3"};
-  std::vector<int> streams = {1, 64, 512, 4096};
+  std::vector<int> streams = {1, 16, 64, 256, 1024, 4096};
   // Step times of the simulated engine; the baseline rows are paced the same.
   std::vector<int64_t> step_times_us = {0, 10000};
   int tokens = 200;
@@ -94,8 +95,18 @@ struct ThroughputCell {
   double client_cpu_us_per_token = 0;
   double server_cpu_us_per_token = 0;
   // The front process alone (the baseline, nginx, or the orchestrator without
-  // its workers), per token delivered.
+  // its workers), per token delivered; and the rest of the serving side (the
+  // baseline behind a proxy, or the workers; 0 for the baseline row).
   double front_cpu_us_per_token = 0;
+  double back_cpu_us_per_token = 0;
+  // Times a thread was put on a CPU (its wake-ups, near enough; schedstat), per
+  // token delivered: the front process's, and the rest of the serving side's.
+  double front_runs_per_token = 0;
+  double back_runs_per_token = 0;
+  // The highest VmRSS during the cell (sampled every 50 ms) of the front
+  // process, and of the rest of the serving side together.
+  int64_t front_peak_rss_kib = 0;
+  int64_t back_peak_rss_kib = 0;
 };
 std::vector<ThroughputCell> RunThroughput(const BenchOptions& options, BenchEnv& env);
 
@@ -155,6 +166,11 @@ struct IdleFigures {
   double kib_per_1000_requests = 0;
   int64_t worker_rss_idle_kib = 0;
   int64_t worker_rss_loaded_kib = 0;
+  // The same for a fresh baseline server (bare gRPC callback API) holding as
+  // many open streams: what a Generate stream costs without the orchestrator.
+  int64_t baseline_rss_idle_kib = 0;
+  int64_t baseline_rss_loaded_kib = 0;
+  double baseline_kib_per_1000_streams = 0;
   std::string error;
 };
 IdleFigures RunIdleAndMemory(const BenchOptions& options, BenchEnv& env);
@@ -168,6 +184,22 @@ v1::GenerateRequest OrchestratorRequest(const std::string& request_id, int stage
 // Waits until GetPipelineStatus shows every replica of every stage alive (the
 // orchestrator serves before its workers' sessions are up).
 bool WaitPipelineAlive(v1::Orchestrator::Stub* stub, absl::Duration timeout);
+// Long enough never to finish during a scenario.
+inline constexpr uint32_t kLongTokens = 1000000;
+
+// An orchestrator with a connected stub; stopped by PID when this goes away.
+struct Pipeline {
+  Server server;
+  std::shared_ptr<v1::Orchestrator::Stub> stub;
+  ~Pipeline() { StopServer(server); }
+};
+// Starts an orchestrator of `shape` and waits until its replicas are alive.
+absl::StatusOr<std::unique_ptr<Pipeline>> OpenPipeline(BenchEnv& env, const PipelineShape& shape);
+// Starts `streams` requests of kLongTokens through `pipeline`, with ids
+// "<prefix><seq>".
+std::unique_ptr<StreamGroup> StartLong(const Pipeline& pipeline, int streams,
+                                       const std::string& prefix);
+
 // Runs one load to its end (or cuts it after `limit`) and summarizes it.
 Figures RunLoad(const std::shared_ptr<v1::Orchestrator::Stub>& stub, int streams,
                 absl::Duration run_for, const RequestFactory& make_request, absl::Duration limit);

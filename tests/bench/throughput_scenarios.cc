@@ -74,10 +74,15 @@ std::vector<pid_t> ServingPids(const std::string& row, const Target& target, con
   return pids;
 }
 
-int64_t CpuNs(const std::vector<pid_t>& pids) {
-  int64_t ns = 0;
-  for (pid_t pid : pids) ns += ReadProcessCpu(pid).value_or(ProcessCpu{}).sched_ns;
-  return ns;
+// CPU time and runs on a CPU of `pids` together.
+ProcessCpu Cpu(const std::vector<pid_t>& pids) {
+  ProcessCpu sum;
+  for (pid_t pid : pids) {
+    const ProcessCpu cpu = ReadProcessCpu(pid).value_or(ProcessCpu{});
+    sum.sched_ns += cpu.sched_ns;
+    sum.runs += cpu.runs;
+  }
+  return sum;
 }
 
 // Connects and runs one short request, so that no cell pays for connecting.
@@ -202,16 +207,26 @@ std::vector<ThroughputCell> RunThroughput(const BenchOptions& options, BenchEnv&
         const absl::Duration limit = options.cell_time + absl::Seconds(60) +
                                      absl::Microseconds(step_time_us) * options.tokens * 4;
         const std::vector<pid_t> serving = ServingPids(row, *target, env);
-        const int64_t client_before = CpuNs({getpid()});
-        const int64_t server_before = CpuNs(serving);
-        const int64_t front_before = CpuNs({serving.front()});
+        const std::vector<pid_t> back(serving.begin() + 1, serving.end());
+        const ProcessCpu client_before = Cpu({getpid()});
+        const ProcessCpu front_before = Cpu({serving.front()});
+        const ProcessCpu back_before = Cpu(back);
+        PeakRss rss(serving, absl::Milliseconds(50));
         cell.figures = RunLoad(stub, streams, options.cell_time, target->make_request, limit);
         if (cell.figures.tokens > 0) {
           const double tokens = static_cast<double>(cell.figures.tokens);
-          cell.client_cpu_us_per_token = (CpuNs({getpid()}) - client_before) / 1e3 / tokens;
-          cell.server_cpu_us_per_token = (CpuNs(serving) - server_before) / 1e3 / tokens;
-          cell.front_cpu_us_per_token = (CpuNs({serving.front()}) - front_before) / 1e3 / tokens;
+          const ProcessCpu front = Cpu({serving.front()});
+          const ProcessCpu rest = Cpu(back);
+          cell.client_cpu_us_per_token = (Cpu({getpid()}).sched_ns - client_before.sched_ns) / 1e3 / tokens;
+          cell.front_cpu_us_per_token = (front.sched_ns - front_before.sched_ns) / 1e3 / tokens;
+          cell.back_cpu_us_per_token = (rest.sched_ns - back_before.sched_ns) / 1e3 / tokens;
+          cell.server_cpu_us_per_token = cell.front_cpu_us_per_token + cell.back_cpu_us_per_token;
+          cell.front_runs_per_token = (front.runs - front_before.runs) / tokens;
+          cell.back_runs_per_token = (rest.runs - back_before.runs) / tokens;
         }
+        const std::vector<int64_t> peaks = rss.Stop();
+        cell.front_peak_rss_kib = peaks.front();
+        for (size_t i = 1; i < peaks.size(); ++i) cell.back_peak_rss_kib += peaks[i];
         tokens_per_s[{row, streams}] = cell.figures.tokens_per_s;
         std::fprintf(stderr, "  %5d streams: %10.0f tokens/s %s\n", streams,
                      cell.figures.tokens_per_s, cell.figures.error.c_str());
