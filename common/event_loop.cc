@@ -16,12 +16,17 @@ void EventLoop::Run() {
       const absl::Time wake_at =
           timers_.empty() ? absl::InfiniteFuture() : timers_.begin()->first.first;
       auto has_work = [this, wake_at]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopped_ || !tasks_.empty() ||
+        return stopped_ || !tasks_.empty() || !bulk_.empty() ||
                (!timers_.empty() && timers_.begin()->first.first < wake_at);
       };
       if (wake_at > absl::Now()) mu_.AwaitWithDeadline(absl::Condition(&has_work), wake_at);
       if (stopped_) return;
       batch.swap(tasks_);
+      // One bulk task per turn, after the others: each kind keeps moving.
+      if (!bulk_.empty()) {
+        batch.push_back(std::move(bulk_.front()));
+        bulk_.pop_front();
+      }
       // Due timers run after the tasks already queued. They stay in timers_ until
       // they run, so that a task or timer ahead of them can still Cancel() them
       // (a request finishing just as its deadline passes).
@@ -64,6 +69,12 @@ void EventLoop::Post(std::function<void()> task) {
   const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
   tasks_.emplace_back(now, std::move(task));
+}
+
+void EventLoop::PostBulk(std::function<void()> task) {
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  bulk_.emplace_back(now, std::move(task));
 }
 
 EventLoop::TimerId EventLoop::PostAt(absl::Time when, std::function<void()> task) {

@@ -50,6 +50,9 @@ class EventLoop : public Scheduler {
   // running Run().
   absl::Time Now() const override { return absl::Now(); }
   void Post(std::function<void()> task) override;
+  // Each turn of the loop runs the tasks Post()ed so far, then one bulk task,
+  // then the due timers: a Post()ed task waits for at most one bulk task.
+  void PostBulk(std::function<void()> task) override;
   TimerId PostAt(absl::Time when, std::function<void()> task) override;
   void Cancel(TimerId id) override;
   bool InLoop() const override { return std::this_thread::get_id() == loop_thread_.load(); }
@@ -58,6 +61,7 @@ class EventLoop : public Scheduler {
   absl::Mutex mu_;
   // Each with the time it was posted.
   std::deque<std::pair<absl::Time, std::function<void()>>> tasks_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::pair<absl::Time, std::function<void()>>> bulk_ ABSL_GUARDED_BY(mu_);
   // (deadline, id) -> task; ids keep equal deadlines in posting order.
   std::map<std::pair<absl::Time, TimerId>, std::function<void()>> timers_ ABSL_GUARDED_BY(mu_);
   std::map<TimerId, absl::Time> timer_deadlines_ ABSL_GUARDED_BY(mu_);

@@ -167,6 +167,28 @@ TEST(EventLoopTest, TaskPostedFromATaskRunsAfterItAndAfterQueuedTasks) {
   EXPECT_THAT(order, ElementsAre("outer returns", "queued before inner", "inner"));
 }
 
+// A backlog of bulk work (worker outputs) does not hold up control work: each
+// turn runs what was Post()ed, then one bulk task. Bulk tasks keep their order.
+TEST(EventLoopTest, PostedTasksPassQueuedBulkTasksButBulkKeepsMoving) {
+  EventLoop loop;
+  std::vector<std::string> order;  // Touched only on the loop thread.
+  absl::Notification done;
+  // Queued before Run(): one turn sees all of them.
+  for (int i = 0; i < 3; ++i) loop.PostBulk([&, i] { order.push_back("bulk" + std::to_string(i)); });
+  loop.Post([&] {
+    order.push_back("control0");
+    // Posted while the turn runs: goes in the next turn, before bulk1.
+    loop.Post([&] { order.push_back("control1"); });
+  });
+  loop.PostBulk([&] {
+    order.push_back("bulk3");
+    done.Notify();
+  });
+  LoopThread thread(&loop);
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
+  EXPECT_THAT(order, ElementsAre("control0", "bulk0", "control1", "bulk1", "bulk2", "bulk3"));
+}
+
 TEST(EventLoopTest, TimersFireInDeadlineOrderAndNotEarly) {
   RunningLoop running;
   EventLoop& loop = running.loop();

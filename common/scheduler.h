@@ -33,6 +33,11 @@ class Scheduler {
   virtual absl::Time Now() const = 0;
   // Runs `task` on the owner's thread, after the tasks posted before it.
   virtual void Post(std::function<void()> task) = 0;
+  // Like Post, for bulk work (a worker's outputs): bulk tasks run in the order
+  // posted, but a Post()ed task need not wait for the bulk ones queued before
+  // it, so control work (a Generate, an Abort, a worker's answer to one) does
+  // not queue behind a backlog of outputs. By default the same as Post.
+  virtual void PostBulk(std::function<void()> task) { Post(std::move(task)); }
   // Runs `task` on the owner's thread at (or soon after) `when`.
   virtual TimerId PostAt(absl::Time when, std::function<void()> task) = 0;
   TimerId PostAfter(absl::Duration delay, std::function<void()> task) {

@@ -112,7 +112,7 @@ class GrpcWorkerStub::ConnectCall
     }
     if (release) return;  // Cancelled: the event goes nowhere.
     // The loop task owns the event's arena, and frees it in one go.
-    stub_->loop_->Post([self = shared_from_this(), event = std::move(event_), weight] {
+    stub_->loop_->PostBulk([self = shared_from_this(), event = std::move(event_), weight] {
       self->on_event_(*event.message);
       self->Handled(weight);
     });
@@ -121,7 +121,8 @@ class GrpcWorkerStub::ConnectCall
 
   void OnDone(const grpc::Status& status) override {
     std::shared_ptr<ConnectCall> self = std::move(self_);
-    stub_->loop_->Post([self, status = FromGrpcStatus(status)] { self->on_done_(status); });
+    // Bulk, like the events: after the last of them.
+    stub_->loop_->PostBulk([self, status = FromGrpcStatus(status)] { self->on_done_(status); });
     absl::MutexLock lock(&stub_->mu_);
     stub_->streams_.erase(self);
   }
