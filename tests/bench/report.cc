@@ -166,19 +166,20 @@ std::string FormatReport(const Report& report) {
     const LightLoad& light = *report.light;
     absl::StrAppend(&out, "\n## Light load: 1 stream, ", light.pace_us, " us per token, ",
                     report.options.tokens, " tokens per request; us\n",
-                    absl::StrFormat("%-8s %8s %9s %9s %8s %8s %9s %8s %8s\n", "row", "requests",
-                                    "TTFT p50", "TTFT p99", "gap p50", "gap p99", "gap mean",
-                                    "1way p50", "1way p99"));
+                    absl::StrFormat("%-8s %8s %9s %9s %8s %8s %9s %8s %8s %8s %8s\n", "row",
+                                    "requests", "TTFT p50", "TTFT p99", "gap p50", "gap p99",
+                                    "gap mean", "1way p50", "1way p99", "front/tk", "fr wk/tk"));
     for (const LightRow& r : light.rows) {
       const Figures& f = r.figures;
       if (f.requests == 0) {
         absl::StrAppend(&out, absl::StrFormat("%-8s  skipped: %s\n", r.row, f.error));
         continue;
       }
-      absl::StrAppend(&out, absl::StrFormat("%-8s %8d %9.0f %9.0f %8.0f %8.0f %9.1f %8.1f %8.1f\n",
-                                            r.row, f.requests, f.ttft_p50_us, f.ttft_p99_us,
-                                            f.gap_p50_us, f.gap_p99_us, f.gap_mean_us,
-                                            f.one_way_p50_us, f.one_way_p99_us));
+      absl::StrAppend(
+          &out, absl::StrFormat("%-8s %8d %9.0f %9.0f %8.0f %8.0f %9.1f %8.1f %8.1f %8.2f %8.2f\n",
+                                r.row, f.requests, f.ttft_p50_us, f.ttft_p99_us, f.gap_p50_us,
+                                f.gap_p99_us, f.gap_mean_us, f.one_way_p50_us, f.one_way_p99_us,
+                                r.front_cpu_us_per_token, r.front_runs_per_token));
     }
     const LightRow* orch = FindLight(light, "orch1");
     for (const std::string reference : {"baseline", "nginx", "haproxy"}) {
@@ -313,6 +314,8 @@ std::string JsonReport(const Report& report) {
     for (size_t i = 0; i < report.light->rows.size(); ++i) {
       const LightRow& r = report.light->rows[i];
       absl::StrAppend(&out, i == 0 ? "\n" : ",\n", "    {\"row\": ", Quote(r.row),
+                      ", \"front_cpu_us_per_token\": ", Num(r.front_cpu_us_per_token),
+                      ", \"front_runs_per_token\": ", Num(r.front_runs_per_token),
                       ", \"figures\": ", FiguresJson(r.figures), "}");
     }
     absl::StrAppend(&out, "\n  ]}");

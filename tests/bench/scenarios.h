@@ -113,6 +113,9 @@ std::vector<ThroughputCell> RunThroughput(const BenchOptions& options, BenchEnv&
 struct LightRow {
   std::string row;
   Figures figures;
+  // The front process's CPU time and runs on a CPU (wake-ups) per token.
+  double front_cpu_us_per_token = 0;
+  double front_runs_per_token = 0;
 };
 struct LightLoad {
   int64_t pace_us = 0;

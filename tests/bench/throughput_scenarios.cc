@@ -262,8 +262,16 @@ LightLoad RunLightLoad(const BenchOptions& options, BenchEnv& env) {
       result.figures.error = target->error;
       continue;
     }
+    const pid_t front = ServingPids(row, *target, env).front();
+    const ProcessCpu before = Cpu({front});
     result.figures = RunLoad(stub, 1, options.light_time, target->make_request,
                              options.light_time + absl::Seconds(60));
+    if (result.figures.tokens > 0) {
+      const ProcessCpu after = Cpu({front});
+      const double tokens = static_cast<double>(result.figures.tokens);
+      result.front_cpu_us_per_token = (after.sched_ns - before.sched_ns) / 1e3 / tokens;
+      result.front_runs_per_token = (after.runs - before.runs) / tokens;
+    }
   }
   return light;
 }
