@@ -285,9 +285,12 @@ absl::StatusOr<Server> StartHaproxy(const std::string& dir, int backend_port) {
                     [&](int port) -> absl::StatusOr<std::vector<std::string>> {
     // HTTP/2 on both sides (gRPC end to end), one thread like nginx's one
     // worker, in the foreground (-db) so it is ours to stop by PID. Unlike
-    // nginx it multiplexes the calls over its server connections.
+    // nginx it multiplexes the calls over its server connections. Streams per
+    // client connection as nginx's (HAProxy's default, 100, would queue the
+    // load generator's streams on its one connection).
     const std::string config = absl::StrCat(
-        "global\n  nbthread 1\n  maxconn 8000\n", "defaults\n  mode http\n",
+        "global\n  nbthread 1\n  maxconn 8000\n  tune.h2.max-concurrent-streams 8192\n",
+        "defaults\n  mode http\n",
         "  timeout connect 5s\n  timeout client 600s\n  timeout server 600s\n",
         "frontend grpc\n  bind 127.0.0.1:", port, " proto h2\n  default_backend baseline\n",
         "backend baseline\n  server baseline 127.0.0.1:", backend_port, " proto h2\n");
