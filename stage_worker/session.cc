@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -26,9 +27,12 @@ StreamWriter<v1::WorkerEvent>::Options WriterOptions(
   options.merge = [](v1::WorkerEvent& into, v1::WorkerEvent& next) {
     if (!into.has_step() || !next.has_step()) return false;
     v1::StepOutputs& step = *into.mutable_step();
-    for (v1::RequestOutput& output : *next.mutable_step()->mutable_outputs()) {
-      *step.add_outputs() = std::move(output);
-    }
+    // The outputs change hands whole (heap messages: pointers move, nothing is
+    // allocated or copied).
+    auto& outputs = *next.mutable_step()->mutable_outputs();
+    std::vector<v1::RequestOutput*> moved(outputs.size());
+    outputs.ExtractSubrange(0, outputs.size(), moved.data());
+    for (v1::RequestOutput* output : moved) step.mutable_outputs()->AddAllocated(output);
     step.set_step(std::max(step.step(), next.step().step()));
     return true;
   };
