@@ -2,7 +2,8 @@
 # Installs what omnistage needs to build, test and run on Debian bookworm.
 # Idempotent: when everything is present it only checks and returns.
 # Usage (as root): ./setup.sh [--with-benchmark] [--with-podman] | --build-only
-#   --with-benchmark  also installs nginx and haproxy, for the benchmark's proxy rows
+#   --with-benchmark  also installs nginx and haproxy, for the benchmark's proxy rows, and
+#                     linux-perf, for tests/bench/profile.sh
 #   --with-podman     also what deploy/podman/run_sim.sh needs (podman, runc, catatonit)
 #   --build-only      only what building the binaries needs (image builds)
 set -euo pipefail
@@ -58,7 +59,7 @@ if [ "$BUILD_ONLY" = 0 ]; then
   )
 fi
 if [ "$WITH_BENCHMARK" = 1 ]; then
-  PACKAGES+=(nginx-light haproxy)
+  PACKAGES+=(nginx-light haproxy linux-perf)
 fi
 if [ "$WITH_PODMAN" = 1 ]; then
   # Pods under podman (runc: crun refuses hybrid cgroup hosts; catatonit: the

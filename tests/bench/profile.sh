@@ -7,7 +7,8 @@
 #   tests/bench/profile.sh 64 /tmp/profile-64        # streams, output folder
 #
 # Options (environment): ROW (orch1), STEP_US (0), SECONDS_PROFILED (3), FREQ (499).
-# Needs Debian's perf (linux-perf) and root, or kernel.perf_event_paranoid <= 1.
+# Needs Debian's perf (linux-perf; ./setup.sh --with-benchmark installs it) and root, or
+# kernel.perf_event_paranoid <= 1.
 # Every process it starts belongs to the benchmark, which stops them by PID.
 set -euo pipefail
 
