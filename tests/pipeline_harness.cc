@@ -308,7 +308,7 @@ absl::Status PipelineHarness::StartOrchestrator() {
   orchestrator_metrics_port_ = ParseNumberAfter(*line, "metrics_port");
   if (orchestrator_port_ <= 0) return absl::InternalError(absl::StrCat("bad port line: ", *line));
   stub_ = v1::Orchestrator::NewStub(NewChannel());
-  return WaitAllAlive(absl::Seconds(30));
+  return WaitAllAlive(absl::Seconds(30), /*listed_as_specified=*/true);
 }
 
 std::shared_ptr<grpc::Channel> PipelineHarness::NewChannel(const TlsFiles& tls) const {
@@ -318,7 +318,7 @@ std::shared_ptr<grpc::Channel> PipelineHarness::NewChannel(const TlsFiles& tls) 
                                    ChannelCredentialsFor(tls), args);
 }
 
-absl::Status PipelineHarness::WaitAllAlive(absl::Duration timeout) {
+absl::Status PipelineHarness::WaitAllAlive(absl::Duration timeout, bool listed_as_specified) {
   absl::Status last = absl::DeadlineExceededError("no status yet");
   const bool alive = Eventually(
       [&] {
@@ -326,6 +326,18 @@ absl::Status PipelineHarness::WaitAllAlive(absl::Duration timeout) {
         if (!status.ok()) {
           last = status.status();
           return false;
+        }
+        // A stage found through DNS lists no replica until its first lookup is
+        // applied: "every listed replica alive" would hold before that.
+        for (size_t s = 0; listed_as_specified && s < spec_.stages.size(); ++s) {
+          const int listed = s < static_cast<size_t>(status->stages_size())
+                                 ? status->stages(s).replicas_size()
+                                 : 0;
+          if (listed < spec_.stages[s].replicas) {
+            last = absl::UnavailableError(absl::StrCat("stage ", s, " lists ", listed, " of its ",
+                                                       spec_.stages[s].replicas, " replicas"));
+            return false;
+          }
         }
         for (const v1::StageStatus& stage : status->stages()) {
           for (const v1::ReplicaStatus& replica : stage.replicas()) {

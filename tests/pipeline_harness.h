@@ -182,8 +182,10 @@ class PipelineHarness {
   // default), for tests that call it as someone else.
   std::shared_ptr<grpc::Channel> NewChannel(const TlsFiles& tls) const;
   std::shared_ptr<grpc::Channel> NewChannel() const { return NewChannel(spec_.client_tls); }
-  // Waits until GetPipelineStatus shows every replica alive.
-  absl::Status WaitAllAlive(absl::Duration timeout);
+  // Waits until GetPipelineStatus shows every replica alive and, with
+  // `listed_as_specified`, each stage listing at least the replicas its spec
+  // starts it with (a DNS stage lists none before its first lookup).
+  absl::Status WaitAllAlive(absl::Duration timeout, bool listed_as_specified = false);
 
   // ---- Client -----------------------------------------------------------------------
   // Blocking: runs one Generate to its end.
