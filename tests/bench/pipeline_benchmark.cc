@@ -116,6 +116,17 @@ std::string UtcNow() {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
 }
 
+// The proxy `started`, or (when it could not start) no server and a note of why
+// its rows are skipped, naming the Debian `package` that provides it.
+Server StartProxyOrNote(const std::string& name, const std::string& package,
+                        absl::StatusOr<Server> started, std::string* note) {
+  if (started.ok()) return std::move(*started);
+  *note = absl::StrCat(name, " rows skipped: ", started.status().message(),
+                       " (Debian: apt-get install -y ", package, ")");
+  std::cerr << "pipeline_benchmark: " << *note << "\n";
+  return Server();
+}
+
 int Run(int argc, char** argv) {
   // Every stream through nginx is an upstream connection of its own.
   rlimit files;
@@ -177,23 +188,11 @@ int Run(int argc, char** argv) {
     return 2;
   }
   env.baseline = std::move(*baseline);
-  absl::StatusOr<Server> nginx = StartNginx(env.dir, env.baseline.port);
-  if (nginx.ok()) {
-    env.nginx = std::move(*nginx);
-  } else {
-    env.nginx_note = absl::StrCat("nginx rows skipped: ", nginx.status().message(),
-                                  " (Debian: apt-get install -y nginx-light)");
-    std::cerr << "pipeline_benchmark: " << env.nginx_note << "\n";
-  }
+  env.nginx = StartProxyOrNote("nginx", "nginx-light", StartNginx(env.dir, env.baseline.port),
+                               &env.nginx_note);
   report.nginx_note = env.nginx_note;
-  absl::StatusOr<Server> haproxy = StartHaproxy(env.dir, env.baseline.port);
-  if (haproxy.ok()) {
-    env.haproxy = std::move(*haproxy);
-  } else {
-    env.haproxy_note = absl::StrCat("haproxy rows skipped: ", haproxy.status().message(),
-                                    " (Debian: apt-get install -y haproxy)");
-    std::cerr << "pipeline_benchmark: " << env.haproxy_note << "\n";
-  }
+  env.haproxy = StartProxyOrNote("haproxy", "haproxy",
+                                 StartHaproxy(env.dir, env.baseline.port), &env.haproxy_note);
   report.haproxy_note = env.haproxy_note;
 
   if (wants("throughput")) report.throughput = RunThroughput(options, env);
