@@ -27,7 +27,11 @@
 namespace omnistage {
 
 // One stage to watch: its headless Service name and its workers' port.
+// The DnsTarget::stage of the orchestrator's peers (not a stage).
+inline constexpr int kPeersTarget = -1;
+
 struct DnsTarget {
+  // The stage whose replicas the name lists, or kPeersTarget.
   int stage = 0;
   std::string name;
   int port = 0;

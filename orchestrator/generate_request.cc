@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/limits.h"
 #include "common/modality.h"
+#include "orchestrator/request_id.h"
 
 namespace omnistage {
 namespace {
@@ -74,6 +75,13 @@ absl::Status ValidateGenerateRequest(const PipelineConfig& config,
   }
   if (!std::all_of(id.begin(), id.end(), IsRequestIdChar)) {
     return absl::InvalidArgumentError("request_id may contain only letters, digits and . _ : -");
+  }
+  // That form names the orchestrator holding the request; an Abort landing on
+  // another one is forwarded there by it.
+  if (OwnerNodeOf(id).has_value()) {
+    return absl::InvalidArgumentError(
+        "request_id: ids of the form req-<32 hex>.<12 hex> are the ones orchestrators "
+        "generate; choose another form or leave request_id empty");
   }
   if (request.prompt().empty()) return absl::InvalidArgumentError("prompt is empty");
   if (request.prompt().size() > config.max_prompt_bytes) {

@@ -20,7 +20,7 @@
 namespace omnistage {
 
 // OK, or INVALID_ARGUMENT naming the field and the reason: request_id (length,
-// characters), prompt (empty, over limits.max_prompt_bytes), output_modalities
+// characters, the generated form req-<32 hex>.<12 hex>), prompt (empty, over limits.max_prompt_bytes), output_modalities
 // (unknown, or produced by no final stage), stage_params (no such stage, a stage
 // twice, max_tokens or temperature out of range). Engine-specific parameters are
 // checked by the workers.

@@ -7,7 +7,8 @@
 //
 // Prints one line "listening port=<port> address=<host:port>" once it serves
 // (with " metrics_port=<port>" when --metrics_listen is set, " health_port=<port>"
-// when --health_listen is).
+// when --health_listen is, " peer_port=<port>" when --peer_listen is), ending
+// with " node=<node id>".
 // SIGTERM/SIGINT: stop admitting, let in-flight requests finish (drain_timeout),
 // abort the rest, stop the workers it spawned, exit 0.
 #include <signal.h>
@@ -46,6 +47,17 @@ ABSL_FLAG(std::string, health_listen, "",
 ABSL_FLAG(std::string, tokens_file, "",
           "YAML file of bearer tokens clients must send, each with an identity and a role "
           "(user or admin); re-read when it changes. See docs/security.md");
+ABSL_FLAG(std::string, peer_listen, "",
+          "host:port of the peer port, where the other orchestrators sharing the workers "
+          "forward aborts and ask for status (the config's peers: list it); off when empty, "
+          "required with peers:");
+ABSL_FLAG(std::string, peer_tls_cert, "",
+          "PEM certificate for the peer port and for calls to peers (mutual TLS; with "
+          "--peer_tls_key and --peer_tls_ca)");
+ABSL_FLAG(std::string, peer_tls_key, "", "PEM private key of --peer_tls_cert");
+ABSL_FLAG(std::string, peer_tls_ca, "",
+          "PEM CA bundle: only peers with a certificate chaining to it may call the peer "
+          "port, and peers called must prove themselves with one");
 ABSL_FLAG(std::string, worker_tls_ca, "",
           "PEM CA bundle the workers' certificates must chain to: talk TLS to the workers, "
           "checking each one's certificate against the name dialled");
@@ -94,6 +106,17 @@ std::string StagesSummary(const PipelineConfig& config) {
   return absl::StrJoin(stages, " -> ");
 }
 
+// "; peers dns:omnistage-orchestrator-peers:50052, peer port 50052" or "".
+std::string PeersSummary(const PipelineConfig& config, int peer_port) {
+  const PeersConfig& peers = config.peers;
+  if (!peers.enabled()) return "";
+  return absl::StrCat("; peers ",
+                      peers.discovery.has_value()
+                          ? absl::StrCat("dns:", peers.discovery->name, ":", peers.discovery->port)
+                          : absl::StrJoin(peers.addresses, ","),
+                      ", peer port ", peer_port);
+}
+
 int Run() {
   sigset_t signals;
   sigemptyset(&signals);
@@ -123,7 +146,7 @@ int Run() {
   // spawned, with one line.
   for (const std::string& address :
        {absl::GetFlag(FLAGS_listen), absl::GetFlag(FLAGS_metrics_listen),
-        absl::GetFlag(FLAGS_health_listen)}) {
+        absl::GetFlag(FLAGS_health_listen), absl::GetFlag(FLAGS_peer_listen)}) {
     if (address.empty()) continue;
     if (absl::Status s = CheckCanListen(address); !s.ok()) {
       std::cerr << "orchestrator: " << s.message() << "\n";
@@ -179,6 +202,9 @@ int Run() {
   options.worker_tls = worker_tls;
   options.tokens_file = absl::GetFlag(FLAGS_tokens_file);
   options.health_listen = absl::GetFlag(FLAGS_health_listen);
+  options.peer_listen = absl::GetFlag(FLAGS_peer_listen);
+  options.peer_tls = TlsFiles{absl::GetFlag(FLAGS_peer_tls_cert), absl::GetFlag(FLAGS_peer_tls_key),
+                              absl::GetFlag(FLAGS_peer_tls_ca)};
   absl::StatusOr<std::unique_ptr<Orchestrator>> orchestrator = Orchestrator::Start(options);
   if (!orchestrator.ok()) {
     std::cerr << "orchestrator: " << orchestrator.status().message() << "\n";
@@ -206,6 +232,8 @@ int Run() {
   if ((*orchestrator)->health_port() > 0) {
     std::cout << " health_port=" << (*orchestrator)->health_port();
   }
+  if ((*orchestrator)->peer_port() > 0) std::cout << " peer_port=" << (*orchestrator)->peer_port();
+  std::cout << " node=" << (*orchestrator)->node_id();
   std::cout << std::endl;
   LogInfo(absl::StrCat("serving pipeline '", config->name, "' from ", path, " on ",
                        options.listen.substr(0, options.listen.rfind(':') + 1),
@@ -213,7 +241,8 @@ int Run() {
                        (*orchestrator)->metrics_port() > 0
                            ? absl::StrCat(", metrics on port ", (*orchestrator)->metrics_port())
                            : std::string(""),
-                       ": ", StagesSummary(*config)));
+                       ": ", StagesSummary(*config), "; node ", (*orchestrator)->node_id(),
+                       PeersSummary(*config, (*orchestrator)->peer_port())));
 
   int signal = 0;
   sigwait(&signals, &signal);

@@ -8,6 +8,7 @@
 #include "common/field_error.h"
 #include "common/grpc_util.h"
 #include "common/limits.h"
+#include "orchestrator/request_id.h"
 
 namespace omnistage {
 
@@ -24,6 +25,8 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
   // Every stage starts with no replica; they join on the loop, below.
   o->core_ = std::make_unique<PipelineCore>(
       config, std::vector<std::vector<ReplicaClient*>>(config.stages.size()), &o->loop_);
+  o->node_id_ = o->options_.node_id.empty() ? NewNodeId() : o->options_.node_id;
+  o->core_->set_node_id(o->node_id_);
   if (absl::Status s = CheckTlsFiles(o->options_.worker_tls, TlsSide::kClient); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("worker TLS: ", s.message()));
   }
@@ -40,6 +43,7 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
     targets.push_back({stage.id, stage.discovery->name, stage.discovery->port,
                        stage.discovery->refresh});
   }
+  if (absl::Status s = o->StartPeers(&targets); !s.ok()) return s;
   o->loop_.set_lag_observer(
       [metrics = &o->core_->metrics()](absl::Duration lag) { metrics->LoopLag(lag); });
   // A scrape takes a snapshot on the loop (in flight, per replica up and
@@ -66,7 +70,22 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
     tokens = *std::move(loaded);
   }
   o->auth_ = std::make_unique<ClientAuth>(std::move(tokens), o->options_.tls.enabled());
-  o->service_ = std::make_unique<OrchestratorService>(o->core_.get(), &o->loop_, o->auth_.get());
+  o->router_ = std::make_unique<AbortRouter>(
+      o->node_id_,
+      LocalAborts{[core = o->core_.get()](const std::string& id, const std::string& caller) {
+                    return core->Holds(id, caller);
+                  },
+                  [core = o->core_.get()](const v1::AbortRequest& request, absl::Time deadline,
+                                          AbortDone done, const std::string& caller) {
+                    core->Abort(request, deadline, std::move(done), caller);
+                  }},
+      o->peers_.get(), config.peer_timeout, &o->loop_,
+      [metrics = &o->core_->metrics()](absl::StatusCode code) {
+        metrics->PeerCall("abort", code);
+      });
+  o->service_ = std::make_unique<OrchestratorService>(o->core_.get(), &o->loop_, o->auth_.get(),
+                                                      o->router_.get(), o->peers_.get(),
+                                                      config.peer_timeout);
   o->health_ = std::make_unique<OrchestratorHealth>(o->core_.get(), &o->loop_);
   GrpcServerOptions server_options;
   server_options.address = o->options_.listen;
@@ -90,8 +109,26 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
   o->server_ = std::move(started->server);
   o->port_ = started->port;
   o->health_port_ = started->health_port;
+  if (!o->options_.peer_listen.empty()) {
+    o->peer_service_ = std::make_unique<PeerService>(o->core_.get(), &o->loop_);
+    GrpcServerOptions peer_options;
+    peer_options.address = o->options_.peer_listen;
+    peer_options.tls = o->options_.peer_tls;
+    peer_options.name = "the orchestrator's peer port";
+    absl::StatusOr<StartedServer> peer_started =
+        StartGrpcServer(peer_options, {o->peer_service_.get()});
+    if (!peer_started.ok()) {
+      o->server_->Shutdown();
+      return peer_started.status();
+    }
+    o->peer_server_ = std::move(peer_started->server);
+    o->peer_port_ = peer_started->port;
+  }
   o->loop_thread_ = std::thread([loop = &o->loop_] { loop->Run(); });
   o->loop_.Post([o = o.get()] {
+    if (!o->options_.config.peers.addresses.empty()) {
+      o->peers_->Apply(o->options_.config.peers.addresses);
+    }
     for (const StageConfig& stage : o->options_.config.stages) {
       StagePool& pool = *o->core_->shared_pool(stage.id);
       for (const std::string& address : o->options_.addresses[stage.id]) {
@@ -106,7 +143,13 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
     absl::StatusOr<std::unique_ptr<DnsWatcher>> watcher = DnsWatcher::Start(
         resolver, std::move(targets),
         [o = o.get()](int stage, const absl::StatusOr<std::vector<std::string>>& addresses) {
-          o->loop_.Post([o, stage, addresses] { o->memberships_[stage]->Apply(addresses); });
+          o->loop_.Post([o, stage, addresses] {
+            if (stage == kPeersTarget) {
+              o->peers_->Apply(addresses);
+            } else {
+              o->memberships_[stage]->Apply(addresses);
+            }
+          });
         });
     if (!watcher.ok()) {
       o->Shutdown();
@@ -115,6 +158,34 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
     o->watcher_ = *std::move(watcher);
   }
   return o;
+}
+
+absl::Status Orchestrator::StartPeers(std::vector<DnsTarget>* targets) {
+  const PeersConfig& peers = options_.config.peers;
+  if (!peers.enabled()) return absl::OkStatus();
+  if (options_.peer_listen.empty()) {
+    return absl::InvalidArgumentError(
+        "the config lists peers: give this orchestrator a peer port (--peer_listen) for them "
+        "to forward aborts to");
+  }
+  if (options_.peer_tls.enabled()) {
+    absl::Status s = CheckTlsFiles(options_.peer_tls, TlsSide::kServer);
+    if (s.ok() && options_.peer_tls.ca.empty()) {
+      s = absl::InvalidArgumentError(
+          "a CA is needed: the peer port takes only peers holding a certificate of it");
+    }
+    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("peer TLS: ", s.message()));
+  }
+  PeerSetOptions set;
+  set.self_node = node_id_;
+  if (options_.peer_tls.enabled()) set.credentials = ChannelCredentialsFor(options_.peer_tls);
+  if (peers.discovery.has_value()) {
+    set.tls_name = peers.discovery->name;
+    targets->push_back(
+        {kPeersTarget, peers.discovery->name, peers.discovery->port, peers.discovery->refresh});
+  }
+  peers_ = std::make_unique<PeerSet>(std::move(set), &loop_);
+  return absl::OkStatus();
 }
 
 Orchestrator::~Orchestrator() { Shutdown(); }
@@ -172,7 +243,11 @@ void Orchestrator::Shutdown() {
   drained->WaitForNotificationWithTimeout(options_.config.drain_timeout + absl::Seconds(5));
   if (watcher_ != nullptr) watcher_->Stop();
   metrics_.reset();  // Its scrapes post to the loop: stop them first.
+  if (peers_ != nullptr) RunOnLoop([this](PipelineCore&) { peers_->Stop(); });
   server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  if (peer_server_ != nullptr) {
+    peer_server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  }
   loop_.Stop();
   loop_thread_.join();
   replicas_->ShutdownAll();

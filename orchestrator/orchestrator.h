@@ -1,7 +1,8 @@
 // Orchestrator: a running orchestrator — its event loop thread, PipelineCore,
 // the replicas' sessions (ReplicaSet), the DNS watcher and a StageMembership
-// per discovered stage, and the gRPC server (Orchestrator service, health,
-// reflection). Used by the binary and by in-process tests.
+// per discovered stage, the peers (PeerSet, AbortRouter, the peer port), and
+// the gRPC server (Orchestrator service, health, reflection). Used by the
+// binary and by in-process tests.
 //
 //   auto orchestrator = Orchestrator::Start(options);
 //   ... clients call 127.0.0.1:(*orchestrator)->port() ...
@@ -21,9 +22,12 @@
 #include "common/metrics_server.h"
 #include "common/tls.h"
 #include "grpcpp/grpcpp.h"
+#include "orchestrator/abort_router.h"
 #include "orchestrator/dns_watcher.h"
 #include "orchestrator/health_service.h"
 #include "orchestrator/orchestrator_service.h"
+#include "orchestrator/peer_service.h"
+#include "orchestrator/peer_set.h"
 #include "orchestrator/pipeline_config.h"
 #include "orchestrator/pipeline_core.h"
 #include "orchestrator/replica_set.h"
@@ -54,6 +58,15 @@ struct OrchestratorOptions {
   // host:port of a plaintext port that answers health checks only, for the
   // kubelet's probes when `tls` is on; empty: none.
   std::string health_listen;
+  // host:port of the peer port (OrchestratorPeer: forwarded aborts, status)
+  // that the config's `peers:` reach this orchestrator at; empty: none.
+  std::string peer_listen;
+  // Mutual TLS between peers: the peer port serves with cert/key and takes
+  // only callers with a certificate chaining to ca; calls to peers present
+  // cert/key and check the peer against ca. Plaintext when empty.
+  TlsFiles peer_tls;
+  // This orchestrator's node id (request_id.h); empty: a new random one.
+  std::string node_id;
 };
 
 class Orchestrator {
@@ -64,6 +77,10 @@ class Orchestrator {
   int port() const { return port_; }
   // The plaintext health port; 0 when there is none.
   int health_port() const { return health_port_; }
+  // The peer port; 0 when there is none.
+  int peer_port() const { return peer_port_; }
+  // The tag of the request ids this orchestrator generates.
+  const std::string& node_id() const { return node_id_; }
   // The metrics endpoint's port; 0 when it is off.
   int metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->port(); }
   // Waits (up to `timeout`) until every replica of `stages` has answered its
@@ -81,6 +98,9 @@ class Orchestrator {
 
  private:
   explicit Orchestrator(OrchestratorOptions options);
+  // Makes the PeerSet when the config has `peers:` (adding the peers' DNS
+  // name to `targets` when they are discovered).
+  absl::Status StartPeers(std::vector<DnsTarget>* targets);
 
   const OrchestratorOptions options_;
   EventLoop loop_;
@@ -90,12 +110,19 @@ class Orchestrator {
   std::vector<std::unique_ptr<StageMembership>> memberships_;
   std::unique_ptr<DnsWatcher> watcher_;
   std::unique_ptr<ClientAuth> auth_;
+  // Null without `peers:` in the config.
+  std::unique_ptr<PeerSet> peers_;
+  std::unique_ptr<AbortRouter> router_;
   std::unique_ptr<OrchestratorService> service_;
+  std::unique_ptr<PeerService> peer_service_;
+  std::unique_ptr<grpc::Server> peer_server_;
   std::unique_ptr<OrchestratorHealth> health_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsServer> metrics_;
+  std::string node_id_;
   int port_ = 0;
   int health_port_ = 0;
+  int peer_port_ = 0;
   std::thread loop_thread_;
   bool shut_down_ = false;
 };

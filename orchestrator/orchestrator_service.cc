@@ -1,11 +1,14 @@
 #include "orchestrator/orchestrator_service.h"
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <utility>
 
 #include "common/grpc_util.h"
 #include "orchestrator/client_stream.h"
+#include "orchestrator/cluster_status.h"
+#include "orchestrator/unary_finish.h"
 
 namespace omnistage {
 namespace {
@@ -59,20 +62,6 @@ class RefusedGenerate final : public grpc::ServerWriteReactor<v1::GenerateRespon
   void OnDone() override { delete this; }
 };
 
-// A callback that finishes a unary call with `result`'s value or its error.
-template <typename Response>
-std::function<void(absl::StatusOr<Response>)> FinishWith(grpc::ServerUnaryReactor* reactor,
-                                                         Response* response) {
-  return [reactor, response](absl::StatusOr<Response> result) {
-    if (!result.ok()) {
-      reactor->Finish(ToGrpcStatus(result.status()));
-      return;
-    }
-    *response = *std::move(result);
-    reactor->Finish(grpc::Status::OK);
-  };
-}
-
 }  // namespace
 
 absl::StatusOr<Caller> OrchestratorService::Authenticated(
@@ -107,13 +96,10 @@ grpc::ServerUnaryReactor* OrchestratorService::Abort(grpc::CallbackServerContext
     reactor->Finish(ToGrpcStatus(caller.status()));
     return reactor;
   }
-  const absl::Time deadline =
-      context->deadline() == std::chrono::system_clock::time_point::max()
-          ? absl::InfiniteFuture()
-          : absl::FromChrono(context->deadline());
-  loop_->Post([core = core_, request, response, reactor, deadline,
+  const absl::Time deadline = DeadlineOf(*context);
+  loop_->Post([router = router_, request, response, reactor, deadline,
                identity = std::move(caller->identity)] {
-    core->Abort(*request, deadline, FinishWith(reactor, response), identity);
+    router->Abort(*request, deadline, FinishWith(reactor, response), identity);
   });
   return reactor;
 }
@@ -126,9 +112,18 @@ grpc::ServerUnaryReactor* OrchestratorService::GetPipelineStatus(
     reactor->Finish(ToGrpcStatus(allowed));
     return reactor;
   }
-  loop_->Post([core = core_, response, reactor] {
-    *response = core->Status();
-    reactor->Finish(grpc::Status::OK);
+  const absl::Time deadline = std::min(DeadlineOf(*context), absl::Now() + peer_timeout_);
+  loop_->Post([core = core_, peers = peers_, cluster = request->cluster(), response, reactor,
+               deadline] {
+    if (!cluster) {
+      *response = core->Status();
+      reactor->Finish(grpc::Status::OK);
+      return;
+    }
+    AskCluster(core->Status(), peers, deadline, [response, reactor](v1::PipelineStatus status) {
+      *response = std::move(status);
+      reactor->Finish(grpc::Status::OK);
+    });
   });
   return reactor;
 }

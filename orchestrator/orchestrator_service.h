@@ -1,7 +1,8 @@
 // The Orchestrator gRPC service (callback API): thin reactors that post each call
 // to the PipelineCore's event loop. A Generate call's responses go through its
-// ClientStream (client_stream.h); an Abort carries the client's deadline to the
-// workers' abort calls. Every call is authenticated first (client_auth.h): a
+// ClientStream (client_stream.h); an Abort goes through the AbortRouter (to the
+// peers holding ids held elsewhere) and carries the client's deadline to the
+// workers' abort calls; a cluster status asks the peers too. Every call is authenticated first (client_auth.h): a
 // request belongs to the caller that started it, and status and utility calls
 // need the admin role.
 #ifndef OMNISTAGE_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
@@ -9,6 +10,7 @@
 
 #include "common/event_loop.h"
 #include "grpcpp/grpcpp.h"
+#include "orchestrator/abort_router.h"
 #include "orchestrator/client_auth.h"
 #include "orchestrator/pipeline_core.h"
 #include "protos/orchestrator.grpc.pb.h"
@@ -17,10 +19,17 @@ namespace omnistage {
 
 class OrchestratorService final : public v1::Orchestrator::CallbackService {
  public:
-  // `core` is used only on `loop`; both, and `auth`, must outlive the
-  // service's calls.
-  OrchestratorService(PipelineCore* core, EventLoop* loop, const ClientAuth* auth)
-      : core_(core), loop_(loop), auth_(auth) {}
+  // `core`, `router` and `peers` are used only on `loop`; all of them, and
+  // `auth`, must outlive the service's calls. `peers` may be null (alone).
+  // A cluster status waits for peers `peer_timeout` at most.
+  OrchestratorService(PipelineCore* core, EventLoop* loop, const ClientAuth* auth,
+                      AbortRouter* router, PeerCalls* peers, absl::Duration peer_timeout)
+      : core_(core),
+        loop_(loop),
+        auth_(auth),
+        router_(router),
+        peers_(peers),
+        peer_timeout_(peer_timeout) {}
 
   grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(
       grpc::CallbackServerContext* context, const v1::GenerateRequest* request) override;
@@ -44,6 +53,9 @@ class OrchestratorService final : public v1::Orchestrator::CallbackService {
   PipelineCore* const core_;
   EventLoop* const loop_;
   const ClientAuth* const auth_;
+  AbortRouter* const router_;
+  PeerCalls* const peers_;
+  const absl::Duration peer_timeout_;
 };
 
 }  // namespace omnistage

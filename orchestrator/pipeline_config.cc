@@ -24,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "common/limits.h"
 #include "common/modality.h"
+#include "orchestrator/address_fields.h"
 #include "orchestrator/pipeline_limits.h"
 #include "orchestrator/yaml_fields.h"
 #include "yaml-cpp/depthguard.h"
@@ -57,36 +58,14 @@ const std::vector<std::string> kTopKeys = {"name",
                                            "drain_timeout_ms",
                                            "worker_abort_timeout_ms",
                                            "limits",
+                                           "peers",
                                            "stages"};
 const std::vector<std::string> kStageKeys = {
     "name",         "engine",          "engine_params", "replicas",  "addresses",
-    "discovery",    "final_output",    "output_modality", "input_mode", "defaults"};
-const std::vector<std::string> kDiscoveryKeys = {"dns", "port", "refresh_ms"};
-// Lookups more often than this would load the cluster's DNS for nothing.
-constexpr int64_t kMinRefreshMs = 100;
+    "discovery",    "final_output",    "output_modality", "input_mode", "defaults",
+    "pick"};
+const std::vector<std::string> kPeersKeys = {"addresses", "discovery", "timeout_ms"};
 const std::vector<std::string> kDefaultsKeys = {"max_tokens", "seed", "temperature", "extra"};
-
-// host:port, host a name, an IPv4 address or a bracketed IPv6 address.
-bool IsAddress(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  absl::string_view host = absl::string_view(address).substr(0, colon);
-  const absl::string_view port = colon == std::string::npos
-                                     ? absl::string_view()
-                                     : absl::string_view(address).substr(colon + 1);
-  bool host_ok = !host.empty();
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    for (char c : host.substr(1, host.size() - 2)) {
-      host_ok &= absl::ascii_isxdigit(c) || c == ':' || c == '.';
-    }
-  } else {
-    for (char c : host) host_ok &= absl::ascii_isalnum(c) || c == '.' || c == '-' || c == '_';
-  }
-  int value = 0;
-  const bool port_ok = !port.empty() && port.size() <= 5 &&
-                       std::all_of(port.begin(), port.end(), absl::ascii_isdigit) &&
-                       absl::SimpleAtoi(port, &value) && value >= 1 && value <= 65535;
-  return host_ok && port_ok;
-}
 
 absl::Status ReadDefaults(const YAML::Node& node, const std::string& path,
                           v1::StageParameters* out) {
@@ -143,58 +122,6 @@ absl::Status CheckSpawnedEngine(const StageConfig& stage, Fields& fields) {
   return absl::OkStatus();
 }
 
-absl::Status ReadAddresses(const YAML::Node& list, const std::string& path,
-                           std::vector<std::string>* out) {
-  if (!list.IsSequence() || list.size() == 0) {
-    return Expected(list, path, "a list of at least one host:port");
-  }
-  for (size_t i = 0; i < list.size(); ++i) {
-    const std::string item_path = absl::StrCat(path, "[", i, "]");
-    const YAML::Node item = list[i];
-    if (!item.IsScalar()) return Expected(item, item_path, "text");
-    if (!IsAddress(item.Scalar())) {
-      return Expected(item, item_path,
-                      "host:port with a port in 1..65535 (e.g. 127.0.0.1:7001)");
-    }
-    out->push_back(item.Scalar());
-  }
-  return absl::OkStatus();
-}
-
-// A DNS name: dot-separated labels of a-z, 0-9 and '-', at most 253 characters.
-bool IsDnsName(absl::string_view name) {
-  if (name.empty() || name.size() > 253) return false;
-  if (name.back() == '.') name.remove_suffix(1);  // Fully qualified.
-  for (absl::string_view label : absl::StrSplit(name, '.')) {
-    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') {
-      return false;
-    }
-    for (char c : label) {
-      if (!absl::ascii_isalnum(c) && c != '-') return false;
-    }
-  }
-  return true;
-}
-
-absl::Status ReadDiscovery(const YAML::Node& node, const std::string& path,
-                           std::optional<DnsDiscovery>* out) {
-  if (!node.IsMap()) return Expected(node, path, "a map with dns and port");
-  Fields fields(node, path, kDiscoveryKeys);
-  DnsDiscovery discovery;
-  fields.String("dns", &discovery.name, /*required=*/true);
-  if (fields.status().ok() && !IsDnsName(discovery.name)) {
-    fields.Fail(Expected(*fields.Find("dns"), fields.PathOf("dns"),
-                         "a DNS name (e.g. omnistage-talker.default.svc.cluster.local)"));
-  }
-  int64_t port = 0;
-  if (fields.Find("port", /*required=*/true) != nullptr) fields.Int("port", 1, 65535, &port);
-  discovery.port = static_cast<int>(port);
-  fields.Millis("refresh_ms", kMinRefreshMs, &discovery.refresh);
-  if (!fields.status().ok()) return fields.status();
-  *out = std::move(discovery);
-  return absl::OkStatus();
-}
-
 bool IsStageName(const std::string& name) {
   return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
     return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '_' || c == '-';
@@ -234,6 +161,9 @@ absl::Status ReadStage(const YAML::Node& node, int id, StageConfig* stage) {
   std::string input_mode;
   fields.OneOf("input_mode", {"on_finish", "streaming"}, &input_mode);
   if (input_mode == "streaming") stage->input_mode = InputMode::kStreaming;
+  std::string pick;
+  fields.OneOf("pick", {"round_robin", "least_loaded"}, &pick);
+  if (pick == "least_loaded") stage->pick = PickPolicy::kLeastLoaded;
   if (const YAML::Node* defaults = fields.Find("defaults")) {
     fields.Fail(ReadDefaults(*defaults, fields.PathOf("defaults"), &stage->defaults));
   }
@@ -295,6 +225,23 @@ absl::Status ReadStages(const YAML::Node& stages, PipelineConfig* config) {
   return absl::OkStatus();
 }
 
+absl::Status ReadPeers(const YAML::Node& node, PipelineConfig* config) {
+  if (!node.IsMap()) return Expected(node, "peers", "a map with addresses or discovery");
+  Fields fields(node, "peers", kPeersKeys);
+  if (!fields.status().ok()) return fields.status();
+  if (fields.Has("addresses") + fields.Has("discovery") != 1) {
+    return Invalid("peers", "give exactly one of addresses and discovery");
+  }
+  if (const YAML::Node* addresses = fields.Find("addresses")) {
+    fields.Fail(ReadAddresses(*addresses, fields.PathOf("addresses"), &config->peers.addresses));
+  }
+  if (const YAML::Node* discovery = fields.Find("discovery")) {
+    fields.Fail(ReadDiscovery(*discovery, fields.PathOf("discovery"), &config->peers.discovery));
+  }
+  fields.Millis("timeout_ms", 1, &config->peer_timeout);
+  return fields.status();
+}
+
 absl::Status ReadConfig(const YAML::Node& root, PipelineConfig* config) {
   if (!root.IsMap()) return Expected(root, "", "a map with at least the key 'stages'");
   Fields top(root, "", kTopKeys);
@@ -314,6 +261,7 @@ absl::Status ReadConfig(const YAML::Node& root, PipelineConfig* config) {
                              "), got ", absl::ToInt64Milliseconds(config->reconnect_max_backoff))));
   }
   if (const YAML::Node* node = top.Find("limits")) top.Fail(ReadLimits(*node, config));
+  if (const YAML::Node* node = top.Find("peers")) top.Fail(ReadPeers(*node, config));
   const YAML::Node* stages = top.Find("stages", /*required=*/true);
   if (!top.status().ok()) return top.status();
   return ReadStages(*stages, config);

@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "orchestrator/pick_policy.h"
 #include "protos/common.pb.h"
 
 namespace omnistage {
@@ -69,6 +70,8 @@ struct StageConfig {
   v1::Modality output_modality = v1::MODALITY_UNSPECIFIED;
   // Ignored for stage 0, which takes the prompt.
   InputMode input_mode = InputMode::kOnFinish;
+  // How a request not yet bound here picks its replica.
+  PickPolicy pick = PickPolicy::kRoundRobin;
   // Per-request parameters used where a request leaves a field unset;
   // defaults.stage_id() == id.
   v1::StageParameters defaults;
@@ -82,12 +85,26 @@ struct StageConfig {
   std::string origin() const;
 };
 
+// The other orchestrators sharing these workers (several replicas of one
+// orchestrator Deployment): where their peer ports are, listed or found through
+// DNS. The list may name this orchestrator too; it recognises itself.
+struct PeersConfig {
+  std::vector<std::string> addresses;
+  std::optional<DnsDiscovery> discovery;
+  bool enabled() const { return !addresses.empty() || discovery.has_value(); }
+};
+
 // The initializers are the documented defaults of the keys left out of a file.
 struct PipelineConfig {
   // Free text, for logs and status.
   std::string name;
   // At least one; the last has final_output.
   std::vector<StageConfig> stages;
+  // Not enabled: this orchestrator is alone.
+  PeersConfig peers;
+  // A forwarded Abort or a peer's status that has not answered by then fails
+  // (for the ids that peer may hold); a client's shorter deadline wins.
+  absl::Duration peer_timeout = absl::Milliseconds(5000);
   // HTTP/2 keepalive ping interval on each orchestrator->worker channel.
   absl::Duration keepalive_time = absl::Milliseconds(2000);
   // A replica not answering a ping within this is dead.

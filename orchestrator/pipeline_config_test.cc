@@ -27,6 +27,9 @@ reconnect_initial_backoff_ms: 50
 reconnect_max_backoff_ms: 8000
 drain_timeout_ms: 2500
 worker_abort_timeout_ms: 750
+peers:
+  discovery: {dns: omnistage-orchestrator-peers, port: 50052, refresh_ms: 1000}
+  timeout_ms: 1500
 limits:
   max_in_flight: 500
   max_prompt_bytes: 1024
@@ -50,6 +53,7 @@ stages:
     addresses: ["127.0.0.1:7001", "talker-1.omni.svc:7001", "[::1]:7002"]
     output_modality: tokens
     input_mode: streaming
+    pick: least_loaded
   - name: vocoder
     engine: vocoder
     discovery: {dns: omnistage-vocoder.default.svc.cluster.local, port: 9000, refresh_ms: 250}
@@ -77,6 +81,12 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
   EXPECT_EQ(config->reconnect_max_backoff, absl::Milliseconds(8000));
   EXPECT_EQ(config->drain_timeout, absl::Milliseconds(2500));
   EXPECT_EQ(config->worker_abort_timeout, absl::Milliseconds(750));
+  ASSERT_TRUE(config->peers.discovery.has_value());
+  EXPECT_EQ(config->peers.discovery->name, "omnistage-orchestrator-peers");
+  EXPECT_EQ(config->peers.discovery->port, 50052);
+  EXPECT_EQ(config->peers.discovery->refresh, absl::Seconds(1));
+  EXPECT_TRUE(config->peers.enabled());
+  EXPECT_EQ(config->peer_timeout, absl::Milliseconds(1500));
   EXPECT_EQ(config->max_in_flight, 500);
   EXPECT_EQ(config->max_prompt_bytes, 1024u);
   EXPECT_EQ(config->max_client_queued_bytes, 2097152u);
@@ -114,6 +124,8 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
   EXPECT_FALSE(talker.final_output);
   EXPECT_EQ(talker.output_modality, v1::MODALITY_TOKENS);
   EXPECT_EQ(talker.input_mode, InputMode::kStreaming);
+  EXPECT_EQ(talker.pick, PickPolicy::kLeastLoaded);
+  EXPECT_EQ(thinker.pick, PickPolicy::kRoundRobin);
   EXPECT_EQ(talker.defaults.stage_id(), 1);
   EXPECT_FALSE(talker.defaults.has_max_tokens());
 
@@ -201,6 +213,18 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
        "stages[0]: give exactly one of replicas, addresses and discovery"},
       {"stages: [{name: a, discovery: {port: 9000}, final_output: true, output_modality: text}]",
        "stages[0].discovery.dns: required"},
+      {OneStage("pick: random"),
+       "stages[0].pick: expected round_robin or least_loaded, got 'random'"},
+      {absl::StrCat("peers: {}\n", OneStage("")),
+       "peers: give exactly one of addresses and discovery"},
+      {absl::StrCat("peers: {addresses: ['h:1'], discovery: {dns: a, port: 1}}\n", OneStage("")),
+       "peers: give exactly one of addresses and discovery"},
+      {absl::StrCat("peers: {addresses: ['h']}\n", OneStage("")),
+       "peers.addresses[0]: expected host:port"},
+      {absl::StrCat("peers: {discovery: {dns: a.b, port: 1}, timeout_ms: 0}\n", OneStage("")),
+       "peers.timeout_ms: expected a number of milliseconds in [1, "},
+      {absl::StrCat("peers: [h:1]\n", OneStage("")),
+       "peers: expected a map with addresses or discovery"},
       {"stages: [{name: a, discovery: {dns: a.b}, final_output: true, output_modality: text}]",
        "stages[0].discovery.port: required"},
       {"stages: [{name: a, discovery: {dns: a.b, port: 70000}, final_output: true, "

@@ -6,11 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/error_proto.h"
 #include "common/invariant.h"
-#include "common/random_id.h"
 #include "orchestrator/generate_request.h"
 #include "orchestrator/logged_sink.h"
 #include "orchestrator/metered_sink.h"
 #include "orchestrator/output_fold.h"
+#include "orchestrator/request_id.h"
 #include "orchestrator/stage_admin.h"
 #include "orchestrator/stage_error.h"
 
@@ -52,6 +52,7 @@ PipelineCore::PipelineCore(PipelineConfig config,
   for (size_t s = 0; s < replicas.size(); ++s) {
     pools_.push_back(std::make_shared<StagePool>(static_cast<int>(s), std::move(replicas[s]),
                                                  /*alive=*/false));
+    if (s < config_.stages.size()) pools_.back()->set_pick(config_.stages[s].pick);
     pools_.back()->set_on_abort_call(
         [this, stage = static_cast<int>(s)](int replica) {
           metrics_.WorkerAbortCall(stage, replica);
@@ -82,6 +83,11 @@ bool PipelineCore::Ready() const {
   return true;
 }
 
+bool PipelineCore::Holds(const std::string& id, const std::string& caller) const {
+  const InFlightRequest* r = table_.Find(id);
+  return r != nullptr && r->caller == caller;
+}
+
 void PipelineCore::set_replica_address(int stage, int replica, std::string address) {
   pools_[stage]->set_address(replica, std::move(address));
 }
@@ -106,7 +112,7 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
   std::string id = request.request_id();
   // Generated ids cannot be guessed (128 random bits).
   while (id.empty() || (request.request_id().empty() && table_.Find(id) != nullptr)) {
-    id = absl::StrCat("req-", RandomHex(16));
+    id = GeneratedRequestId(node_id_);
   }
   if (table_.Find(id) != nullptr) {
     return absl::AlreadyExistsError(absl::StrCat("request '", id, "' is already in flight"));
@@ -206,6 +212,9 @@ std::optional<v1::Error> PipelineCore::StartStage(InFlightRequest& r, int stage,
 
 void PipelineCore::OnStepOutputs(int stage, int replica, v1::StepOutputs& outputs) {
   CheckInLoop();
+  if (outputs.has_load()) {
+    pools_[stage]->ReportLoad(replica, outputs.load().requests(), scheduler_->Now());
+  }
   FoldOutputs(&outputs);
   for (v1::RequestOutput& output : *outputs.mutable_outputs()) {
     // Not ours any more (ended, or re-bound after this replica was evicted).
@@ -449,7 +458,8 @@ v1::PipelineStatus PipelineCore::Status() const {
   status.set_in_flight_requests(static_cast<int>(table_.size()));
   status.set_accepting(accepting_);
   status.set_invariant_violations(InvariantViolations());
-  DescribeStages(config_, pools_, &status);
+  DescribeStages(config_, pools_, scheduler_->Now(), &status);
+  status.set_node_id(node_id_);
   return status;
 }
 

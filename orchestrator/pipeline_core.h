@@ -73,6 +73,12 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // flight at `deadline` are aborted.
   void Drain(absl::Time deadline, std::function<void()> done);
 
+  // Tags the request ids this core generates (request_id.h); "" (the
+  // default): untagged.
+  void set_node_id(std::string node_id) { node_id_ = std::move(node_id); }
+  const std::string& node_id() const { return node_id_; }
+  // True when request `id` is in flight here and `caller` started it.
+  bool Holds(const std::string& id, const std::string& caller) const;
   // For status: where replica `replica` of `stage` listens.
   void set_replica_address(int stage, int replica, std::string address);
   size_t in_flight() const { return table_.size(); }
@@ -144,6 +150,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   RequestTable table_;
   AbortCoordinator abort_;
   bool accepting_ = true;
+  std::string node_id_;
   std::function<void()> on_drained_;
   Scheduler::TimerId drain_timer_ = 0;
   // Expires with the core, so late timers do nothing.

@@ -30,6 +30,7 @@ void PipelineCore::OnReplicaReady(int stage, int replica, const v1::Ready& ready
                   absl::UnavailableError(absl::StrCat("restarted as ", ready.instance_id())));
   }
   pool.Admit(replica, ready);
+  pool.ReportLoad(replica, ready.load().requests(), scheduler_->Now());
   LogInfo({"", stage, replica, ""},
           absl::StrCat("up: instance ", ready.instance_id(), " at ", pool.state(replica).address,
                        " (", pool.state(replica).origin, ", capacity ", ready.capacity(), ")"));

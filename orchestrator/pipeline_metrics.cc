@@ -65,6 +65,10 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
       worker_aborts_(registry->AddCounter("omnistage_worker_abort_calls_total",
                                           "Abort calls sent to each replica.",
                                           {"stage", "replica"})),
+      peer_calls_(registry->AddCounter(
+          "omnistage_peer_calls_total",
+          "Calls to peer orchestrators: forwarded aborts and status, by outcome.",
+          {"call", "code"})),
       abort_duration_(registry
                           ->AddHistogram("omnistage_abort_duration_seconds",
                                          "Client Abort calls, from receipt to answer.", {},
@@ -98,6 +102,10 @@ void PipelineMetrics::Refused(absl::StatusCode code) {
 
 void PipelineMetrics::AuthRefused(absl::string_view call, absl::StatusCode code) {
   auth_refusals_.With({std::string(call), absl::StatusCodeToString(code)}).Increment();
+}
+
+void PipelineMetrics::PeerCall(absl::string_view call, absl::StatusCode code) {
+  peer_calls_.With({std::string(call), absl::StatusCodeToString(code)}).Increment();
 }
 
 void PipelineMetrics::FirstOutput(v1::Modality modality, absl::Duration since_admission) {

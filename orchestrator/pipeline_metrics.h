@@ -47,6 +47,10 @@ class PipelineMetrics {
   void Evicted(int stage, absl::string_view reason);
   void WorkerAbortCall(int stage, int replica);
 
+  // ---- Peer orchestrators ----
+  // A call to a peer (`call`: abort or status) ended; `code` its status.
+  void PeerCall(absl::string_view call, absl::StatusCode code);
+
   // ---- Gauges of loop-owned state, set at scrape time on the loop ----
   // The in-flight count, and up and bound for every replica `pools` list
   // (removed ones disappear).
@@ -69,6 +73,7 @@ class PipelineMetrics {
   Family<Gauge>& up_;
   Family<Counter>& evictions_;
   Family<Counter>& worker_aborts_;
+  Family<Counter>& peer_calls_;
   Histogram& abort_duration_;
   Counter& client_cancellations_;
   Gauge& queued_bytes_;

@@ -8,7 +8,7 @@
 
 namespace omnistage {
 
-void DescribeStages(const PipelineConfig& config, const StagePools& pools,
+void DescribeStages(const PipelineConfig& config, const StagePools& pools, absl::Time now,
                     v1::PipelineStatus* status) {
   for (size_t s = 0; s < config.stages.size(); ++s) {
     const StageConfig& stage_config = config.stages[s];
@@ -18,7 +18,7 @@ void DescribeStages(const PipelineConfig& config, const StagePools& pools,
     stage->set_engine(stage_config.engine);
     stage->set_output_modality(stage_config.output_modality);
     stage->set_final_output(stage_config.final_output);
-    pools[s]->AppendStatus(stage);
+    pools[s]->AppendStatus(stage, now);
   }
 }
 

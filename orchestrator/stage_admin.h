@@ -3,7 +3,7 @@
 // touches no request. Run on the event loop that owns the pools.
 //
 //   v1::PipelineStatus status;
-//   DescribeStages(config, pools, &status);
+//   DescribeStages(config, pools, absl::Now(), &status);
 //   CallStageUtility(config, pools, request, done);   // one result per replica
 #ifndef OMNISTAGE_ORCHESTRATOR_STAGE_ADMIN_H_
 #define OMNISTAGE_ORCHESTRATOR_STAGE_ADMIN_H_
@@ -22,7 +22,7 @@ namespace omnistage {
 using StagePools = std::vector<std::shared_ptr<StagePool>>;
 
 // Adds one StageStatus per stage, with its replicas, to `status`.
-void DescribeStages(const PipelineConfig& config, const StagePools& pools,
+void DescribeStages(const PipelineConfig& config, const StagePools& pools, absl::Time now,
                     v1::PipelineStatus* status);
 
 // Calls request.name() on every live replica of request.stage_id(). `done` gets

@@ -122,7 +122,7 @@ TEST_F(StageMembershipTest, AnIdleLeavingAddressIsRemovedOnTheNextTurn) {
   scheduler_.RunPending();
   EXPECT_TRUE(pool_->state(1).removed);
   v1::StageStatus status;
-  pool_->AppendStatus(&status);
+  pool_->AppendStatus(&status, absl::Now());
   ASSERT_EQ(status.replicas_size(), 1);
   EXPECT_EQ(status.replicas(0).address(), "a:1");
 }
@@ -171,12 +171,12 @@ TEST_F(StageMembershipTest, AFailedLookupKeepsTheKnownSetAndIsShown) {
   EXPECT_THAT(pool_->LiveReplicas(), ElementsAre(0, 1));
   EXPECT_EQ(pool_->Bound("x"), 0);
   v1::StageStatus status;
-  pool_->AppendStatus(&status);
+  pool_->AppendStatus(&status, absl::Now());
   EXPECT_EQ(status.discovery_error(), "talker.test: no such name");
 
   Answer({"a:1", "b:1"});
   status.Clear();
-  pool_->AppendStatus(&status);
+  pool_->AppendStatus(&status, absl::Now());
   EXPECT_EQ(status.discovery_error(), "");
 }
 

@@ -54,10 +54,33 @@ absl::StatusOr<int> StagePool::Pick(const std::string& request_id) {
   if (live.empty()) {
     return absl::UnavailableError(absl::StrCat("stage ", stage_id_, " has no live replica"));
   }
-  const int replica = live[rr_ % live.size()];
+  const int replica =
+      pick_ == PickPolicy::kLeastLoaded ? LeastLoaded(live) : live[rr_ % live.size()];
   ++rr_;
+  ++states_[replica].sent_since_load;
   Bind(request_id, replica);
   return replica;
+}
+
+int StagePool::LeastLoaded(const std::vector<int>& live) const {
+  // Compares load / capacity as load_a * capacity_b < load_b * capacity_a.
+  auto load = [this](int r) {
+    return int64_t{states_[r].load_requests} + states_[r].sent_since_load;
+  };
+  auto capacity = [this](int r) { return int64_t{std::max(states_[r].capacity, 1)}; };
+  int best = live[rr_ % live.size()];
+  for (size_t i = 1; i < live.size(); ++i) {
+    const int r = live[(rr_ + i) % live.size()];
+    if (load(r) * capacity(best) < load(best) * capacity(r)) best = r;
+  }
+  return best;
+}
+
+void StagePool::ReportLoad(int replica, int requests, absl::Time at) {
+  ReplicaState& state = states_[replica];
+  state.load_requests = std::max(requests, 0);
+  state.load_at = at;
+  state.sent_since_load = 0;
 }
 
 std::optional<int> StagePool::Bound(const std::string& request_id) const {
@@ -221,7 +244,7 @@ std::vector<std::string> StagePool::MarkDown(int replica, const absl::Status& re
   return Evict(replica);
 }
 
-void StagePool::AppendStatus(v1::StageStatus* stage) const {
+void StagePool::AppendStatus(v1::StageStatus* stage, absl::Time now) const {
   stage->set_discovery_error(discovery_error_);
   for (int r = 0; r < size(); ++r) {
     const ReplicaState& state = states_[r];
@@ -240,6 +263,10 @@ void StagePool::AppendStatus(v1::StageStatus* stage) const {
     replica->set_bound_requests(BoundCount(r));
     replica->set_last_error(state.last_error);
     replica->set_max_message_bytes(state.max_message_bytes);
+    replica->set_load_requests(state.load_requests);
+    replica->set_load_age_ms(state.load_at == absl::InfinitePast()
+                                 ? -1
+                                 : absl::ToInt64Milliseconds(now - state.load_at));
   }
 }
 

@@ -4,7 +4,9 @@
 // Binding semantics (the seed, P04):
 // - Pick(rid): bound to a live replica -> that one (sticky; the round-robin counter
 //   does not move); otherwise live[rr % live.size()], rr += 1, and bind. No live
-//   replica -> UNAVAILABLE ("NoLiveReplica").
+//   replica -> UNAVAILABLE ("NoLiveReplica"). With PickPolicy::kLeastLoaded the
+//   unbound case takes the live replica with the lowest load per capacity
+//   instead (the workers' reports: ReportLoad), still sticky once bound.
 // - Bound(rid) is read-only; Release(rid) tolerates unknown ids.
 // - Evict(replica): mark dead, drop and return its bindings; never picked again
 //   until Revive() (a new incarnation, with no bindings).
@@ -53,6 +55,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "orchestrator/pick_policy.h"
 #include "orchestrator/replica_client.h"
 #include "protos/orchestrator.pb.h"
 
@@ -80,7 +83,14 @@ struct ReplicaState {
   // while it is not alive.
   absl::Status down_reason;
   std::string last_error;
+  // The worker's load (every orchestrator's requests on it) as last reported,
+  // when that report arrived (InfinitePast: none yet), and the requests this
+  // pool sent it since then, which the report did not count yet.
+  int load_requests = 0;
+  absl::Time load_at = absl::InfinitePast();
+  int sent_since_load = 0;
 };
+
 
 // A replica found dead while sending to it: evicted, with the requests that were
 // bound to it (sorted), which the caller must fail.
@@ -152,6 +162,9 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   void set_on_abort_call(std::function<void(int replica)> on_call) {
     on_abort_call_ = std::move(on_call);
   }
+  void set_pick(PickPolicy pick) { pick_ = pick; }
+  // The worker's load report (from its Ready or a step), received at `at`.
+  void ReportLoad(int replica, int requests, absl::Time at);
   // The last discovery failure of this stage ("" after a success), for status.
   void set_discovery_error(std::string error) { discovery_error_ = std::move(error); }
 
@@ -174,8 +187,9 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   void Admit(int replica, const v1::Ready& ready);
   // The replica is down for `reason`: recorded, then evicted (see Evict).
   std::vector<std::string> MarkDown(int replica, const absl::Status& reason);
-  // One ReplicaStatus per replica not removed, in order.
-  void AppendStatus(v1::StageStatus* stage) const;
+  // One ReplicaStatus per replica not removed, in order; load ages are
+  // measured to `now`.
+  void AppendStatus(v1::StageStatus* stage, absl::Time now) const;
 
   // ---- Sends ----
   // Picks a replica for add->request_id() and sends it there (see above). On
@@ -205,6 +219,8 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   std::vector<std::string> StillBound(const BindingRefs& refs) const;
   // Runs a retiring replica's idle callback once it holds no binding.
   void CheckIdle(int replica);
+  // Of `live` (not empty), the least loaded per capacity, searched from rr_.
+  int LeastLoaded(const std::vector<int>& live) const;
 
   const int stage_id_;
   // replicas_[r] is null once r is removed.
@@ -215,6 +231,7 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   // bound_[r]: the ids bound to replica r (the same bindings, indexed by replica).
   std::vector<absl::flat_hash_set<std::string>> bound_;
   uint64_t rr_ = 0;
+  PickPolicy pick_ = PickPolicy::kRoundRobin;
   // idle_[r]: a retiring replica's callback, until it has run.
   absl::flat_hash_map<int, std::function<void()>> idle_;
   std::string discovery_error_;

@@ -31,7 +31,7 @@ v1::Ready ReadyOf(const std::string& instance) {
 
 std::vector<int> ListedReplicas(const StagePool& pool) {
   v1::StageStatus status;
-  pool.AppendStatus(&status);
+  pool.AppendStatus(&status, absl::Now());
   std::vector<int> listed;
   for (const v1::ReplicaStatus& r : status.replicas()) listed.push_back(r.replica());
   return listed;
@@ -81,7 +81,7 @@ TEST(StagePoolMembershipTest, RetiredReplicaKeepsItsRequestsAndGoesIdleWithTheLa
   EXPECT_THAT(pool->Pick("x"), IsOkAndHolds(0));
   EXPECT_THAT(pool->Pick("n"), IsOkAndHolds(1));
   v1::StageStatus status;
-  pool->AppendStatus(&status);
+  pool->AppendStatus(&status, absl::Now());
   EXPECT_EQ(status.replicas(0).state(), v1::ReplicaStatus::STATE_DRAINING);
   EXPECT_TRUE(status.replicas(0).retiring());
   pool->Release("x");
@@ -163,7 +163,7 @@ TEST(StagePoolMembershipTest, StatusNamesOriginAndDiscoveryError) {
   pool->Add(&a, "[fd00::5]:9000", "dns:talker.omni.svc");
   pool->set_discovery_error("lookup of talker.omni.svc: timed out");
   v1::StageStatus status;
-  pool->AppendStatus(&status);
+  pool->AppendStatus(&status, absl::Now());
   ASSERT_EQ(status.replicas_size(), 1);
   EXPECT_EQ(status.replicas(0).origin(), "dns:talker.omni.svc");
   EXPECT_EQ(status.replicas(0).address(), "[fd00::5]:9000");

@@ -23,7 +23,7 @@ StreamWriter<v1::WorkerEvent>::Options WriterOptions(
   options.max_queued = Session::kMaxQueuedEvents;
   // While a write is in flight, the steps that follow queue and go out as one
   // event: their outputs in order, under the last step's number. Other events
-  // keep their place between them.
+  // keep their place between them; the last step's load stands.
   options.merge = [](v1::WorkerEvent& into, v1::WorkerEvent& next) {
     if (!into.has_step() || !next.has_step()) return false;
     v1::StepOutputs& step = *into.mutable_step();
@@ -34,6 +34,7 @@ StreamWriter<v1::WorkerEvent>::Options WriterOptions(
     outputs.ExtractSubrange(0, outputs.size(), moved.data());
     for (v1::RequestOutput* output : moved) step.mutable_outputs()->AddAllocated(output);
     step.set_step(std::max(step.step(), next.step().step()));
+    if (next.step().has_load()) *step.mutable_load() = next.step().load();
     return true;
   };
   options.max_write_bytes = Session::kMaxMergedEventBytes;

@@ -105,6 +105,10 @@ class Session {
   std::vector<std::string> Close(std::vector<CoreMessage>* released);
   bool closed() const;
   size_t live_count() const;
+  // The worker load last sent on this session (WorkerLoad.requests; -1: none
+  // yet). Busy-loop thread only.
+  int reported_load() const { return reported_load_; }
+  void set_reported_load(int load) { reported_load_ = load; }
 
   // Queues messages for the busy loop; runs under the session lock.
   using Submit = std::function<void(std::vector<CoreMessage>)>;
@@ -127,6 +131,7 @@ class Session {
   uint64_t writes_taken_ ABSL_GUARDED_BY(queue_mu_) = 0;
 
   StreamWriter<v1::WorkerEvent> writer_;
+  int reported_load_ = -1;
 
   mutable absl::Mutex mu_;
   // A live request: the trace id its log lines carry, and whether the engine

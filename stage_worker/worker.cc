@@ -201,6 +201,27 @@ void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs
             absl::StrCat("finished: ", v1::FinishReason_Name(output.finish_reason())));
       }
     }
+  }
+  // Every session hears the load after this step (orchestrators sharing this
+  // worker pick by it): with its outputs, or alone when only others had some.
+  std::vector<std::shared_ptr<Session>> all;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [number, session] : sessions_) all.push_back(session);
+  }
+  int load = 0;
+  for (const auto& session : all) load += static_cast<int>(session->live_count());
+  for (auto& [session, event] : events) {
+    event.mutable_step()->mutable_load()->set_requests(load);
+    session->set_reported_load(load);
+    session->Send(std::move(event));
+  }
+  for (const auto& session : all) {
+    if (session->reported_load() == load) continue;
+    v1::WorkerEvent event;
+    event.mutable_step()->set_step(step);
+    event.mutable_step()->mutable_load()->set_requests(load);
+    session->set_reported_load(load);
     session->Send(std::move(event));
   }
   // Backpressure: no next step while a session's client is behind (bounded; a

@@ -114,6 +114,7 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   ready->set_session_id(session->id());
   ready->set_protocol_version(kProtocolVersion);
   ready->set_max_message_bytes(options_.max_message_bytes);
+  ready->mutable_load()->set_requests(static_cast<int>(live_requests()));
   session->Send(std::move(event));
   // A drain announced before the session is registered was not sent to it
   // (Drain sets draining_ and lists the sessions in one critical section), so
