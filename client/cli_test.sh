@@ -75,6 +75,11 @@ grep -q 'not found' "$out/after" || fail "ctrl-c still in flight: $(cat "$out/af
 "$omni" status "$server" >"$out/status" || fail "status"
 grep -q '"name": "talker"' "$out/status" || fail "status lacks talker: $(cat "$out/status")"
 grep -q '"alive": true' "$out/status" || fail "no live replica in status"
+grep -q '"loadAgeMs"' "$out/status" || fail "status lacks the workers' load: $(cat "$out/status")"
+# Alone, the cluster is this orchestrator: it lists itself, reachable.
+"$omni" status --cluster "$server" >"$out/cluster" || fail "status --cluster"
+grep -q '"cluster": true' "$out/cluster" || fail "not a cluster status: $(cat "$out/cluster")"
+grep -q '"reachable": true' "$out/cluster" || fail "cluster status lacks this orchestrator"
 
 "$omni" utility "$server" --stage=1 --name=ping >"$out/util" || fail "utility"
 [ "$(grep -c '"pong"' "$out/util")" -eq 2 ] || fail "utility on both talkers: $(cat "$out/util")"

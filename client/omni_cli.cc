@@ -2,7 +2,7 @@
 //
 //   omni generate --prompt="Tell me about the sea." --wav=out.wav
 //   omni abort --ids=req-1,req-2
-//   omni status
+//   omni status [--cluster]
 //   omni utility --stage=1 --name=stats
 //
 // generate streams text to stdout as it arrives, shows a progress line for
@@ -69,6 +69,9 @@ ABSL_FLAG(std::string, traceparent, "",
           "generate: a W3C traceparent (00-<trace id>-<parent id>-<flags>) sent as gRPC "
           "metadata; every stage's log lines about the request then carry its trace id");
 ABSL_FLAG(std::string, ids, "", "abort: comma-separated request ids");
+ABSL_FLAG(bool, cluster, false,
+          "status: the whole cluster (every orchestrator sharing the workers, and each "
+          "worker's freshest load)");
 ABSL_FLAG(int, stage, 0, "utility: the stage");
 ABSL_FLAG(std::string, name, "", "utility: the utility's name");
 ABSL_FLAG(std::vector<std::string>, args, {},
@@ -335,8 +338,10 @@ int PrintJson(const google::protobuf::Message& message) {
 int Status(v1::Orchestrator::Stub& stub) {
   grpc::ClientContext context;
   Prepare(&context);
+  v1::PipelineStatusRequest request;
+  request.set_cluster(absl::GetFlag(FLAGS_cluster));
   v1::PipelineStatus response;
-  const grpc::Status status = stub.GetPipelineStatus(&context, {}, &response);
+  const grpc::Status status = stub.GetPipelineStatus(&context, request, &response);
   if (!status.ok()) {
     std::cerr << "omni: status failed: " << Describe(status) << "\n";
     return kError;

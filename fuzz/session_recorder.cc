@@ -91,7 +91,12 @@ void SessionRecorder::BeginWrite(const v1::WorkerEvent* event) {
 }
 
 void SessionRecorder::OnStep(const v1::StepOutputs& step) {
-  FUZZ_CHECK(step.outputs_size() > 0, label_, ": a step event without outputs");
+  // A step event carries outputs, or only the worker's new load (for a session
+  // that had no output in a step that changed it).
+  FUZZ_CHECK(step.outputs_size() > 0 || step.has_load(), label_,
+             ": a step event with neither outputs nor a load");
+  FUZZ_CHECK(!step.has_load() || step.load().requests() >= 0, label_, ": a negative load ",
+             step.load().requests());
   for (const v1::RequestOutput& output : step.outputs()) {
     const std::string& id = output.request_id();
     // An Add is counted before the worker sees it, so this is an upper bound.

@@ -47,7 +47,11 @@ void PeerSet::Apply(const absl::StatusOr<std::vector<std::string>>& addresses) {
     auto peer = std::make_unique<Peer>();
     peer->info.address = address;
     grpc::ChannelArguments args;
-    // A restarted peer is reached again within a second.
+    // Calls fail fast while a peer cannot be reached (its ids' aborts are
+    // FAILED, retryable, rather than waiting); so that a peer that has just
+    // started (or restarted) is reached within a moment, reconnect soon.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     if (!options_.tls_name.empty()) args.SetSslTargetNameOverride(options_.tls_name);
     peer->stub = v1::OrchestratorPeer::NewStub(grpc::CreateCustomChannel(

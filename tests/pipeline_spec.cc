@@ -28,6 +28,7 @@ std::string PipelineConfigYaml(const PipelineSpec& spec,
     }
     absl::StrAppend(&yaml, "limits: {", absl::StrJoin(limits, ", "), "}\n");
   }
+  if (!spec.peers.empty()) absl::StrAppend(&yaml, "peers: ", spec.peers, "\n");
   absl::StrAppend(&yaml, "stages:\n");
   for (size_t s = 0; s < spec.stages.size(); ++s) {
     const StageSpec& stage = spec.stages[s];
@@ -50,6 +51,7 @@ std::string PipelineConfigYaml(const PipelineSpec& spec,
     // The first stage takes the prompt; its input mode means nothing.
     if (s > 0) absl::StrAppend(&yaml, "    input_mode: ", stage.input_mode, "\n");
     if (!stage.defaults.empty()) absl::StrAppend(&yaml, "    defaults: ", stage.defaults, "\n");
+    if (!stage.pick.empty()) absl::StrAppend(&yaml, "    pick: ", stage.pick, "\n");
   }
   return yaml;
 }

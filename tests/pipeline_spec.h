@@ -37,6 +37,8 @@ struct StageSpec {
   // `addresses:`; the test keeps the name's records (PipelineSpec::dns_server).
   std::string dns_name;
   int refresh_ms = 200;
+  // The stage's `pick:` (round_robin or least_loaded); empty: the default.
+  std::string pick;
 };
 
 // The pipeline and the orchestrator's timing. The defaults make a dead replica
@@ -57,6 +59,9 @@ struct PipelineSpec {
   int max_client_queued_bytes = 0;
   // More `limits:` entries as "key: value", e.g. "max_streams_per_connection: 2".
   std::vector<std::string> limits;
+  // The config's `peers:` as a YAML flow map, e.g. "{addresses: [...]}"; empty:
+  // none (OrchestratorCluster sets it).
+  std::string peers;
   // host:port of the DNS server for stages with a dns_name (--dns_server).
   std::string dns_server;
   // More flags for the orchestrator, e.g. "--metrics_listen=127.0.0.1:0".
