@@ -204,19 +204,28 @@ void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs
   }
   // Every session hears the load after this step (orchestrators sharing this
   // worker pick by it): with its outputs, or alone when only others had some.
-  std::vector<std::shared_ptr<Session>> all;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [number, session] : sessions_) all.push_back(session);
-  }
-  int load = 0;
-  for (const auto& session : all) load += static_cast<int>(session->live_count());
+  const int load = static_cast<int>(live_requests());
   for (auto& [session, event] : events) {
     event.mutable_step()->mutable_load()->set_requests(load);
     session->set_reported_load(load);
     session->Send(std::move(event));
   }
-  for (const auto& session : all) {
+  BroadcastLoad(step, load);
+  // Backpressure: no next step while a session's client is behind (bounded; a
+  // stuck client is waited for at most Session::kReaderProgressTimeout).
+  const absl::Time deadline = absl::Now() + kMaxReaderWait;
+  absl::Duration waited;
+  for (const auto& [session, event] : events) waited += session->WaitForReader(deadline);
+  if (waited > absl::ZeroDuration()) metrics_.WaitedForReaders(waited);
+}
+
+void Worker::BroadcastLoad(uint64_t step, int load) {
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [number, session] : sessions_) sessions.push_back(session);
+  }
+  for (const auto& session : sessions) {
     if (session->reported_load() == load) continue;
     v1::WorkerEvent event;
     event.mutable_step()->set_step(step);
@@ -224,12 +233,6 @@ void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs
     session->set_reported_load(load);
     session->Send(std::move(event));
   }
-  // Backpressure: no next step while a session's client is behind (bounded; a
-  // stuck client is waited for at most Session::kReaderProgressTimeout).
-  const absl::Time deadline = absl::Now() + kMaxReaderWait;
-  absl::Duration waited;
-  for (const auto& [session, event] : events) waited += session->WaitForReader(deadline);
-  if (waited > absl::ZeroDuration()) metrics_.WaitedForReaders(waited);
 }
 
 void Worker::OnUtilityResult(uint64_t call_id,
@@ -280,6 +283,7 @@ void Worker::StopServing(const absl::Status& status, const v1::WorkerEvent* last
     absl::MutexLock lock(&mu_);
     serving_ = false;
     stopped_ = status;
+    if (last_event != nullptr) stopped_event_ = *last_event;
     sessions = SessionsLocked();
     utilities_.clear();
     on_serving = on_serving_;

@@ -157,6 +157,10 @@ class Worker : public CoreSink {
   // Ends every session with `status` (after `last_event`, if given) and marks
   // the worker not serving.
   void StopServing(const absl::Status& status, const v1::WorkerEvent* last_event);
+  // Sends `load` (WorkerLoad.requests) as a step event of its own to every
+  // session that was last told another value. Busy-loop thread: after a step,
+  // and after an abort or a closed session changed the load without one.
+  void BroadcastLoad(uint64_t step, int load);
   // Tells the server's health, unless the worker has stopped for good.
   void SetServing(bool serving) ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<std::shared_ptr<Session>> SessionsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -180,6 +184,9 @@ class Worker : public CoreSink {
   absl::flat_hash_map<uint64_t, PendingUtility> utilities_ ABSL_GUARDED_BY(mu_);
   // Set once the loop has ended; no new sessions after that.
   absl::Status stopped_ ABSL_GUARDED_BY(mu_);
+  // The event StopServing sent every session (a Fatal), for a session whose
+  // Ready went out as it stopped.
+  std::optional<v1::WorkerEvent> stopped_event_ ABSL_GUARDED_BY(mu_);
   bool serving_ ABSL_GUARDED_BY(mu_) = true;
   absl::Status result_ ABSL_GUARDED_BY(mu_);
   // Set by Drain(): the Draining event new sessions get too.

@@ -223,3 +223,48 @@ TEST_F(WorkerServiceTest, ClientThatStopsReadingIsCutOffAndItsWorkAborted) {
 
 }  // namespace
 }  // namespace omnistage
+
+namespace omnistage {
+namespace {
+
+// The load (WorkerLoad.requests) of the first step event `client` gets that
+// carries `want`; false if none does within `timeout`.
+bool HearsLoad(WorkerTestClient& client, int want, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    std::optional<v1::WorkerEvent> event = client.Next(deadline - absl::Now());
+    if (!event.has_value()) return false;
+    if (event->has_step() && event->step().has_load() &&
+        event->step().load().requests() == want) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST_F(WorkerServiceTest, EverySessionHearsTheWorkersLoad) {
+  StartWorker({{"batch_size", "8"}, {"step_time_us", "2000"}});
+  auto busy = NewClient();
+  auto idle = NewClient();
+  busy->Add("long", "prompt", 100000);
+  // The idle session has no output, but hears the other's request.
+  EXPECT_TRUE(HearsLoad(*idle, 1, absl::Seconds(10)));
+  // A new session learns it in its Ready.
+  WorkerTestClient late(channel_);
+  absl::StatusOr<v1::Ready> ready = late.Connect();
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  EXPECT_EQ(ready->load().requests(), 1);
+  // An abort changes the load without a step: every session hears it anyway.
+  absl::StatusOr<std::vector<std::string>> aborted = busy->Abort({"long"});
+  ASSERT_TRUE(aborted.ok()) << aborted.status();
+  EXPECT_TRUE(HearsLoad(*idle, 0, absl::Seconds(10)));
+  EXPECT_TRUE(HearsLoad(late, 0, absl::Seconds(10)));
+  // So does a session that ends with its requests.
+  busy->Add("again", "prompt", 100000);
+  EXPECT_TRUE(HearsLoad(*idle, 1, absl::Seconds(10)));
+  busy->Cancel();
+  EXPECT_TRUE(HearsLoad(*idle, 0, absl::Seconds(10)));
+}
+
+}  // namespace
+}  // namespace omnistage

@@ -119,7 +119,7 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   // A drain announced before the session is registered was not sent to it
   // (Drain sets draining_ and lists the sessions in one critical section), so
   // it is sent here, exactly once.
-  std::optional<v1::WorkerEvent> draining;
+  std::optional<v1::WorkerEvent> draining, stopped_event;
   {
     absl::MutexLock lock(&mu_);
     --opening_;
@@ -127,11 +127,13 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
     if (serving_) {
       sessions_[session->number()] = session;
     } else {
-      stopped = stopped_;  // It stopped just now.
+      stopped = stopped_;  // It stopped just now (its Fatal, if any, was not sent here).
+      stopped_event = stopped_event_;
     }
   }
   if (!stopped.ok()) {
     if (draining.has_value()) session->Send(*std::move(draining));
+    if (stopped_event.has_value()) session->Send(*std::move(stopped_event));
     session->End(stopped);
     return;
   }
@@ -310,7 +312,10 @@ void Worker::CloseSession(Session& session) {
   std::vector<CoreMessage> batch;
   if (!ids.empty()) {
     for (std::string& id : ids) id = EngineRequestId(session.number(), id);
-    batch.push_back(CoreMessage::Abort(std::move(ids)));
+    // The other sessions hear that the load fell, even when no step follows.
+    batch.push_back(CoreMessage::Abort(std::move(ids), [this](bool applied) {
+      if (applied) BroadcastLoad(0, static_cast<int>(live_requests()));
+    }));
   }
   for (CoreMessage& m : released) batch.push_back(std::move(m));
   if (!batch.empty()) core_.SubmitAll(std::move(batch));
@@ -357,7 +362,7 @@ void Worker::Abort(const v1::WorkerAbortRequest& request,
   // order with the step outputs that retire finished requests, and each of them
   // ends on its session with one finished ABORT output: every request added on a
   // session ends there exactly once, whoever stopped it.
-  auto on_applied = [session, ids = std::move(ids), done = std::move(done)](bool applied) {
+  auto on_applied = [this, session, ids = std::move(ids), done = std::move(done)](bool applied) {
     if (!applied) {
       done(absl::UnavailableError("the worker's engine loop has stopped"));
       return;
@@ -366,6 +371,7 @@ void Worker::Abort(const v1::WorkerAbortRequest& request,
     if (!aborted.empty()) {
       session->Send(FinishedEvent(aborted, v1::FINISH_REASON_ABORT,
                                   absl::AbortedError("stopped by an Abort call")));
+      BroadcastLoad(0, static_cast<int>(live_requests()));
     }
     done(std::move(aborted));
   };
