@@ -16,7 +16,7 @@ std::string NodeIdOf(const std::string& line) {
 }
 
 absl::StatusOr<std::unique_ptr<OrchestratorCluster>> OrchestratorCluster::Start(
-    PipelineSpec spec, int orchestrators) {
+    PipelineSpec spec, int orchestrators, std::vector<std::string> flags) {
   std::unique_ptr<OrchestratorCluster> cluster(new OrchestratorCluster());
   std::vector<int> peer_ports;
   std::vector<std::string> quoted;
@@ -27,16 +27,18 @@ absl::StatusOr<std::unique_ptr<OrchestratorCluster>> OrchestratorCluster::Start(
   spec.peers = absl::StrCat("{addresses: [", absl::StrJoin(quoted, ", "), "]}");
   spec.orchestrator_flags.push_back(absl::StrCat("--peer_listen=127.0.0.1:", peer_ports[0]));
   spec.orchestrator_flags.push_back("--metrics_listen=127.0.0.1:0");
+  spec.orchestrator_flags.insert(spec.orchestrator_flags.end(), flags.begin(), flags.end());
   absl::StatusOr<std::unique_ptr<PipelineHarness>> pipeline = PipelineHarness::Start(spec);
   if (!pipeline.ok()) return pipeline.status();
   cluster->pipeline_ = *std::move(pipeline);
   Member first;
   first.node_id = NodeIdOf(cluster->pipeline_->orchestrator()->output());
   first.metrics_port = cluster->pipeline_->orchestrator_metrics_port();
+  first.peer_port = peer_ports[0];
   first.stub = cluster->pipeline_->stub();
   cluster->members_.push_back(std::move(first));
   for (int i = 1; i < orchestrators; ++i) {
-    if (absl::Status s = cluster->StartMember(peer_ports[i]); !s.ok()) return s;
+    if (absl::Status s = cluster->StartMember(peer_ports[i], flags); !s.ok()) return s;
   }
   // Up: each one reaches every other (a peer probed before it listened is
   // reached on the channel's next attempt).
@@ -67,7 +69,8 @@ OrchestratorCluster::~OrchestratorCluster() {
   for (Member& member : members_) member.process.reset();
 }
 
-absl::Status OrchestratorCluster::StartMember(int peer_port) {
+absl::Status OrchestratorCluster::StartMember(int peer_port,
+                                              const std::vector<std::string>& flags) {
   const PipelineSpec& spec = pipeline_->spec();
   std::vector<std::string> argv = {kOrchestratorBinary,
                                    absl::StrCat("--config=", pipeline_->config_path()),
@@ -76,9 +79,11 @@ absl::Status OrchestratorCluster::StartMember(int peer_port) {
                                    "--metrics_listen=127.0.0.1:0",
                                    absl::StrCat("--stage_worker=", kStageWorkerBinary)};
   if (!spec.dns_server.empty()) argv.push_back(absl::StrCat("--dns_server=", spec.dns_server));
+  argv.insert(argv.end(), flags.begin(), flags.end());
   absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(argv);
   if (!process.ok()) return process.status();
   Member member;
+  member.peer_port = peer_port;
   member.process = *std::move(process);
   absl::StatusOr<std::string> line =
       member.process->WaitForLine("listening port=", absl::Seconds(30));

@@ -30,14 +30,16 @@ namespace omnistage {
 
 class OrchestratorCluster {
  public:
-  static absl::StatusOr<std::unique_ptr<OrchestratorCluster>> Start(PipelineSpec spec,
-                                                                    int orchestrators);
+  // `flags`: more flags for every orchestrator (e.g. --peer_tls_*).
+  static absl::StatusOr<std::unique_ptr<OrchestratorCluster>> Start(
+      PipelineSpec spec, int orchestrators, std::vector<std::string> flags = {});
   ~OrchestratorCluster();
 
   // The workers, and orchestrator 0.
   PipelineHarness& pipeline() { return *pipeline_; }
   int size() const { return static_cast<int>(members_.size()); }
   const std::string& node_id(int i) const { return members_[i].node_id; }
+  int peer_port(int i) const { return members_[i].peer_port; }
   int metrics_port(int i) const { return members_[i].metrics_port; }
   std::shared_ptr<v1::Orchestrator::Stub> stub(int i) const { return members_[i].stub; }
 
@@ -53,12 +55,13 @@ class OrchestratorCluster {
   struct Member {
     std::unique_ptr<ChildProcess> process;  // Null for orchestrator 0.
     std::string node_id;
+    int peer_port = 0;
     int metrics_port = 0;
     std::shared_ptr<v1::Orchestrator::Stub> stub;
   };
   OrchestratorCluster() = default;
-  // Starts orchestrator i (>0) on `peer_port`.
-  absl::Status StartMember(int peer_port);
+  // Starts orchestrator i (>0) on `peer_port`, with `flags`.
+  absl::Status StartMember(int peer_port, const std::vector<std::string>& flags);
 
   std::unique_ptr<PipelineHarness> pipeline_;
   std::vector<Member> members_;

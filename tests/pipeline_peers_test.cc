@@ -5,7 +5,9 @@
 //   its session's work within a second; the others see nothing, and an Abort
 //   of its ids elsewhere fails (retryable), never NOT_FOUND;
 // - a cluster status lists every orchestrator and each worker's load;
-// - pick: least_loaded sees the other orchestrators' work on a worker.
+// - pick: least_loaded sees the other orchestrators' work on a worker;
+// - only holders of the peers' CA's certificate reach the peer port.
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,11 +16,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/tls.h"
 #include "gtest/gtest.h"
+#include "protos/orchestrator_peer.grpc.pb.h"
 #include "tests/metrics_scrape.h"
 #include "tests/orchestrator_cluster.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
+#include "tests/test_pki.h"
 
 namespace omnistage {
 namespace {
@@ -27,9 +32,10 @@ constexpr auto kAborted = v1::AbortResult::OUTCOME_ABORTED;
 constexpr auto kNotFound = v1::AbortResult::OUTCOME_NOT_FOUND;
 constexpr auto kFailed = v1::AbortResult::OUTCOME_FAILED;
 
-std::unique_ptr<OrchestratorCluster> StartCluster(PipelineSpec spec, int orchestrators) {
+std::unique_ptr<OrchestratorCluster> StartCluster(PipelineSpec spec, int orchestrators,
+                                                  std::vector<std::string> flags = {}) {
   absl::StatusOr<std::unique_ptr<OrchestratorCluster>> cluster =
-      OrchestratorCluster::Start(std::move(spec), orchestrators);
+      OrchestratorCluster::Start(std::move(spec), orchestrators, std::move(flags));
   EXPECT_TRUE(cluster.ok()) << cluster.status();
   return cluster.ok() ? *std::move(cluster) : nullptr;
 }
@@ -257,6 +263,42 @@ TEST(PipelinePeersTest, LeastLoadedSeesTheOtherOrchestratorsWork) {
   EXPECT_EQ(BoundRequests(*s1, 0, 1 - busier), 1) << s1->DebugString();
   for (auto& call : calls) call->Cancel();
   ExpectPipelineBecomesIdle(cluster->pipeline(), absl::Seconds(10));
+}
+
+TEST(PipelinePeersTest, OnlyPeersWithTheCasCertificateReachThePeerPort) {
+  TestPki pki(TestDirectory());
+  const TlsFiles peer = pki.Issue("peer", {});
+  std::unique_ptr<OrchestratorCluster> cluster =
+      StartCluster(OneStage(), 2,
+                   {"--peer_tls_cert=" + peer.cert, "--peer_tls_key=" + peer.key,
+                    "--peer_tls_ca=" + peer.ca});
+  ASSERT_NE(cluster, nullptr);  // Up means each reached the other over mutual TLS.
+  std::unique_ptr<GenerateCall> call = cluster->StartGenerate(0, Long());
+  const std::string id = StartedId(*call);
+
+  // Someone else on the network: no certificate, or one from another CA.
+  const std::string other_dir = TestDirectory() + "/other";
+  std::filesystem::create_directories(other_dir);
+  TestPki other(other_dir, "other-ca");
+  const TlsFiles stranger = other.Issue("stranger", {});
+  for (const TlsFiles& tls :
+       {TlsFiles{"", "", peer.ca}, TlsFiles{stranger.cert, stranger.key, peer.ca}}) {
+    auto stub = v1::OrchestratorPeer::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", cluster->peer_port(0)), ChannelCredentialsFor(tls)));
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+    v1::PeerAbortRequest request;
+    request.add_request_ids(id);
+    v1::AbortResponse response;
+    const grpc::Status status = stub->PeerAbort(&context, request, &response);
+    EXPECT_FALSE(status.ok()) << (tls.cert.empty() ? "no certificate" : "another CA's");
+  }
+  EXPECT_FALSE(call->Snapshot().done) << "a stranger stopped it";
+  // The peer, forwarding a client's Abort, can.
+  absl::StatusOr<v1::AbortResponse> aborted = cluster->Abort(1, {id});
+  ASSERT_TRUE(aborted.ok()) << aborted.status();
+  EXPECT_EQ(aborted->results(0).outcome(), kAborted) << aborted->DebugString();
+  ExpectAbortedWithOneTerminal(*call);
 }
 
 }  // namespace
