@@ -1,6 +1,7 @@
 // Several orchestrators sharing the same workers, as real processes (issue 15):
 // - an Abort sent to any orchestrator stops the request on every stage, with
 //   one terminal, and at most one forwarded call per peer;
+// - a worker's death fails, on each orchestrator, only its requests there;
 // - an orchestrator killed with -9 loses only its own streams; the workers drop
 //   its session's work within a second; the others see nothing, and an Abort
 //   of its ids elsewhere fails (retryable), never NOT_FOUND;
@@ -229,6 +230,55 @@ TEST(PipelinePeersTest, KilledOrchestratorLosesOnlyItsOwnStreams) {
     EXPECT_EQ(s->in_flight_requests(), 0);
   }
   ExpectPipelineBecomesIdle(cluster->pipeline(), absl::Seconds(5));
+}
+
+TEST(PipelinePeersTest, AWorkersDeathFailsEachOrchestratorsOwnRequestsOnItOnly) {
+  std::unique_ptr<OrchestratorCluster> cluster = StartCluster(OneStage(), 3);
+  ASSERT_NE(cluster, nullptr);
+  // Each orchestrator puts one request on each replica (round robin).
+  std::vector<std::vector<std::unique_ptr<GenerateCall>>> calls(3);
+  for (int o = 0; o < 3; ++o) {
+    for (int n = 0; n < 2; ++n) {
+      calls[o].push_back(cluster->StartGenerate(o, Long()));
+      ASSERT_TRUE(calls[o].back()->WaitForOutput(absl::Seconds(30)));
+    }
+  }
+  std::vector<std::vector<int>> bound(3);
+  for (int o = 0; o < 3; ++o) {
+    absl::StatusOr<v1::PipelineStatus> status = cluster->Status(o);
+    ASSERT_TRUE(status.ok());
+    bound[o] = {BoundRequests(*status, 0, 0), BoundRequests(*status, 0, 1)};
+    ASSERT_EQ(bound[o][0], 1) << status->DebugString();
+  }
+  cluster->pipeline().KillWorker(0, 0);
+  // Every orchestrator fails its one request there, naming the replica; the
+  // one on replica 1 goes on.
+  for (int o = 0; o < 3; ++o) {
+    ASSERT_TRUE(Eventually(
+        [&] {
+          absl::StatusOr<v1::PipelineStatus> status = cluster->Status(o);
+          return status.ok() && status->in_flight_requests() == 1;
+        },
+        absl::Seconds(10)))
+        << "orchestrator " << o;
+    int failed = 0, running = 0;
+    for (auto& call : calls[o]) {
+      if (!call->WaitUntil([](const GenerateResult& r) { return r.done; }, absl::Seconds(1))) {
+        ++running;
+        continue;
+      }
+      GenerateResult result = call->Wait(absl::Seconds(5));
+      ExpectOneTerminal(result);
+      EXPECT_EQ(result.terminal.finish_reason(), v1::FINISH_REASON_ERROR) << result.Summary();
+      EXPECT_EQ(result.terminal.error().replica(), 0) << result.Summary();
+      ++failed;
+    }
+    EXPECT_EQ(failed, 1) << "orchestrator " << o;
+    EXPECT_EQ(running, 1) << "orchestrator " << o;
+  }
+  for (int o = 0; o < 3; ++o) {
+    for (auto& call : calls[o]) call->Cancel();
+  }
 }
 
 TEST(PipelinePeersTest, LeastLoadedSeesTheOtherOrchestratorsWork) {
