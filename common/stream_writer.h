@@ -203,6 +203,12 @@ class StreamWriter {
     absl::MutexLock lock(&mu_);
     return ending_;
   }
+  // Why it is ending (OK while it is not): RESOURCE_EXHAUSTED when a write went
+  // over a bound, CANCELLED when a write failed, else End's status.
+  absl::Status ending_status() const {
+    absl::MutexLock lock(&mu_);
+    return status_;
+  }
 
  private:
   bool Merging() const { return options_.merge != nullptr; }

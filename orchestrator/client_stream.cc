@@ -39,7 +39,10 @@ void ClientStream::Write(const std::string& request_id, v1::GenerateResponse res
     if (refused_ || ended_) return;
     refused_ = true;
   }
-  if (max_queued_bytes_ > 0) {
+  // A write refused because the stream already ends (the client went away,
+  // the request ended) says nothing about the client's reading.
+  if (max_queued_bytes_ > 0 &&
+      writer_.ending_status().code() == absl::StatusCode::kResourceExhausted) {
     LogWarning({request_id, -1, -1, ""},
                absl::StrCat("the client reads too slowly (over ", max_queued_bytes_,
                             " bytes of responses queued): cancelling its call and the request"));

@@ -144,5 +144,35 @@ TEST_F(ClientStreamTest, ClientGoneMidStreamCancelsTheRequest) {
   EXPECT_EQ(transport_.finishes.size(), 1u);
 }
 
+// A stream with a bound of 1 MiB on what may queue for the client.
+std::shared_ptr<ClientStream> BoundedStream(RecordingTransport* transport) {
+  return std::make_shared<ClientStream>(
+      transport, [](std::shared_ptr<ClientStream>, const std::string&) {}, [](int64_t) {},
+      /*max_queued_bytes=*/1 << 20);
+}
+
+TEST(ClientStreamBoundTest, OnlyAClientBehindByTheBoundIsCalledTooSlow) {
+  // Gone: what the core still sends is dropped, and says nothing of its reading.
+  RecordingTransport gone_transport;
+  std::shared_ptr<ClientStream> gone = BoundedStream(&gone_transport);
+  gone->Started("r1");
+  gone->Send("r1", {TextChunk("a")});
+  --gone_transport.in_flight;
+  gone->OnWriteDone(/*ok=*/false);
+  ::testing::internal::CaptureStderr();
+  gone->Send("r1", {TextChunk("b")});
+  EXPECT_EQ(::testing::internal::GetCapturedStderr().find("too slowly"), std::string::npos);
+
+  // Behind by more than the bound: that is said, and the call cancelled.
+  RecordingTransport transport;
+  std::shared_ptr<ClientStream> slow = BoundedStream(&transport);
+  slow->Started("r2");
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 8; ++i) slow->Send("r2", {TextChunk(std::string(256 << 10, 'x'))});
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("the client reads too slowly"), std::string::npos) << said;
+  EXPECT_EQ(transport.cancels, 1);
+}
+
 }  // namespace
 }  // namespace omnistage
