@@ -81,6 +81,10 @@ absl::StatusOr<std::unique_ptr<WorkerSet>> WorkerSet::Start(const Binaries& bina
 }
 
 WorkerSet::~WorkerSet() {
+  // Each gets SIGTERM first, so none waits out the others' grace in turn.
+  for (Server& worker : workers_) {
+    if (worker.process != nullptr) worker.process->Signal(SIGTERM);
+  }
   for (Server& worker : workers_) StopServer(worker);
 }
 
@@ -106,10 +110,13 @@ absl::StatusOr<std::unique_ptr<PeerCluster>> PeerCluster::Start(
     const Binaries& binaries, const std::string& dir, const std::vector<int>& worker_ports,
     const ClusterOptions& options) {
   std::vector<int> peer_ports;
-  for (int i = 0; options.orchestrators > 1 && i < options.orchestrators; ++i) {
+  while (options.orchestrators > 1 && static_cast<int>(peer_ports.size()) < options.orchestrators) {
     absl::StatusOr<int> port = PickFreePort();
     if (!port.ok()) return port.status();
-    peer_ports.push_back(*port);
+    // Free a moment ago, and not handed out twice in a row.
+    if (std::find(peer_ports.begin(), peer_ports.end(), *port) == peer_ports.end()) {
+      peer_ports.push_back(*port);
+    }
   }
   const std::string config_path =
       absl::StrCat(dir, "/peers_", options.orchestrators, "_", options.pick, ".yaml");
@@ -122,8 +129,9 @@ absl::StatusOr<std::unique_ptr<PeerCluster>> PeerCluster::Start(
   for (int i = 0; i < options.orchestrators; ++i) {
     std::vector<std::string> argv = {binaries.orchestrator, "--config=" + config_path,
                                      "--listen=127.0.0.1:0", "--log_level=warning"};
-    if (!peer_ports.empty())
+    if (!peer_ports.empty()) {
       argv.push_back(absl::StrCat("--peer_listen=127.0.0.1:", peer_ports[i]));
+    }
     absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(argv);
     if (!process.ok()) return process.status();
     absl::StatusOr<std::string> line =

@@ -4,14 +4,15 @@
 //
 //   bazel build -c opt //tests/bench:peers_benchmark
 //   bazel-bin/tests/bench/peers_benchmark --runs=3 --json=/tmp/peers.json
-//   bazel-bin/tests/bench/peers_benchmark --runs=1 --scenarios=pick
+//   bazel run -c opt //tests/bench:peers_benchmark -- --runs=1 --scenarios=pick
 //
 //   throughput  2 workers, 64 streams of 200-token requests back to back: one
-//               orchestrator with all 64, then three peers with 22/21/21
+//               orchestrator alone with all 64, then three peers with 22/21/21
 //               (tokens summed); tokens/s, 3/1 ratio, TTFT, failures.
 //   abort       2 workers (1 ms steps), three peers, 64 long requests in flight
-//               through orchestrator 0; each abort of a streaming request goes
-//               alternately to orchestrator 0 (its owner) and 1 (forwarded with
+//               through orchestrator 0 (63 held, plus a fresh victim per abort
+//               once it streams); the aborts go alternately to orchestrator 0
+//               (the owner) and 1 (forwarded: the generated id names the owner,
 //               one peer call): Abort RPC and abort -> terminal ABORT latency.
 //   pick        4 workers of capacity 4 (5 ms steps), three peers with 4
 //               streams each, every fifth request 300 tokens, the rest 10:
@@ -379,7 +380,6 @@ int Run(int argc, char** argv) {
               "failed"}),
        Pick},
   };
-  std::vector<Table> tables;
   for (int run = 0; run < runs; ++run) {
     for (Scenario& s : all) {
       if (!wants(s.name)) continue;
@@ -389,6 +389,7 @@ int Run(int argc, char** argv) {
       }
     }
   }
+  std::vector<Table> tables;
   for (const Scenario& s : all) {
     if (wants(s.name)) tables.push_back(s.table);
   }
