@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes everything security needs, for development and for trying it out: a CA,
 # the orchestrator's server certificate, the workers' server certificate, the
-# orchestrator's client certificate for the workers (mTLS), and a tokens file
-# with an admin and a user token. Uses the openssl command line only.
+# orchestrator's client certificate for the workers (mTLS), the certificate
+# orchestrators present to each other on their peer ports (mTLS), and a tokens
+# file with an admin and a user token. Uses the openssl command line only.
 #
 #   deploy/certs/make_dev_certs.sh DIR [NAMESPACE]
 #
@@ -10,10 +11,13 @@
 # the Service "omnistage"),
 # worker.crt/.key (orchestrator -> workers), to-workers.crt/.key (the
 # orchestrator's identity at the workers; spawned workers also serve with it),
+# peer.crt/.key (orchestrator <-> orchestrator: served on the peer port and
+# presented when calling a peer, so serverAuth and clientAuth, named as the
+# headless Service "omnistage-orchestrator-peers" that peers: discovers),
 # tokens.yaml, admin.token, user.token. Names: localhost and 127.0.0.1 (local
-# runs), and the Kubernetes Services of deploy/kubernetes in NAMESPACE
-# (default omnistage). In production use your own CA (cert-manager); see
-# docs/security.md.
+# runs; peer.crt: 127.0.0.1 only), and the Kubernetes Services of
+# deploy/kubernetes in NAMESPACE (default omnistage). In production use your
+# own CA (cert-manager); see docs/security.md.
 set -euo pipefail
 dir="${1:?usage: $0 DIR [NAMESPACE]}"
 ns="${2:-omnistage}"
@@ -42,6 +46,7 @@ issue orchestrator omnistage \
 issue worker omnistage-worker \
   "DNS:localhost,IP:127.0.0.1,$(service omnistage-thinker),$(service omnistage-talker),$(service omnistage-vocoder)"
 issue to-workers omnistage-orchestrator "DNS:omnistage-orchestrator,DNS:localhost,IP:127.0.0.1"
+issue peer omnistage-orchestrator-peers "$(service omnistage-orchestrator-peers),IP:127.0.0.1"
 
 openssl rand -hex 24 >admin.token
 openssl rand -hex 24 >user.token

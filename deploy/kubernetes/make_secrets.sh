@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints the Secrets the manifests mount, as YAML for `kubectl apply -f -`, from
 # the files of deploy/certs/make_dev_certs.sh (made in DIR first if DIR has no
-# ca.crt). For a trial; in production let cert-manager issue the three TLS
+# ca.crt). For a trial; in production let cert-manager issue the four TLS
 # Secrets (docs/kubernetes.md#security) and write the tokens Secret yourself.
 #
 #   deploy/kubernetes/make_secrets.sh /tmp/omni-certs | kubectl apply -f -
@@ -11,12 +11,24 @@
 #   omnistage-orchestrator-tls   the orchestrator's server certificate (Service "omnistage")
 #   omnistage-to-workers-tls     the orchestrator's client certificate for the workers
 #   omnistage-worker-tls         the workers' server certificate
+#   omnistage-peer-tls           the orchestrators' certificate for each other
+#                                (peer port; server and client, name
+#                                omnistage-orchestrator-peers)
 # and omnistage-tokens (key tokens.yaml): the bearer tokens clients send.
 set -euo pipefail
 here="$(dirname "$(readlink -f "$0")")"
 dir="${1:?usage: $0 DIR [NAMESPACE]}"
 ns="${2:-omnistage}"
 [ -f "$dir/ca.crt" ] || "$here/../certs/make_dev_certs.sh" "$dir" "$ns" >&2
+# A DIR made by an older make_dev_certs.sh lacks the newer files (peer.*):
+# refuse rather than print a Secret with an empty key.
+for file in ca.crt orchestrator.crt orchestrator.key to-workers.crt to-workers.key \
+  worker.crt worker.key peer.crt peer.key tokens.yaml; do
+  [ -f "$dir/$file" ] || {
+    echo "$0: $dir/$file is missing (DIR made by an older make_dev_certs.sh?): use a new DIR" >&2
+    exit 1
+  }
+done
 
 b64() { base64 -w0 <"$1"; }
 tls_secret() {
@@ -38,6 +50,7 @@ YAML
 tls_secret omnistage-orchestrator-tls orchestrator
 tls_secret omnistage-to-workers-tls to-workers
 tls_secret omnistage-worker-tls worker
+tls_secret omnistage-peer-tls peer
 cat <<YAML
 ---
 apiVersion: v1

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Test of the Kubernetes manifests, offline (no cluster): renders the sim and
 # gpu overlays with `${KUBECTL:-kubectl} kustomize`, checks both with
-# validate/validate.mjs (schemas, unknown fields, cross-references, security:
-# with the Secrets make_secrets.sh writes, so every mounted key is checked), then makes
+# validate/validate.mjs (schemas, unknown fields, cross-references, the
+# orchestrator's peers, security: with the Secrets make_secrets.sh writes, so
+# every mounted key and the peer certificate's name are checked), then makes
 # sure the validator catches each defect planted in validate/testdata/.
 # Optional: KUBECTL_COMPARE=/path/to/another/kubectl also renders with that one
 # (e.g. kubectl 1.20's kustomize v2 and 1.32's v5) and requires the same objects.
@@ -54,9 +55,10 @@ for overlay in sim gpu; do
     fail "overlays/$overlay does not validate"
   fi
   echo "overlays/$overlay: $out"
-  # The pipeline checks must have run: one orchestrator config, three workers.
-  grep -q "1 pipeline config(s) checked against 3 stage worker container(s)" <<<"$out" ||
-    fail "overlays/$overlay: the orchestrator's pipeline config was not checked"
+  # The pipeline checks must have run: one orchestrator config, three workers,
+  # and its peers (the orchestrator's replicas) through their headless Service.
+  grep -q "1 pipeline config(s) checked against 3 stage worker container(s), 1 with peers" <<<"$out" ||
+    fail "overlays/$overlay: the orchestrator's pipeline config (stages and peers) was not checked"
   checks=$((checks + 1))
 
   if [ -n "${KUBECTL_COMPARE:-}" ]; then
@@ -92,6 +94,10 @@ NEGATIVE=(
   "secret-key-missing.yaml|--tls_client_ca=/s/ca.crt: key ca.crt is not in Secret w-tls (it has: tls.crt, tls.key)"
   "key-not-mounted.yaml|--tls_key=/keys/tls.key is in no mounted volume of container stage-worker"
   "probe-tls-port.yaml|readinessProbe.grpc.port: 50061 serves TLS (--listen with --tls_cert)"
+  "peers-not-published.yaml|peers.discovery.dns: Service/o-peers needs publishNotReadyAddresses: true"
+  "peers-no-peer-listen.yaml|--peer_listen is missing: its pipeline config (ConfigMap/pipeline pipeline.yaml) has peers:"
+  "peers-other-pods.yaml|peers.discovery.dns: Service/o-peers does not select the pods of Deployment/orchestrator"
+  "peer-cert-name.yaml|--peer_tls_cert (Secret peer-tls) does not name o-peers"
 )
 for case in "${NEGATIVE[@]}"; do
   fixture="${case%%|*}"
@@ -107,4 +113,5 @@ done
 version="$("$KUBECTL" version --client 2>/dev/null | grep -o 'v[0-9][0-9.]*' | head -1 || true)"
 echo "PASS: $checks checks: overlays sim and gpu render (kubectl ${version:-?}${KUBECTL_COMPARE:+, same objects with $KUBECTL_COMPARE})" \
   "and validate (schemas, unknown fields, selectors, ports, probes, ConfigMaps, discovery, stage ids," \
-  "grace vs drain, TLS/mTLS/token flags and their Secret keys); ${#NEGATIVE[@]} planted defects each rejected."
+  "peers, grace vs drain, TLS/mTLS/token flags, their Secret keys and the peer certificate's name);" \
+  "${#NEGATIVE[@]} planted defects each rejected."

@@ -10,7 +10,11 @@ downward API's $(VAR) expansion, points the orchestrator at the DNS server
 the run script starts, and mounts each Secret volume from a directory of the
 host (<secrets>/<secret name>, which the script fills) instead. It also writes,
 per headless Service, the Deployment whose pods it selects, so the script can
-put the pods' addresses in DNS.
+put the pods' addresses in DNS: the stages' Services and the orchestrators'
+omnistage-orchestrator-peers alike (every pod, ready or not, as that Service's
+publishNotReadyAddresses asks; podman has no readiness anyway). Each replica of
+a Deployment is its own pod (<deployment>-pod-<i>), so the three orchestrators
+are three pods.
 
   for_podman.py --dns_server=10.89.77.1:5353 --services=services.txt \
       --secrets=/tmp/secrets < rendered.yaml > play.yaml

@@ -3,20 +3,24 @@
 # through them: the images built here (deploy/images/build.sh), the manifests
 # rendered with `kubectl kustomize`, `podman kube play` on a network of its
 # own, and a DNS server (dnsmasq on that network's gateway) answering the
-# stages' headless Service names with the pods' addresses — the part of a
-# cluster podman does not play. Secure as the manifests are: the Secrets they
-# mount come from deploy/certs/make_dev_certs.sh (directories of this host
-# under podman), the client speaks TLS with a token, the orchestrator mTLS to
-# the workers.
+# headless Service names (the stages', and omnistage-orchestrator-peers, by
+# which the orchestrator replicas find each other) with the pods' addresses —
+# the part of a cluster podman does not play. Secure as the manifests are: the
+# Secrets they mount come from deploy/certs/make_dev_certs.sh (directories of
+# this host under podman), the client speaks TLS with a token, the
+# orchestrators mTLS to the workers and to each other.
 #
 #   deploy/podman/run_sim.sh                       # prompt "Tell me about the sea."
 #   deploy/podman/run_sim.sh "Hello there" --wav=/tmp/hello.wav
 #   SKIP_IMAGES=1 deploy/podman/run_sim.sh         # reuse images already built
 #
-# Prints the pods, the orchestrator's view of its replicas, the streamed text,
-# and the WAV it saved. Everything it starts (pods, network, dnsmasq) is
-# stopped when it exits, also on failure. Needs root, podman, runc, catatonit,
-# dnsmasq, kubectl and python3-yaml (./setup.sh --with-podman installs them).
+# Prints the pods, an orchestrator's view of its replicas and of the other
+# orchestrators (once every one is reachable on its peer port), the streamed
+# text and the WAV it saved, then aborts a request held by one orchestrator
+# through another (the forwarded Abort). Everything it starts (pods, network,
+# dnsmasq, clients) is stopped when it exits, also on failure. Needs root,
+# podman, runc, catatonit, dnsmasq, kubectl and python3-yaml (./setup.sh
+# --with-podman installs them).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/../.."
 
@@ -35,9 +39,11 @@ subnet=10.89.77.0/24
 gateway=10.89.77.1
 work="$(mktemp -d)"
 dns_pid=""
+gen_pid=""
 
 cleanup() {
   set +e
+  [ -n "$gen_pid" ] && kill "$gen_pid" 2>/dev/null && wait "$gen_pid" 2>/dev/null
   [ -f "$work/play.yaml" ] && podman kube down "$work/play.yaml" >/dev/null 2>&1
   [ -n "$dns_pid" ] && kill "$dns_pid" 2>/dev/null && wait "$dns_pid" 2>/dev/null
   podman network rm -f "$network" >/dev/null 2>&1
@@ -76,6 +82,7 @@ secret_dir() {
 secret_dir omnistage-orchestrator-tls orchestrator
 secret_dir omnistage-to-workers-tls to-workers
 secret_dir omnistage-worker-tls worker
+secret_dir omnistage-peer-tls peer
 mkdir -p "$work/secrets/omnistage-tokens"
 cp "$certs/tokens.yaml" "$work/secrets/omnistage-tokens/"
 chown -R 65532:65532 "$work/secrets"
@@ -99,15 +106,19 @@ podman kube play --network "$network" "$work/play.yaml" >/dev/null
 echo "== pods"
 podman pod ps --format '{{.Name}} {{.Status}}' | sort
 
-# The pods' addresses under their Services' names, as cluster DNS would give them.
+# The pods' addresses under their Services' names, as cluster DNS would give them
+# (omnistage-orchestrator-peers: every orchestrator pod, as publishNotReadyAddresses
+# makes it). `want` counts the stage replicas among them.
 pod_ip() {
   podman inspect "$(podman pod inspect "$1" --format '{{.InfraContainerID}}')" \
     --format '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}'
 }
 : >"$work/hosts"
+want=0
 while read -r service deployment; do
   for pod in $(podman pod ps --format '{{.Name}}' | grep "^$deployment-pod-" | sort); do
     echo "$(pod_ip "$pod") $service" >>"$work/hosts"
+    [ "$deployment" = omnistage-orchestrator ] || want=$((want + 1))
   done
 done <"$work/services.txt"
 echo "== DNS records (dnsmasq on $gateway:$dns_port)"
@@ -117,9 +128,13 @@ dnsmasq --keep-in-foreground --no-resolv --no-hosts --addn-hosts="$work/hosts" \
   --pid-file= --user=root --log-facility=- 2>"$work/dnsmasq.log" &
 dns_pid=$!
 
-orchestrator="$(pod_ip "$(podman pod ps --format '{{.Name}}' | grep '^omnistage-orchestrator-pod-' | head -1)"):50051"
+# The orchestrator replicas' client addresses; the first one serves the prompt.
+orchestrators=()
+for pod in $(podman pod ps --format '{{.Name}}' | grep '^omnistage-orchestrator-pod-' | sort); do
+  orchestrators+=("$(pod_ip "$pod"):50051")
+done
+orchestrator="${orchestrators[0]}"
 # Ready when the orchestrator lists every replica alive.
-want="$(wc -l <"$work/hosts")"
 for _ in $(seq 1 120); do
   alive="$(omni admin status --server="$orchestrator" 2>/dev/null | grep -c '"alive": true' || true)"
   [ "$alive" = "$want" ] && break
@@ -130,6 +145,25 @@ omni admin status --server="$orchestrator" |
   grep -E '"(name|address|origin|state)"' | sed 's/^ */  /'
 if [ "$alive" != "$want" ]; then
   echo "run_sim: not every replica came alive; orchestrator log:" >&2
+  podman logs omnistage-orchestrator-pod-0-orchestrator >&2 || true
+  exit 1
+fi
+# Ready when it reaches every orchestrator (itself included) on the peer ports:
+# DNS for omnistage-orchestrator-peers, the peer certificate and mutual TLS.
+peers="${#orchestrators[@]}"
+for _ in $(seq 1 60); do
+  omni admin status --cluster --server="$orchestrator" >"$work/cluster" 2>&1 || true
+  listed="$(grep -c '"reachable":' "$work/cluster" || true)"
+  reachable="$(grep -c '"reachable": true' "$work/cluster" || true)"
+  [ "$listed" = "$peers" ] && [ "$reachable" = "$peers" ] && break
+  sleep 0.5
+done
+echo "== cluster from $orchestrator: $reachable of $peers orchestrators reachable"
+sed -n '/"orchestrators"/,$p' "$work/cluster" | grep -E '"(nodeId|peerAddress|reachable)"' |
+  sed 's/^ */  /'
+if [ "$listed" != "$peers" ] || [ "$reachable" != "$peers" ]; then
+  echo "run_sim: the orchestrators do not all reach each other; status and orchestrator log:" >&2
+  cat "$work/cluster" >&2
   podman logs omnistage-orchestrator-pod-0-orchestrator >&2 || true
   exit 1
 fi
@@ -149,3 +183,34 @@ echo "== metrics at ${orchestrator%:*}:9090"
 grep -E '^omnistage_(requests_total|replica_up)' "$work/metrics"
 grep -q '^omnistage_requests_total{finish_reason="stop"} 1$' "$work/metrics" ||
   { echo "run_sim: the orchestrator's metrics do not count the request" >&2; exit 1; }
+
+# A long request on the first orchestrator, aborted through the last one: its
+# client-chosen id is not held there, so the abort is asked of every peer and
+# the first one stops it. Until the request is admitted the answer is
+# "not found"; retried until "aborted". (A podman that plays one pod per
+# Deployment, whatever its replicas, leaves nothing to forward to.)
+if [ "${#orchestrators[@]}" -lt 2 ]; then
+  echo "== forwarded abort not tried: podman started one orchestrator pod"
+  exit 0
+fi
+other="${orchestrators[-1]}"
+id="podman-abort-$$"
+echo "== abort $id (on $orchestrator) through $other"
+omni user generate --server="$orchestrator" --request_id="$id" --prompt="A long story" \
+  --extra=0:sentences=100 --max_tokens=0:1000 --timeout_s=60 >"$work/long" 2>&1 &
+gen_pid=$!
+for _ in $(seq 1 40); do
+  omni user abort --server="$other" --ids="$id" >"$work/abort" 2>&1 || true
+  grep -q $'\taborted$' "$work/abort" && break
+  sleep 0.25
+done
+cat "$work/abort"
+rc=0
+wait "$gen_pid" || rc=$?
+gen_pid=""
+if ! grep -q $'\taborted$' "$work/abort" || [ "$rc" != 3 ]; then
+  echo "run_sim: the abort through $other did not stop $id (generate exited $rc):" >&2
+  cat "$work/long" >&2
+  exit 1
+fi
+grep 'was aborted' "$work/long"

@@ -5,13 +5,17 @@
 // cross-references a cluster would only reveal at run time: Service and PDB
 // selectors, Service target ports, probe ports, mounted ConfigMaps and keys,
 // and the orchestrator's pipeline config against the stage workers (discovery
-// Services, --stage_id, drain timeouts vs terminationGracePeriodSeconds), and
+// Services, --stage_id, drain timeouts vs terminationGracePeriodSeconds) and
+// against its own replicas (peers: a headless Service over the orchestrator's
+// pods that publishes not-ready ones, at its --peer_listen port, and a peer
+// certificate carrying that name), and
 // security: the TLS, mTLS and token flags every omnistage container must pass
 // (secure by default), each file they name provided by a key of a mounted
 // Secret, and no gRPC probe on a port that serves TLS.
 // Prints one line per problem ("Kind/name: field.path: what") and exits 1 if
 // any, else a summary and exit 0. Needs only node_modules (no cluster).
 
+import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { checkSchema } from "./schema.mjs";
@@ -24,7 +28,12 @@ const PROBES = ["startupProbe", "livenessProbe", "readinessProbe"];
 // What each omnistage container must pass to be secure by default (docs/security.md).
 const SECURE_ORCHESTRATOR = ["tls_cert", "tls_key", "tokens_file", "worker_tls_ca", "worker_tls_cert", "worker_tls_key"];
 const SECURE_WORKER = ["tls_cert", "tls_key", "tls_client_ca"];
-const FILE_FLAGS = new Set([...SECURE_ORCHESTRATOR, ...SECURE_WORKER, "tls_client_ca"]);
+// With a peer port (--peer_listen): mutual TLS between the orchestrators.
+const SECURE_PEER = ["peer_tls_cert", "peer_tls_key", "peer_tls_ca"];
+const FILE_FLAGS = new Set([...SECURE_ORCHESTRATOR, ...SECURE_WORKER, ...SECURE_PEER]);
+// Extended key usages (OIDs) a peer certificate needs: it serves the peer port
+// and is presented when calling a peer.
+const EKU = { serverAuth: "1.3.6.1.5.5.7.3.1", clientAuth: "1.3.6.1.5.5.7.3.2" };
 
 const problems = [];
 const idOf = (obj) => `${obj?.kind ?? "?"}/${obj?.metadata?.name ?? "?"}`;
@@ -211,40 +220,68 @@ function mountedConfig(w, container, path, configMaps) {
   return null;
 }
 
+// Where container `c` of workload `w` finds the file `path`: {mount, rest,
+// volume} of the first volume mounted above it, or null.
+function mountOf(w, c, path) {
+  for (const m of c.volumeMounts ?? []) {
+    const dir = m.mountPath.replace(/\/+$/, "");
+    if (!path.startsWith(dir + "/")) continue;
+    return { mount: m, rest: path.slice(dir.length + 1), volume: (w.spec.volumes ?? []).find((v) => v.name === m.name) };
+  }
+  return null;
+}
+
 // The Secret key providing the file `path` that container `c` of workload `w`
 // reads for --flag; reports what is missing.
 function checkSecretFile(w, c, ci, flag, path, secrets) {
   const at = `spec.template.spec.containers[${ci}].args`;
-  for (const m of c.volumeMounts ?? []) {
-    const dir = m.mountPath.replace(/\/+$/, "");
-    if (!path.startsWith(dir + "/")) continue;
-    const rest = path.slice(dir.length + 1);
-    const volume = (w.spec.volumes ?? []).find((v) => v.name === m.name);
-    if (!volume?.secret) {
-      report(w.obj, at, `--${flag}=${path} is in volume ${m.name}, which is no Secret (keys and certificates belong in Secrets)`);
-      return;
-    }
-    const items = volume.secret.items;
-    const key = m.subPath ? m.subPath : items ? items.find((i) => i.path === rest)?.key : rest;
-    const name = volume.secret.secretName;
-    const secret = secrets.get(name);
-    if (!secret) {
-      if (!volume.secret.optional) report(w.obj, at, `--${flag}=${path}: Secret ${name} is not in the rendered output`);
-      return;
-    }
-    const keys = Object.keys({ ...secret.data, ...secret.stringData });
-    if (key === undefined || !keys.includes(key)) {
-      report(w.obj, at, `--${flag}=${path}: key ${key ?? rest} is not in Secret ${name} (it has: ${keys.join(", ") || "none"})`);
-    }
+  const found = mountOf(w, c, path);
+  if (!found) {
+    report(w.obj, at, `--${flag}=${path} is in no mounted volume of container ${c.name}`);
     return;
   }
-  report(w.obj, at, `--${flag}=${path} is in no mounted volume of container ${c.name}`);
+  const { mount: m, rest, volume } = found;
+  if (!volume?.secret) {
+    report(w.obj, at, `--${flag}=${path} is in volume ${m.name}, which is no Secret (keys and certificates belong in Secrets)`);
+    return;
+  }
+  const items = volume.secret.items;
+  const key = m.subPath ? m.subPath : items ? items.find((i) => i.path === rest)?.key : rest;
+  const name = volume.secret.secretName;
+  const secret = secrets.get(name);
+  if (!secret) {
+    if (!volume.secret.optional) report(w.obj, at, `--${flag}=${path}: Secret ${name} is not in the rendered output`);
+    return;
+  }
+  const keys = Object.keys({ ...secret.data, ...secret.stringData });
+  if (key === undefined || !keys.includes(key)) {
+    report(w.obj, at, `--${flag}=${path}: key ${key ?? rest} is not in Secret ${name} (it has: ${keys.join(", ") || "none"})`);
+  }
+}
+
+// The certificate container `c` of workload `w` reads at `path`, from a
+// mounted Secret of the input: {cert, secret} or null (no such Secret given, or
+// not a PEM certificate: checkSecretFile reports the missing ones).
+function certificateAt(w, c, path, secrets) {
+  const found = mountOf(w, c, path);
+  const volume = found?.volume?.secret;
+  if (!volume) return null;
+  const key = found.mount.subPath ? found.mount.subPath : volume.items ? volume.items.find((i) => i.path === found.rest)?.key : found.rest;
+  const secret = secrets.get(volume.secretName);
+  const data = secret?.stringData?.[key] ?? (secret?.data?.[key] !== undefined ? Buffer.from(String(secret.data[key]), "base64") : undefined);
+  if (data === undefined) return null;
+  try {
+    return { cert: new X509Certificate(data), secret: volume.secretName };
+  } catch {
+    return null;
+  }
 }
 
 // Secure by default: the flags an omnistage container must pass, the files
 // they name, and probes that can reach a TLS-serving container.
 function checkSecurity(w, c, ci, flags, secrets) {
-  const required = flags.has("config") ? SECURE_ORCHESTRATOR : flags.has("stage_id") ? SECURE_WORKER : [];
+  const required = flags.has("config") ? [...SECURE_ORCHESTRATOR] : flags.has("stage_id") ? [...SECURE_WORKER] : [];
+  if (flags.get("peer_listen")) required.push(...SECURE_PEER);
   for (const flag of required) {
     if (!flags.get(flag)) {
       report(w.obj, `spec.template.spec.containers[${ci}].args`, `--${flag} is missing: not secure by default (docs/security.md)`);
@@ -253,17 +290,23 @@ function checkSecurity(w, c, ci, flags, secrets) {
   for (const [flag, value] of flags) {
     if (FILE_FLAGS.has(flag) && value) checkSecretFile(w, c, ci, flag, value, secrets);
   }
-  if (!flags.get("tls_cert")) return;
-  const listen = Number(String(flags.get("listen") ?? "").split(":").pop());
+  // The ports that serve TLS: --listen with --tls_cert, --peer_listen with --peer_tls_cert.
+  const tlsPorts = new Map();
+  for (const [listen, cert] of [["listen", "tls_cert"], ["peer_listen", "peer_tls_cert"]]) {
+    if (flags.get(cert) && flags.get(listen)) tlsPorts.set(portOf(flags.get(listen)), `--${listen} with --${cert}`);
+  }
   for (const probe of PROBES) {
     let port = c[probe]?.grpc?.port;
     if (typeof port === "string") port = (c.ports ?? []).find((p) => p.name === port)?.containerPort;
-    if (port !== undefined && port === listen) {
+    if (port !== undefined && tlsPorts.has(port)) {
       report(w.obj, `spec.template.spec.containers[${ci}].${probe}.grpc.port`,
-        `${port} serves TLS (--listen with --tls_cert) and the kubelet's gRPC probes cannot speak TLS: probe the --health_listen port`);
+        `${port} serves TLS (${tlsPorts.get(port)}) and the kubelet's gRPC probes cannot speak TLS: probe the --health_listen port`);
     }
   }
 }
+
+// "0.0.0.0:50052" -> 50052.
+const portOf = (hostPort) => Number(String(hostPort ?? "").split(":").pop());
 
 // discovery.dns -> Service name: "svc" or "svc.<ns>[.svc[.cluster.local]]".
 function serviceOfDns(dns, services) {
@@ -278,6 +321,71 @@ function checkGrace(w, c, drainMs, what) {
     report(w.obj, "spec.template.spec.terminationGracePeriodSeconds",
       `${grace} s does not exceed container ${c.name}'s ${what} (${drainMs} ms): SIGKILL would cut the drain short`);
   }
+}
+
+// The pipeline config's peers: against the orchestrator that reads it: its
+// peer port, and for DNS peers the headless Service over its own pods and the
+// name its peer certificate must carry.
+function checkPeers(orch, container, ci, cfg, services, serviceTargets, secrets) {
+  const peers = cfg.config.peers;
+  if (!peers || typeof peers !== "object") return false;
+  const at = `ConfigMap/${cfg.name} ${cfg.key}: peers`;
+  const flags = flagsOf(container);
+  const listen = flags.get("peer_listen");
+  if (!listen) {
+    report(orch.obj, `spec.template.spec.containers[${ci}].args`,
+      `--peer_listen is missing: its pipeline config (ConfigMap/${cfg.name} ${cfg.key}) has peers:, and the orchestrator refuses to start without a peer port`);
+  }
+  const d = peers.discovery;
+  if (!d) return true; // addresses: nothing to check offline
+  const svc = serviceOfDns(String(d.dns), services);
+  if (!svc) {
+    problems.push(`${at}.discovery.dns: ${d.dns} names no Service of the rendered output`);
+    return true;
+  }
+  if (svc.spec?.clusterIP !== "None") {
+    problems.push(`${at}.discovery.dns: ${idOf(svc)} is not headless (needs clusterIP: None to list every orchestrator pod)`);
+  }
+  if (svc.spec?.publishNotReadyAddresses !== true) {
+    problems.push(`${at}.discovery.dns: ${idOf(svc)} needs publishNotReadyAddresses: true ` +
+      `(a draining or not-ready orchestrator still holds streams whose aborts must reach it)`);
+  }
+  if (!(svc.spec?.ports ?? []).some((p) => p.port === d.port)) {
+    problems.push(`${at}.discovery.port: ${d.port} is no port of ${idOf(svc)}`);
+  }
+  const selected = serviceTargets.get(svc) ?? [];
+  if (!selected.includes(orch)) {
+    problems.push(`${at}.discovery.dns: ${idOf(svc)} does not select the pods of ${idOf(orch.obj)}, whose replicas the peers are`);
+  }
+  for (const w of selected) {
+    if (!w.containers.some((c) => portOf(flagsOf(c).get("peer_listen")) === d.port)) {
+      problems.push(`${at}.discovery.dns: ${idOf(svc)} selects the pods of ${idOf(w.obj)}, which serve no peer port ${d.port} (--peer_listen)`);
+    } else if (!w.containers.some((c) => hasPort(c, d.port))) {
+      problems.push(`${at}.discovery.port: ${d.port} is no containerPort of the pods of ${idOf(w.obj)} (selected by ${idOf(svc)})`);
+    }
+  }
+  if (listen && portOf(listen) !== d.port) {
+    problems.push(`${at}.discovery.port: ${d.port} is not the port of ${idOf(orch.obj)}'s --peer_listen=${listen}`);
+  }
+  // Peers check each other's certificate against the discovery name as
+  // written, and each one both serves and presents it.
+  const found = flags.get("peer_tls_cert") && certificateAt(orch, container, flags.get("peer_tls_cert"), secrets);
+  if (found) {
+    const where = `--peer_tls_cert (Secret ${found.secret})`;
+    const name = String(d.dns).replace(/\.$/, "");
+    if (!found.cert.checkHost(name, { subjects: "never" })) {
+      report(orch.obj, `spec.template.spec.containers[${ci}].args`,
+        `${where} does not name ${name} (it has: ${found.cert.subjectAltName ?? "no subjectAltName"}), which peers check it against`);
+    }
+    const eku = found.cert.keyUsage; // extended key usages; undefined: any
+    for (const [usage, oid] of Object.entries(EKU)) {
+      if (eku && !eku.includes(oid)) {
+        report(orch.obj, `spec.template.spec.containers[${ci}].args`,
+          `${where} lacks extendedKeyUsage ${usage}: it is ${usage === "serverAuth" ? "served on the peer port" : "presented when calling a peer"}`);
+      }
+    }
+  }
+  return true;
 }
 
 // The orchestrator's pipeline config against the rendered workers.
@@ -341,6 +449,7 @@ ofKind("PodDisruptionBudget").forEach((pdb) => checkPdb(pdb, workloads));
 
 let pipelines = 0;
 let workers = 0;
+let withPeers = 0;
 for (const w of workloads) {
   for (const [ci, c] of w.containers.entries()) {
     const flags = flagsOf(c);
@@ -355,6 +464,7 @@ for (const w of workloads) {
       if (cfg) {
         pipelines++;
         checkPipeline(w, c, cfg, services, workloads, serviceTargets);
+        if (checkPeers(w, c, ci, cfg, services, serviceTargets, secrets)) withPeers++;
       }
     }
   }
@@ -369,5 +479,5 @@ const kinds = {};
 for (const o of objects) kinds[o.kind] = (kinds[o.kind] ?? 0) + 1;
 console.log(
   `validate: OK: ${objects.length} objects (${Object.entries(kinds).map(([k, n]) => `${n} ${k}`).join(", ")}); ` +
-    `${pipelines} pipeline config(s) checked against ${workers} stage worker container(s)`,
+    `${pipelines} pipeline config(s) checked against ${workers} stage worker container(s), ${withPeers} with peers`,
 );
