@@ -68,6 +68,10 @@ TEST(PipelineConfigFilesTest, ShippedKubernetesConfigDiscoversEveryStage) {
     EXPECT_EQ(stage.discovery->port, 50061);
     EXPECT_EQ(stage.origin(), "dns:omnistage-" + names[s]);
   }
+  // The orchestrator replicas find each other through their headless Service.
+  ASSERT_TRUE(config->peers.discovery.has_value());
+  EXPECT_EQ(config->peers.discovery->name, "omnistage-orchestrator-peers");
+  EXPECT_EQ(config->peers.discovery->port, 50052);
   EXPECT_EQ(config->stages[1].input_mode, InputMode::kStreaming);
   EXPECT_EQ(config->drain_timeout, absl::Seconds(20));
 }
