@@ -24,6 +24,9 @@ PACKAGES=(
   # The talker's phonemes and the vocoder's speech: espeak-ng's library and
   # header to build, its data (/usr/lib/x86_64-linux-gnu/espeak-ng-data) to run.
   libespeak-ng-dev espeak-ng-data
+  # The OpenAI-compatible gateway: libevent's HTTP server (one event loop, no
+  # thread per client) and nlohmann's JSON.
+  libevent-dev nlohmann-json3-dev
 )
 BUILD_ONLY=0
 WITH_BENCHMARK=0
@@ -102,5 +105,9 @@ fi
 if [ "$BUILD_ONLY" = 0 ] && [ ! -d deploy/kubernetes/validate/node_modules ]; then
   echo "setup: npm ci in deploy/kubernetes/validate (the manifest validator)"
   npm ci --prefix deploy/kubernetes/validate --no-audit --no-fund --loglevel=error
+fi
+if [ "$BUILD_ONLY" = 0 ] && [ ! -d gateway/sdk_test/node_modules ]; then
+  echo "setup: npm ci in gateway/sdk_test (the official OpenAI SDK, for the gateway's test)"
+  npm ci --prefix gateway/sdk_test --no-audit --no-fund --loglevel=error
 fi
 echo "setup: done"

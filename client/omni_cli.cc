@@ -64,6 +64,8 @@ ABSL_FLAG(std::vector<std::string>, extra, {},
           "(e.g. 0:sentences=3)");
 ABSL_FLAG(std::vector<std::string>, max_tokens, {},
           "generate: per-stage max_tokens as stage:N, comma-separated (e.g. 0:64)");
+ABSL_FLAG(std::vector<std::string>, seed, {},
+          "generate: per-stage seeds as stage:N, comma-separated (e.g. 0:7)");
 ABSL_FLAG(int, timeout_s, 0, "deadline for the call in seconds (0: none)");
 ABSL_FLAG(std::string, traceparent, "",
           "generate: a W3C traceparent (00-<trace id>-<parent id>-<flags>) sent as gRPC "
@@ -184,6 +186,16 @@ int Generate(v1::Orchestrator::Stub& stub) {
       return kUsage;
     }
     ParamsOf(request, stage)->set_max_tokens(tokens);
+  }
+  for (const std::string& spec : absl::GetFlag(FLAGS_seed)) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(spec, absl::MaxSplits(':', 1));
+    int stage = 0;
+    uint64_t seed = 0;
+    if (!absl::SimpleAtoi(kv.first, &stage) || !absl::SimpleAtoi(kv.second, &seed)) {
+      std::cerr << "omni: --seed: expected stage:N, got '" << spec << "'\n";
+      return kUsage;
+    }
+    ParamsOf(request, stage)->set_seed(seed);
   }
   for (const std::string& spec : absl::GetFlag(FLAGS_extra)) {
     const size_t colon = spec.find(':');

@@ -39,11 +39,14 @@ double WavWriter::seconds() const {
   return static_cast<double>(pcm_.size()) / (2.0 * channels_ * sample_rate_hz_);
 }
 
-std::string WavWriter::Encode() const {
-  const int rate = sample_rate_hz_ == 0 ? 24000 : sample_rate_hz_;
-  const int channels = channels_ == 0 ? 1 : channels_;
+std::string WavHeader(int sample_rate_hz, int channels, int64_t data_bytes) {
+  const int rate = sample_rate_hz <= 0 ? 24000 : sample_rate_hz;
+  channels = channels <= 0 ? 1 : channels;
+  // A stream's length is not known when its header goes out: the largest sizes
+  // say "to the end", as streaming WAV writers do.
+  const uint32_t data = data_bytes < 0 ? 0xffffffffu - 36 : static_cast<uint32_t>(data_bytes);
   std::string out = "RIFF";
-  PutLE(&out, static_cast<uint32_t>(36 + pcm_.size()), 4);
+  PutLE(&out, data + 36, 4);
   out += "WAVEfmt ";
   PutLE(&out, 16, 4);                         // fmt chunk size
   PutLE(&out, 1, 2);                          // PCM
@@ -53,9 +56,12 @@ std::string WavWriter::Encode() const {
   PutLE(&out, channels * 2, 2);               // block align
   PutLE(&out, 16, 2);                         // bits per sample
   out += "data";
-  PutLE(&out, static_cast<uint32_t>(pcm_.size()), 4);
-  out += pcm_;
+  PutLE(&out, data, 4);
   return out;
+}
+
+std::string WavWriter::Encode() const {
+  return WavHeader(sample_rate_hz_, channels_, static_cast<int64_t>(pcm_.size())) + pcm_;
 }
 
 absl::Status WavWriter::Save(const std::string& path) const {

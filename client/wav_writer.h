@@ -3,9 +3,11 @@
 //   WavWriter wav;
 //   wav.Append(chunk);            // AudioChunk from a GenerateResponse
 //   absl::Status s = wav.Save("out.wav");
+//   std::string streamed = WavHeader(24000, 1, -1);   // then the PCM as it comes
 #ifndef OMNISTAGE_CLIENT_WAV_WRITER_H_
 #define OMNISTAGE_CLIENT_WAV_WRITER_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -32,6 +34,10 @@ class WavWriter {
   int sample_rate_hz_ = 0;
   int channels_ = 0;
 };
+
+// The 44-byte RIFF/WAVE header of 16-bit PCM: `data_bytes` of samples, or
+// (when negative) an unknown length, for audio streamed as it is made.
+std::string WavHeader(int sample_rate_hz, int channels, int64_t data_bytes);
 
 }  // namespace omnistage
 

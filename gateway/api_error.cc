@@ -1,0 +1,64 @@
+#include "gateway/api_error.h"
+
+#include "nlohmann/json.hpp"
+
+namespace omnistage {
+
+std::string ApiError::Json() const {
+  nlohmann::json error = {{"message", message}, {"type", type}};
+  error["param"] = param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param);
+  error["code"] = code.empty() ? nlohmann::json(nullptr) : nlohmann::json(code);
+  return nlohmann::json({{"error", error}}).dump();
+}
+
+ApiError InvalidRequest(const std::string& param, const std::string& message,
+                        const std::string& code) {
+  return ApiError{400, "invalid_request_error", message, param, code};
+}
+
+ApiError FromStatus(const absl::Status& status) {
+  ApiError error;
+  error.message = std::string(status.message());
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kAlreadyExists:
+      error.http_status = 400;
+      error.type = "invalid_request_error";
+      break;
+    case absl::StatusCode::kUnauthenticated:
+      error.http_status = 401;
+      error.type = "authentication_error";
+      error.code = "invalid_api_key";
+      break;
+    case absl::StatusCode::kPermissionDenied:
+      error.http_status = 403;
+      error.type = "permission_error";
+      break;
+    case absl::StatusCode::kNotFound:
+      error.http_status = 404;
+      error.type = "not_found_error";
+      break;
+    case absl::StatusCode::kResourceExhausted:
+      error.http_status = 429;
+      error.type = "rate_limit_error";
+      error.code = "rate_limit_exceeded";
+      break;
+    case absl::StatusCode::kUnavailable:
+      error.http_status = 503;
+      error.type = "server_error";
+      error.code = "service_unavailable";
+      break;
+    case absl::StatusCode::kDeadlineExceeded:
+      error.http_status = 504;
+      error.type = "server_error";
+      error.code = "timeout";
+      break;
+    default:
+      error.http_status = 500;
+      error.type = "server_error";
+      break;
+  }
+  return error;
+}
+
+}  // namespace omnistage

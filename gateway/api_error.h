@@ -1,0 +1,42 @@
+// ApiError: an error as OpenAI's API reports it — an HTTP status and a body
+// {"error": {"message", "type", "param", "code"}} — which the SDKs turn into
+// their typed exceptions (BadRequestError, AuthenticationError, ...).
+//
+//   ApiError e = InvalidRequest("max_tokens", "Invalid type for 'max_tokens': ...");
+//   exchange->Respond(e.http_status, "application/json", e.Json());
+#ifndef OMNISTAGE_GATEWAY_API_ERROR_H_
+#define OMNISTAGE_GATEWAY_API_ERROR_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace omnistage {
+
+struct ApiError {
+  int http_status = 500;
+  // invalid_request_error, authentication_error, permission_error,
+  // not_found_error, rate_limit_error, server_error.
+  std::string type;
+  std::string message;
+  // The request field at fault ("" -> null).
+  std::string param;
+  // A machine-readable code ("" -> null), e.g. model_not_found.
+  std::string code;
+
+  // {"error": {...}}.
+  std::string Json() const;
+};
+
+// 400 invalid_request_error about `param`.
+ApiError InvalidRequest(const std::string& param, const std::string& message,
+                        const std::string& code = "");
+// The HTTP status and type for an orchestrator's gRPC status: INVALID_ARGUMENT
+// 400, UNAUTHENTICATED 401, PERMISSION_DENIED 403, NOT_FOUND 404,
+// RESOURCE_EXHAUSTED 429, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, others 500;
+// the message is the orchestrator's.
+ApiError FromStatus(const absl::Status& status);
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_GATEWAY_API_ERROR_H_

@@ -1,0 +1,145 @@
+#include "gateway/chat_call.h"
+
+#include <ctime>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/error_proto.h"
+#include "common/grpc_util.h"
+
+namespace omnistage {
+namespace {
+
+constexpr char kEventStream[] = "text/event-stream";
+constexpr char kJson[] = "application/json";
+
+}  // namespace
+
+ChatCall::ChatCall(ChatRequest request, std::string model, std::shared_ptr<HttpExchange> exchange,
+                   LoopPoster post, CallObserver observer)
+    : stream_(request.stream),
+      encoder_(request, std::move(model), static_cast<int64_t>(std::time(nullptr))),
+      exchange_(std::move(exchange)),
+      post_(std::move(post)),
+      observer_(std::move(observer)) {}
+
+void ChatCall::Start(v1::Orchestrator::Stub* stub, ChatRequest request, std::string model,
+                     std::string authorization, std::string traceparent,
+                     std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                     CallObserver observer) {
+  v1::GenerateRequest generate = request.generate;
+  auto* call = new ChatCall(std::move(request), std::move(model), exchange, std::move(post),
+                            std::move(observer));
+  if (!authorization.empty()) call->context_.AddMetadata("authorization", authorization);
+  if (!traceparent.empty()) call->context_.AddMetadata("traceparent", traceparent);
+  // The client going away stops the request on every stage.
+  exchange->OnClose([call] { call->ClientGone(); });
+  stub->async()->Generate(&call->context_, &generate, call);
+  // Reads are started from the loop, outside the reactions: held until the
+  // stream's end was read.
+  call->AddHold();
+  call->ReadNext();
+  call->StartCall();
+}
+
+void ChatCall::ReadNext() {
+  reading_ = true;
+  StartRead(&response_);
+}
+
+void ChatCall::ClientGone() {
+  context_.TryCancel();
+  // Waiting for the client to take events it never will: read on, to the end.
+  if (!reading_) ReadNext();
+}
+
+void ChatCall::OnReadDone(bool ok) {
+  if (!ok) {  // The stream ended: no more reads; OnDone follows.
+    RemoveHold();
+    return;
+  }
+  auto response = std::make_shared<v1::GenerateResponse>(std::move(response_));
+  response_.Clear();
+  post_([this, response] { Deliver(*response); });
+}
+
+void ChatCall::OnDone(const grpc::Status& status) {
+  post_([this, status] {
+    Finish(status);
+    delete this;
+  });
+}
+
+void ChatCall::Deliver(const v1::GenerateResponse& response) {
+  reading_ = false;
+  if (!response.request_id().empty()) encoder_.set_request_id(response.request_id());
+  if (response.has_terminal()) {
+    terminal_ = response.terminal();
+    got_terminal_ = true;
+  }
+  if (exchange_->done()) {  // The client went away: drain until the cancel lands.
+    ReadNext();
+    return;
+  }
+  if (!stream_) {
+    encoder_.Gather(response);
+    ReadNext();
+    return;
+  }
+  const std::string events = encoder_.Events(response);
+  if (events.empty()) {
+    ReadNext();
+    return;
+  }
+  if (!exchange_->streaming()) exchange_->StartStream(200, kEventStream);
+  exchange_->Send(events, [this] { ReadNext(); });
+}
+
+void ChatCall::Answer(int http_status, const std::string& body) {
+  exchange_->Respond(http_status, kJson, body);
+  observer_(http_status);
+}
+
+void ChatCall::Finish(const grpc::Status& status) {
+  if (exchange_->done()) {
+    observer_(exchange_->streaming() ? 200 : 499);  // 499: the client closed first.
+    return;
+  }
+  if (!status.ok() || !got_terminal_) {
+    const ApiError error = FromStatus(
+        status.ok() ? absl::InternalError("the stream ended without a terminal")
+                    : FromGrpcStatus(status));
+    if (!exchange_->streaming()) {
+      Answer(error.http_status, error.Json());
+      return;
+    }
+    exchange_->Send(absl::StrCat("data: ", error.Json(), "\n\ndata: [DONE]\n\n"));
+    exchange_->EndStream();
+    observer_(200);
+    return;
+  }
+  if (!stream_) {
+    std::variant<std::string, ApiError> body = encoder_.Completion(terminal_);
+    if (std::holds_alternative<ApiError>(body)) {
+      const ApiError& error = std::get<ApiError>(body);
+      Answer(error.http_status, error.Json());
+    } else {
+      Answer(200, std::get<std::string>(body));
+    }
+    return;
+  }
+  if (!exchange_->streaming()) {
+    // Nothing streamed yet: a failure is still the call's own status.
+    if (terminal_.finish_reason() == v1::FINISH_REASON_ERROR) {
+      const ApiError error = FromStatus(StatusFromErrorProto(terminal_.error()));
+      Answer(error.http_status, error.Json());
+      return;
+    }
+    exchange_->StartStream(200, kEventStream);
+  }
+  exchange_->Send(encoder_.FinalEvents(terminal_));
+  exchange_->EndStream();
+  observer_(200);
+}
+
+}  // namespace omnistage

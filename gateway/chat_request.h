@@ -1,0 +1,55 @@
+// ChatRequest: an OpenAI chat-completions request body (POST
+// /v1/chat/completions) read into the Generate request the orchestrator runs.
+// docs/openai.md lists the mapping field by field; in short:
+//   messages        the prompt: a lone user message's text as it is, else one
+//                   "<role>: <text>" line per message
+//   modalities      output_modalities: "text" -> TEXT, "audio" -> AUDIO
+//                   (default ["text"])
+//   audio.format    how audio is returned: wav (default) or pcm16
+//   max_tokens, max_completion_tokens, temperature, seed
+//                   the text stage's parameters
+//   stream, stream_options.include_usage, user
+// Unknown fields are ignored, as OpenAI does; a known field of the wrong type or
+// range is refused with an OpenAI-shaped error naming it.
+//
+//   absl::variant<ChatRequest, ApiError> parsed = ParseChatRequest(body, model);
+#ifndef OMNISTAGE_GATEWAY_CHAT_REQUEST_H_
+#define OMNISTAGE_GATEWAY_CHAT_REQUEST_H_
+
+#include <string>
+#include <variant>
+
+#include "gateway/api_error.h"
+#include "protos/orchestrator.pb.h"
+
+namespace omnistage {
+
+// What the gateway serves.
+struct ServedModel {
+  // The model id clients name (`model`), e.g. the pipeline's name.
+  std::string id;
+  // The pipeline's stage that writes the text: max_tokens, temperature and
+  // seed are its parameters.
+  int text_stage = 0;
+};
+
+enum class AudioFormat { kWav, kPcm16 };
+
+struct ChatRequest {
+  v1::GenerateRequest generate;
+  bool stream = false;
+  bool include_usage = false;
+  bool text = true;
+  bool audio = false;
+  AudioFormat audio_format = AudioFormat::kWav;
+  // The request's `user`, for logs.
+  std::string user;
+};
+
+// The request, or the error to answer with (400, or 404 for another model).
+std::variant<ChatRequest, ApiError> ParseChatRequest(const std::string& body,
+                                                     const ServedModel& model);
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_GATEWAY_CHAT_REQUEST_H_

@@ -1,0 +1,161 @@
+#include "gateway/chat_response.h"
+
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/wav_writer.h"
+#include "common/error_proto.h"
+#include "nlohmann/json.hpp"
+
+namespace omnistage {
+namespace {
+
+using nlohmann::json;
+
+int64_t WordCount(const std::string& text) {
+  int64_t words = 0;
+  for (absl::string_view word : absl::StrSplit(text, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
+    (void)word;
+    ++words;
+  }
+  return words;
+}
+
+const char* FinishReason(v1::FinishReason reason) {
+  return reason == v1::FINISH_REASON_LENGTH ? "length" : "stop";
+}
+
+// The error a terminal that did not finish well stands for.
+ApiError TerminalError(const v1::Terminal& terminal) {
+  if (terminal.finish_reason() == v1::FINISH_REASON_ERROR) {
+    return FromStatus(StatusFromErrorProto(terminal.error()));
+  }
+  ApiError aborted = FromStatus(absl::AbortedError("the request was aborted"));
+  aborted.code = "aborted";
+  return aborted;
+}
+
+bool FinishedWell(const v1::Terminal& terminal) {
+  return terminal.finish_reason() == v1::FINISH_REASON_STOP ||
+         terminal.finish_reason() == v1::FINISH_REASON_LENGTH;
+}
+
+std::string Event(const json& data) { return absl::StrCat("data: ", data.dump(), "\n\n"); }
+
+}  // namespace
+
+ChatEncoder::ChatEncoder(const ChatRequest& request, std::string model, int64_t created)
+    : text_(request.text),
+      audio_(request.audio),
+      audio_format_(request.audio_format),
+      include_usage_(request.include_usage),
+      model_(std::move(model)),
+      created_(created),
+      prompt_tokens_(WordCount(request.generate.prompt())) {}
+
+std::string ChatEncoder::ChunkEvent(const std::string& delta_json, const char* finish_reason) {
+  json delta = json::parse(delta_json);
+  if (!role_sent_) {
+    delta["role"] = "assistant";
+    role_sent_ = true;
+  }
+  json choice = {{"index", 0}, {"delta", std::move(delta)}};
+  choice["finish_reason"] = finish_reason == nullptr ? json(nullptr) : json(finish_reason);
+  return Event({{"id", id_},
+                {"object", "chat.completion.chunk"},
+                {"created", created_},
+                {"model", model_},
+                {"choices", json::array({std::move(choice)})}});
+}
+
+std::string ChatEncoder::Events(const v1::GenerateResponse& response) {
+  std::string events;
+  for (const v1::OutputChunk& chunk : response.outputs()) {
+    const v1::Payload& payload = chunk.payload();
+    if (payload.has_text() && text_) {
+      ++completion_tokens_;
+      events += ChunkEvent(json({{"content", payload.text().text()}}).dump(), nullptr);
+    } else if (payload.has_audio() && audio_) {
+      std::string bytes;
+      if (audio_format_ == AudioFormat::kWav && !wav_header_sent_) {
+        bytes = WavHeader(payload.audio().sample_rate_hz(), payload.audio().channels(), -1);
+        wav_header_sent_ = true;
+      }
+      bytes += payload.audio().pcm_s16le();
+      json audio = {{"id", "audio_" + id_}, {"data", absl::Base64Escape(bytes)}};
+      events += ChunkEvent(json({{"audio", std::move(audio)}}).dump(), nullptr);
+    }
+  }
+  return events;
+}
+
+std::string ChatEncoder::UsageJson() const {
+  return json({{"prompt_tokens", prompt_tokens_},
+               {"completion_tokens", completion_tokens_},
+               {"total_tokens", prompt_tokens_ + completion_tokens_}})
+      .dump();
+}
+
+std::string ChatEncoder::FinalEvents(const v1::Terminal& terminal) {
+  std::string events;
+  if (FinishedWell(terminal)) {
+    events += ChunkEvent("{}", FinishReason(terminal.finish_reason()));
+  } else {
+    events += Event(json::parse(TerminalError(terminal).Json()));
+  }
+  if (include_usage_) {
+    events += Event({{"id", id_},
+                     {"object", "chat.completion.chunk"},
+                     {"created", created_},
+                     {"model", model_},
+                     {"choices", json::array()},
+                     {"usage", json::parse(UsageJson())}});
+  }
+  return events + "data: [DONE]\n\n";
+}
+
+void ChatEncoder::Gather(const v1::GenerateResponse& response) {
+  for (const v1::OutputChunk& chunk : response.outputs()) {
+    const v1::Payload& payload = chunk.payload();
+    if (payload.has_text() && text_) {
+      ++completion_tokens_;
+      text_so_far_ += payload.text().text();
+    } else if (payload.has_audio() && audio_) {
+      if (sample_rate_hz_ == 0) {
+        sample_rate_hz_ = payload.audio().sample_rate_hz();
+        channels_ = payload.audio().channels() == 0 ? 1 : payload.audio().channels();
+      }
+      pcm_ += payload.audio().pcm_s16le();
+    }
+  }
+}
+
+std::variant<std::string, ApiError> ChatEncoder::Completion(const v1::Terminal& terminal) const {
+  if (!FinishedWell(terminal)) return TerminalError(terminal);
+  json message = {{"role", "assistant"}};
+  message["content"] = text_ ? json(text_so_far_) : json(nullptr);
+  if (audio_) {
+    const std::string bytes = audio_format_ == AudioFormat::kWav
+                                  ? WavHeader(sample_rate_hz_, channels_,
+                                              static_cast<int64_t>(pcm_.size())) + pcm_
+                                  : pcm_;
+    message["audio"] = {{"id", "audio_" + id_},
+                        {"data", absl::Base64Escape(bytes)},
+                        {"expires_at", created_ + 3600},
+                        {"transcript", text_so_far_}};
+  }
+  json choice = {{"index", 0},
+                 {"message", std::move(message)},
+                 {"finish_reason", FinishReason(terminal.finish_reason())}};
+  return json({{"id", id_},
+               {"object", "chat.completion"},
+               {"created", created_},
+               {"model", model_},
+               {"choices", json::array({std::move(choice)})},
+               {"usage", json::parse(UsageJson())}})
+      .dump();
+}
+
+}  // namespace omnistage

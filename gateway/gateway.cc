@@ -1,0 +1,123 @@
+#include "gateway/gateway.h"
+
+#include <ctime>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_util.h"
+#include "gateway/api_error.h"
+#include "nlohmann/json.hpp"
+
+namespace omnistage {
+namespace {
+
+constexpr char kJson[] = "application/json";
+
+std::shared_ptr<grpc::Channel> OrchestratorChannel(const GatewayOptions& options) {
+  grpc::ChannelArguments args;
+  // Audio responses can be large.
+  args.SetMaxReceiveMessageSize(64 << 20);
+  if (!options.orchestrator_tls_name.empty()) {
+    args.SetSslTargetNameOverride(options.orchestrator_tls_name);
+  }
+  return grpc::CreateCustomChannel(options.orchestrator,
+                                   options.orchestrator_tls.enabled()
+                                       ? ChannelCredentialsFor(options.orchestrator_tls)
+                                       : grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
+}  // namespace
+
+Gateway::Gateway(GatewayOptions options, LoopPoster post)
+    : options_(std::move(options)),
+      post_(std::move(post)),
+      channel_(OrchestratorChannel(options_)),
+      stub_(v1::Orchestrator::NewStub(channel_)),
+      health_(grpc::health::v1::Health::NewStub(channel_)),
+      requests_(registry_.AddCounter("omnistage_gateway_requests_total",
+                                     "HTTP requests answered, by route and status.",
+                                     {"route", "status"})),
+      in_flight_(registry_
+                     .AddGauge("omnistage_gateway_chat_completions_in_flight",
+                               "Chat completions running (streamed or not).")
+                     .With({})) {}
+
+void Gateway::Count(const std::string& route, int status) {
+  requests_.With({route, absl::StrCat(status)}).Increment();
+}
+
+void Gateway::Respond(HttpExchange& exchange, int status, const std::string& content_type,
+                      const std::string& body) {
+  exchange.Respond(status, content_type, body);
+  Count(exchange.path(), status);
+}
+
+void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
+  const std::string& method = exchange->method();
+  const std::string& path = exchange->path();
+  if (method == "POST" && path == "/v1/chat/completions") {
+    ChatCompletions(std::move(exchange));
+  } else if (method == "GET" && path == "/v1/models") {
+    nlohmann::json model = {{"id", options_.model.id},
+                            {"object", "model"},
+                            {"created", 0},
+                            {"owned_by", "omnistage"}};
+    Respond(*exchange, 200, kJson,
+            nlohmann::json({{"object", "list"}, {"data", nlohmann::json::array({model})}}).dump());
+  } else if (method == "GET" && path == "/health") {
+    Health(std::move(exchange));
+  } else if (method == "GET" && path == "/metrics") {
+    Respond(*exchange, 200, "text/plain; version=0.0.4", registry_.Render());
+  } else {
+    ApiError error{404, "invalid_request_error",
+                   absl::StrCat("Invalid URL (", method, " ", path, ")"), "", "unknown_url"};
+    exchange->Respond(404, kJson, error.Json());
+    Count("other", 404);
+  }
+}
+
+void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
+  std::variant<ChatRequest, ApiError> parsed =
+      ParseChatRequest(exchange->body(), options_.model);
+  if (std::holds_alternative<ApiError>(parsed)) {
+    const ApiError& error = std::get<ApiError>(parsed);
+    Respond(*exchange, error.http_status, kJson, error.Json());
+    return;
+  }
+  in_flight_.Add(1);
+  const std::string authorization = exchange->Header("Authorization");
+  const std::string traceparent = exchange->Header("traceparent");
+  ChatCall::Start(stub_.get(), std::get<ChatRequest>(std::move(parsed)), options_.model.id,
+                  authorization, traceparent, exchange, post_,
+                  [this, path = exchange->path()](int status) {
+                    in_flight_.Add(-1);
+                    Count(path, status);
+                  });
+}
+
+void Gateway::Health(std::shared_ptr<HttpExchange> exchange) {
+  struct Check {
+    grpc::ClientContext context;
+    grpc::health::v1::HealthCheckRequest request;
+    grpc::health::v1::HealthCheckResponse response;
+  };
+  auto check = std::make_shared<Check>();
+  check->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  // Readiness: the orchestrator accepts requests and every stage has a replica.
+  check->request.set_service("omnistage.v1.Orchestrator");
+  health_->async()->Check(
+      &check->context, &check->request, &check->response,
+      [this, check, exchange](grpc::Status status) {
+        post_([this, check, exchange, status] {
+          const bool serving =
+              status.ok() &&
+              check->response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+          nlohmann::json body = {{"status", serving ? "ok" : "unavailable"}};
+          if (!status.ok()) body["reason"] = status.error_message();
+          Respond(*exchange, serving ? 200 : 503, kJson, body.dump());
+        });
+      });
+}
+
+}  // namespace omnistage

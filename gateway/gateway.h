@@ -1,0 +1,67 @@
+// Gateway: the OpenAI-compatible HTTP API in front of one orchestrator.
+//
+//   POST /v1/chat/completions   streamed (SSE) or whole (chat_request.h,
+//                               chat_response.h, chat_call.h)
+//   GET  /v1/models             the one model it serves
+//   GET  /health                200 while the orchestrator is ready, else 503
+//   GET  /metrics               Prometheus text
+// Anything else: 404, as OpenAI answers it. The client's bearer token (and W3C
+// traceparent) go to the orchestrator with each call, whose authentication
+// decides.
+#ifndef OMNISTAGE_GATEWAY_GATEWAY_H_
+#define OMNISTAGE_GATEWAY_GATEWAY_H_
+
+#include <memory>
+#include <string>
+
+#include "common/metrics.h"
+#include "common/tls.h"
+#include "gateway/chat_call.h"
+#include "gateway/chat_request.h"
+#include "gateway/http_server.h"
+#include "grpcpp/grpcpp.h"
+#include "protos/health.grpc.pb.h"
+#include "protos/orchestrator.grpc.pb.h"
+
+namespace omnistage {
+
+struct GatewayOptions {
+  ServedModel model;
+  // host:port of the orchestrator, and TLS to it (plaintext when empty; a
+  // client certificate when cert/key are set).
+  std::string orchestrator = "127.0.0.1:50051";
+  TlsFiles orchestrator_tls;
+  // The name the orchestrator's certificate must carry, when it is not the
+  // host dialled.
+  std::string orchestrator_tls_name;
+};
+
+class Gateway {
+ public:
+  // `post` runs tasks on the HTTP server's loop (HttpServer::Post).
+  Gateway(GatewayOptions options, LoopPoster post);
+
+  // The HttpServer's handler (loop thread).
+  void Handle(std::shared_ptr<HttpExchange> exchange);
+  MetricsRegistry& metrics() { return registry_; }
+
+ private:
+  void ChatCompletions(std::shared_ptr<HttpExchange> exchange);
+  void Health(std::shared_ptr<HttpExchange> exchange);
+  void Respond(HttpExchange& exchange, int status, const std::string& content_type,
+               const std::string& body);
+  void Count(const std::string& route, int status);
+
+  const GatewayOptions options_;
+  const LoopPoster post_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Orchestrator::Stub> stub_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+  MetricsRegistry registry_;
+  Family<Counter>& requests_;
+  Gauge& in_flight_;
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_GATEWAY_GATEWAY_H_

@@ -1,0 +1,248 @@
+#include "gateway/http_server.h"
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/thread.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace omnistage {
+namespace {
+
+const char* MethodName(evhttp_cmd_type command) {
+  switch (command) {
+    case EVHTTP_REQ_GET: return "GET";
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_HEAD: return "HEAD";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+    default: return "OTHER";
+  }
+}
+
+// An evbuffer holding `data`, freed when this goes.
+struct Buffer {
+  explicit Buffer(const std::string& data) : buffer(evbuffer_new()) {
+    evbuffer_add(buffer, data.data(), data.size());
+  }
+  ~Buffer() { evbuffer_free(buffer); }
+  evbuffer* buffer;
+};
+
+}  // namespace
+
+// What libevent's callbacks get: the exchange, while it lives.
+struct HttpExchange::Link {
+  std::weak_ptr<HttpExchange> exchange;
+
+  static void OnConnectionClosed(evhttp_connection*, void* arg) {
+    if (auto exchange = static_cast<Link*>(arg)->exchange.lock()) exchange->Closed();
+  }
+  static void OnWritten(evhttp_connection*, void* arg) {
+    if (auto exchange = static_cast<Link*>(arg)->exchange.lock()) exchange->Flushed();
+  }
+};
+
+HttpExchange::HttpExchange(evhttp_request* request) : request_(request) {
+  method_ = MethodName(evhttp_request_get_command(request));
+  const evhttp_uri* uri = evhttp_request_get_evhttp_uri(request);
+  const char* path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
+  path_ = path != nullptr && *path != '\0' ? path : "/";
+  evbuffer* input = evhttp_request_get_input_buffer(request);
+  body_.resize(evbuffer_get_length(input));
+  if (!body_.empty()) evbuffer_copyout(input, body_.data(), body_.size());
+}
+
+HttpExchange::~HttpExchange() {
+  // A handler that dropped its exchange unanswered: the client is not left
+  // waiting, and libevent gets its request back.
+  if (request_ != nullptr) Respond(500, "text/plain", "no response\n");
+}
+
+std::string HttpExchange::Header(const char* name) const {
+  if (request_ == nullptr) return "";
+  const char* value = evhttp_find_header(evhttp_request_get_input_headers(request_), name);
+  return value == nullptr ? "" : value;
+}
+
+void HttpExchange::Respond(int status, const std::string& content_type,
+                           const std::string& body) {
+  if (request_ == nullptr) return;
+  evkeyvalq* headers = evhttp_request_get_output_headers(request_);
+  evhttp_add_header(headers, "Content-Type", content_type.c_str());
+  Buffer buffer(body);
+  evhttp_request* request = request_;
+  Release();
+  evhttp_send_reply(request, status, nullptr, buffer.buffer);
+}
+
+void HttpExchange::StartStream(int status, const std::string& content_type) {
+  if (request_ == nullptr || streaming_) return;
+  streaming_ = true;
+  evkeyvalq* headers = evhttp_request_get_output_headers(request_);
+  evhttp_add_header(headers, "Content-Type", content_type.c_str());
+  evhttp_add_header(headers, "Cache-Control", "no-cache");
+  // Proxies (nginx) would otherwise hold the events back.
+  evhttp_add_header(headers, "X-Accel-Buffering", "no");
+  evhttp_send_reply_start(request_, status, nullptr);
+}
+
+void HttpExchange::Send(const std::string& data, std::function<void()> flushed) {
+  if (request_ == nullptr || !streaming_) return;
+  if (link_ == nullptr) link_ = new Link{weak_from_this()};
+  flushed_ = std::move(flushed);
+  Buffer buffer(data);
+  evhttp_send_reply_chunk_with_cb(request_, buffer.buffer, &Link::OnWritten, link_);
+}
+
+void HttpExchange::EndStream() {
+  if (request_ == nullptr || !streaming_) return;
+  evhttp_request* request = request_;
+  Release();
+  evhttp_send_reply_end(request);
+}
+
+void HttpExchange::OnClose(std::function<void()> on_close) {
+  if (request_ == nullptr) return;
+  on_close_ = std::move(on_close);
+  if (link_ == nullptr) link_ = new Link{weak_from_this()};
+  evhttp_connection_set_closecb(evhttp_request_get_connection(request_),
+                                &Link::OnConnectionClosed, link_);
+}
+
+void HttpExchange::Release() {
+  if (request_ == nullptr) return;
+  if (evhttp_connection* connection = evhttp_request_get_connection(request_)) {
+    evhttp_connection_set_closecb(connection, nullptr, nullptr);
+  }
+  request_ = nullptr;
+  flushed_ = nullptr;
+  on_close_ = nullptr;
+  delete link_;
+  link_ = nullptr;
+}
+
+void HttpExchange::Closed() {
+  // libevent is freeing the connection and the request with it.
+  request_ = nullptr;
+  std::function<void()> on_close = std::move(on_close_);
+  on_close_ = nullptr;
+  flushed_ = nullptr;
+  delete link_;
+  link_ = nullptr;
+  if (on_close) on_close();
+}
+
+void HttpExchange::Flushed() {
+  std::function<void()> flushed = std::move(flushed_);
+  flushed_ = nullptr;
+  if (flushed) flushed();
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& address,
+                                                              Handler handler) {
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = Listen(address);
+  if (server.ok()) (*server)->Serve(std::move(handler));
+  return server;
+}
+
+void HttpServer::Serve(Handler handler) {
+  handler_ = std::move(handler);
+  thread_ = std::thread([base = base_] { event_base_dispatch(base); });
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Listen(const std::string& address,
+                                                               size_t max_body_bytes) {
+  // Other threads wake the loop (Post): libevent must lock.
+  static std::once_flag threads;
+  std::call_once(threads, [] { evthread_use_pthreads(); });
+  const size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("'", address, "' is not host:port"));
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  std::unique_ptr<HttpServer> server(new HttpServer());
+  server->base_ = event_base_new();
+  server->http_ = evhttp_new(server->base_);
+  evhttp_set_max_body_size(server->http_, static_cast<ev_ssize_t>(max_body_bytes));
+  evhttp_set_allowed_methods(server->http_, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+  // A stream may wait long for its pipeline; the default (50 s) would cut it.
+  evhttp_set_timeout(server->http_, 3600);
+  evhttp_set_gencb(server->http_, &HttpServer::OnRequest, server.get());
+  evhttp_bound_socket* bound =
+      evhttp_bind_socket_with_handle(server->http_, host.c_str(), static_cast<uint16_t>(port));
+  if (bound == nullptr) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
+  }
+  sockaddr_storage local{};
+  socklen_t length = sizeof(local);
+  if (getsockname(evhttp_bound_socket_get_fd(bound), reinterpret_cast<sockaddr*>(&local),
+                  &length) == 0) {
+    server->port_ = ntohs(local.ss_family == AF_INET6
+                              ? reinterpret_cast<sockaddr_in6*>(&local)->sin6_port
+                              : reinterpret_cast<sockaddr_in*>(&local)->sin_port);
+  }
+  server->wake_ = event_new(server->base_, -1, EV_PERSIST, &HttpServer::OnWake, server.get());
+  event_add(server->wake_, nullptr);
+  return server;
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  if (base_ == nullptr) return;
+  if (thread_.joinable()) {
+    event_base_loopbreak(base_);
+    thread_.join();
+  }
+  if (http_ != nullptr) evhttp_free(http_);
+  if (wake_ != nullptr) event_free(wake_);
+  event_base_free(base_);
+  base_ = nullptr;
+  absl::MutexLock lock(&mu_);
+  posted_.clear();
+}
+
+void HttpServer::Post(std::function<void()> task) {
+  // Under the lock: Stop() frees the wake event only after `stopped_` is set.
+  absl::MutexLock lock(&mu_);
+  if (stopped_) return;
+  posted_.push_back(std::move(task));
+  event_active(wake_, EV_READ, 0);
+}
+
+void HttpServer::OnWake(int, short, void* server) { static_cast<HttpServer*>(server)->RunPosted(); }
+
+void HttpServer::RunPosted() {
+  std::deque<std::function<void()>> tasks;
+  {
+    absl::MutexLock lock(&mu_);
+    tasks.swap(posted_);
+  }
+  for (auto& task : tasks) task();
+}
+
+void HttpServer::OnRequest(evhttp_request* request, void* server) {
+  std::shared_ptr<HttpExchange> exchange(new HttpExchange(request));
+  static_cast<HttpServer*>(server)->handler_(std::move(exchange));
+}
+
+}  // namespace omnistage

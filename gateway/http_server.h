@@ -1,0 +1,118 @@
+// HttpServer: HTTP/1.1 on libevent's evhttp — one event-loop thread for every
+// connection, no thread per client, responses whole or streamed in chunks
+// (server-sent events) — and HttpExchange, one request and its response.
+//
+//   auto server = HttpServer::Start("127.0.0.1:0", [](std::shared_ptr<HttpExchange> x) {
+//     x->Respond(200, "application/json", "{}");
+//   });
+//   (*server)->Post([] { /* runs on the loop */ });
+//
+// Handlers and every HttpExchange method run on the loop thread; other threads
+// hand work to it with Post().
+#ifndef OMNISTAGE_GATEWAY_HTTP_SERVER_H_
+#define OMNISTAGE_GATEWAY_HTTP_SERVER_H_
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+struct event;
+struct event_base;
+struct evhttp;
+struct evhttp_request;
+
+namespace omnistage {
+
+class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
+ public:
+  ~HttpExchange();
+
+  const std::string& method() const { return method_; }
+  // The path without the query.
+  const std::string& path() const { return path_; }
+  const std::string& body() const { return body_; }
+  // A request header's value ("" when absent).
+  std::string Header(const char* name) const;
+
+  // A whole response.
+  void Respond(int status, const std::string& content_type, const std::string& body);
+  // A response streamed in chunks (Transfer-Encoding: chunked).
+  void StartStream(int status, const std::string& content_type);
+  // Sends `data`; `flushed` (may be empty) runs once it was handed to the
+  // socket, so a producer can wait for a slow client before making more.
+  void Send(const std::string& data, std::function<void()> flushed = nullptr);
+  void EndStream();
+  // Runs if the client goes away before the response ended.
+  void OnClose(std::function<void()> on_close);
+  // The response ended, or the client went away: nothing more is sent.
+  bool done() const { return request_ == nullptr; }
+  bool streaming() const { return streaming_; }
+
+ private:
+  friend class HttpServer;
+  struct Link;
+  explicit HttpExchange(evhttp_request* request);
+  // The connection closed under the exchange.
+  void Closed();
+  void Flushed();
+  // The response ended: the request is libevent's again.
+  void Release();
+
+  evhttp_request* request_;
+  std::string method_;
+  std::string path_;
+  std::string body_;
+  bool streaming_ = false;
+  std::function<void()> on_close_;
+  std::function<void()> flushed_;
+  // What libevent's callbacks hold (the connection's close and write-done
+  // callbacks): it finds the exchange while it lives.
+  Link* link_ = nullptr;
+};
+
+class HttpServer {
+ public:
+  using Handler = std::function<void(std::shared_ptr<HttpExchange>)>;
+  // Listens on `address` (host:port; port 0 picks one); nothing is served
+  // until Serve(). `max_body_bytes` bounds a request body (413 past it).
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Listen(const std::string& address,
+                                                            size_t max_body_bytes = 16 << 20);
+  // Serves requests with `handler` from a loop thread of its own. Once.
+  void Serve(Handler handler);
+  // Listen() and Serve().
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const std::string& address,
+                                                           Handler handler);
+  ~HttpServer();
+
+  int port() const { return port_; }
+  // Runs `task` on the loop thread (thread-safe); dropped once stopped.
+  void Post(std::function<void()> task);
+  // Stops the loop and closes every connection. Idempotent.
+  void Stop();
+
+ private:
+  HttpServer() = default;
+  static void OnRequest(evhttp_request* request, void* server);
+  static void OnWake(int, short, void* server);
+  void RunPosted();
+
+  Handler handler_;
+  event_base* base_ = nullptr;
+  evhttp* http_ = nullptr;
+  event* wake_ = nullptr;
+  int port_ = 0;
+  std::thread thread_;
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> posted_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_GATEWAY_HTTP_SERVER_H_

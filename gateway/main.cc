@@ -1,0 +1,114 @@
+// gateway: the OpenAI-compatible HTTP API (chat completions with text and
+// audio, streamed as server-sent events) in front of an omnistage
+// orchestrator. See docs/openai.md.
+//
+//   gateway --orchestrator=127.0.0.1:50051 --listen=127.0.0.1:8000 --model=omni-demo
+//   curl -N http://127.0.0.1:8000/v1/chat/completions -d '{"model": "omni-demo",
+//       "messages": [{"role": "user", "content": "Hi"}], "stream": true}'
+//
+// Prints one line "listening port=<port> address=<host:port>" once it serves.
+// SIGTERM/SIGINT: stops listening and exits 0 (open streams end; their
+// requests are cancelled, which aborts them on every stage).
+#include <signal.h>
+
+#include <iostream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "common/flags_usage.h"
+#include "common/listen_check.h"
+#include "common/log.h"
+#include "common/tls.h"
+#include "gateway/gateway.h"
+#include "gateway/http_server.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:8000", "host:port for HTTP clients; port 0 picks one");
+ABSL_FLAG(std::string, orchestrator, "127.0.0.1:50051", "host:port of the orchestrator");
+ABSL_FLAG(std::string, model, "omni-demo",
+          "the model id clients name (the pipeline's name, as GET /v1/models lists it)");
+ABSL_FLAG(int, text_stage, 0,
+          "the pipeline stage that writes the text: max_tokens, temperature and seed go there");
+ABSL_FLAG(std::string, orchestrator_tls_ca, "",
+          "PEM CA bundle the orchestrator's certificate must chain to: TLS to the orchestrator");
+ABSL_FLAG(std::string, orchestrator_tls_cert, "",
+          "PEM client certificate for the orchestrator (with --orchestrator_tls_key)");
+ABSL_FLAG(std::string, orchestrator_tls_key, "", "PEM private key of --orchestrator_tls_cert");
+ABSL_FLAG(std::string, orchestrator_tls_server_name, "",
+          "the name the orchestrator's certificate carries, when it is not the host dialled");
+ABSL_FLAG(std::string, log_format, "text", "log lines on stderr: text or json");
+ABSL_FLAG(std::string, log_level, "info", "the least severe lines logged: debug, info, "
+          "warning or error");
+
+namespace omnistage {
+namespace {
+
+int Run() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A client that closes its socket mid-write must not end the process.
+  signal(SIGPIPE, SIG_IGN);
+
+  absl::StatusOr<LogOptions> logging = LogOptionsFromFlags(
+      "gateway", absl::GetFlag(FLAGS_log_format), absl::GetFlag(FLAGS_log_level));
+  if (!logging.ok()) {
+    std::cerr << "gateway: " << logging.status().message() << "\n";
+    return 2;
+  }
+  InitLogging(*logging);
+  const std::string listen = absl::GetFlag(FLAGS_listen);
+  if (absl::Status s = CheckCanListen(listen); !s.ok()) {
+    std::cerr << "gateway: " << s.message() << "\n";
+    return 2;
+  }
+  GatewayOptions options;
+  options.model.id = absl::GetFlag(FLAGS_model);
+  options.model.text_stage = absl::GetFlag(FLAGS_text_stage);
+  options.orchestrator = absl::GetFlag(FLAGS_orchestrator);
+  options.orchestrator_tls = TlsFiles{absl::GetFlag(FLAGS_orchestrator_tls_cert),
+                                      absl::GetFlag(FLAGS_orchestrator_tls_key),
+                                      absl::GetFlag(FLAGS_orchestrator_tls_ca)};
+  options.orchestrator_tls_name = absl::GetFlag(FLAGS_orchestrator_tls_server_name);
+  if (options.model.id.empty()) {
+    std::cerr << "gateway: --model is empty\n";
+    return 2;
+  }
+  if (absl::Status s = CheckTlsFiles(options.orchestrator_tls, TlsSide::kClient); !s.ok()) {
+    std::cerr << "gateway: --orchestrator_tls_*: " << s.message() << "\n";
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Listen(listen);
+  if (!server.ok()) {
+    std::cerr << "gateway: " << server.status().message() << "\n";
+    return 2;
+  }
+  Gateway gateway(options, [http = server->get()](std::function<void()> task) {
+    http->Post(std::move(task));
+  });
+  (*server)->Serve([&gateway](std::shared_ptr<HttpExchange> exchange) {
+    gateway.Handle(std::move(exchange));
+  });
+  const std::string host = listen.substr(0, listen.rfind(':'));
+  std::cout << "listening port=" << (*server)->port() << " address=" << host << ":"
+            << (*server)->port() << std::endl;
+  LogInfo(absl::StrCat("serving model '", options.model.id, "' on ", host, ":",
+                       (*server)->port(), " for the orchestrator at ", options.orchestrator));
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  LogInfo(absl::StrCat(signal_number == SIGTERM ? "SIGTERM" : "SIGINT", ", stopping"));
+  (*server)->Stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace omnistage
+
+int main(int argc, char** argv) {
+  omnistage::SetUsage("Serves the OpenAI chat-completions API for an omnistage pipeline.",
+                      "gateway/main.cc");
+  omnistage::ParseFlagsOrExit(argc, argv, "gateway");
+  return omnistage::Run();
+}

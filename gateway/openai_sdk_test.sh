@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The official OpenAI SDK (npm `openai`, unchanged, run with node) through the
+# gateway to the demo pipeline (thinker -> talker -> vocoder), as real
+# processes on loopback, with bearer tokens on:
+# - a streamed chat completion with text and audio: the text equals what the
+#   gRPC client (omni) gets for the same seed, and the audio is the same PCM;
+# - the same, not streamed;
+# - every refusal arrives as the SDK's typed error (401, 400, 404);
+# - a client that goes away mid-stream: the pipeline shows 0 in flight after;
+# - 512 streams at once through the gateway, none lost.
+# Needs node and gateway/sdk_test/node_modules (./setup.sh runs npm ci there).
+# Stops what it starts, by PID.
+set -euo pipefail
+
+# The runfiles tree is symlinks; node finds node_modules next to the real file.
+SDK_DIR="$(dirname "$(readlink -f gateway/sdk_test/sdk_test.mjs)")"
+NODE="${NODE:-node}"
+omni=client/omni
+source tests/orchestrator_process.sh
+command -v "$NODE" >/dev/null || fail "node not found (set NODE=/path/to/node)"
+[ -d "$SDK_DIR/node_modules/openai" ] ||
+  fail "$SDK_DIR/node_modules/openai is missing: run ./setup.sh at the repository root"
+
+token="gateway-test-token-$RANDOM$RANDOM"
+admin="gateway-test-admin-$RANDOM$RANDOM"
+cat >"$out/tokens.yaml" <<YAML
+tokens:
+  - identity: sdk-user
+    role: user
+    token: "$token"
+  - identity: ops
+    role: admin
+    token: "$admin"
+YAML
+start_orchestrator orchestrator/configs/local_omni.yaml --tokens_file="$out/tokens.yaml"
+export OMNISTAGE_TOKEN="$token"
+
+gateway/gateway --orchestrator="127.0.0.1:$port" --listen=127.0.0.1:0 \
+  >"$out/gw.out" 2>"$out/gw.err" &
+gw_pid=$!
+trap 'kill -KILL $gw_pid $pid 2>/dev/null; wait $gw_pid $pid 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do
+  grep -q 'listening port=' "$out/gw.out" && break
+  sleep 0.1
+done
+gw_port=$(sed -n 's/.*listening port=\([0-9]*\).*/\1/p' "$out/gw.out")
+[ -n "$gw_port" ] || { cat "$out/gw.err"; fail "gateway did not start"; }
+base="http://127.0.0.1:$gw_port"
+for _ in $(seq 1 100); do
+  curl -sf "$base/health" >/dev/null && break
+  sleep 0.1
+done
+curl -sf "$base/health" >/dev/null || fail "gateway not healthy: $(curl -s "$base/health")"
+
+sdk() {
+  "$NODE" "$SDK_DIR/sdk_test.mjs" "$base" "$out" "$1" >"$out/$1.json" 2>"$out/$1.err" ||
+    fail "$1: $(cat "$out/$1.json" "$out/$1.err")"
+  echo "sdk $1: $(cat "$out/$1.json")"
+}
+
+# The gRPC client's answer to the same request (sdk_test.mjs: seed 7, 24 tokens).
+"$omni" generate "$server" --prompt="Tell me about the sea." --modalities=text,audio \
+  --max_tokens=0:24 --seed=0:7 --wav="$out/grpc.wav" >"$out/grpc.txt" 2>"$out/grpc.err" ||
+  fail "omni generate: $(cat "$out/grpc.err")"
+
+# The WAV's samples (after its 44-byte header) must be the same bytes.
+same_pcm() { cmp -s <(tail -c +45 "$1") <(tail -c +45 "$2"); }
+
+sdk stream
+[ "$(cat "$out/stream.txt")" = "$(cat "$out/grpc.txt")" ] ||
+  fail "streamed text differs: '$(cat "$out/stream.txt")' vs gRPC '$(cat "$out/grpc.txt")'"
+[ "$(head -c 4 "$out/stream.wav")" = "RIFF" ] || fail "streamed audio is not WAV"
+same_pcm "$out/stream.wav" "$out/grpc.wav" ||
+  fail "streamed audio differs: $(stat -c %s "$out/stream.wav") vs $(stat -c %s "$out/grpc.wav") bytes"
+
+sdk whole
+[ "$(cat "$out/whole.txt")" = "$(cat "$out/grpc.txt")" ] || fail "whole text differs"
+same_pcm "$out/whole.wav" "$out/grpc.wav" || fail "whole audio differs"
+
+sdk errors
+
+sdk disconnect
+in_flight() { OMNISTAGE_TOKEN="$admin" "$omni" status "$server" 2>/dev/null | sed -n 's/.*"inFlightRequests": \([0-9]*\).*/\1/p'; }
+for _ in $(seq 1 50); do
+  [ "$(in_flight)" = 0 ] && break
+  sleep 0.1
+done
+[ "$(in_flight)" = 0 ] || fail "after the disconnect $(in_flight) request(s) still in flight"
+
+sdk concurrent
+curl -s "$base/metrics" | grep -q 'omnistage_gateway_chat_completions_in_flight 0' ||
+  fail "the gateway still counts streams in flight: $(curl -s "$base/metrics")"
+echo PASS

@@ -1,0 +1,143 @@
+// The official OpenAI SDK (npm `openai`, unchanged) against the omnistage
+// gateway: what a user of it would do. Run by gateway/openai_sdk_test.sh:
+//
+//   node sdk_test.mjs <gateway base URL> <output dir> <check>
+//
+// Checks (each prints one JSON line and exits non-zero on failure):
+//   stream      text + audio streamed; writes stream.txt and stream.wav
+//   whole       the same, not streamed; writes whole.txt and whole.wav
+//   errors      each refusal arrives as the SDK's typed error with its status
+//   disconnect  stops reading after the first chunk (the gateway must abort)
+//   concurrent  512 streams at once, every one complete
+import fs from "node:fs";
+import path from "node:path";
+import OpenAI from "openai";
+
+const [base, out, check] = process.argv.slice(2);
+const apiKey = process.env.OMNISTAGE_TOKEN || "unused-without-tokens";
+const client = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0, timeout: 120000 });
+const model = process.env.OMNISTAGE_MODEL || "omni-demo";
+const request = {
+  model,
+  messages: [{ role: "user", content: "Tell me about the sea." }],
+  modalities: ["text", "audio"],
+  audio: { voice: "alloy", format: "wav" },
+  max_tokens: 24,
+  seed: 7,
+};
+
+function fail(message) {
+  console.log(JSON.stringify({ check, ok: false, message }));
+  process.exit(1);
+}
+
+async function stream() {
+  const chunks = await client.chat.completions.create({
+    ...request, stream: true, stream_options: { include_usage: true },
+  });
+  let text = "";
+  const audio = [];
+  let finish = null;
+  let usage = null;
+  let events = 0;
+  for await (const chunk of chunks) {
+    events += 1;
+    if (chunk.usage) usage = chunk.usage;
+    const choice = chunk.choices[0];
+    if (!choice) continue;
+    if (choice.delta?.content) text += choice.delta.content;
+    if (choice.delta?.audio?.data) audio.push(Buffer.from(choice.delta.audio.data, "base64"));
+    if (choice.finish_reason) finish = choice.finish_reason;
+  }
+  if (!finish) fail("no finish_reason");
+  if (!usage || usage.completion_tokens < 1) fail(`no usage: ${JSON.stringify(usage)}`);
+  fs.writeFileSync(path.join(out, "stream.txt"), text);
+  fs.writeFileSync(path.join(out, "stream.wav"), Buffer.concat(audio));
+  return { events, finish, chars: text.length, audio_bytes: Buffer.concat(audio).length };
+}
+
+async function whole() {
+  const completion = await client.chat.completions.create(request);
+  const message = completion.choices[0].message;
+  if (!message.audio?.data) fail("no audio in the message");
+  fs.writeFileSync(path.join(out, "whole.txt"), message.content);
+  fs.writeFileSync(path.join(out, "whole.wav"), Buffer.from(message.audio.data, "base64"));
+  return { finish: completion.choices[0].finish_reason, usage: completion.usage };
+}
+
+// Each call must fail with the SDK's error class for its status.
+async function errors() {
+  const cases = [
+    [{ ...request, model: "gpt-4o" }, OpenAI.NotFoundError, 404, "model"],
+    [{ ...request, max_tokens: "many" }, OpenAI.BadRequestError, 400, "max_tokens"],
+    [{ ...request, messages: [] }, OpenAI.BadRequestError, 400, "messages"],
+    [{ ...request, audio: { voice: "alloy", format: "mp3" } }, OpenAI.BadRequestError, 400,
+     "audio.format"],
+  ];
+  if (process.env.OMNISTAGE_TOKEN) {
+    const stranger = new OpenAI({ baseURL: `${base}/v1`, apiKey: "not-a-token-of-ours",
+                                  maxRetries: 0 });
+    try {
+      await stranger.chat.completions.create(request);
+      fail("an unknown token was served");
+    } catch (e) {
+      if (!(e instanceof OpenAI.AuthenticationError) || e.status !== 401) {
+        fail(`unknown token: ${e.constructor.name} ${e.status}`);
+      }
+    }
+  }
+  for (const [body, type, status, param] of cases) {
+    try {
+      await client.chat.completions.create(body);
+      fail(`${param}: served`);
+    } catch (e) {
+      if (!(e instanceof type) || e.status !== status || e.param !== param ||
+          !e.error?.message || !e.error?.type) {
+        fail(`${param}: got ${e.constructor.name} ${e.status} ${JSON.stringify(e.error)}`);
+      }
+    }
+  }
+  return { cases: cases.length };
+}
+
+async function disconnect() {
+  const controller = new AbortController();
+  const chunks = await client.chat.completions.create(
+    { ...request, max_tokens: 1000, stream: true }, { signal: controller.signal });
+  try {
+    for await (const chunk of chunks) {
+      if (chunk.choices[0]?.delta?.content) controller.abort();
+    }
+  } catch (e) {
+    if (!(e instanceof OpenAI.APIUserAbortError) && e.name !== "AbortError") throw e;
+  }
+  return { aborted: controller.signal.aborted };
+}
+
+async function concurrent() {
+  const streams = 512;
+  const one = async (i) => {
+    const chunks = await client.chat.completions.create({
+      model, messages: [{ role: "user", content: `Stream ${i}` }], max_tokens: 8, stream: true,
+    });
+    let text = "";
+    let finish = null;
+    for await (const chunk of chunks) {
+      text += chunk.choices[0]?.delta?.content || "";
+      finish = chunk.choices[0]?.finish_reason || finish;
+    }
+    return text.length > 0 && finish !== null;
+  };
+  const done = await Promise.all(Array.from({ length: streams }, (_, i) => one(i)));
+  const complete = done.filter(Boolean).length;
+  if (complete !== streams) fail(`${streams - complete} of ${streams} streams incomplete`);
+  return { streams, complete };
+}
+
+const checks = { stream, whole, errors, disconnect, concurrent };
+if (!checks[check]) fail(`unknown check '${check}'`);
+try {
+  console.log(JSON.stringify({ check, ok: true, ...(await checks[check]()) }));
+} catch (e) {
+  fail(`${e.constructor.name}: ${e.message}`);
+}
