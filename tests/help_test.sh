@@ -20,10 +20,12 @@ check() {  # BINARY ARGS... -- EXPECTED...
   done
 }
 check orchestrator/orchestrator --help -- "--config" "--listen" 'default: "127.0.0.1:50051"' \
-  "--metrics_listen" "--dns_server" "--stage_worker"
+  "--metrics_listen" "--dns_server" "--stage_worker" "--peer_listen" "--peer_tls_ca"
 check stage_worker/stage_worker --help -- "--engine" "--engine_params" "--drain_timeout_ms" \
   "default: 30000" "--metrics_listen" "--stall_timeout_ms"
-check client/omni --help -- "--server" "--prompt" "--wav" "--ids"
+check client/omni --help -- "--server" "--prompt" "--wav" "--ids" "--seed" "--cluster"
+check gateway/gateway --help -- "--listen" 'default: "127.0.0.1:8000"' "--orchestrator" \
+  "--model" "--orchestrator_tls_ca"
 check client/omni generate --help -- "--prompt" "--modalities"
 # A bad flag is bad usage: exit code 2 and one line naming it.
 bad() {  # EXPECTED_MESSAGE BINARY ARGS...
