@@ -5,20 +5,41 @@
 #   ./demo.sh ["prompt"]        text streams to the terminal, the same text spoken (espeak-ng)
 #                               to omnistage_demo.wav, then everything shuts down
 #   ./demo.sh --serve [PORT]    keep the pipeline serving on 127.0.0.1:PORT (default 50051)
-#                               for other clients until Ctrl-C
+#                               for other clients until Ctrl-C, with the OpenAI-compatible
+#                               gateway on 127.0.0.1:$GATEWAY_PORT (default 8000)
 #
 # Run ./setup.sh once first (the README's first command does both).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 CONFIG=orchestrator/configs/local_omni.yaml
-bazel build --ui_event_filters=-info,-progress //orchestrator //stage_worker //client:omni
+bazel build --ui_event_filters=-info,-progress //orchestrator //stage_worker //client:omni \
+  //gateway
 
 if [ "${1:-}" = "--serve" ]; then
   port="${2:-50051}"
-  echo "demo: serving $CONFIG on 127.0.0.1:$port (Ctrl-C to stop)" >&2
-  echo "demo: try: bazel-bin/client/omni generate --server=127.0.0.1:$port --prompt='Hello'" >&2
-  exec bazel-bin/orchestrator/orchestrator --config="$CONFIG" --listen="127.0.0.1:$port"
+  gateway_port="${GATEWAY_PORT:-8000}"
+  bazel-bin/orchestrator/orchestrator --config="$CONFIG" --listen="127.0.0.1:$port" &
+  orchestrator=$!
+  bazel-bin/gateway/gateway --orchestrator="127.0.0.1:$port" \
+    --listen="127.0.0.1:$gateway_port" --model=omni-demo &
+  gateway=$!
+  # Ctrl-C (or SIGTERM) stops both; the orchestrator drains first.
+  trap 'kill -TERM $gateway $orchestrator 2>/dev/null; wait $gateway $orchestrator 2>/dev/null' \
+    EXIT INT TERM
+  for _ in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$gateway_port/health" >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  cat >&2 <<TRY
+demo: serving $CONFIG on 127.0.0.1:$port (gRPC) and 127.0.0.1:$gateway_port (OpenAI API); Ctrl-C stops
+demo: try:
+  bazel-bin/client/omni generate --server=127.0.0.1:$port --prompt='Hello'
+  curl -N http://127.0.0.1:$gateway_port/v1/chat/completions -d '{"model": "omni-demo", "messages": [{"role": "user", "content": "Hello"}], "stream": true}'
+  node gateway/sdk_test/chat.mjs --base=http://127.0.0.1:$gateway_port --wav=hello.wav "Hello"
+TRY
+  wait "$orchestrator"
+  exit
 fi
 
 prompt="${1:-Tell me something about the sea.}"
