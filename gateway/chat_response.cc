@@ -5,8 +5,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "client/wav_writer.h"
 #include "common/error_proto.h"
+#include "common/wav_writer.h"
 #include "nlohmann/json.hpp"
 
 namespace omnistage {

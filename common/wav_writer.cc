@@ -1,4 +1,4 @@
-#include "client/wav_writer.h"
+#include "common/wav_writer.h"
 
 #include <cstdint>
 #include <fstream>

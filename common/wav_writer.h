@@ -4,8 +4,8 @@
 //   wav.Append(chunk);            // AudioChunk from a GenerateResponse
 //   absl::Status s = wav.Save("out.wav");
 //   std::string streamed = WavHeader(24000, 1, -1);   // then the PCM as it comes
-#ifndef OMNISTAGE_CLIENT_WAV_WRITER_H_
-#define OMNISTAGE_CLIENT_WAV_WRITER_H_
+#ifndef OMNISTAGE_COMMON_WAV_WRITER_H_
+#define OMNISTAGE_COMMON_WAV_WRITER_H_
 
 #include <cstdint>
 #include <string>
@@ -41,4 +41,4 @@ std::string WavHeader(int sample_rate_hz, int channels, int64_t data_bytes);
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_CLIENT_WAV_WRITER_H_
+#endif  // OMNISTAGE_COMMON_WAV_WRITER_H_
