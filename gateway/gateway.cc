@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_util.h"
+#include "common/log.h"
 #include "gateway/api_error.h"
 #include "nlohmann/json.hpp"
 
@@ -45,6 +46,9 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
 
 void Gateway::Count(const std::string& route, int status) {
   requests_.With({route, absl::StrCat(status)}).Increment();
+  // The pipeline or the orchestrator failed a client: say so (4xx are the
+  // client's own, and the client was told).
+  if (status >= 500) LogWarning(absl::StrCat(route, " answered HTTP ", status));
 }
 
 void Gateway::Respond(HttpExchange& exchange, int status, const std::string& content_type,

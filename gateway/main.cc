@@ -10,6 +10,7 @@
 // SIGTERM/SIGINT: stops listening and exits 0 (open streams end; their
 // requests are cancelled, which aborts them on every stage).
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <iostream>
 #include <string>
@@ -51,6 +52,13 @@ int Run() {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A client that closes its socket mid-write must not end the process.
   signal(SIGPIPE, SIG_IGN);
+  // Every client is a connection (a file descriptor): as many as the system
+  // allows this process, not the usual soft limit of 1,024.
+  rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
 
   absl::StatusOr<LogOptions> logging = LogOptionsFromFlags(
       "gateway", absl::GetFlag(FLAGS_log_format), absl::GetFlag(FLAGS_log_level));
