@@ -38,7 +38,7 @@ const std::set<std::string>& TopKeys() {
   static const auto* keys = new std::set<std::string>{
       "name",     "keepalive_ms",           "keepalive_timeout_ms",    "request_idle_timeout_ms",
       "limits",   "reconnect_initial_backoff_ms", "reconnect_max_backoff_ms", "drain_timeout_ms",
-      "stages",   "worker_abort_timeout_ms"};
+      "stages",   "worker_abort_timeout_ms", "peers"};
   return *keys;
 }
 
@@ -93,6 +93,10 @@ void CheckAccepted(const PipelineConfig& config) {
   CheckDuration(config.drain_timeout, absl::ZeroDuration(), "drain_timeout_ms");
   CheckDuration(config.worker_abort_timeout, absl::Milliseconds(1), "worker_abort_timeout_ms");
   FUZZ_CHECK(config.max_in_flight >= 1, "max_in_flight ", config.max_in_flight);
+  // Peers: a list or a name, never both; their calls end within the timeout.
+  FUZZ_CHECK(config.peers.addresses.empty() || !config.peers.discovery.has_value(),
+             "peers with both addresses and discovery");
+  CheckDuration(config.peer_timeout, absl::Milliseconds(1), "peers.timeout_ms");
   FUZZ_CHECK(config.max_prompt_bytes >= 1 &&
                  static_cast<int64_t>(config.max_prompt_bytes) <=
                      kDefaultWorkerMaxMessageBytes - kAddRequestEnvelopeBytes,
