@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# Builds the two omnistage images without pulling anything: the binaries come
+# Builds the three omnistage images without pulling anything: the binaries come
 # from this checkout's Bazel build, and each image's root filesystem is only
 # those binaries, the shared libraries they load (found with ldd), espeak-ng's
 # data (the talker and vocoder speak with it), and a passwd/group naming the
 # non-root user 65532. The filesystem is imported with Debian's podman (or
 # buildah).
 #
-#   deploy/images/build.sh                 # omnistage/orchestrator:dev, omnistage/stage-worker:dev
+#   deploy/images/build.sh                 # omnistage/orchestrator:dev, omnistage/stage-worker:dev,
+#                                          # omnistage/gateway:dev
 #   deploy/images/build.sh --tag 0.1.0     # another tag
 #   BAZEL_FLAGS="" deploy/images/build.sh  # fastbuild binaries (the default is -c opt)
 #
 # The orchestrator image carries stage_worker too (a flat install in
 # /usr/local/bin: the orchestrator finds it next to itself for `replicas:`
-# stages). For a registry-based build from Debian bookworm-slim, see
-# deploy/images/Containerfile.
+# stages). The gateway image (the OpenAI-compatible HTTP API, gateway/) is the
+# gateway alone, with the libraries it loads (libevent's among them). For a
+# registry-based build from Debian bookworm-slim, see deploy/images/Containerfile.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/../.."
 
@@ -31,7 +33,7 @@ if ! command -v podman >/dev/null; then
 fi
 
 # shellcheck disable=SC2086  # BAZEL_FLAGS is a list of flags.
-bazel build ${BAZEL_FLAGS--c opt} //orchestrator //stage_worker
+bazel build ${BAZEL_FLAGS--c opt} //orchestrator //stage_worker //gateway
 bin="$(bazel info ${BAZEL_FLAGS--c opt} bazel-bin 2>/dev/null)"
 
 work="$(mktemp -d)"
@@ -84,3 +86,5 @@ rootfs "$work/worker" "$bin/stage_worker/stage_worker"
 image omnistage/stage-worker /usr/local/bin/stage_worker "$work/worker"
 rootfs "$work/orchestrator" "$bin/orchestrator/orchestrator" "$bin/stage_worker/stage_worker"
 image omnistage/orchestrator /usr/local/bin/orchestrator "$work/orchestrator"
+rootfs "$work/gateway" "$bin/gateway/gateway"
+image omnistage/gateway /usr/local/bin/gateway "$work/gateway"

@@ -2,8 +2,9 @@
 # Test of the Kubernetes manifests, offline (no cluster): renders the sim and
 # gpu overlays with `${KUBECTL:-kubectl} kustomize`, checks both with
 # validate/validate.mjs (schemas, unknown fields, cross-references, the
-# orchestrator's peers, security: with the Secrets make_secrets.sh writes, so
-# every mounted key and the peer certificate's name are checked), then makes
+# orchestrator's peers, the gateway and the orchestrator it dials, security:
+# with the Secrets make_secrets.sh writes, so every mounted key and the peer
+# and orchestrator certificates' names are checked), then makes
 # sure the validator catches each defect planted in validate/testdata/.
 # Optional: KUBECTL_COMPARE=/path/to/another/kubectl also renders with that one
 # (e.g. kubectl 1.20's kustomize v2 and 1.32's v5) and requires the same objects.
@@ -59,6 +60,9 @@ for overlay in sim gpu; do
   # and its peers (the orchestrator's replicas) through their headless Service.
   grep -q "1 pipeline config(s) checked against 3 stage worker container(s), 1 with peers" <<<"$out" ||
     fail "overlays/$overlay: the orchestrator's pipeline config (stages and peers) was not checked"
+  # The gateway: its --orchestrator Service, probes and TLS to the orchestrator.
+  grep -q "1 gateway container(s) checked against their orchestrator" <<<"$out" ||
+    fail "overlays/$overlay: the gateway was not checked against the orchestrator it dials"
   checks=$((checks + 1))
 
   if [ -n "${KUBECTL_COMPARE:-}" ]; then
@@ -98,6 +102,10 @@ NEGATIVE=(
   "peers-no-peer-listen.yaml|--peer_listen is missing: its pipeline config (ConfigMap/pipeline pipeline.yaml) has peers:"
   "peers-other-pods.yaml|peers.discovery.dns: Service/o-peers does not select the pods of Deployment/orchestrator"
   "peer-cert-name.yaml|--peer_tls_cert (Secret peer-tls) does not name o-peers"
+  "gateway-no-service.yaml|--orchestrator=o-typo:50051: o-typo names no Service of the rendered output"
+  "gateway-probe-port.yaml|readinessProbe.httpGet.port: metrics is no containerPort of container gateway"
+  "gateway-liveness-health.yaml|livenessProbe.httpGet.path: /health is 503 whenever the orchestrator is not ready"
+  "gateway-cert-name.yaml|the orchestrator's certificate (Deployment/orchestrator --tls_cert, Secret o-tls) does not name o (it has: DNS:o-other)"
 )
 for case in "${NEGATIVE[@]}"; do
   fixture="${case%%|*}"
@@ -113,5 +121,6 @@ done
 version="$("$KUBECTL" version --client 2>/dev/null | grep -o 'v[0-9][0-9.]*' | head -1 || true)"
 echo "PASS: $checks checks: overlays sim and gpu render (kubectl ${version:-?}${KUBECTL_COMPARE:+, same objects with $KUBECTL_COMPARE})" \
   "and validate (schemas, unknown fields, selectors, ports, probes, ConfigMaps, discovery, stage ids," \
-  "peers, grace vs drain, TLS/mTLS/token flags, their Secret keys and the peer certificate's name);" \
+  "peers, the gateway's orchestrator Service, probes and certificate name, grace vs drain," \
+  "TLS/mTLS/token flags, their Secret keys and the peer certificate's name);" \
   "${#NEGATIVE[@]} planted defects each rejected."

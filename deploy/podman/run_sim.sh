@@ -5,10 +5,14 @@
 # own, and a DNS server (dnsmasq on that network's gateway) answering the
 # headless Service names (the stages', and omnistage-orchestrator-peers, by
 # which the orchestrator replicas find each other) with the pods' addresses —
-# the part of a cluster podman does not play. Secure as the manifests are: the
-# Secrets they mount come from deploy/certs/make_dev_certs.sh (directories of
-# this host under podman), the client speaks TLS with a token, the
-# orchestrators mTLS to the workers and to each other.
+# the part of a cluster podman does not play — and the orchestrator Service's
+# name, omnistage, with every orchestrator pod's, for the OpenAI-compatible
+# gateway's pods (podman has no ClusterIP; for_podman.py points their gRPC at
+# this DNS server). Secure as the manifests are: the Secrets they mount come
+# from deploy/certs/make_dev_certs.sh (directories of this host under podman),
+# the client speaks TLS with a token, the orchestrators mTLS to the workers and
+# to each other, the gateway TLS to the orchestrators with the client's bearer
+# token passed on.
 #
 #   deploy/podman/run_sim.sh                       # prompt "Tell me about the sea."
 #   deploy/podman/run_sim.sh "Hello there" --wav=/tmp/hello.wav
@@ -16,11 +20,12 @@
 #
 # Prints the pods, an orchestrator's view of its replicas and of the other
 # orchestrators (once every one is reachable on its peer port), the streamed
-# text and the WAV it saved, then aborts a request held by one orchestrator
-# through another (the forwarded Abort). Everything it starts (pods, network,
-# dnsmasq, clients) is stopped when it exits, also on failure. Needs root,
-# podman, runc, catatonit, dnsmasq, kubectl and python3-yaml (./setup.sh
-# --with-podman installs them).
+# text and the WAV it saved, a chat completion through a gateway pod (HTTP,
+# with the admin token as the bearer), then aborts a request held by one
+# orchestrator through another (the forwarded Abort). Everything it starts
+# (pods, network, dnsmasq, clients) is stopped when it exits, also on
+# failure. Needs root, podman, runc, catatonit, dnsmasq, kubectl and
+# python3-yaml (./setup.sh --with-podman installs them).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/../.."
 
@@ -64,6 +69,11 @@ CONF
 export CONTAINERS_CONF="$work/containers.conf"
 
 if [ -z "${SKIP_IMAGES:-}" ]; then deploy/images/build.sh; fi
+# The rendered manifests run three images; an older build.sh made two.
+for image in orchestrator stage-worker gateway; do
+  podman image exists "omnistage/$image:dev" ||
+    { echo "run_sim: image omnistage/$image:dev is missing: run deploy/images/build.sh (or drop SKIP_IMAGES)" >&2; exit 1; }
+done
 bazel build //client:omni >/dev/null 2>&1 || bazel build //client:omni
 
 # (kustomize v5 warns about fields it deprecates; v2.0.3 needs them.)
@@ -108,7 +118,10 @@ podman pod ps --format '{{.Name}} {{.Status}}' | sort
 
 # The pods' addresses under their Services' names, as cluster DNS would give them
 # (omnistage-orchestrator-peers: every orchestrator pod, as publishNotReadyAddresses
-# makes it). `want` counts the stage replicas among them.
+# makes it; omnistage, the orchestrators' ClusterIP Service, which the gateway
+# dials: every orchestrator pod too, one of which each gateway connects to).
+# `want` counts the stage replicas among them (not the orchestrator pods, listed
+# under both of their names).
 pod_ip() {
   podman inspect "$(podman pod inspect "$1" --format '{{.InfraContainerID}}')" \
     --format '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}'
@@ -183,6 +196,60 @@ echo "== metrics at ${orchestrator%:*}:9090"
 grep -E '^omnistage_(requests_total|replica_up)' "$work/metrics"
 grep -q '^omnistage_requests_total{finish_reason="stop"} 1$' "$work/metrics" ||
   { echo "run_sim: the orchestrator's metrics do not count the request" >&2; exit 1; }
+
+# The OpenAI-compatible gateway (deploy/kubernetes/base/gateway.yaml), the
+# first of its pods: ready (GET /health 200) once it reaches an orchestrator
+# as "omnistage" over TLS and that one is ready, then one chat completion, not streamed, with the admin token as the bearer:
+# 200 and the assistant's text. (After the metrics check: its request may land
+# on any orchestrator.) gateway_call.py URL [TOKEN_FILE PROMPT]: GET, or POST a chat
+# completion; prints the status line, then the body (or the reply's text).
+cat >"$work/gateway_call.py" <<'PY'
+import json, sys, urllib.error, urllib.request
+url = sys.argv[1]
+request = urllib.request.Request(url)
+if len(sys.argv) > 2:
+    with open(sys.argv[2]) as f:
+        request.add_header("Authorization", "Bearer " + f.read().strip())
+    request.add_header("Content-Type", "application/json")
+    # The model is the gateway's --model (gateway.yaml), the pipeline's name.
+    request.data = json.dumps({"model": "omni-demo", "messages": [
+        {"role": "user", "content": sys.argv[3]}]}).encode()
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # pod addresses: no proxy
+try:
+    with opener.open(request, timeout=60) as response:
+        status, body = response.status, response.read().decode()
+except urllib.error.HTTPError as e:
+    status, body = e.code, e.read().decode(errors="replace")
+except OSError as e:
+    status, body = 0, str(e)
+print(status)
+if len(sys.argv) > 2 and status == 200:
+    text = json.loads(body)["choices"][0]["message"]["content"]
+    print(text)
+    sys.exit(0 if text else 1)
+print(body)
+sys.exit(0 if status == 200 else 1)
+PY
+gateway_pod="$(podman pod ps --format '{{.Name}}' | grep '^omnistage-gateway-pod-' | sort | head -1 || true)"
+[ -n "$gateway_pod" ] || { echo "run_sim: no gateway pod" >&2; exit 1; }
+gw="$(pod_ip "$gateway_pod"):8000"
+for _ in $(seq 1 60); do
+  /usr/bin/python3 "$work/gateway_call.py" "http://$gw/health" >"$work/health" 2>&1 && break
+  sleep 0.5
+done
+if [ "$(head -1 "$work/health")" != 200 ]; then
+  echo "run_sim: the gateway at $gw is not ready: $(tail -n +2 "$work/health"); its log:" >&2
+  podman logs "$gateway_pod-gateway" >&2 || true
+  exit 1
+fi
+echo "== gateway at $gw: POST /v1/chat/completions: $prompt"
+if ! /usr/bin/python3 "$work/gateway_call.py" "http://$gw/v1/chat/completions" "$certs/admin.token" \
+  "$prompt" >"$work/chat" 2>&1; then
+  echo "run_sim: the chat completion through the gateway failed: $(cat "$work/chat"); its log:" >&2
+  podman logs "$gateway_pod-gateway" >&2 || true
+  exit 1
+fi
+echo "HTTP $(head -1 "$work/chat"): $(tail -n +2 "$work/chat")"
 
 # A long request on the first orchestrator, aborted through the last one: its
 # client-chosen id is not held there, so the abort is asked of every peer and

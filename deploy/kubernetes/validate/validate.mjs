@@ -8,7 +8,11 @@
 // Services, --stage_id, drain timeouts vs terminationGracePeriodSeconds) and
 // against its own replicas (peers: a headless Service over the orchestrator's
 // pods that publishes not-ready ones, at its --peer_listen port, and a peer
-// certificate carrying that name), and
+// certificate carrying that name), the gateway against the orchestrator it
+// dials (--orchestrator: a Service selecting orchestrator pods at their
+// --listen port, whose certificate carries the name dialled and chains to the
+// gateway's CA; HTTP probes on the gateway's own port and paths, liveness not
+// tied to the orchestrator), Prometheus annotations naming a declared port, and
 // security: the TLS, mTLS and token flags every omnistage container must pass
 // (secure by default), each file they name provided by a key of a mounted
 // Secret, and no gRPC probe on a port that serves TLS.
@@ -30,7 +34,14 @@ const SECURE_ORCHESTRATOR = ["tls_cert", "tls_key", "tokens_file", "worker_tls_c
 const SECURE_WORKER = ["tls_cert", "tls_key", "tls_client_ca"];
 // With a peer port (--peer_listen): mutual TLS between the orchestrators.
 const SECURE_PEER = ["peer_tls_cert", "peer_tls_key", "peer_tls_ca"];
-const FILE_FLAGS = new Set([...SECURE_ORCHESTRATOR, ...SECURE_WORKER, ...SECURE_PEER]);
+// The gateway (a container passing --orchestrator): TLS to the orchestrator.
+const SECURE_GATEWAY = ["orchestrator_tls_ca"];
+const GATEWAY_TLS_FILES = ["orchestrator_tls_ca", "orchestrator_tls_cert", "orchestrator_tls_key"];
+const FILE_FLAGS = new Set([...SECURE_ORCHESTRATOR, ...SECURE_WORKER, ...SECURE_PEER, ...GATEWAY_TLS_FILES]);
+// What the gateway answers to GET (gateway/gateway.h); anything else is 404.
+const GATEWAY_GET_PATHS = ["/v1/models", "/health", "/metrics"];
+// The gateway's --listen default: reachable from inside its pod only.
+const GATEWAY_LISTEN_DEFAULT = "127.0.0.1:8000";
 // Extended key usages (OIDs) a peer certificate needs: it serves the peer port
 // and is presented when calling a peer.
 const EKU = { serverAuth: "1.3.6.1.5.5.7.3.1", clientAuth: "1.3.6.1.5.5.7.3.2" };
@@ -117,6 +128,12 @@ function checkWorkload(w, configMaps) {
     report(w, "spec.selector", "does not match the pod template's labels (spec.template.metadata.labels)");
   }
   const volumes = new Map((spec.volumes ?? []).map((v) => [v.name, v]));
+  // Scrapers that discover pods by annotation scrape this port: it must be one
+  // a container declares.
+  const scrapePort = w.spec.template.metadata?.annotations?.["prometheus.io/port"];
+  if (scrapePort !== undefined && !spec.containers.some((c) => hasPort(c, Number(scrapePort)))) {
+    report(w, 'spec.template.metadata.annotations["prometheus.io/port"]', `${scrapePort} is no containerPort of the pod`);
+  }
   spec.containers.forEach((c, ci) => {
     const at = `spec.template.spec.containers[${ci}]`;
     for (const probe of PROBES) {
@@ -270,17 +287,38 @@ function certificateAt(w, c, path, secrets) {
   const secret = secrets.get(volume.secretName);
   const data = secret?.stringData?.[key] ?? (secret?.data?.[key] !== undefined ? Buffer.from(String(secret.data[key]), "base64") : undefined);
   if (data === undefined) return null;
-  try {
-    return { cert: new X509Certificate(data), secret: volume.secretName };
-  } catch {
-    return null;
+  // Every certificate of a PEM bundle (a chain, or a CA bundle); the first one
+  // is the certificate itself.
+  const all = [];
+  for (const [pem] of String(data).matchAll(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g)) {
+    try {
+      all.push(new X509Certificate(pem));
+    } catch {
+      // not a certificate: skipped
+    }
   }
+  if (!all.length) {
+    try {
+      all.push(new X509Certificate(data)); // DER
+    } catch {
+      return null;
+    }
+  }
+  return { cert: all[0], all, secret: volume.secretName };
+}
+
+// Whether a certificate of `chain` (a leaf and its intermediates) was signed
+// by a certificate of `cas` (a CA bundle): the chain a TLS client would build.
+function issuedBy(chain, cas) {
+  return chain.some((cert) => cas.some((ca) => cert.checkIssued(ca) && cert.verify(ca.publicKey)));
 }
 
 // Secure by default: the flags an omnistage container must pass, the files
 // they name, and probes that can reach a TLS-serving container.
 function checkSecurity(w, c, ci, flags, secrets) {
-  const required = flags.has("config") ? [...SECURE_ORCHESTRATOR] : flags.has("stage_id") ? [...SECURE_WORKER] : [];
+  const required = flags.has("config") ? [...SECURE_ORCHESTRATOR]
+    : flags.has("stage_id") ? [...SECURE_WORKER]
+    : flags.has("orchestrator") ? [...SECURE_GATEWAY] : [];
   if (flags.get("peer_listen")) required.push(...SECURE_PEER);
   for (const flag of required) {
     if (!flags.get(flag)) {
@@ -388,6 +426,131 @@ function checkPeers(orch, container, ci, cfg, services, serviceTargets, secrets)
   return true;
 }
 
+// A container port (a number, or a port name) as a number; undefined when the
+// container declares no such port.
+function containerPortNumber(container, port) {
+  if (typeof port === "number") return port;
+  return (container.ports ?? []).find((p) => p.name === port)?.containerPort;
+}
+
+// "omnistage:50051", "dns:///omnistage:50051" -> {host: "omnistage", port: 50051}.
+function splitTarget(target) {
+  const hostPort = String(target).replace(/^dns:\/\/\//, "");
+  const colon = hostPort.lastIndexOf(":");
+  if (colon < 0) return { host: hostPort, port: NaN };
+  return { host: hostPort.slice(0, colon).replace(/^\[(.*)\]$/, "$1"), port: Number(hostPort.slice(colon + 1)) };
+}
+
+// The gateway (gateway/: a container passing --orchestrator) against its own
+// pod (listen port, HTTP probes, scrape annotations) and against the
+// orchestrator it dials: a Service of the rendered output selecting
+// orchestrator pods, at their client port (--listen), serving TLS with a
+// certificate that carries the name dialled and chains to the gateway's CA.
+// Returns whether the orchestrator side was found and checked.
+function checkGateway(w, c, ci, flags, services, serviceTargets, secrets) {
+  const at = `spec.template.spec.containers[${ci}]`;
+  const listen = flags.get("listen") || GATEWAY_LISTEN_DEFAULT;
+  const listenPort = portOf(listen);
+  if (/^(127\.|localhost:|\[::1\]:)/.test(listen)) {
+    report(w.obj, `${at}.args`, `--listen=${listen}${flags.get("listen") ? "" : " (the default)"} is reachable from inside the pod only: ` +
+      `the Service and the kubelet's probes cannot reach it (use --listen=0.0.0.0:PORT)`);
+  }
+  // Probes: plain HTTP GET, on the --listen port, of a path the gateway serves.
+  // Liveness and start-up must not depend on the orchestrator (/health does):
+  // an orchestrator outage would restart every gateway.
+  for (const probe of PROBES) {
+    const p = c[probe];
+    if (!p) continue;
+    if (p.grpc) report(w.obj, `${at}.${probe}.grpc`, `the gateway serves no gRPC: probe it with httpGet`);
+    const get = p.httpGet;
+    if (!get) continue;
+    const port = containerPortNumber(c, get.port);
+    if (port !== undefined && port !== listenPort) {
+      report(w.obj, `${at}.${probe}.httpGet.port`, `${get.port} is not the gateway's --listen port ${listenPort}`);
+    }
+    if ((get.scheme ?? "HTTP") !== "HTTP") {
+      report(w.obj, `${at}.${probe}.httpGet.scheme`, `${get.scheme}: the gateway serves plain HTTP`);
+    }
+    const path = String(get.path ?? "/").split("?")[0];
+    if (!GATEWAY_GET_PATHS.includes(path)) {
+      report(w.obj, `${at}.${probe}.httpGet.path`, `${path} is not served by the gateway (GET ${GATEWAY_GET_PATHS.join(", ")}; anything else is 404)`);
+    } else if (path === "/health" && probe !== "readinessProbe") {
+      report(w.obj, `${at}.${probe}.httpGet.path`, `/health is 503 whenever the orchestrator is not ready: as a ${probe} it would restart ` +
+        `every gateway during an orchestrator outage (use /v1/models, which the gateway answers itself)`);
+    }
+  }
+  const annotations = w.obj.spec.template.metadata?.annotations ?? {};
+  if (annotations["prometheus.io/scrape"] === "true") {
+    if (annotations["prometheus.io/port"] !== undefined && Number(annotations["prometheus.io/port"]) !== listenPort) {
+      report(w.obj, 'spec.template.metadata.annotations["prometheus.io/port"]', `${annotations["prometheus.io/port"]}: the gateway serves /metrics on its --listen port ${listenPort}`);
+    }
+    if ((annotations["prometheus.io/path"] ?? "/metrics") !== "/metrics") {
+      report(w.obj, 'spec.template.metadata.annotations["prometheus.io/path"]', `${annotations["prometheus.io/path"]}: the gateway serves its metrics at /metrics`);
+    }
+  }
+  if (!!flags.get("orchestrator_tls_cert") !== !!flags.get("orchestrator_tls_key")) {
+    report(w.obj, `${at}.args`, `--orchestrator_tls_cert and --orchestrator_tls_key go together (a client certificate and its key)`);
+  }
+
+  // The orchestrator it dials.
+  const target = flags.get("orchestrator");
+  const where = `${at}.args`;
+  const { host, port } = splitTarget(target);
+  const svc = serviceOfDns(host, services);
+  if (!svc) {
+    report(w.obj, where, `--orchestrator=${target}: ${host} names no Service of the rendered output`);
+    return false;
+  }
+  const svcPort = (svc.spec?.ports ?? []).find((p) => p.port === port);
+  if (!svcPort) {
+    report(w.obj, where, `--orchestrator=${target}: ${port} is no port of ${idOf(svc)} (it has: ${(svc.spec?.ports ?? []).map((p) => p.port).join(", ") || "none"})`);
+    return false;
+  }
+  const selected = serviceTargets.get(svc) ?? [];
+  const orchestrators = [];
+  for (const o of selected) {
+    const oc = o.containers.find((x) => flagsOf(x).has("config"));
+    if (!oc) {
+      report(w.obj, where, `--orchestrator=${target}: ${idOf(svc)} selects the pods of ${idOf(o.obj)}, which run no orchestrator (no --config)`);
+      continue;
+    }
+    const targetPort = svcPort.targetPort ?? svcPort.port;
+    const oListen = flagsOf(oc).get("listen");
+    if (containerPortNumber(oc, targetPort) !== portOf(oListen)) {
+      report(w.obj, where, `--orchestrator=${target}: ${idOf(svc)} port ${port} leads to port ${targetPort} of ${idOf(o.obj)}, ` +
+        `which is not its orchestrator's client port (--listen=${oListen ?? "unset"})`);
+      continue;
+    }
+    orchestrators.push({ o, oc });
+  }
+  if (!selected.length) return false; // checkService reported the selector
+  if (!orchestrators.length) return false;
+
+  // TLS: the gateway's CA and the name it checks against the orchestrator's certificate.
+  const name = flags.get("orchestrator_tls_server_name") || host.replace(/\.$/, "");
+  const ca = flags.get("orchestrator_tls_ca") && certificateAt(w, c, flags.get("orchestrator_tls_ca"), secrets);
+  for (const { o, oc } of orchestrators) {
+    const oflags = flagsOf(oc);
+    if (!oflags.get("tls_cert")) {
+      if (flags.get("orchestrator_tls_ca")) {
+        report(w.obj, where, `--orchestrator_tls_ca is set but ${idOf(o.obj)} serves plaintext (no --tls_cert): the TLS handshake would fail`);
+      }
+      continue;
+    }
+    const served = certificateAt(o, oc, oflags.get("tls_cert"), secrets);
+    if (!served) continue; // its Secret is not in the input (or checkSecretFile reported it)
+    const what = `the orchestrator's certificate (${idOf(o.obj)} --tls_cert, Secret ${served.secret})`;
+    if (!served.cert.checkHost(name, { subjects: "never" })) {
+      report(w.obj, where, `--orchestrator=${target}: ${what} does not name ${name} ` +
+        `(it has: ${served.cert.subjectAltName ?? "no subjectAltName"}): dial one of its names or set --orchestrator_tls_server_name`);
+    }
+    if (ca && !issuedBy(served.all, ca.all)) {
+      report(w.obj, where, `--orchestrator_tls_ca (Secret ${ca.secret}) did not issue ${what}: the TLS handshake would fail`);
+    }
+  }
+  return true;
+}
+
 // The orchestrator's pipeline config against the rendered workers.
 function checkPipeline(orch, container, cfg, services, workloads, serviceTargets) {
   const where = `ConfigMap/${cfg.name} ${cfg.key}`;
@@ -450,10 +613,14 @@ ofKind("PodDisruptionBudget").forEach((pdb) => checkPdb(pdb, workloads));
 let pipelines = 0;
 let workers = 0;
 let withPeers = 0;
+let gateways = 0;
 for (const w of workloads) {
   for (const [ci, c] of w.containers.entries()) {
     const flags = flagsOf(c);
     checkSecurity(w, c, ci, flags, secrets);
+    if (flags.has("orchestrator") && !flags.has("config") && !flags.has("stage_id")) {
+      if (checkGateway(w, c, ci, flags, services, serviceTargets, secrets)) gateways++;
+    }
     if (flags.has("stage_id")) {
       workers++;
       const drain = Number(flags.get("drain_timeout_ms") ?? WORKER_DRAIN_DEFAULT_MS);
@@ -479,5 +646,6 @@ const kinds = {};
 for (const o of objects) kinds[o.kind] = (kinds[o.kind] ?? 0) + 1;
 console.log(
   `validate: OK: ${objects.length} objects (${Object.entries(kinds).map(([k, n]) => `${n} ${k}`).join(", ")}); ` +
-    `${pipelines} pipeline config(s) checked against ${workers} stage worker container(s), ${withPeers} with peers`,
+    `${pipelines} pipeline config(s) checked against ${workers} stage worker container(s), ${withPeers} with peers; ` +
+    `${gateways} gateway container(s) checked against their orchestrator`,
 );
