@@ -89,13 +89,21 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
     Respond(*exchange, error.http_status, kJson, error.Json());
     return;
   }
+  if (draining_) {
+    const ApiError error = FromStatus(
+        absl::UnavailableError("the gateway is shutting down; retry (another replica answers)"));
+    Respond(*exchange, error.http_status, kJson, error.Json());
+    return;
+  }
   in_flight_.Add(1);
+  ++in_flight_count_;
   const std::string authorization = exchange->Header("Authorization");
   const std::string traceparent = exchange->Header("traceparent");
   ChatCall::Start(stub_.get(), std::get<ChatRequest>(std::move(parsed)), options_.model.id,
                   authorization, traceparent, exchange, post_,
                   [this, path = exchange->path()](int status) {
                     in_flight_.Add(-1);
+                    --in_flight_count_;
                     Count(path, status);
                   });
 }
@@ -106,6 +114,10 @@ void Gateway::Health(std::shared_ptr<HttpExchange> exchange) {
     grpc::health::v1::HealthCheckRequest request;
     grpc::health::v1::HealthCheckResponse response;
   };
+  if (draining_) {
+    Respond(*exchange, 503, kJson, R"({"status": "draining"})");
+    return;
+  }
   auto check = std::make_shared<Check>();
   check->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
   // Readiness: the orchestrator accepts requests and every stage has a replica.

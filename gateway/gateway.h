@@ -11,6 +11,7 @@
 #ifndef OMNISTAGE_GATEWAY_GATEWAY_H_
 #define OMNISTAGE_GATEWAY_GATEWAY_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -43,6 +44,12 @@ class Gateway {
 
   // The HttpServer's handler (loop thread).
   void Handle(std::shared_ptr<HttpExchange> exchange);
+  // Shutting down: /health answers 503 (readiness: no new clients are sent
+  // here) and new chat completions are refused with 503; those running go on.
+  // Thread-safe.
+  void Drain() { draining_ = true; }
+  // Chat completions running. Thread-safe.
+  int in_flight() const { return in_flight_count_.load(); }
   MetricsRegistry& metrics() { return registry_; }
 
  private:
@@ -60,6 +67,8 @@ class Gateway {
   MetricsRegistry registry_;
   Family<Counter>& requests_;
   Gauge& in_flight_;
+  std::atomic<bool> draining_{false};
+  std::atomic<int> in_flight_count_{0};
 };
 
 }  // namespace omnistage

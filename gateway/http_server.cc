@@ -187,6 +187,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Listen(const std::string
   if (bound == nullptr) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
   }
+  server->bound_ = bound;
   sockaddr_storage local{};
   socklen_t length = sizeof(local);
   if (getsockname(evhttp_bound_socket_get_fd(bound), reinterpret_cast<sockaddr*>(&local),
@@ -227,6 +228,14 @@ void HttpServer::Post(std::function<void()> task) {
   if (stopped_) return;
   posted_.push_back(std::move(task));
   event_active(wake_, EV_READ, 0);
+}
+
+void HttpServer::StopListening() {
+  Post([this] {
+    if (bound_ == nullptr) return;
+    evhttp_del_accept_socket(http_, bound_);
+    bound_ = nullptr;
+  });
 }
 
 void HttpServer::OnWake(int, short, void* server) { static_cast<HttpServer*>(server)->RunPosted(); }

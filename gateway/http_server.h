@@ -25,6 +25,7 @@
 struct event;
 struct event_base;
 struct evhttp;
+struct evhttp_bound_socket;
 struct evhttp_request;
 
 namespace omnistage {
@@ -93,6 +94,8 @@ class HttpServer {
   int port() const { return port_; }
   // Runs `task` on the loop thread (thread-safe); dropped once stopped.
   void Post(std::function<void()> task);
+  // Takes no new connection (those open go on). Thread-safe.
+  void StopListening();
   // Stops the loop and closes every connection. Idempotent.
   void Stop();
 
@@ -105,6 +108,7 @@ class HttpServer {
   Handler handler_;
   event_base* base_ = nullptr;
   evhttp* http_ = nullptr;
+  struct evhttp_bound_socket* bound_ = nullptr;
   event* wake_ = nullptr;
   int port_ = 0;
   std::thread thread_;

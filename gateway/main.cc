@@ -7,8 +7,9 @@
 //       "messages": [{"role": "user", "content": "Hi"}], "stream": true}'
 //
 // Prints one line "listening port=<port> address=<host:port>" once it serves.
-// SIGTERM/SIGINT: stops listening and exits 0 (open streams end; their
-// requests are cancelled, which aborts them on every stage).
+// SIGTERM/SIGINT: drains — takes no new connection, answers /health and new
+// completions with 503, lets running ones finish for --drain_timeout_ms — then
+// exits 0 (what still runs is cancelled, which aborts it on every stage).
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -16,6 +17,8 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "absl/strings/str_cat.h"
 #include "common/flags_usage.h"
 #include "common/listen_check.h"
@@ -37,6 +40,9 @@ ABSL_FLAG(std::string, orchestrator_tls_cert, "",
 ABSL_FLAG(std::string, orchestrator_tls_key, "", "PEM private key of --orchestrator_tls_cert");
 ABSL_FLAG(std::string, orchestrator_tls_server_name, "",
           "the name the orchestrator's certificate carries, when it is not the host dialled");
+ABSL_FLAG(int, drain_timeout_ms, 20000,
+          "on SIGTERM, how long running chat completions may still finish before the "
+          "process ends (their requests are then cancelled)");
 ABSL_FLAG(std::string, log_format, "text", "log lines on stderr: text or json");
 ABSL_FLAG(std::string, log_level, "info", "the least severe lines logged: debug, info, "
           "warning or error");
@@ -106,7 +112,24 @@ int Run() {
                        (*server)->port(), " for the orchestrator at ", options.orchestrator));
   int signal_number = 0;
   sigwait(&signals, &signal_number);
-  LogInfo(absl::StrCat(signal_number == SIGTERM ? "SIGTERM" : "SIGINT", ", stopping"));
+  // Drain: no new connection or completion; /health turns 503 so the load
+  // balancer stops sending clients; running streams may finish.
+  const absl::Duration drain = absl::Milliseconds(absl::GetFlag(FLAGS_drain_timeout_ms));
+  LogInfo(absl::StrCat(signal_number == SIGTERM ? "SIGTERM" : "SIGINT", ", draining: ",
+                       gateway.in_flight(), " chat completion(s) get up to ",
+                       absl::FormatDuration(drain), " (signal again to stop at once)"));
+  gateway.Drain();
+  (*server)->StopListening();
+  // A second signal ends the wait.
+  timespec poll{0, 50 * 1000 * 1000};
+  const absl::Time deadline = absl::Now() + drain;
+  while (gateway.in_flight() > 0 && absl::Now() < deadline) {
+    if (sigtimedwait(&signals, nullptr, &poll) > 0) break;
+  }
+  if (gateway.in_flight() > 0) {
+    LogWarning(absl::StrCat("stopping with ", gateway.in_flight(),
+                            " chat completion(s) still running; they are cancelled"));
+  }
   (*server)->Stop();
   return 0;
 }

@@ -90,4 +90,24 @@ done
 sdk concurrent
 curl -s "$base/metrics" | grep -q 'omnistage_gateway_chat_completions_in_flight 0' ||
   fail "the gateway still counts streams in flight: $(curl -s "$base/metrics")"
+
+# SIGTERM drains: the running stream ends whole, new clients are turned away,
+# the gateway exits 0.
+curl -sN "$base/v1/chat/completions" -H "Authorization: Bearer $token" -d '{"model":
+  "omni-demo", "messages": [{"role": "user", "content": "Drain"}], "modalities": ["text",
+  "audio"], "stream": true}' >"$out/drain.sse" &
+curl_pid=$!
+for _ in $(seq 1 100); do
+  [ -s "$out/drain.sse" ] && break
+  sleep 0.05
+done
+[ -s "$out/drain.sse" ] || fail "the stream to drain never began"
+kill -TERM "$gw_pid"
+sleep 0.2
+code=$(curl -s -o /dev/null -w '%{http_code}' "$base/health" || true)
+[ "$code" = 503 ] || [ "$code" = 000 ] || fail "a new client during the drain got HTTP $code"
+wait "$curl_pid" || fail "the draining stream's client failed"
+tail -c 200 "$out/drain.sse" | grep -q 'data: \[DONE\]' || fail "the draining stream was cut: $(tail -c 300 "$out/drain.sse")"
+wait "$gw_pid" || fail "the gateway exited $? after the drain"
+grep -q 'draining: 1 chat completion' "$out/gw.err" || fail "no drain line in the log: $(cat "$out/gw.err")"
 echo PASS
