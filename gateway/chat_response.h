@@ -9,8 +9,8 @@
 //            message.audio.data (base64 of a whole WAV file, or raw pcm16)
 //   STOP -> finish_reason "stop", LENGTH -> "length"; an ERROR or ABORT after the
 //   stream began -> an {"error": {...}} event, then [DONE].
-// Usage: prompt_tokens counts the prompt's words, completion_tokens the text
-// pieces the text stage produced (one per step of the simulated engines).
+// Usage: prompt_tokens and completion_tokens count the words of the prompt and
+// of the text produced (the engines report no token counts).
 //
 // One per request; not thread-safe.
 #ifndef OMNISTAGE_GATEWAY_CHAT_RESPONSE_H_
@@ -32,7 +32,10 @@ class ChatEncoder {
   // `created`: Unix seconds.
   ChatEncoder(const ChatRequest& request, std::string model, int64_t created);
   // The completion's id becomes "chatcmpl-<request id>" (the orchestrator's id).
-  void set_request_id(const std::string& request_id) { id_ = "chatcmpl-" + request_id; }
+  void set_request_id(const std::string& request_id) {
+    id_ = "chatcmpl-" + request_id;
+    prefix_.clear();
+  }
 
   // Streaming: the events for `response`'s outputs ("" when it has none the
   // client asked for).
@@ -47,8 +50,9 @@ class ChatEncoder {
   std::variant<std::string, ApiError> Completion(const v1::Terminal& terminal) const;
 
  private:
-  // One "data: {chunk}\n\n" event with `delta` (a JSON object's text).
-  std::string ChunkEvent(const std::string& delta_json, const char* finish_reason);
+  // One "data: {chunk}\n\n" event whose delta holds `delta_fields` (JSON
+  // members, "" for none).
+  std::string ChunkEvent(const std::string& delta_fields, const char* finish_reason);
   std::string UsageJson() const;
 
   const bool text_;
@@ -60,6 +64,8 @@ class ChatEncoder {
   const int64_t created_;
   const int64_t prompt_tokens_;
   int64_t completion_tokens_ = 0;
+  // Every chunk event's text up to its delta's members.
+  std::string prefix_;
   bool role_sent_ = false;
   bool wav_header_sent_ = false;
   // Not streaming: what came.

@@ -2,11 +2,13 @@
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/thread.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <mutex>
@@ -250,6 +252,16 @@ void HttpServer::RunPosted() {
 }
 
 void HttpServer::OnRequest(evhttp_request* request, void* server) {
+  // Events are small writes that must go out at once: without TCP_NODELAY
+  // each waits for the client's delayed ACK (~40 ms). libevent does not set
+  // it on accepted connections; setting it again on a kept-alive one is free.
+  if (evhttp_connection* connection = evhttp_request_get_connection(request)) {
+    if (bufferevent* buffered = evhttp_connection_get_bufferevent(connection)) {
+      const int fd = bufferevent_getfd(buffered);
+      const int on = 1;
+      if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+    }
+  }
   std::shared_ptr<HttpExchange> exchange(new HttpExchange(request));
   static_cast<HttpServer*>(server)->handler_(std::move(exchange));
 }
