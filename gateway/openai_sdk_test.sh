@@ -7,7 +7,9 @@
 # - the same, not streamed;
 # - every refusal arrives as the SDK's typed error (401, 400, 404);
 # - a client that goes away mid-stream: the pipeline shows 0 in flight after;
-# - 512 streams at once through the gateway, none lost.
+# - 512 streams at once through the gateway, none lost;
+# - the orchestrator's admission limit as 429, no orchestrator as 503;
+# - SIGTERM drains: a running stream ends whole.
 # Needs node and gateway/sdk_test/node_modules (./setup.sh runs npm ci there).
 # Stops what it starts, by PID.
 set -euo pipefail
@@ -35,17 +37,24 @@ YAML
 start_orchestrator orchestrator/configs/local_omni.yaml --tokens_file="$out/tokens.yaml"
 export OMNISTAGE_TOKEN="$token"
 
-gateway/gateway --orchestrator="127.0.0.1:$port" --listen=127.0.0.1:0 \
-  >"$out/gw.out" 2>"$out/gw.err" &
-gw_pid=$!
-trap 'kill -KILL $gw_pid $pid 2>/dev/null; wait $gw_pid $pid 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do
-  grep -q 'listening port=' "$out/gw.out" && break
-  sleep 0.1
-done
-gw_port=$(sed -n 's/.*listening port=\([0-9]*\).*/\1/p' "$out/gw.out")
-[ -n "$gw_port" ] || { cat "$out/gw.err"; fail "gateway did not start"; }
-base="http://127.0.0.1:$gw_port"
+# start_gateway NAME ORCHESTRATOR_PORT: a gateway on port 0; sets $gw_pid, $base.
+start_gateway() {
+  gateway/gateway --orchestrator="127.0.0.1:$2" --listen=127.0.0.1:0 \
+    >"$out/$1.out" 2>"$out/$1.err" &
+  gw_pid=$!
+  pids="$pids $gw_pid"
+  for _ in $(seq 1 100); do
+    grep -q 'listening port=' "$out/$1.out" && break
+    sleep 0.1
+  done
+  local gw_port
+  gw_port=$(sed -n 's/.*listening port=\([0-9]*\).*/\1/p' "$out/$1.out")
+  [ -n "$gw_port" ] || { cat "$out/$1.err"; fail "gateway $1 did not start"; }
+  base="http://127.0.0.1:$gw_port"
+}
+pids="$pid"
+trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
+start_gateway gw "$port"
 for _ in $(seq 1 100); do
   curl -sf "$base/health" >/dev/null && break
   sleep 0.1
@@ -110,4 +119,39 @@ wait "$curl_pid" || fail "the draining stream's client failed"
 tail -c 200 "$out/drain.sse" | grep -q 'data: \[DONE\]' || fail "the draining stream was cut: $(tail -c 300 "$out/drain.sse")"
 wait "$gw_pid" || fail "the gateway exited $? after the drain"
 grep -q 'draining: 1 chat completion' "$out/gw.err" || fail "no drain line in the log: $(cat "$out/gw.err")"
+
+# An orchestrator that admits one request in flight: the second is 429; then,
+# with that orchestrator gone, 503.
+cat >"$out/one.yaml" <<YAML
+name: omni-demo
+limits: {max_in_flight: 1}
+stages:
+  - name: thinker
+    engine: thinker
+    engine_params: {batch_size: 4, step_time_us: 2000}
+    replicas: 1
+    final_output: true
+    output_modality: text
+    defaults: {extra: {sentences: 100}}
+YAML
+orchestrator/orchestrator --config="$out/one.yaml" --listen=127.0.0.1:0 \
+  --stage_worker=stage_worker/stage_worker --tokens_file="$out/tokens.yaml" \
+  >"$out/one.out" 2>"$out/one.err" &
+one_pid=$!
+pids="$pids $one_pid"
+for _ in $(seq 1 300); do
+  grep -q 'listening port=' "$out/one.out" && break
+  sleep 0.1
+done
+one_port=$(sed -n 's/.*listening port=\([0-9]*\).*/\1/p' "$out/one.out")
+[ -n "$one_port" ] || { cat "$out/one.err"; fail "the limited orchestrator did not start"; }
+start_gateway limited "$one_port"
+for _ in $(seq 1 100); do
+  curl -sf "$base/health" >/dev/null && break
+  sleep 0.1
+done
+sdk limited
+kill -KILL "$one_pid"
+wait "$one_pid" 2>/dev/null || true
+sdk unavailable
 echo PASS

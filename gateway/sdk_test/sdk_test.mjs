@@ -9,6 +9,8 @@
 //   errors      each refusal arrives as the SDK's typed error with its status
 //   disconnect  stops reading after the first chunk (the gateway must abort)
 //   concurrent  512 streams at once, every one complete
+//   limited     (an orchestrator admitting one request) a second one is 429
+//   unavailable (no orchestrator answers) a request is 503
 import fs from "node:fs";
 import path from "node:path";
 import OpenAI from "openai";
@@ -134,7 +136,41 @@ async function concurrent() {
   return { streams, complete };
 }
 
-const checks = { stream, whole, errors, disconnect, concurrent };
+// Against an orchestrator whose limits admit one request in flight.
+async function limited() {
+  const controller = new AbortController();
+  const first = await client.chat.completions.create(
+    { ...request, modalities: ["text"], max_tokens: 1000, stream: true },
+    { signal: controller.signal });
+  const iterator = first[Symbol.asyncIterator]();
+  await iterator.next();  // It runs.
+  try {
+    await client.chat.completions.create({ ...request, modalities: ["text"] });
+    fail("a second request was admitted");
+  } catch (e) {
+    if (!(e instanceof OpenAI.RateLimitError) || e.status !== 429 || e.code !== "rate_limit_exceeded") {
+      fail(`second request: ${e.constructor.name} ${e.status} ${JSON.stringify(e.error)}`);
+    }
+  }
+  controller.abort();
+  return { status: 429 };
+}
+
+// With no orchestrator behind the gateway.
+async function unavailable() {
+  try {
+    await client.chat.completions.create(request);
+    fail("served without an orchestrator");
+  } catch (e) {
+    if (!(e instanceof OpenAI.InternalServerError) || e.status !== 503 ||
+        e.error?.type !== "server_error") {
+      fail(`${e.constructor.name} ${e.status} ${JSON.stringify(e.error)}`);
+    }
+  }
+  return { status: 503 };
+}
+
+const checks = { stream, whole, errors, disconnect, concurrent, limited, unavailable };
 if (!checks[check]) fail(`unknown check '${check}'`);
 try {
   console.log(JSON.stringify({ check, ok: true, ...(await checks[check]()) }));
