@@ -22,27 +22,21 @@
 // that reach them by `addresses:`; everything listens on 127.0.0.1. Every
 // process is stopped by PID, also on failure, and dies with the program; the
 // whole run is bounded by --max_seconds. See docs/benchmarks.md.
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <limits>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "tests/bench/bench_processes.h"
 #include "tests/bench/peer_cluster.h"
+#include "tests/bench/run_table.h"
 #include "tests/bench/scenarios.h"
 
 ABSL_FLAG(std::string, scenarios, "throughput,abort,pick", "which of throughput, abort, pick");
@@ -55,31 +49,6 @@ ABSL_FLAG(int, max_seconds, 900, "the whole run is cut (exit 3) after this long"
 namespace omnistage {
 namespace bench {
 namespace {
-
-constexpr double kNone = std::numeric_limits<double>::quiet_NaN();  // Shown as "-".
-
-// Figures by run: each row holds one value per column for each run.
-struct Table {
-  struct Row {
-    std::string label;
-    std::vector<std::vector<double>> runs;  // Empty for a run that failed.
-  };
-  Table(std::string title, std::vector<std::string> columns)
-      : title(std::move(title)), columns(std::move(columns)) {}
-
-  void Add(const std::string& label, int run, std::vector<double> values) {
-    auto it =
-        std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.label == label; });
-    Row& row = it != rows.end() ? *it : rows.emplace_back(Row{label, {}});
-    if (static_cast<int>(row.runs.size()) <= run) row.runs.resize(run + 1);
-    row.runs[run] = std::move(values);
-  }
-
-  std::string title;
-  std::vector<std::string> columns;
-  std::vector<Row> rows;
-  std::vector<std::string> errors;
-};
 
 struct Env {
   Binaries binaries;
@@ -225,102 +194,6 @@ absl::Status Pick(const Env& env, int run, Table& table) {
   return absl::OkStatus();
 }
 
-// Counts and large figures whole, the rest to two decimals; "-" for none.
-std::string Number(double value) {
-  if (std::isnan(value)) return "-";
-  const bool whole = value == std::floor(value) || std::fabs(value) >= 100;
-  return absl::StrFormat("%.*f", whole ? 0 : 2, value);
-}
-
-std::string FormatTable(const Table& table) {
-  // Cells first, then each column as wide as its widest cell.
-  std::vector<std::vector<std::string>> lines = {{"row", "run"}};
-  lines[0].insert(lines[0].end(), table.columns.begin(), table.columns.end());
-  for (const Table::Row& row : table.rows) {
-    std::vector<double> low(table.columns.size(), kNone), high = low;
-    for (size_t r = 0; r < row.runs.size(); ++r) {
-      lines.push_back({r == 0 ? row.label : "", absl::StrCat(r + 1)});
-      for (size_t c = 0; c < row.runs[r].size(); ++c) {
-        const double v = row.runs[r][c];
-        lines.back().push_back(Number(v));
-        if (std::isnan(v)) continue;
-        low[c] = std::isnan(low[c]) ? v : std::min(low[c], v);
-        high[c] = std::isnan(high[c]) ? v : std::max(high[c], v);
-      }
-    }
-    lines.push_back({row.runs.empty() ? row.label : "", "min..max"});
-    for (size_t c = 0; c < table.columns.size(); ++c) {
-      lines.back().push_back(
-          std::isnan(low[c]) ? "-" : absl::StrCat(Number(low[c]), "..", Number(high[c])));
-    }
-  }
-  std::vector<size_t> width(lines[0].size(), 0);
-  for (const auto& line : lines) {
-    for (size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], line[c].size());
-  }
-  std::string text = absl::StrCat("\n", table.title, "\n");
-  for (const auto& line : lines) {
-    for (size_t c = 0; c < line.size(); ++c) {
-      const std::string pad(width[c] - line[c].size(), ' ');
-      absl::StrAppend(&text, c == 0 ? "" : "  ", c < 2 ? line[c] + pad : pad + line[c]);
-    }
-    absl::StrAppend(&text, "\n");
-  }
-  for (const std::string& e : table.errors) absl::StrAppend(&text, "  error: ", e, "\n");
-  return text;
-}
-
-std::string Json(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppend(&out, absl::StrFormat("\\u%04x", c));
-    } else {
-      absl::StrAppend(&out, c == '"' || c == '\\' ? "\\" : "", std::string(1, c));
-    }
-  }
-  return out + "\"";
-}
-
-std::string JsonTables(const std::string& header, const std::vector<Table>& tables) {
-  std::vector<std::string> parts;
-  for (const Table& t : tables) {
-    std::vector<std::string> columns, rows, errors;
-    for (const std::string& column : t.columns) columns.push_back(Json(column));
-    for (const Table::Row& row : t.rows) {
-      std::vector<std::string> runs;
-      for (const std::vector<double>& values : row.runs) {
-        std::vector<std::string> cells;
-        for (double v : values) cells.push_back(std::isnan(v) ? "null" : absl::StrCat(v));
-        runs.push_back(absl::StrCat("[", absl::StrJoin(cells, ","), "]"));
-      }
-      rows.push_back(absl::StrCat("{\"label\":", Json(row.label), ",\"runs\":[",
-                                  absl::StrJoin(runs, ","), "]}"));
-    }
-    for (const std::string& e : t.errors) errors.push_back(Json(e));
-    parts.push_back(absl::StrCat(
-        "{\"title\":", Json(t.title), ",\"columns\":[", absl::StrJoin(columns, ","), "],\"rows\":[",
-        absl::StrJoin(rows, ","), "],\"errors\":[", absl::StrJoin(errors, ","), "]}"));
-  }
-  return absl::StrCat("{\"header\":", Json(header), ",\"tables\":[", absl::StrJoin(parts, ","),
-                      "]}\n");
-}
-
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string one, five, fifteen;
-  in >> one >> five >> fifteen;
-  return absl::StrCat(one, " ", five, " ", fifteen);
-}
-
-// The watchdog: SIGALRM past --max_seconds. The children die with the process.
-void GiveUp(int) {
-  static const char kMessage[] = "peers_benchmark: still running after --max_seconds; giving up\n";
-  const ssize_t ignored = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
-  (void)ignored;
-  _exit(3);
-}
-
 int Run(int argc, char** argv) {
   const std::vector<std::string> scenarios =
       absl::StrSplit(absl::GetFlag(FLAGS_scenarios), ',', absl::SkipEmpty());
@@ -334,8 +207,7 @@ int Run(int argc, char** argv) {
     return std::find(scenarios.begin(), scenarios.end(), name) != scenarios.end();
   };
   const int runs = absl::GetFlag(FLAGS_runs);
-  signal(SIGALRM, GiveUp);
-  alarm(static_cast<unsigned>(absl::GetFlag(FLAGS_max_seconds)));
+  StartWatchdog("peers_benchmark", absl::GetFlag(FLAGS_max_seconds));
   Env env;
   env.cell = absl::Seconds(absl::GetFlag(FLAGS_cell_seconds));
   env.aborts = absl::GetFlag(FLAGS_aborts);
@@ -348,10 +220,7 @@ int Run(int argc, char** argv) {
   }
   env.binaries = *binaries;
   env.dir = (*dir)->path();
-  const std::string header =
-      absl::StrCat(absl::StrJoin(std::vector<std::string>(argv, argv + argc), " "), "\n",
-                   absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone()), ", ",
-                   sysconf(_SC_NPROCESSORS_ONLN), " CPUs, loadavg at start ", LoadAverage());
+  const std::string header = RunHeader(argc, argv);
 
   const std::string cell = absl::FormatDuration(env.cell);
   const std::string pick_time = absl::FormatDuration(env.cell * 2);
@@ -393,17 +262,7 @@ int Run(int argc, char** argv) {
   for (const Scenario& s : all) {
     if (wants(s.name)) tables.push_back(s.table);
   }
-  std::cout << header << ", at end " << LoadAverage() << "\n";
-  for (const Table& t : tables) std::cout << FormatTable(t);
-  std::cout << std::flush;
-  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
-    if (absl::Status s = WriteFile(path, JsonTables(header, tables)); !s.ok()) {
-      std::cerr << "peers_benchmark: " << s.message() << "\n";
-      return 1;
-    }
-    std::cout << "JSON written to " << path << "\n";
-  }
-  return 0;
+  return PrintTables("peers_benchmark", header, tables, absl::GetFlag(FLAGS_json));
 }
 
 }  // namespace
