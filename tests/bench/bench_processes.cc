@@ -46,6 +46,8 @@ std::vector<std::string> TaskDirs(pid_t pid) {
 
 bool IsExecutable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
+}  // namespace
+
 std::string Absolute(const std::string& path) {
   char* resolved = realpath(path.c_str(), nullptr);
   if (resolved == nullptr) return path;
@@ -53,8 +55,6 @@ std::string Absolute(const std::string& path) {
   free(resolved);
   return result;
 }
-
-}  // namespace
 
 absl::StatusOr<ProcessCpu> ReadProcessCpu(pid_t pid) {
   absl::StatusOr<std::string> stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));

@@ -57,6 +57,8 @@ class PeakRss {
 };
 // The direct children of `pid` (from /proc/<pid>/task/*/children), ascending.
 std::vector<pid_t> ChildPids(pid_t pid);
+// `path` with symlinks resolved (realpath), or as given if it does not resolve.
+std::string Absolute(const std::string& path);
 // A TCP port on 127.0.0.1 that was free a moment ago.
 absl::StatusOr<int> PickFreePort();
 // Whether 127.0.0.1:port accepts connections.

@@ -33,14 +33,6 @@ bool IsExecutableFile(const std::string& path) {
   return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && access(path.c_str(), X_OK) == 0;
 }
 
-std::string Absolute(const std::string& path) {
-  char* resolved = realpath(path.c_str(), nullptr);
-  if (resolved == nullptr) return path;
-  std::string result = resolved;
-  free(resolved);
-  return result;
-}
-
 // The thinker's tokens are words, each but a reply's first with a leading space.
 int64_t CountWords(absl::string_view text) {
   int64_t words = 0;
