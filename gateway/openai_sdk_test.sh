@@ -43,22 +43,18 @@ start_gateway() {
     >"$out/$1.out" 2>"$out/$1.err" &
   gw_pid=$!
   pids="$pids $gw_pid"
+  local gw_port
+  gw_port=$(listened_port "$1") || exit 1
+  base="http://127.0.0.1:$gw_port"
+  # Ready once it reaches a ready orchestrator.
   for _ in $(seq 1 100); do
-    grep -q 'listening port=' "$out/$1.out" && break
+    curl -sf "$base/health" >/dev/null && break
     sleep 0.1
   done
-  local gw_port
-  gw_port=$(sed -n 's/.*listening port=\([0-9]*\).*/\1/p' "$out/$1.out")
-  [ -n "$gw_port" ] || { cat "$out/$1.err"; fail "gateway $1 did not start"; }
-  base="http://127.0.0.1:$gw_port"
 }
 pids="$pid"
 trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
 start_gateway gw "$port"
-for _ in $(seq 1 100); do
-  curl -sf "$base/health" >/dev/null && break
-  sleep 0.1
-done
 curl -sf "$base/health" >/dev/null || fail "gateway not healthy: $(curl -s "$base/health")"
 
 sdk() {
@@ -139,17 +135,8 @@ orchestrator/orchestrator --config="$out/one.yaml" --listen=127.0.0.1:0 \
   >"$out/one.out" 2>"$out/one.err" &
 one_pid=$!
 pids="$pids $one_pid"
-for _ in $(seq 1 300); do
-  grep -q 'listening port=' "$out/one.out" && break
-  sleep 0.1
-done
-one_port=$(sed -n 's/.*listening port=\([0-9]*\).*/\1/p' "$out/one.out")
-[ -n "$one_port" ] || { cat "$out/one.err"; fail "the limited orchestrator did not start"; }
+one_port=$(listened_port one) || exit 1
 start_gateway limited "$one_port"
-for _ in $(seq 1 100); do
-  curl -sf "$base/health" >/dev/null && break
-  sleep 0.1
-done
 sdk limited
 kill -KILL "$one_pid"
 wait "$one_pid" 2>/dev/null || true

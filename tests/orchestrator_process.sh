@@ -6,9 +6,24 @@
 #   start_orchestrator CONFIG --log_format=json               # more orchestrator flags
 #   ...
 #   stop_orchestrator                                         # SIGTERM; fails on a bad exit
+#   other_port=$(listened_port other)   # a process started with >$out/other.out 2>$out/other.err
 
 out="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "FAIL: $*"; exit 1; }
+
+# listened_port NAME: the port of the "listening port=" line in $out/NAME.out
+# (waiting up to 30 s for it); fails the test, with NAME's stderr, without one.
+listened_port() {
+  for _ in $(seq 1 300); do
+    grep -q 'listening port=' "$out/$1.out" && break
+    sleep 0.1
+  done
+  local found
+  found=$(sed -n 's/.*listening port=\([0-9]*\).*/\1/p' "$out/$1.out")
+  # Called as $(listened_port NAME): what it says goes to stderr.
+  [ -n "$found" ] || { cat "$out/$1.err" >&2; echo "FAIL: $1 did not start" >&2; exit 1; }
+  echo "$found"
+}
 
 start_orchestrator() {
   local config="$1"
@@ -17,12 +32,7 @@ start_orchestrator() {
     --stage_worker=stage_worker/stage_worker "$@" >"$out/orch.out" 2>"$out/orch.err" &
   pid=$!
   trap 'kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
-  for _ in $(seq 1 300); do
-    grep -q 'listening port=' "$out/orch.out" && break
-    sleep 0.1
-  done
-  port=$(sed -n 's/.*listening port=\([0-9]*\).*/\1/p' "$out/orch.out")
-  [ -n "$port" ] || { cat "$out/orch.err"; fail "orchestrator did not start"; }
+  port=$(listened_port orch) || exit 1
   server="--server=127.0.0.1:$port"
 }
 
