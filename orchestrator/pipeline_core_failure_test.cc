@@ -270,6 +270,28 @@ TEST_F(PipelineCoreTest, GenerateWithoutALiveFirstStageIsUnavailable) {
   ExpectAllEnded();
 }
 
+// A replica that stays unreachable says why once per distinct reason, not on
+// every reconnect attempt.
+TEST_F(PipelineCoreTest, AnUnreachableReplicaLogsEachNewReasonOnce) {
+  Build();
+  ::testing::internal::CaptureStderr();
+  core().OnReplicaDown(0, 0, absl::UnavailableError("stream broke"));
+  core().OnReplicaDown(0, 0, absl::UnavailableError("connection refused"));
+  core().OnReplicaDown(0, 0, absl::UnavailableError("connection refused"));
+  core().OnReplicaDown(0, 0, absl::UnavailableError("handshake failed"));
+  const std::string logged = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(logged, HasSubstr("down: stream broke; failing its 0 request(s)"));
+  int unreachable_lines = 0;
+  for (size_t at = logged.find("not reachable"); at != std::string::npos;
+       at = logged.find("not reachable", at + 1)) {
+    ++unreachable_lines;
+  }
+  EXPECT_EQ(unreachable_lines, 2) << logged;
+  EXPECT_THAT(logged, HasSubstr(": connection refused; retrying"));
+  EXPECT_THAT(logged, HasSubstr(": handshake failed; retrying"));
+  EXPECT_EQ(core().Status().stages(0).replicas(0).last_error(), "handshake failed");
+}
+
 TEST_F(PipelineCoreTest, ReadyWithANewInstanceWhileAliveIsARestart) {
   Build();
   auto sink = Gen("r1", {v1::MODALITY_TEXT});

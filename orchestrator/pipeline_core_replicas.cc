@@ -38,12 +38,18 @@ void PipelineCore::OnReplicaReady(int stage, int replica, const v1::Ready& ready
 
 void PipelineCore::OnReplicaDown(int stage, int replica, const absl::Status& reason) {
   CheckInLoop();
-  // A reconnect attempt that fails again is no new eviction.
+  // A reconnect attempt that fails again is no new eviction; it is logged when
+  // its reason is new (the first attempt after the replica joined, or the
+  // cause changed), so a replica that never comes up says why.
   if (pools_[stage]->alive(replica)) {
     metrics_.Evicted(stage, "stream_ended");
     LogWarning({"", stage, replica, ""},
                absl::StrCat("down: ", reason.message(), "; failing its ",
                             pools_[stage]->BoundCount(replica), " request(s)"));
+  } else if (pools_[stage]->state(replica).last_error != reason.message()) {
+    LogWarning({"", stage, replica, ""},
+               absl::StrCat("not reachable at ", pools_[stage]->state(replica).address, ": ",
+                            reason.message(), "; retrying"));
   }
   HandleReplicaLoss(stage,
                     ReplicaLoss{replica, reason, pools_[stage]->MarkDown(replica, reason)});

@@ -46,8 +46,21 @@ work="$(mktemp -d)"
 dns_pid=""
 gen_pid=""
 
+# On failure, every container's last lines (the orchestrator's, the workers',
+# the gateways'), then the DNS server's.
+dump_logs() {
+  local container
+  for container in $(podman ps -a --format '{{.Names}}' | grep '^omnistage-' | grep -v -- '-infra$' | sort); do
+    echo "---- log of $container (last 80 lines)" >&2
+    podman logs --tail 80 "$container" >&2 2>&1
+  done
+  [ -f "$work/dnsmasq.log" ] && { echo "---- dnsmasq" >&2; tail -n 20 "$work/dnsmasq.log" >&2; }
+}
+
 cleanup() {
+  local rc=$?
   set +e
+  [ "$rc" -ne 0 ] && [ -f "$work/play.yaml" ] && dump_logs
   [ -n "$gen_pid" ] && kill "$gen_pid" 2>/dev/null && wait "$gen_pid" 2>/dev/null
   [ -f "$work/play.yaml" ] && podman kube down "$work/play.yaml" >/dev/null 2>&1
   [ -n "$dns_pid" ] && kill "$dns_pid" 2>/dev/null && wait "$dns_pid" 2>/dev/null
@@ -147,24 +160,28 @@ for pod in $(podman pod ps --format '{{.Name}}' | grep '^omnistage-orchestrator-
   orchestrators+=("$(pod_ip "$pod"):50051")
 done
 orchestrator="${orchestrators[0]}"
-# Ready when the orchestrator lists every replica alive.
-for _ in $(seq 1 120); do
+# Ready when the orchestrator lists every replica alive. (Generous: on a busy
+# machine the pods start slowly, and the orchestrators' first DNS lookups fail
+# until dnsmasq is up, which c-ares retries on its own schedule.)
+ready_s="${SIM_READY_S:-180}"
+deadline=$((SECONDS + ready_s))
+while [ "$SECONDS" -lt "$deadline" ]; do
   alive="$(omni admin status --server="$orchestrator" 2>/dev/null | grep -c '"alive": true' || true)"
   [ "$alive" = "$want" ] && break
   sleep 0.5
 done
 echo "== orchestrator at $orchestrator: $alive of $want replicas alive"
 omni admin status --server="$orchestrator" |
-  grep -E '"(name|address|origin|state)"' | sed 's/^ */  /'
+  grep -E '"(name|address|origin|state|lastError)"' | sed 's/^ */  /'
 if [ "$alive" != "$want" ]; then
-  echo "run_sim: not every replica came alive; orchestrator log:" >&2
-  podman logs omnistage-orchestrator-pod-0-orchestrator >&2 || true
+  echo "run_sim: not every replica came alive in ${ready_s}s" >&2
   exit 1
 fi
 # Ready when it reaches every orchestrator (itself included) on the peer ports:
 # DNS for omnistage-orchestrator-peers, the peer certificate and mutual TLS.
 peers="${#orchestrators[@]}"
-for _ in $(seq 1 60); do
+deadline=$((SECONDS + 60))
+while [ "$SECONDS" -lt "$deadline" ]; do
   omni admin status --cluster --server="$orchestrator" >"$work/cluster" 2>&1 || true
   listed="$(grep -c '"reachable":' "$work/cluster" || true)"
   reachable="$(grep -c '"reachable": true' "$work/cluster" || true)"
@@ -175,9 +192,8 @@ echo "== cluster from $orchestrator: $reachable of $peers orchestrators reachabl
 sed -n '/"orchestrators"/,$p' "$work/cluster" | grep -E '"(nodeId|peerAddress|reachable)"' |
   sed 's/^ */  /'
 if [ "$listed" != "$peers" ] || [ "$reachable" != "$peers" ]; then
-  echo "run_sim: the orchestrators do not all reach each other; status and orchestrator log:" >&2
+  echo "run_sim: the orchestrators do not all reach each other; status:" >&2
   cat "$work/cluster" >&2
-  podman logs omnistage-orchestrator-pod-0-orchestrator >&2 || true
   exit 1
 fi
 echo "== generate: $prompt"
@@ -238,15 +254,13 @@ for _ in $(seq 1 60); do
   sleep 0.5
 done
 if [ "$(head -1 "$work/health")" != 200 ]; then
-  echo "run_sim: the gateway at $gw is not ready: $(tail -n +2 "$work/health"); its log:" >&2
-  podman logs "$gateway_pod-gateway" >&2 || true
+  echo "run_sim: the gateway at $gw is not ready: $(tail -n +2 "$work/health")" >&2
   exit 1
 fi
 echo "== gateway at $gw: POST /v1/chat/completions: $prompt"
 if ! /usr/bin/python3 "$work/gateway_call.py" "http://$gw/v1/chat/completions" "$certs/admin.token" \
   "$prompt" >"$work/chat" 2>&1; then
-  echo "run_sim: the chat completion through the gateway failed: $(cat "$work/chat"); its log:" >&2
-  podman logs "$gateway_pod-gateway" >&2 || true
+  echo "run_sim: the chat completion through the gateway failed: $(cat "$work/chat")" >&2
   exit 1
 fi
 echo "HTTP $(head -1 "$work/chat"): $(tail -n +2 "$work/chat")"
