@@ -14,10 +14,41 @@ namespace {
 
 constexpr char kJson[] = "application/json";
 
+// How calls spread over the orchestrators the target names (a DNS name with an
+// A record per orchestrator, or ipv4:HOST:PORT,HOST:PORT): round robin over
+// those whose readiness (grpc.health.v1, service omnistage.v1.Orchestrator) is
+// SERVING, watched on each connection; a draining orchestrator turns
+// NOT_SERVING and gets no new calls while its running streams go on. A
+// Generate refused with UNAVAILABLE before any answer (the orchestrator began
+// draining before its health said so, or has no live first stage) is tried
+// again on the next one; once a response has come it never is.
+constexpr char kServiceConfig[] = R"({
+  "loadBalancingConfig": [{"round_robin": {}}],
+  "healthCheckConfig": {"serviceName": "omnistage.v1.Orchestrator"},
+  "methodConfig": [{
+    "name": [{"service": "omnistage.v1.Orchestrator", "method": "Generate"}],
+    "retryPolicy": {
+      "maxAttempts": 4,
+      "initialBackoff": "0.02s",
+      "maxBackoff": "0.2s",
+      "backoffMultiplier": 2,
+      "retryableStatusCodes": ["UNAVAILABLE"]
+    }
+  }]
+})";
+
 std::shared_ptr<grpc::Channel> OrchestratorChannel(const GatewayOptions& options) {
   grpc::ChannelArguments args;
   // Audio responses can be large.
   args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetServiceConfigJSON(kServiceConfig);
+  // The config above is the gateway's own, not one a DNS TXT record may set.
+  args.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
+  // gRPC looks the name up again when a connection goes (an orchestrator
+  // ended, or asked its clients to reconnect: limits.max_connection_age_ms),
+  // at most this often (its default is 30 s): orchestrators added to DNS are
+  // found at the next such event.
+  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 1000);
   if (!options.orchestrator_tls_name.empty()) {
     args.SetSslTargetNameOverride(options.orchestrator_tls_name);
   }
@@ -109,26 +140,37 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
 }
 
 void Gateway::Health(std::shared_ptr<HttpExchange> exchange) {
+  if (draining_) {
+    Respond(*exchange, 503, kJson, R"({"status": "draining"})");
+    return;
+  }
+  CheckReadiness(std::move(exchange), kReadinessAttempts);
+}
+
+void Gateway::CheckReadiness(std::shared_ptr<HttpExchange> exchange, int attempts_left) {
   struct Check {
     grpc::ClientContext context;
     grpc::health::v1::HealthCheckRequest request;
     grpc::health::v1::HealthCheckResponse response;
   };
-  if (draining_) {
-    Respond(*exchange, 503, kJson, R"({"status": "draining"})");
-    return;
-  }
   auto check = std::make_shared<Check>();
   check->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
   // Readiness: the orchestrator accepts requests and every stage has a replica.
   check->request.set_service("omnistage.v1.Orchestrator");
   health_->async()->Check(
       &check->context, &check->request, &check->response,
-      [this, check, exchange](grpc::Status status) {
-        post_([this, check, exchange, status] {
+      [this, check, exchange, attempts_left](grpc::Status status) {
+        post_([this, check, exchange, attempts_left, status] {
           const bool serving =
               status.ok() &&
               check->response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+          // One that answers NOT_SERVING may have begun draining before the
+          // channel's health watch saw it: the next call goes to the next
+          // orchestrator.
+          if (!serving && status.ok() && attempts_left > 1) {
+            CheckReadiness(exchange, attempts_left - 1);
+            return;
+          }
           nlohmann::json body = {{"status", serving ? "ok" : "unavailable"}};
           if (!status.ok()) body["reason"] = status.error_message();
           Respond(*exchange, serving ? 200 : 503, kJson, body.dump());

@@ -1,9 +1,10 @@
-// Gateway: the OpenAI-compatible HTTP API in front of one orchestrator.
+// Gateway: the OpenAI-compatible HTTP API in front of the orchestrators one
+// gRPC target names (one, or several: calls go round robin to the ready ones).
 //
 //   POST /v1/chat/completions   streamed (SSE) or whole (chat_request.h,
 //                               chat_response.h, chat_call.h)
 //   GET  /v1/models             the one model it serves
-//   GET  /health                200 while the orchestrator is ready, else 503
+//   GET  /health                200 while an orchestrator is ready, else 503
 //   GET  /metrics               Prometheus text
 // Anything else: 404, as OpenAI answers it. The client's bearer token (and W3C
 // traceparent) go to the orchestrator with each call, whose authentication
@@ -28,11 +29,12 @@ namespace omnistage {
 
 struct GatewayOptions {
   ServedModel model;
-  // host:port of the orchestrator, and TLS to it (plaintext when empty; a
-  // client certificate when cert/key are set).
+  // The orchestrators' gRPC target (host:port, a DNS name listing several, or
+  // ipv4:A,B), and TLS to them (plaintext when empty; a client certificate
+  // when cert/key are set).
   std::string orchestrator = "127.0.0.1:50051";
   TlsFiles orchestrator_tls;
-  // The name the orchestrator's certificate must carry, when it is not the
+  // The name the orchestrators' certificates must carry, when it is not the
   // host dialled.
   std::string orchestrator_tls_name;
 };
@@ -55,6 +57,10 @@ class Gateway {
  private:
   void ChatCompletions(std::shared_ptr<HttpExchange> exchange);
   void Health(std::shared_ptr<HttpExchange> exchange);
+  // Asks an orchestrator's readiness through the channel (so one it picks),
+  // and asks again, up to `attempts_left` calls, while one answers NOT_SERVING.
+  void CheckReadiness(std::shared_ptr<HttpExchange> exchange, int attempts_left);
+  static constexpr int kReadinessAttempts = 3;
   void Respond(HttpExchange& exchange, int status, const std::string& content_type,
                const std::string& body);
   void Count(const std::string& route, int status);

@@ -1,8 +1,10 @@
 // gateway: the OpenAI-compatible HTTP API (chat completions with text and
-// audio, streamed as server-sent events) in front of an omnistage
-// orchestrator. See docs/openai.md.
+// audio, streamed as server-sent events) in front of omnistage orchestrators:
+// one, or several that a DNS name or a list gives, over whose ready ones calls
+// spread. See docs/openai.md.
 //
 //   gateway --orchestrator=127.0.0.1:50051 --listen=127.0.0.1:8000 --model=omni-demo
+//   gateway --orchestrator=dns:///omnistage-orchestrators:50051 ...   # every one DNS lists
 //   curl -N http://127.0.0.1:8000/v1/chat/completions -d '{"model": "omni-demo",
 //       "messages": [{"role": "user", "content": "Hi"}], "stream": true}'
 //
@@ -28,7 +30,10 @@
 #include "gateway/http_server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:8000", "host:port for HTTP clients; port 0 picks one");
-ABSL_FLAG(std::string, orchestrator, "127.0.0.1:50051", "host:port of the orchestrator");
+ABSL_FLAG(std::string, orchestrator, "127.0.0.1:50051",
+          "the orchestrator(s), as a gRPC target: host:port; a DNS name with an address per "
+          "orchestrator (name:port, dns:///name:port, dns://DNS_SERVER/name:port); or "
+          "ipv4:HOST:PORT,HOST:PORT. Calls go round robin to the ready ones");
 ABSL_FLAG(std::string, model, "omni-demo",
           "the model id clients name (the pipeline's name, as GET /v1/models lists it)");
 ABSL_FLAG(int, text_stage, 0,
