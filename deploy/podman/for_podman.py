@@ -20,13 +20,14 @@ ready or not, as that Service's publishNotReadyAddresses asks; podman has no
 readiness anyway). Each replica of a Deployment is its own pod
 (<deployment>-pod-<i>), so the three orchestrators are three pods.
 
-The gateway dials the orchestrator through a ClusterIP Service
-(--orchestrator=omnistage:50051), which podman has no virtual address for: its
---orchestrator becomes dns://<dns_server>/omnistage:50051 (gRPC then asks that
-DNS server, and still checks the orchestrator's certificate against the name
-"omnistage"), and the Service is written to the same list, so that the name
-answers with every pod it selects — each gateway's gRPC channel connects to one
-of them, as it would through the Service.
+The gateway dials the orchestrators' headless Service
+(--orchestrator=omnistage-orchestrators:50051): its --orchestrator becomes
+dns://<dns_server>/omnistage-orchestrators:50051 (gRPC then asks that DNS
+server, which answers with every orchestrator pod; the gateway still checks
+each one's certificate against --orchestrator_tls_server_name). A gateway
+that dials a ClusterIP Service, which podman has no virtual address for, is
+rewritten the same way and that Service written to the list too, so its name
+answers with every pod it selects.
 
   for_podman.py --dns_server=10.89.77.1:5353 --services=services.txt \
       --secrets=/tmp/secrets < rendered.yaml > play.yaml

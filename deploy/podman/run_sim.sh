@@ -3,12 +3,11 @@
 # through them: the images built here (deploy/images/build.sh), the manifests
 # rendered with `kubectl kustomize`, `podman kube play` on a network of its
 # own, and a DNS server (dnsmasq on that network's gateway) answering the
-# headless Service names (the stages', and omnistage-orchestrator-peers, by
-# which the orchestrator replicas find each other) with the pods' addresses —
-# the part of a cluster podman does not play — and the orchestrator Service's
-# name, omnistage, with every orchestrator pod's, for the OpenAI-compatible
-# gateway's pods (podman has no ClusterIP; for_podman.py points their gRPC at
-# this DNS server). Secure as the manifests are: the Secrets they mount come
+# headless Service names (the stages', omnistage-orchestrator-peers, by which
+# the orchestrator replicas find each other, and omnistage-orchestrators, over
+# which the OpenAI-compatible gateway's pods spread their calls; for_podman.py
+# points the gateway's gRPC at this DNS server) with the pods' addresses — the
+# part of a cluster podman does not play. Secure as the manifests are: the Secrets they mount come
 # from deploy/certs/make_dev_certs.sh (directories of this host under podman),
 # the client speaks TLS with a token, the orchestrators mTLS to the workers and
 # to each other, the gateway TLS to the orchestrators with the client's bearer
@@ -130,11 +129,9 @@ echo "== pods"
 podman pod ps --format '{{.Name}} {{.Status}}' | sort
 
 # The pods' addresses under their Services' names, as cluster DNS would give them
-# (omnistage-orchestrator-peers: every orchestrator pod, as publishNotReadyAddresses
-# makes it; omnistage, the orchestrators' ClusterIP Service, which the gateway
-# dials: every orchestrator pod too, one of which each gateway connects to).
-# `want` counts the stage replicas among them (not the orchestrator pods, listed
-# under both of their names).
+# (omnistage-orchestrator-peers and omnistage-orchestrators: every orchestrator
+# pod, as publishNotReadyAddresses makes it). `want` counts the stage replicas
+# among them (not the orchestrator pods, listed under both of those names).
 pod_ip() {
   podman inspect "$(podman pod inspect "$1" --format '{{.InfraContainerID}}')" \
     --format '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}'
@@ -214,9 +211,10 @@ grep -q '^omnistage_requests_total{finish_reason="stop"} 1$' "$work/metrics" ||
   { echo "run_sim: the orchestrator's metrics do not count the request" >&2; exit 1; }
 
 # The OpenAI-compatible gateway (deploy/kubernetes/base/gateway.yaml), the
-# first of its pods: ready (GET /health 200) once it reaches an orchestrator
-# as "omnistage" over TLS and that one is ready, then one chat completion, not streamed, with the admin token as the bearer:
-# 200 and the assistant's text. (After the metrics check: its request may land
+# first of its pods: ready (GET /health 200) once it reaches a ready
+# orchestrator over TLS (the certificate's name "omnistage"), then six chat
+# completions, not streamed, with the admin token as the bearer: 200 and the
+# assistant's text, spread over more than one orchestrator. (After the metrics check: its request may land
 # on any orchestrator.) gateway_call.py URL [TOKEN_FILE PROMPT]: GET, or POST a chat
 # completion; prints the status line, then the body (or the reply's text).
 cat >"$work/gateway_call.py" <<'PY'
@@ -264,6 +262,28 @@ if ! /usr/bin/python3 "$work/gateway_call.py" "http://$gw/v1/chat/completions" "
   exit 1
 fi
 echo "HTTP $(head -1 "$work/chat"): $(tail -n +2 "$work/chat")"
+# Five more: the gateway spreads its calls over the orchestrators (round robin
+# over the ready ones its DNS name lists), so more than one of them counts
+# requests beyond the one omni sent the first.
+for i in 1 2 3 4 5; do
+  /usr/bin/python3 "$work/gateway_call.py" "http://$gw/v1/chat/completions" "$certs/admin.token" \
+    "Hello $i" >"$work/chat$i" 2>&1 ||
+    { echo "run_sim: chat completion $i through the gateway failed: $(cat "$work/chat$i")" >&2; exit 1; }
+done
+served=0
+counts=""
+for o in "${orchestrators[@]}"; do
+  n="$(/usr/bin/python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+    "http://${o%:*}:9090/metrics" | awk '/^omnistage_requests_total\{/ {n += $2} END {print n + 0}')"
+  [ "$o" = "$orchestrator" ] && n=$((n - 1))  # omni's request
+  counts="$counts ${o%:*}=$n"
+  [ "$n" -gt 0 ] && served=$((served + 1))
+done
+echo "== the gateway's 6 completions by orchestrator:$counts"
+if [ "${#orchestrators[@]}" -ge 2 ] && [ "$served" -lt 2 ]; then
+  echo "run_sim: the gateway's completions all went to one orchestrator" >&2
+  exit 1
+fi
 
 # A long request on the first orchestrator, aborted through the last one: its
 # client-chosen id is not held there, so the abort is asked of every peer and

@@ -9,9 +9,9 @@
 // against its own replicas (peers: a headless Service over the orchestrator's
 // pods that publishes not-ready ones, at its --peer_listen port, and a peer
 // certificate carrying that name), the gateway against the orchestrator it
-// dials (--orchestrator: a Service selecting orchestrator pods at their
-// --listen port, whose certificate carries the name dialled and chains to the
-// gateway's CA; HTTP probes on the gateway's own port and paths, liveness not
+// dials (--orchestrator: a headless Service, publishing not-ready pods,
+// selecting orchestrator pods at their --listen port, whose certificate
+// carries the name checked and chains to the gateway's CA; HTTP probes on the gateway's own port and paths, liveness not
 // tied to the orchestrator), Prometheus annotations naming a declared port, and
 // security: the TLS, mTLS and token flags every omnistage container must pass
 // (secure by default), each file they name provided by a key of a mounted
@@ -443,9 +443,11 @@ function splitTarget(target) {
 
 // The gateway (gateway/: a container passing --orchestrator) against its own
 // pod (listen port, HTTP probes, scrape annotations) and against the
-// orchestrator it dials: a Service of the rendered output selecting
-// orchestrator pods, at their client port (--listen), serving TLS with a
-// certificate that carries the name dialled and chains to the gateway's CA.
+// orchestrator it dials: a headless Service of the rendered output (publishing
+// not-ready pods) selecting orchestrator pods, at their client port
+// (--listen), serving TLS with a certificate that carries the name checked
+// (--orchestrator_tls_server_name, else the name dialled) and chains to the
+// gateway's CA.
 // Returns whether the orchestrator side was found and checked.
 function checkGateway(w, c, ci, flags, services, serviceTargets, secrets) {
   const at = `spec.template.spec.containers[${ci}]`;
@@ -500,6 +502,16 @@ function checkGateway(w, c, ci, flags, services, serviceTargets, secrets) {
   if (!svc) {
     report(w.obj, where, `--orchestrator=${target}: ${host} names no Service of the rendered output`);
     return false;
+  }
+  // One address per orchestrator pod, so the gateway's channel spreads calls
+  // over the ready ones; a draining one stays listed while its streams finish.
+  if (svc.spec?.clusterIP !== "None") {
+    report(w.obj, where, `--orchestrator=${target}: ${idOf(svc)} is not headless: its one virtual address pins each ` +
+      `gateway pod to one orchestrator (calls do not spread, and while that one drains the gateway answers 503): ` +
+      `use a headless Service (clusterIP: None) of the orchestrator pods`);
+  } else if (svc.spec?.publishNotReadyAddresses !== true) {
+    report(w.obj, where, `--orchestrator=${target}: ${idOf(svc)} needs publishNotReadyAddresses: true: a draining ` +
+      `orchestrator must stay listed while the gateway's streams on it finish (the gateway itself skips those not ready)`);
   }
   const svcPort = (svc.spec?.ports ?? []).find((p) => p.port === port);
   if (!svcPort) {
