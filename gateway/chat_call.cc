@@ -113,7 +113,10 @@ void ChatCall::Finish(const grpc::Status& status) {
       Answer(error.http_status, error.Json());
       return;
     }
-    exchange_->Send(absl::StrCat("data: ", error.Json(), "\n\ndata: [DONE]\n\n"));
+    // Events went out already: say that this one broke the stream.
+    ApiError broke = error;
+    broke.message = absl::StrCat("the stream broke before its end: ", error.message);
+    exchange_->Send(absl::StrCat("data: ", broke.Json(), "\n\ndata: [DONE]\n\n"));
     exchange_->EndStream();
     observer_(200);
     return;

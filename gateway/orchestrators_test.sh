@@ -10,7 +10,9 @@
 # - one orchestrator drains (SIGTERM) while it holds a stream: every completion
 #   sent during its drain is answered 200 (by the other), the gateway's /health
 #   stays 200, the stream ends whole, and the drained orchestrator exits 0;
-# - with no orchestrator left, a completion is a 503 server_error.
+# - the last orchestrator killed mid-stream: that stream ends with an error
+#   event and [DONE]; then, with no orchestrator left, a completion is a 503
+#   server_error.
 # Stops what it starts, by PID.
 set -euo pipefail
 source tests/orchestrator_process.sh
@@ -163,9 +165,27 @@ grep -q '"finish_reason":"stop"' "$out/long.sse" ||
 wait "${!holder_pid}" || fail "the drained orchestrator exited $?"
 echo "drain: 20 completions answered while $holder drained; its stream ended whole"
 
-# No orchestrator left: 503, OpenAI-shaped.
+# The last orchestrator killed mid-stream: the stream's client gets an
+# OpenAI-shaped error event and [DONE] (the SDKs raise it), the gateway goes
+# on, and with no orchestrator left a completion is a 503 server_error.
+curl -sN "$base/v1/chat/completions" -d '{"model": "omni-demo", "messages": [{"role":
+  "user", "content": "Another long story"}], "stream": true}' >"$out/cut.sse" &
+curl_pid=$!
+pids="$pids $curl_pid"
+for _ in $(seq 1 100); do
+  [ -s "$out/cut.sse" ] && break
+  sleep 0.05
+done
+[ -s "$out/cut.sse" ] || fail "the stream to cut never began"
 other_pid="${other}_pid"
 kill -KILL "${!other_pid}"
+wait "$curl_pid" || fail "the cut stream's client failed"
+tail -c 600 "$out/cut.sse" | grep -q '^data: {"error":{.*"type":"server_error"' ||
+  fail "the cut stream ends without an error event: $(tail -c 400 "$out/cut.sse")"
+grep -q '"message":"the stream broke before its end: ' "$out/cut.sse" ||
+  fail "the error event does not say the stream broke: $(tail -c 400 "$out/cut.sse")"
+tail -c 20 "$out/cut.sse" | grep -q 'data: \[DONE\]' || fail "the cut stream has no [DONE]"
+echo "cut: $(grep -o '"message":"[^"]*"' "$out/cut.sse" | tail -1)"
 code=$(complete gone)
 [ "$code" = 503 ] || fail "with no orchestrator: HTTP $code: $(cat "$out/gone.json")"
 grep -q '"type":"server_error"' "$out/gone.json" || fail "not a server_error: $(cat "$out/gone.json")"
