@@ -124,16 +124,22 @@ spread_a=$(( $(finished a) - before_a )) spread_b=$(( $(finished b) - before_b )
   fail "12 completions were not spread: $spread_a on a, $spread_b on b"
 echo "spread: $spread_a and $spread_b of 12"
 
+# stream NAME: a long streamed completion into $out/NAME.sse, in the
+# background (its client's pid in $curl_pid); returns once events came.
+stream() {
+  curl -sN "$base/v1/chat/completions" -d '{"model": "omni-demo", "messages": [{"role":
+    "user", "content": "A long story"}], "stream": true}' >"$out/$1.sse" &
+  curl_pid=$!
+  pids="$pids $curl_pid"
+  for _ in $(seq 1 100); do
+    [ -s "$out/$1.sse" ] && break
+    sleep 0.05
+  done
+  [ -s "$out/$1.sse" ] || fail "the stream $1 never began"
+}
+
 # A long stream, then the orchestrator holding it drains.
-curl -sN "$base/v1/chat/completions" -d '{"model": "omni-demo", "messages": [{"role":
-  "user", "content": "A long story"}], "stream": true}' >"$out/long.sse" &
-curl_pid=$!
-pids="$pids $curl_pid"
-for _ in $(seq 1 100); do
-  [ -s "$out/long.sse" ] && break
-  sleep 0.05
-done
-[ -s "$out/long.sse" ] || fail "the long stream never began"
+stream long
 in_flight() {
   local port="${1}_port"
   local ip="${1}_ip"
@@ -168,15 +174,7 @@ echo "drain: 20 completions answered while $holder drained; its stream ended who
 # The last orchestrator killed mid-stream: the stream's client gets an
 # OpenAI-shaped error event and [DONE] (the SDKs raise it), the gateway goes
 # on, and with no orchestrator left a completion is a 503 server_error.
-curl -sN "$base/v1/chat/completions" -d '{"model": "omni-demo", "messages": [{"role":
-  "user", "content": "Another long story"}], "stream": true}' >"$out/cut.sse" &
-curl_pid=$!
-pids="$pids $curl_pid"
-for _ in $(seq 1 100); do
-  [ -s "$out/cut.sse" ] && break
-  sleep 0.05
-done
-[ -s "$out/cut.sse" ] || fail "the stream to cut never began"
+stream cut
 other_pid="${other}_pid"
 kill -KILL "${!other_pid}"
 wait "$curl_pid" || fail "the cut stream's client failed"
