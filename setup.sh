@@ -25,8 +25,9 @@ PACKAGES=(
   # header to build, its data (/usr/lib/x86_64-linux-gnu/espeak-ng-data) to run.
   libespeak-ng-dev espeak-ng-data
   # The OpenAI-compatible gateway: libevent's HTTP server (one event loop, no
-  # thread per client) and nlohmann's JSON.
-  libevent-dev nlohmann-json3-dev
+  # thread per client; HTTPS through its OpenSSL bufferevents) and nlohmann's
+  # JSON. OpenSSL's headers and libraries (also random ids, token digests).
+  libevent-dev nlohmann-json3-dev libssl-dev
 )
 BUILD_ONLY=0
 WITH_BENCHMARK=0

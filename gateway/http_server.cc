@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -11,11 +12,14 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <cstdlib>
 #include <mutex>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "gateway/http_tls.h"
 
 namespace omnistage {
 namespace {
@@ -164,7 +168,8 @@ void HttpServer::Serve(Handler handler) {
 }
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Listen(const std::string& address,
-                                                               size_t max_body_bytes) {
+                                                               size_t max_body_bytes,
+                                                               HttpTls* tls) {
   // Other threads wake the loop (Post): libevent must lock.
   static std::once_flag threads;
   std::call_once(threads, [] { evthread_use_pthreads(); });
@@ -184,6 +189,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Listen(const std::string
   // A stream may wait long for its pipeline; the default (50 s) would cut it.
   evhttp_set_timeout(server->http_, 3600);
   evhttp_set_gencb(server->http_, &HttpServer::OnRequest, server.get());
+  server->tls_ = tls;
+  if (tls != nullptr) {
+    evhttp_set_bevcb(server->http_, &HttpServer::NewTlsBufferevent, server.get());
+  }
   evhttp_bound_socket* bound =
       evhttp_bind_socket_with_handle(server->http_, host.c_str(), static_cast<uint16_t>(port));
   if (bound == nullptr) {
@@ -249,6 +258,22 @@ void HttpServer::RunPosted() {
     tasks.swap(posted_);
   }
   for (auto& task : tasks) task();
+}
+
+bufferevent* HttpServer::NewTlsBufferevent(event_base* base, void* server) {
+  SSL* ssl = static_cast<HttpServer*>(server)->tls_->NewSsl();
+  // evhttp would take a null bufferevent for a plaintext one: never serve a
+  // TLS port in the clear. (SSL_new fails only without memory.)
+  if (ssl == nullptr) {
+    LogError("TLS: cannot make a connection's TLS state; stopping rather than serve in the clear");
+    std::abort();
+  }
+  bufferevent* connection = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                           BEV_OPT_CLOSE_ON_FREE);
+  // Many clients close without TLS's close_notify; that ends the connection,
+  // it is no error.
+  bufferevent_openssl_set_allow_dirty_shutdown(connection, 1);
+  return connection;
 }
 
 void HttpServer::OnRequest(evhttp_request* request, void* server) {

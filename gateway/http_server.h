@@ -8,7 +8,8 @@
 //   (*server)->Post([] { /* runs on the loop */ });
 //
 // Handlers and every HttpExchange method run on the loop thread; other threads
-// hand work to it with Post().
+// hand work to it with Post(). With an HttpTls (http_tls.h) it serves HTTPS
+// only.
 #ifndef OMNISTAGE_GATEWAY_HTTP_SERVER_H_
 #define OMNISTAGE_GATEWAY_HTTP_SERVER_H_
 
@@ -22,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 
+struct bufferevent;
 struct event;
 struct event_base;
 struct evhttp;
@@ -29,6 +31,8 @@ struct evhttp_bound_socket;
 struct evhttp_request;
 
 namespace omnistage {
+
+class HttpTls;
 
 class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
  public:
@@ -81,9 +85,11 @@ class HttpServer {
  public:
   using Handler = std::function<void(std::shared_ptr<HttpExchange>)>;
   // Listens on `address` (host:port; port 0 picks one); nothing is served
-  // until Serve(). `max_body_bytes` bounds a request body (413 past it).
+  // until Serve(). `max_body_bytes` bounds a request body (413 past it). With
+  // `tls` (which must outlive the server) every connection is TLS.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Listen(const std::string& address,
-                                                            size_t max_body_bytes = 16 << 20);
+                                                            size_t max_body_bytes = 16 << 20,
+                                                            HttpTls* tls = nullptr);
   // Serves requests with `handler` from a loop thread of its own. Once.
   void Serve(Handler handler);
   // Listen() and Serve().
@@ -102,10 +108,13 @@ class HttpServer {
  private:
   HttpServer() = default;
   static void OnRequest(evhttp_request* request, void* server);
+  // evhttp's hook for an accepted connection's bufferevent: a TLS one.
+  static bufferevent* NewTlsBufferevent(event_base* base, void* server);
   static void OnWake(int, short, void* server);
   void RunPosted();
 
   Handler handler_;
+  HttpTls* tls_ = nullptr;
   event_base* base_ = nullptr;
   evhttp* http_ = nullptr;
   struct evhttp_bound_socket* bound_ = nullptr;

@@ -28,12 +28,16 @@
 #include "common/tls.h"
 #include "gateway/gateway.h"
 #include "gateway/http_server.h"
+#include "gateway/http_tls.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:8000", "host:port for HTTP clients; port 0 picks one");
 ABSL_FLAG(std::string, orchestrator, "127.0.0.1:50051",
           "the orchestrator(s), as a gRPC target: host:port; a DNS name with an address per "
           "orchestrator (name:port, dns:///name:port, dns://DNS_SERVER/name:port); or "
           "ipv4:HOST:PORT,HOST:PORT. Calls go round robin to the ready ones");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain: serve HTTPS only (with --tls_key); re-read when it changes");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, model, "omni-demo",
           "the model id clients name (the pipeline's name, as GET /v1/models lists it)");
 ABSL_FLAG(int, text_stage, 0,
@@ -99,7 +103,27 @@ int Run() {
     std::cerr << "gateway: --orchestrator_tls_*: " << s.message() << "\n";
     return 2;
   }
-  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Listen(listen);
+  const std::string tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  const std::string tls_key = absl::GetFlag(FLAGS_tls_key);
+  if (tls_cert.empty() != tls_key.empty()) {
+    std::cerr << "gateway: --tls_cert and --tls_key go together\n";
+    return 2;
+  }
+  std::unique_ptr<HttpTls> tls;
+  if (!tls_cert.empty()) {
+    absl::StatusOr<std::unique_ptr<HttpTls>> loaded = HttpTls::Load(tls_cert, tls_key);
+    if (!loaded.ok()) {
+      std::cerr << "gateway: " << loaded.status().message() << "\n";
+      return 2;
+    }
+    tls = *std::move(loaded);
+  } else if (!IsLoopbackHost(listen.substr(0, listen.rfind(':')))) {
+    LogWarning(absl::StrCat("PLAINTEXT: serving HTTP on ", listen, " without TLS: bearer tokens "
+                            "cross the network in the clear unless TLS ends in front of the "
+                            "gateway. Set --tls_cert and --tls_key; see docs/openai.md"));
+  }
+  absl::StatusOr<std::unique_ptr<HttpServer>> server =
+      HttpServer::Listen(listen, 16 << 20, tls.get());
   if (!server.ok()) {
     std::cerr << "gateway: " << server.status().message() << "\n";
     return 2;
@@ -113,7 +137,8 @@ int Run() {
   const std::string host = listen.substr(0, listen.rfind(':'));
   std::cout << "listening port=" << (*server)->port() << " address=" << host << ":"
             << (*server)->port() << std::endl;
-  LogInfo(absl::StrCat("serving model '", options.model.id, "' on ", host, ":",
+  LogInfo(absl::StrCat("serving model '", options.model.id, "' on ", tls ? "https://" : "http://",
+                       host, ":",
                        (*server)->port(), " for the orchestrator at ", options.orchestrator));
   int signal_number = 0;
   sigwait(&signals, &signal_number);

@@ -14,7 +14,8 @@
 # peer.crt/.key (orchestrator <-> orchestrator: served on the peer port and
 # presented when calling a peer, so serverAuth and clientAuth, named as the
 # headless Service "omnistage-orchestrator-peers" that peers: discovers),
-# tokens.yaml, admin.token, user.token. Names: localhost and 127.0.0.1 (local
+# gateway.crt/.key (HTTPS clients -> the OpenAI gateway, as the Service
+# "omnistage-gateway"), tokens.yaml, admin.token, user.token. Names: localhost and 127.0.0.1 (local
 # runs; peer.crt: 127.0.0.1 only), and the Kubernetes Services of
 # deploy/kubernetes in NAMESPACE (default omnistage). In production use your
 # own CA (cert-manager); see docs/security.md.
@@ -47,6 +48,7 @@ issue worker omnistage-worker \
   "DNS:localhost,IP:127.0.0.1,$(service omnistage-thinker),$(service omnistage-talker),$(service omnistage-vocoder)"
 issue to-workers omnistage-orchestrator "DNS:omnistage-orchestrator,DNS:localhost,IP:127.0.0.1"
 issue peer omnistage-orchestrator-peers "$(service omnistage-orchestrator-peers),IP:127.0.0.1"
+issue gateway omnistage-gateway "DNS:localhost,IP:127.0.0.1,$(service omnistage-gateway)"
 
 openssl rand -hex 24 >admin.token
 openssl rand -hex 24 >user.token
