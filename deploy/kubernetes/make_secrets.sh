@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints the Secrets the manifests mount, as YAML for `kubectl apply -f -`, from
 # the files of deploy/certs/make_dev_certs.sh (made in DIR first if DIR has no
-# ca.crt). For a trial; in production let cert-manager issue the four TLS
+# ca.crt). For a trial; in production let cert-manager issue the five TLS
 # Secrets (docs/kubernetes.md#security) and write the tokens Secret yourself.
 #
 #   deploy/kubernetes/make_secrets.sh /tmp/omni-certs | kubectl apply -f -
@@ -14,16 +14,18 @@
 #   omnistage-peer-tls           the orchestrators' certificate for each other
 #                                (peer port; server and client, name
 #                                omnistage-orchestrator-peers)
+#   omnistage-gateway-tls        the OpenAI gateway's HTTPS certificate (Service
+#                                "omnistage-gateway")
 # and omnistage-tokens (key tokens.yaml): the bearer tokens clients send.
 set -euo pipefail
 here="$(dirname "$(readlink -f "$0")")"
 dir="${1:?usage: $0 DIR [NAMESPACE]}"
 ns="${2:-omnistage}"
 [ -f "$dir/ca.crt" ] || "$here/../certs/make_dev_certs.sh" "$dir" "$ns" >&2
-# A DIR made by an older make_dev_certs.sh lacks the newer files (peer.*):
+# A DIR made by an older make_dev_certs.sh lacks the newer files (peer.*, gateway.*):
 # refuse rather than print a Secret with an empty key.
 for file in ca.crt orchestrator.crt orchestrator.key to-workers.crt to-workers.key \
-  worker.crt worker.key peer.crt peer.key tokens.yaml; do
+  worker.crt worker.key peer.crt peer.key gateway.crt gateway.key tokens.yaml; do
   [ -f "$dir/$file" ] || {
     echo "$0: $dir/$file is missing (DIR made by an older make_dev_certs.sh?): use a new DIR" >&2
     exit 1
@@ -51,6 +53,7 @@ tls_secret omnistage-orchestrator-tls orchestrator
 tls_secret omnistage-to-workers-tls to-workers
 tls_secret omnistage-worker-tls worker
 tls_secret omnistage-peer-tls peer
+tls_secret omnistage-gateway-tls gateway
 cat <<YAML
 ---
 apiVersion: v1

@@ -107,6 +107,7 @@ NEGATIVE=(
   "gateway-liveness-health.yaml|livenessProbe.httpGet.path: /health is 503 whenever the orchestrator is not ready"
   "gateway-not-headless.yaml|--orchestrator=o:50051: Service/o is not headless: its one virtual address pins each gateway pod to one orchestrator"
   "gateway-not-published.yaml|--orchestrator=o:50051: Service/o needs publishNotReadyAddresses: true"
+  "gateway-probe-scheme.yaml|readinessProbe.httpGet.scheme: HTTP (the default): the gateway serves HTTPS only (--tls_cert): use scheme: HTTPS"
   "gateway-cert-name.yaml|the orchestrator's certificate (Deployment/orchestrator --tls_cert, Secret o-tls) does not name o (it has: DNS:o-other)"
 )
 for case in "${NEGATIVE[@]}"; do
@@ -123,6 +124,6 @@ done
 version="$("$KUBECTL" version --client 2>/dev/null | grep -o 'v[0-9][0-9.]*' | head -1 || true)"
 echo "PASS: $checks checks: overlays sim and gpu render (kubectl ${version:-?}${KUBECTL_COMPARE:+, same objects with $KUBECTL_COMPARE})" \
   "and validate (schemas, unknown fields, selectors, ports, probes, ConfigMaps, discovery, stage ids," \
-  "peers, the gateway's headless orchestrator Service, probes and certificate name, grace vs drain," \
+  "peers, the gateway's headless orchestrator Service, probes and their scheme and certificate name, grace vs drain," \
   "TLS/mTLS/token flags, their Secret keys and the peer certificate's name);" \
   "${#NEGATIVE[@]} planted defects each rejected."

@@ -11,7 +11,7 @@
 # from deploy/certs/make_dev_certs.sh (directories of this host under podman),
 # the client speaks TLS with a token, the orchestrators mTLS to the workers and
 # to each other, the gateway TLS to the orchestrators with the client's bearer
-# token passed on.
+# token passed on, the gateway HTTPS to its clients.
 #
 #   deploy/podman/run_sim.sh                       # prompt "Tell me about the sea."
 #   deploy/podman/run_sim.sh "Hello there" --wav=/tmp/hello.wav
@@ -105,6 +105,7 @@ secret_dir omnistage-orchestrator-tls orchestrator
 secret_dir omnistage-to-workers-tls to-workers
 secret_dir omnistage-worker-tls worker
 secret_dir omnistage-peer-tls peer
+secret_dir omnistage-gateway-tls gateway
 mkdir -p "$work/secrets/omnistage-tokens"
 cp "$certs/tokens.yaml" "$work/secrets/omnistage-tokens/"
 chown -R 65532:65532 "$work/secrets"
@@ -215,20 +216,26 @@ grep -q '^omnistage_requests_total{finish_reason="stop"} 1$' "$work/metrics" ||
 # orchestrator over TLS (the certificate's name "omnistage"), then six chat
 # completions, not streamed, with the admin token as the bearer: 200 and the
 # assistant's text, spread over more than one orchestrator. (After the metrics check: its request may land
-# on any orchestrator.) gateway_call.py URL [TOKEN_FILE PROMPT]: GET, or POST a chat
-# completion; prints the status line, then the body (or the reply's text).
+# on any orchestrator.) gateway_call.py URL CA [TOKEN_FILE PROMPT]: GET, or POST a
+# chat completion, over HTTPS checked against CA; prints the status line, then
+# the body (or the reply's text).
 cat >"$work/gateway_call.py" <<'PY'
-import json, sys, urllib.error, urllib.request
-url = sys.argv[1]
+import json, ssl, sys, urllib.error, urllib.request
+url, ca = sys.argv[1], sys.argv[2]
 request = urllib.request.Request(url)
-if len(sys.argv) > 2:
-    with open(sys.argv[2]) as f:
+if len(sys.argv) > 3:
+    with open(sys.argv[3]) as f:
         request.add_header("Authorization", "Bearer " + f.read().strip())
     request.add_header("Content-Type", "application/json")
     # The model is the gateway's --model (gateway.yaml), the pipeline's name.
     request.data = json.dumps({"model": "omni-demo", "messages": [
-        {"role": "user", "content": sys.argv[3]}]}).encode()
-opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # pod addresses: no proxy
+        {"role": "user", "content": sys.argv[4]}]}).encode()
+# HTTPS, the certificate checked against the CA (it names 127.0.0.1 and the
+# Service, not the pod's address: the name is not checked here).
+context = ssl.create_default_context(cafile=ca)
+context.check_hostname = False
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),  # pod addresses: no proxy
+                                     urllib.request.HTTPSHandler(context=context))
 try:
     with opener.open(request, timeout=60) as response:
         status, body = response.status, response.read().decode()
@@ -237,7 +244,7 @@ except urllib.error.HTTPError as e:
 except OSError as e:
     status, body = 0, str(e)
 print(status)
-if len(sys.argv) > 2 and status == 200:
+if len(sys.argv) > 3 and status == 200:
     text = json.loads(body)["choices"][0]["message"]["content"]
     print(text)
     sys.exit(0 if text else 1)
@@ -248,15 +255,15 @@ gateway_pod="$(podman pod ps --format '{{.Name}}' | grep '^omnistage-gateway-pod
 [ -n "$gateway_pod" ] || { echo "run_sim: no gateway pod" >&2; exit 1; }
 gw="$(pod_ip "$gateway_pod"):8000"
 for _ in $(seq 1 60); do
-  /usr/bin/python3 "$work/gateway_call.py" "http://$gw/health" >"$work/health" 2>&1 && break
+  /usr/bin/python3 "$work/gateway_call.py" "https://$gw/health" "$certs/ca.crt" >"$work/health" 2>&1 && break
   sleep 0.5
 done
 if [ "$(head -1 "$work/health")" != 200 ]; then
   echo "run_sim: the gateway at $gw is not ready: $(tail -n +2 "$work/health")" >&2
   exit 1
 fi
-echo "== gateway at $gw: POST /v1/chat/completions: $prompt"
-if ! /usr/bin/python3 "$work/gateway_call.py" "http://$gw/v1/chat/completions" "$certs/admin.token" \
+echo "== gateway at https://$gw: POST /v1/chat/completions: $prompt"
+if ! /usr/bin/python3 "$work/gateway_call.py" "https://$gw/v1/chat/completions" "$certs/ca.crt" "$certs/admin.token" \
   "$prompt" >"$work/chat" 2>&1; then
   echo "run_sim: the chat completion through the gateway failed: $(cat "$work/chat")" >&2
   exit 1
@@ -266,7 +273,7 @@ echo "HTTP $(head -1 "$work/chat"): $(tail -n +2 "$work/chat")"
 # over the ready ones its DNS name lists), so more than one of them counts
 # requests beyond the one omni sent the first.
 for i in 1 2 3 4 5; do
-  /usr/bin/python3 "$work/gateway_call.py" "http://$gw/v1/chat/completions" "$certs/admin.token" \
+  /usr/bin/python3 "$work/gateway_call.py" "https://$gw/v1/chat/completions" "$certs/ca.crt" "$certs/admin.token" \
     "Hello $i" >"$work/chat$i" 2>&1 ||
     { echo "run_sim: chat completion $i through the gateway failed: $(cat "$work/chat$i")" >&2; exit 1; }
 done

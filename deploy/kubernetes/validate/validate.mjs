@@ -34,8 +34,9 @@ const SECURE_ORCHESTRATOR = ["tls_cert", "tls_key", "tokens_file", "worker_tls_c
 const SECURE_WORKER = ["tls_cert", "tls_key", "tls_client_ca"];
 // With a peer port (--peer_listen): mutual TLS between the orchestrators.
 const SECURE_PEER = ["peer_tls_cert", "peer_tls_key", "peer_tls_ca"];
-// The gateway (a container passing --orchestrator): TLS to the orchestrator.
-const SECURE_GATEWAY = ["orchestrator_tls_ca"];
+// The gateway (a container passing --orchestrator): HTTPS for its clients,
+// TLS to the orchestrator.
+const SECURE_GATEWAY = ["tls_cert", "tls_key", "orchestrator_tls_ca"];
 const GATEWAY_TLS_FILES = ["orchestrator_tls_ca", "orchestrator_tls_cert", "orchestrator_tls_key"];
 const FILE_FLAGS = new Set([...SECURE_ORCHESTRATOR, ...SECURE_WORKER, ...SECURE_PEER, ...GATEWAY_TLS_FILES]);
 // What the gateway answers to GET (gateway/gateway.h); anything else is 404.
@@ -470,8 +471,11 @@ function checkGateway(w, c, ci, flags, services, serviceTargets, secrets) {
     if (port !== undefined && port !== listenPort) {
       report(w.obj, `${at}.${probe}.httpGet.port`, `${get.port} is not the gateway's --listen port ${listenPort}`);
     }
-    if ((get.scheme ?? "HTTP") !== "HTTP") {
-      report(w.obj, `${at}.${probe}.httpGet.scheme`, `${get.scheme}: the gateway serves plain HTTP`);
+    const scheme = flags.get("tls_cert") ? "HTTPS" : "HTTP";
+    if ((get.scheme ?? "HTTP") !== scheme) {
+      report(w.obj, `${at}.${probe}.httpGet.scheme`, scheme === "HTTPS"
+        ? `${get.scheme ?? "HTTP (the default)"}: the gateway serves HTTPS only (--tls_cert): use scheme: HTTPS`
+        : `${get.scheme}: the gateway serves plain HTTP (no --tls_cert)`);
     }
     const path = String(get.path ?? "/").split("?")[0];
     if (!GATEWAY_GET_PATHS.includes(path)) {
