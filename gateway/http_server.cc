@@ -57,6 +57,15 @@ struct HttpExchange::Link {
   static void OnWritten(evhttp_connection*, void* arg) {
     if (auto exchange = static_cast<Link*>(arg)->exchange.lock()) exchange->Flushed();
   }
+  // The client closed its socket while its response was unfinished: drop the
+  // connection (libevent then frees its request and calls OnConnectionClosed).
+  static void OnPeerClosed(evutil_socket_t, short, void* arg) {
+    auto exchange = static_cast<Link*>(arg)->exchange.lock();
+    if (exchange == nullptr || exchange->request_ == nullptr) return;
+    if (evhttp_connection* connection = evhttp_request_get_connection(exchange->request_)) {
+      evhttp_connection_free(connection);
+    }
+  }
 };
 
 HttpExchange::HttpExchange(evhttp_request* request) : request_(request) {
@@ -122,12 +131,26 @@ void HttpExchange::OnClose(std::function<void()> on_close) {
   if (request_ == nullptr) return;
   on_close_ = std::move(on_close);
   if (link_ == nullptr) link_ = new Link{weak_from_this()};
-  evhttp_connection_set_closecb(evhttp_request_get_connection(request_),
-                                &Link::OnConnectionClosed, link_);
+  evhttp_connection* connection = evhttp_request_get_connection(request_);
+  evhttp_connection_set_closecb(connection, &Link::OnConnectionClosed, link_);
+  // EV_CLOSED: epoll's RDHUP, the peer's close, without reading its bytes.
+  const evutil_socket_t fd = bufferevent_getfd(evhttp_connection_get_bufferevent(connection));
+  if (peer_closed_ == nullptr && fd >= 0) {
+    peer_closed_ = event_new(evhttp_connection_get_base(connection), fd, EV_CLOSED,
+                             &Link::OnPeerClosed, link_);
+    if (peer_closed_ != nullptr) event_add(peer_closed_, nullptr);
+  }
+}
+
+void HttpExchange::StopWatchingPeer() {
+  // (Also from within OnPeerClosed's own call: libevent allows it.)
+  if (peer_closed_ != nullptr) event_free(peer_closed_);
+  peer_closed_ = nullptr;
 }
 
 void HttpExchange::Release() {
   if (request_ == nullptr) return;
+  StopWatchingPeer();
   if (evhttp_connection* connection = evhttp_request_get_connection(request_)) {
     evhttp_connection_set_closecb(connection, nullptr, nullptr);
   }
@@ -139,7 +162,14 @@ void HttpExchange::Release() {
 }
 
 void HttpExchange::Closed() {
-  // libevent is freeing the connection and the request with it.
+  // libevent is freeing the connection. A client that went away (EOF, a
+  // reset, a timeout) leaves the request with us, detached from it (no
+  // connection): free it here, as the reply we will not send would have. One
+  // still attached (the server stopping) is freed with the connection.
+  StopWatchingPeer();
+  if (request_ != nullptr && evhttp_request_get_connection(request_) == nullptr) {
+    evhttp_request_free(request_);
+  }
   request_ = nullptr;
   std::function<void()> on_close = std::move(on_close_);
   on_close_ = nullptr;

@@ -53,7 +53,8 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   // socket, so a producer can wait for a slow client before making more.
   void Send(const std::string& data, std::function<void()> flushed = nullptr);
   void EndStream();
-  // Runs if the client goes away before the response ended.
+  // Runs once if the client goes away before the response ended (noticed as
+  // its socket closes, whether or not a response began).
   void OnClose(std::function<void()> on_close);
   // The response ended, or the client went away: nothing more is sent.
   bool done() const { return request_ == nullptr; }
@@ -68,6 +69,7 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   void Flushed();
   // The response ended: the request is libevent's again.
   void Release();
+  void StopWatchingPeer();
 
   evhttp_request* request_;
   std::string method_;
@@ -79,6 +81,10 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   // What libevent's callbacks hold (the connection's close and write-done
   // callbacks): it finds the exchange while it lives.
   Link* link_ = nullptr;
+  // Watches the socket for the client's close while the exchange waits
+  // (libevent reads nothing from a connection until its response is sent, so
+  // it would not see the client go before then).
+  event* peer_closed_ = nullptr;
 };
 
 class HttpServer {

@@ -6,7 +6,8 @@
 # - an orchestrator added to DNS gets completions once the gateway looks the
 #   name up again (each connection is asked to go after the orchestrators'
 #   limits.max_connection_age_ms, 2 s here, and the gateway then re-resolves);
-# - whole chat completions spread over both orchestrators;
+# - whole chat completions spread over both orchestrators; one whose client
+#   gives up before the answer is stopped (nothing in flight after);
 # - one orchestrator drains (SIGTERM) while it holds a stream: every completion
 #   sent during its drain is answered 200 (by the other), the gateway's /health
 #   stays 200, the stream ends whole, and the drained orchestrator exits 0;
@@ -124,6 +125,28 @@ spread_a=$(( $(finished a) - before_a )) spread_b=$(( $(finished b) - before_b )
   fail "12 completions were not spread: $spread_a on a, $spread_b on b"
 echo "spread: $spread_a and $spread_b of 12"
 
+# in_flight NAME: the requests orchestrator NAME holds.
+in_flight() {
+  local port="${1}_port"
+  local ip="${1}_ip"
+  client/omni status --server="${!ip}:${!port}" 2>/dev/null |
+    sed -n 's/.*"inFlightRequests": \([0-9]*\).*/\1/p'
+}
+# A whole (not streamed) completion whose client gives up after 1 s, long
+# before the answer (some 6 s): the gateway sees the socket close and cancels
+# the call, so no orchestrator holds the request after.
+rc=0
+curl -s -m 1 -o /dev/null "$base/v1/chat/completions" -d '{"model": "omni-demo",
+  "messages": [{"role": "user", "content": "A long story"}]}' || rc=$?
+[ "$rc" = 28 ] || fail "the long whole completion ended within 1 s (curl exit $rc)"
+for _ in $(seq 1 30); do
+  [ "$(in_flight a)" = 0 ] && [ "$(in_flight b)" = 0 ] && break
+  sleep 0.1
+done
+[ "$(in_flight a)" = 0 ] && [ "$(in_flight b)" = 0 ] ||
+  fail "3 s after its client left, a whole completion is still in flight ($(in_flight a) and $(in_flight b))"
+echo "left: a whole completion's client gave up; nothing in flight after"
+
 # stream NAME: a long streamed completion into $out/NAME.sse, in the
 # background (its client's pid in $curl_pid); returns once events came.
 stream() {
@@ -140,12 +163,6 @@ stream() {
 
 # A long stream, then the orchestrator holding it drains.
 stream long
-in_flight() {
-  local port="${1}_port"
-  local ip="${1}_ip"
-  client/omni status --server="${!ip}:${!port}" 2>/dev/null |
-    sed -n 's/.*"inFlightRequests": \([0-9]*\).*/\1/p'
-}
 if [ "$(in_flight a)" = 1 ]; then holder=a other=b; else holder=b other=a; fi
 [ "$(in_flight "$holder")" = 1 ] || fail "neither orchestrator holds the long stream"
 holder_pid="${holder}_pid"
