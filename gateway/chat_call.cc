@@ -15,31 +15,42 @@ constexpr char kJson[] = "application/json";
 
 }  // namespace
 
-ChatCall::ChatCall(ChatRequest request, std::string model, std::shared_ptr<HttpExchange> exchange,
+ChatCall::ChatCall(ChatRequest request, std::string model, std::string authorization,
+                   std::string traceparent, std::shared_ptr<HttpExchange> exchange,
                    LoopPoster post, CallObserver observer)
-    : stream_(request.stream),
-      encoder_(request, std::move(model), static_cast<int64_t>(std::time(nullptr))),
+    : request_(std::move(request)),
+      model_(std::move(model)),
+      authorization_(std::move(authorization)),
+      traceparent_(std::move(traceparent)),
+      stream_(request_.stream),
+      encoder_(request_, model_, static_cast<int64_t>(std::time(nullptr))),
       exchange_(std::move(exchange)),
       post_(std::move(post)),
       observer_(std::move(observer)) {}
 
-void ChatCall::Start(v1::Orchestrator::Stub* stub, ChatRequest request, std::string model,
-                     std::string authorization, std::string traceparent,
-                     std::shared_ptr<HttpExchange> exchange, LoopPoster post,
-                     CallObserver observer) {
-  v1::GenerateRequest generate = request.generate;
-  auto* call = new ChatCall(std::move(request), std::move(model), exchange, std::move(post),
+void ChatCall::Start(v1::Orchestrator::Stub* stub, v1::Orchestrator::Stub* fallback,
+                     ChatRequest request, std::string model, std::string authorization,
+                     std::string traceparent, std::shared_ptr<HttpExchange> exchange,
+                     LoopPoster post, CallObserver observer) {
+  auto* call = new ChatCall(std::move(request), std::move(model), std::move(authorization),
+                            std::move(traceparent), std::move(exchange), std::move(post),
                             std::move(observer));
-  if (!authorization.empty()) call->context_.AddMetadata("authorization", authorization);
-  if (!traceparent.empty()) call->context_.AddMetadata("traceparent", traceparent);
+  call->fallback_ = fallback;
+  call->Begin(stub);
+}
+
+void ChatCall::Begin(v1::Orchestrator::Stub* stub) {
+  if (!authorization_.empty()) context_.AddMetadata("authorization", authorization_);
+  if (!traceparent_.empty()) context_.AddMetadata("traceparent", traceparent_);
   // The client going away stops the request on every stage.
-  exchange->OnClose([call] { call->ClientGone(); });
-  stub->async()->Generate(&call->context_, &generate, call);
+  exchange_->OnClose([this] { ClientGone(); });
+  v1::GenerateRequest generate = request_.generate;
+  stub->async()->Generate(&context_, &generate, this);
   // Reads are started from the loop, outside the reactions: held until the
   // stream's end was read.
-  call->AddHold();
-  call->ReadNext();
-  call->StartCall();
+  AddHold();
+  ReadNext();
+  StartCall();
 }
 
 void ChatCall::ReadNext() {
@@ -72,6 +83,7 @@ void ChatCall::OnDone(const grpc::Status& status) {
 
 void ChatCall::Deliver(const v1::GenerateResponse& response) {
   reading_ = false;
+  got_response_ = true;
   if (!response.request_id().empty()) encoder_.set_request_id(response.request_id());
   if (response.has_terminal()) {
     terminal_ = response.terminal();
@@ -101,6 +113,15 @@ void ChatCall::Answer(int http_status, const std::string& body) {
 }
 
 void ChatCall::Finish(const grpc::Status& status) {
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE && !got_response_ &&
+      fallback_ != nullptr && !exchange_->done()) {
+    // The second try takes the exchange (and its close hook) over; this call
+    // ends without answering.
+    auto* again = new ChatCall(request_, model_, authorization_, traceparent_, exchange_, post_,
+                               observer_);
+    again->Begin(fallback_);
+    return;
+  }
   if (exchange_->done()) {
     observer_(exchange_->streaming() ? 200 : 499);  // 499: the client closed first.
     return;

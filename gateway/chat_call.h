@@ -7,6 +7,12 @@
 // max_client_queued_bytes, is cut off there) instead of growing the gateway's
 // memory. A client that goes away cancels the call, which aborts the request
 // on every stage.
+//
+// A call that fails with UNAVAILABLE before any response (no orchestrator
+// ready, as the channel's health checks see it) is made once more through the
+// fallback stub, whose channel does not look at readiness: an orchestrator
+// that is not ready may still serve it (a text-only request while the audio
+// stages have no replica) or refuse it with its own precise reason.
 #ifndef OMNISTAGE_GATEWAY_CHAT_CALL_H_
 #define OMNISTAGE_GATEWAY_CHAT_CALL_H_
 
@@ -33,18 +39,22 @@ class ChatCall final : public grpc::ClientReadReactor<v1::GenerateResponse> {
  public:
   // Starts the call; it deletes itself once it ended. Loop thread.
   // `authorization`: the client's Authorization header, passed on.
-  static void Start(v1::Orchestrator::Stub* stub, ChatRequest request, std::string model,
-                    std::string authorization, std::string traceparent,
-                    std::shared_ptr<HttpExchange> exchange, LoopPoster post,
-                    CallObserver observer);
+  // `fallback` (may be null) is the stub of the second try.
+  static void Start(v1::Orchestrator::Stub* stub, v1::Orchestrator::Stub* fallback,
+                    ChatRequest request, std::string model, std::string authorization,
+                    std::string traceparent, std::shared_ptr<HttpExchange> exchange,
+                    LoopPoster post, CallObserver observer);
 
   // Reactor (gRPC threads).
   void OnReadDone(bool ok) override;
   void OnDone(const grpc::Status& status) override;
 
  private:
-  ChatCall(ChatRequest request, std::string model, std::shared_ptr<HttpExchange> exchange,
-           LoopPoster post, CallObserver observer);
+  ChatCall(ChatRequest request, std::string model, std::string authorization,
+           std::string traceparent, std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+           CallObserver observer);
+  // Issues the Generate on `stub` (loop thread).
+  void Begin(v1::Orchestrator::Stub* stub);
   // Loop thread.
   void Deliver(const v1::GenerateResponse& response);
   // Asks the orchestrator for the next response.
@@ -52,6 +62,14 @@ class ChatCall final : public grpc::ClientReadReactor<v1::GenerateResponse> {
   void ClientGone();
   void Finish(const grpc::Status& status);
   void Answer(int http_status, const std::string& body);
+
+  // For the fallback's second try.
+  const ChatRequest request_;
+  const std::string model_;
+  const std::string authorization_;
+  const std::string traceparent_;
+  v1::Orchestrator::Stub* fallback_ = nullptr;
+  bool got_response_ = false;
 
   grpc::ClientContext context_;
   v1::GenerateResponse response_;

@@ -15,16 +15,12 @@ namespace {
 constexpr char kJson[] = "application/json";
 
 // How calls spread over the orchestrators the target names (a DNS name with an
-// A record per orchestrator, or ipv4:HOST:PORT,HOST:PORT): round robin over
-// those whose readiness (grpc.health.v1, service omnistage.v1.Orchestrator) is
-// SERVING, watched on each connection; a draining orchestrator turns
-// NOT_SERVING and gets no new calls while its running streams go on. A
-// Generate refused with UNAVAILABLE before any answer (the orchestrator began
+// A record per orchestrator, or ipv4:HOST:PORT,HOST:PORT): round robin, and a
+// Generate refused with UNAVAILABLE before any answer (an orchestrator began
 // draining before its health said so, or has no live first stage) is tried
 // again on the next one; once a response has come it never is.
-constexpr char kServiceConfig[] = R"({
+constexpr char kRoundRobinWithRetries[] = R"(
   "loadBalancingConfig": [{"round_robin": {}}],
-  "healthCheckConfig": {"serviceName": "omnistage.v1.Orchestrator"},
   "methodConfig": [{
     "name": [{"service": "omnistage.v1.Orchestrator", "method": "Generate"}],
     "retryPolicy": {
@@ -34,14 +30,20 @@ constexpr char kServiceConfig[] = R"({
       "backoffMultiplier": 2,
       "retryableStatusCodes": ["UNAVAILABLE"]
     }
-  }]
-})";
+  }])";
+// The main channel sends calls only to orchestrators whose readiness
+// (grpc.health.v1, service omnistage.v1.Orchestrator) is SERVING, watched on
+// each connection: a draining one gets no new calls while its streams go on.
+constexpr char kReadyOnly[] =
+    R"("healthCheckConfig": {"serviceName": "omnistage.v1.Orchestrator"},)";
 
-std::shared_ptr<grpc::Channel> OrchestratorChannel(const GatewayOptions& options) {
+std::shared_ptr<grpc::Channel> OrchestratorChannel(const GatewayOptions& options,
+                                                   bool ready_only) {
   grpc::ChannelArguments args;
   // Audio responses can be large.
   args.SetMaxReceiveMessageSize(64 << 20);
-  args.SetServiceConfigJSON(kServiceConfig);
+  args.SetServiceConfigJSON(
+      absl::StrCat("{", ready_only ? kReadyOnly : "", kRoundRobinWithRetries, "}"));
   // The config above is the gateway's own, not one a DNS TXT record may set.
   args.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
   // gRPC looks the name up again when a connection goes (an orchestrator
@@ -64,8 +66,11 @@ std::shared_ptr<grpc::Channel> OrchestratorChannel(const GatewayOptions& options
 Gateway::Gateway(GatewayOptions options, LoopPoster post)
     : options_(std::move(options)),
       post_(std::move(post)),
-      channel_(OrchestratorChannel(options_)),
+      channel_(OrchestratorChannel(options_, /*ready_only=*/true)),
       stub_(v1::Orchestrator::NewStub(channel_)),
+      // Connections of its own (made when first used): a channel that keeps
+      // no health watch.
+      any_stub_(v1::Orchestrator::NewStub(OrchestratorChannel(options_, /*ready_only=*/false))),
       health_(grpc::health::v1::Health::NewStub(channel_)),
       requests_(registry_.AddCounter("omnistage_gateway_requests_total",
                                      "HTTP requests answered, by route and status.",
@@ -130,8 +135,8 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
   ++in_flight_count_;
   const std::string authorization = exchange->Header("Authorization");
   const std::string traceparent = exchange->Header("traceparent");
-  ChatCall::Start(stub_.get(), std::get<ChatRequest>(std::move(parsed)), options_.model.id,
-                  authorization, traceparent, exchange, post_,
+  ChatCall::Start(stub_.get(), any_stub_.get(), std::get<ChatRequest>(std::move(parsed)),
+                  options_.model.id, authorization, traceparent, exchange, post_,
                   [this, path = exchange->path()](int status) {
                     in_flight_.Add(-1);
                     --in_flight_count_;

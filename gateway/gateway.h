@@ -1,5 +1,6 @@
 // Gateway: the OpenAI-compatible HTTP API in front of the orchestrators one
-// gRPC target names (one, or several: calls go round robin to the ready ones).
+// gRPC target names (one, or several: calls go round robin to the ready ones,
+// and when none is ready, once more to any of them).
 //
 //   POST /v1/chat/completions   streamed (SSE) or whole (chat_request.h,
 //                               chat_response.h, chat_call.h)
@@ -68,7 +69,9 @@ class Gateway {
   const GatewayOptions options_;
   const LoopPoster post_;
   std::shared_ptr<grpc::Channel> channel_;
+  // Round robin over the ready orchestrators; ChatCall's fallback: over all.
   std::unique_ptr<v1::Orchestrator::Stub> stub_;
+  std::unique_ptr<v1::Orchestrator::Stub> any_stub_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
   MetricsRegistry registry_;
   Family<Counter>& requests_;
