@@ -67,11 +67,13 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
     : options_(std::move(options)),
       post_(std::move(post)),
       channel_(OrchestratorChannel(options_, /*ready_only=*/true)),
-      stub_(v1::Orchestrator::NewStub(channel_)),
       // Connections of its own (made when first used): a channel that keeps
       // no health watch.
-      any_stub_(v1::Orchestrator::NewStub(OrchestratorChannel(options_, /*ready_only=*/false))),
+      any_channel_(OrchestratorChannel(options_, /*ready_only=*/false)),
+      stub_(v1::Orchestrator::NewStub(channel_)),
+      any_stub_(v1::Orchestrator::NewStub(any_channel_)),
       health_(grpc::health::v1::Health::NewStub(channel_)),
+      any_health_(grpc::health::v1::Health::NewStub(any_channel_)),
       requests_(registry_.AddCounter("omnistage_gateway_requests_total",
                                      "HTTP requests answered, by route and status.",
                                      {"route", "status"})),
@@ -149,10 +151,11 @@ void Gateway::Health(std::shared_ptr<HttpExchange> exchange) {
     Respond(*exchange, 503, kJson, R"({"status": "draining"})");
     return;
   }
-  CheckReadiness(std::move(exchange), kReadinessAttempts);
+  CheckReadiness(std::move(exchange), kReadinessAttempts, /*any=*/false);
 }
 
-void Gateway::CheckReadiness(std::shared_ptr<HttpExchange> exchange, int attempts_left) {
+void Gateway::CheckReadiness(std::shared_ptr<HttpExchange> exchange, int attempts_left,
+                             bool any) {
   struct Check {
     grpc::ClientContext context;
     grpc::health::v1::HealthCheckRequest request;
@@ -162,10 +165,10 @@ void Gateway::CheckReadiness(std::shared_ptr<HttpExchange> exchange, int attempt
   check->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
   // Readiness: the orchestrator accepts requests and every stage has a replica.
   check->request.set_service("omnistage.v1.Orchestrator");
-  health_->async()->Check(
+  (any ? any_health_ : health_)->async()->Check(
       &check->context, &check->request, &check->response,
-      [this, check, exchange, attempts_left](grpc::Status status) {
-        post_([this, check, exchange, attempts_left, status] {
+      [this, check, exchange, attempts_left, any](grpc::Status status) {
+        post_([this, check, exchange, attempts_left, any, status] {
           const bool serving =
               status.ok() &&
               check->response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
@@ -173,11 +176,23 @@ void Gateway::CheckReadiness(std::shared_ptr<HttpExchange> exchange, int attempt
           // channel's health watch saw it: the next call goes to the next
           // orchestrator.
           if (!serving && status.ok() && attempts_left > 1) {
-            CheckReadiness(exchange, attempts_left - 1);
+            CheckReadiness(exchange, attempts_left - 1, any);
+            return;
+          }
+          // No ready orchestrator to ask: ask any, for a reason that says more
+          // than gRPC's "backend unhealthy".
+          if (!status.ok() && !any) {
+            CheckReadiness(exchange, 1, /*any=*/true);
             return;
           }
           nlohmann::json body = {{"status", serving ? "ok" : "unavailable"}};
-          if (!status.ok()) body["reason"] = status.error_message();
+          if (!status.ok()) {
+            body["reason"] = status.error_message();
+          } else if (!serving) {
+            body["reason"] =
+                "no orchestrator is ready: each answers NOT_SERVING (draining, or a stage "
+                "has no live replica; omni status says which)";
+          }
           Respond(*exchange, serving ? 200 : 503, kJson, body.dump());
         });
       });

@@ -58,9 +58,10 @@ class Gateway {
  private:
   void ChatCompletions(std::shared_ptr<HttpExchange> exchange);
   void Health(std::shared_ptr<HttpExchange> exchange);
-  // Asks an orchestrator's readiness through the channel (so one it picks),
-  // and asks again, up to `attempts_left` calls, while one answers NOT_SERVING.
-  void CheckReadiness(std::shared_ptr<HttpExchange> exchange, int attempts_left);
+  // Asks an orchestrator's readiness through the channel (so one it picks;
+  // `any`: the channel that does not look at readiness), and asks again, up to
+  // `attempts_left` calls, while one answers NOT_SERVING.
+  void CheckReadiness(std::shared_ptr<HttpExchange> exchange, int attempts_left, bool any);
   static constexpr int kReadinessAttempts = 3;
   void Respond(HttpExchange& exchange, int status, const std::string& content_type,
                const std::string& body);
@@ -68,11 +69,14 @@ class Gateway {
 
   const GatewayOptions options_;
   const LoopPoster post_;
+  // Round robin over the ready orchestrators; the fallback (ChatCall's, and
+  // /health's for a reason): over all of them.
   std::shared_ptr<grpc::Channel> channel_;
-  // Round robin over the ready orchestrators; ChatCall's fallback: over all.
+  std::shared_ptr<grpc::Channel> any_channel_;
   std::unique_ptr<v1::Orchestrator::Stub> stub_;
   std::unique_ptr<v1::Orchestrator::Stub> any_stub_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> any_health_;
   MetricsRegistry registry_;
   Family<Counter>& requests_;
   Gauge& in_flight_;

@@ -62,6 +62,8 @@ done
 grep -q '"content":"' "$out/degraded.json" || fail "no text: $(cat "$out/degraded.json")"
 code=$(curl -s -o "$out/health.json" -w '%{http_code}' "$base/health")
 [ "$code" = 503 ] || fail "/health with no ready orchestrator answered $code: $(cat "$out/health.json")"
+grep -q '"reason":"no orchestrator is ready: each answers NOT_SERVING' "$out/health.json" ||
+  fail "/health does not say why: $(cat "$out/health.json")"
 echo "degraded: /health 503, a text-only completion 200"
 
 serve dead "$out/dead.yaml"
