@@ -28,10 +28,10 @@ ChatCall::ChatCall(ChatRequest request, std::string model, std::string authoriza
       post_(std::move(post)),
       observer_(std::move(observer)) {}
 
-void ChatCall::Start(v1::Orchestrator::Stub* stub, v1::Orchestrator::Stub* fallback,
-                     ChatRequest request, std::string model, std::string authorization,
-                     std::string traceparent, std::shared_ptr<HttpExchange> exchange,
-                     LoopPoster post, CallObserver observer) {
+void ChatCall::Start(v1::Orchestrator::Stub* stub, Fallback fallback, ChatRequest request,
+                     std::string model, std::string authorization, std::string traceparent,
+                     std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                     CallObserver observer) {
   auto* call = new ChatCall(std::move(request), std::move(model), std::move(authorization),
                             std::move(traceparent), std::move(exchange), std::move(post),
                             std::move(observer));
@@ -114,12 +114,13 @@ void ChatCall::Answer(int http_status, const std::string& body) {
 
 void ChatCall::Finish(const grpc::Status& status) {
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE && !got_response_ &&
-      fallback_ != nullptr && !exchange_->done()) {
+      fallback_.stub != nullptr && !exchange_->done()) {
     // The second try takes the exchange (and its close hook) over; this call
     // ends without answering.
+    if (fallback_.taken != nullptr) fallback_.taken->Increment();
     auto* again = new ChatCall(request_, model_, authorization_, traceparent_, exchange_, post_,
                                observer_);
-    again->Begin(fallback_);
+    again->Begin(fallback_.stub);
     return;
   }
   if (exchange_->done()) {

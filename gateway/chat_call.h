@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "common/metrics.h"
 #include "gateway/chat_request.h"
 #include "gateway/chat_response.h"
 #include "gateway/http_server.h"
@@ -39,11 +40,16 @@ class ChatCall final : public grpc::ClientReadReactor<v1::GenerateResponse> {
  public:
   // Starts the call; it deletes itself once it ended. Loop thread.
   // `authorization`: the client's Authorization header, passed on.
-  // `fallback` (may be null) is the stub of the second try.
-  static void Start(v1::Orchestrator::Stub* stub, v1::Orchestrator::Stub* fallback,
-                    ChatRequest request, std::string model, std::string authorization,
-                    std::string traceparent, std::shared_ptr<HttpExchange> exchange,
-                    LoopPoster post, CallObserver observer);
+  // The second try: its stub (null: none), and a counter of the calls that
+  // took it (may be null).
+  struct Fallback {
+    v1::Orchestrator::Stub* stub = nullptr;
+    Counter* taken = nullptr;
+  };
+  static void Start(v1::Orchestrator::Stub* stub, Fallback fallback, ChatRequest request,
+                    std::string model, std::string authorization, std::string traceparent,
+                    std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                    CallObserver observer);
 
   // Reactor (gRPC threads).
   void OnReadDone(bool ok) override;
@@ -68,7 +74,7 @@ class ChatCall final : public grpc::ClientReadReactor<v1::GenerateResponse> {
   const std::string model_;
   const std::string authorization_;
   const std::string traceparent_;
-  v1::Orchestrator::Stub* fallback_ = nullptr;
+  Fallback fallback_;
   bool got_response_ = false;
 
   grpc::ClientContext context_;

@@ -80,6 +80,11 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
       in_flight_(registry_
                      .AddGauge("omnistage_gateway_chat_completions_in_flight",
                                "Chat completions running (streamed or not).")
+                     .With({})),
+      fallbacks_(registry_
+                     .AddCounter("omnistage_gateway_unready_fallbacks_total",
+                                 "Chat completions made once more to any orchestrator, "
+                                 "none being ready.")
                      .With({})) {}
 
 void Gateway::Count(const std::string& route, int status) {
@@ -137,7 +142,8 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
   ++in_flight_count_;
   const std::string authorization = exchange->Header("Authorization");
   const std::string traceparent = exchange->Header("traceparent");
-  ChatCall::Start(stub_.get(), any_stub_.get(), std::get<ChatRequest>(std::move(parsed)),
+  ChatCall::Start(stub_.get(), {any_stub_.get(), &fallbacks_},
+                  std::get<ChatRequest>(std::move(parsed)),
                   options_.model.id, authorization, traceparent, exchange, post_,
                   [this, path = exchange->path()](int status) {
                     in_flight_.Add(-1);

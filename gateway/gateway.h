@@ -80,6 +80,7 @@ class Gateway {
   MetricsRegistry registry_;
   Family<Counter>& requests_;
   Gauge& in_flight_;
+  Counter& fallbacks_;
   std::atomic<bool> draining_{false};
   std::atomic<int> in_flight_count_{0};
 };
