@@ -22,7 +22,7 @@ if [ "${1:-}" = "--serve" ]; then
   bazel-bin/orchestrator/orchestrator --config="$CONFIG" --listen="127.0.0.1:$port" &
   orchestrator=$!
   bazel-bin/gateway/gateway --orchestrator="127.0.0.1:$port" \
-    --listen="127.0.0.1:$gateway_port" --model=omni-demo &
+    --listen="127.0.0.1:$gateway_port" --model=omni-demo --voice_stage=2 &
   gateway=$!
   # Ctrl-C (or SIGTERM) stops both; the orchestrator drains first.
   trap 'kill -TERM $gateway $orchestrator 2>/dev/null; wait $gateway $orchestrator 2>/dev/null' \

@@ -21,7 +21,8 @@
 namespace omnistage {
 namespace {
 
-const ServedModel kModel{"omni-demo", 2};
+// Text from stage 2, the voice to stage 1.
+const ServedModel kModel{"omni-demo", 2, 1};
 
 void CheckRefusal(const ApiError& error) {
   FUZZ_CHECK(error.http_status == 400 || error.http_status == 404, "HTTP ", error.http_status,
@@ -47,9 +48,23 @@ void CheckAccepted(const ChatRequest& request) {
   }
   FUZZ_CHECK(request.text || request.audio, "neither text nor audio");
   FUZZ_CHECK(request.stream || !request.include_usage, "include_usage without stream");
-  FUZZ_CHECK(generate.stage_params_size() <= 1, generate.stage_params_size(), " stage params");
+  FUZZ_CHECK(generate.stage_params_size() <= 2, generate.stage_params_size(), " stage params");
+  bool seen[2] = {false, false};
   for (const v1::StageParameters& params : generate.stage_params()) {
-    FUZZ_CHECK(params.stage_id() == kModel.text_stage, "params for stage ", params.stage_id());
+    const bool voice = params.stage_id() == kModel.voice_stage;
+    FUZZ_CHECK(voice || params.stage_id() == kModel.text_stage, "params for stage ",
+               params.stage_id());
+    FUZZ_CHECK(!seen[voice], "two params for stage ", params.stage_id());
+    seen[voice] = true;
+    if (voice) {
+      FUZZ_CHECK(request.audio, "a voice without audio");
+      FUZZ_CHECK(params.extra().size() == 1 && params.extra().count("voice") == 1 &&
+                     !params.extra().at("voice").empty(),
+                 "voice stage extras ", params.extra().size());
+      FUZZ_CHECK(!params.has_max_tokens() && !params.has_seed() && !params.has_temperature(),
+                 "text parameters on the voice stage");
+      continue;
+    }
     FUZZ_CHECK(!params.has_max_tokens() ||
                    (params.max_tokens() >= 1 && params.max_tokens() <= 1000000),
                "max_tokens ", params.max_tokens());

@@ -1,7 +1,9 @@
 #include "gateway/chat_request.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -135,6 +137,17 @@ bool ReadInt(const json& body, const std::string& key, int64_t min, int64_t max,
 
 }  // namespace
 
+std::string VoiceVariant(const std::string& voice) {
+  // OpenAI's voices, each a distinct espeak-ng variant of "en".
+  static const auto* const kVariants = new std::map<std::string, std::string>{
+      {"alloy", "f2"}, {"ash", "m2"},  {"ballad", "m4"}, {"coral", "f3"},
+      {"echo", "m1"},  {"fable", "m5"}, {"nova", "f4"},  {"onyx", "m7"},
+      {"sage", "f1"},  {"shimmer", "f5"}, {"verse", "m6"},
+  };
+  auto it = kVariants->find(voice);
+  return it != kVariants->end() ? it->second : voice;
+}
+
 std::variant<ChatRequest, ApiError> ParseChatRequest(const std::string& body,
                                                      const ServedModel& model) {
   const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -206,13 +219,25 @@ std::variant<ChatRequest, ApiError> ParseChatRequest(const std::string& body,
                               "unsupported_value");
       }
     }
-    if (auto voice = it->find("voice"); voice != it->end() && !voice->is_string()) {
-      return WrongType("audio.voice", "a string", *voice);
+    if (auto voice = it->find("voice"); voice != it->end() && !voice->is_null()) {
+      if (!voice->is_string()) return WrongType("audio.voice", "a string", *voice);
+      if (request.audio && model.voice_stage >= 0 && !voice->get<std::string>().empty()) {
+        v1::StageParameters* speaker = request.generate.add_stage_params();
+        speaker->set_stage_id(model.voice_stage);
+        (*speaker->mutable_extra())["voice"] = VoiceVariant(voice->get<std::string>());
+      }
     }
   }
-  // The text stage's parameters.
+  // The text stage's parameters (with the voice, when that stage speaks too).
   v1::StageParameters params;
   params.set_stage_id(model.text_stage);
+  for (int i = 0; i < request.generate.stage_params_size(); ++i) {
+    if (request.generate.stage_params(i).stage_id() == model.text_stage) {
+      params = request.generate.stage_params(i);
+      request.generate.mutable_stage_params()->DeleteSubrange(i, 1);
+      break;
+    }
+  }
   std::optional<int64_t> max_tokens, max_completion_tokens, seed;
   if (!ReadInt(parsed, "max_tokens", 1, 1000000, &max_tokens, &error) ||
       !ReadInt(parsed, "max_completion_tokens", 1, 1000000, &max_completion_tokens, &error) ||
@@ -231,7 +256,8 @@ std::variant<ChatRequest, ApiError> ParseChatRequest(const std::string& body,
     }
     params.set_temperature(static_cast<float>(t));
   }
-  if (params.has_max_tokens() || params.has_seed() || params.has_temperature()) {
+  if (params.has_max_tokens() || params.has_seed() || params.has_temperature() ||
+      !params.extra().empty()) {
     *request.generate.add_stage_params() = std::move(params);
   }
   std::optional<int64_t> n;

@@ -6,6 +6,7 @@
 //   modalities      output_modalities: "text" -> TEXT, "audio" -> AUDIO
 //                   (default ["text"])
 //   audio.format    how audio is returned: wav (default) or pcm16
+//   audio.voice     the voice stage's extra parameter `voice` (VoiceVariant())
 //   max_tokens, max_completion_tokens, temperature, seed
 //                   the text stage's parameters
 //   stream, stream_options.include_usage, user
@@ -31,7 +32,15 @@ struct ServedModel {
   // The pipeline's stage that writes the text: max_tokens, temperature and
   // seed are its parameters.
   int text_stage = 0;
+  // The stage that speaks (the vocoder): audio.voice goes there as its extra
+  // parameter `voice` (VoiceVariant()); -1: audio.voice is not used.
+  int voice_stage = -1;
 };
+
+// The espeak-ng variant that speaks for an OpenAI voice name (alloy -> f2,
+// onyx -> m7, ...: docs/openai.md); any other name is passed on as it is (a
+// variant the vocoder knows, e.g. croak, or one it refuses).
+std::string VoiceVariant(const std::string& voice);
 
 enum class AudioFormat { kWav, kPcm16 };
 

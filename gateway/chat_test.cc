@@ -55,6 +55,46 @@ TEST(ChatRequestTest, MapsTheFieldsOntoAGenerateRequest) {
   EXPECT_TRUE(r.generate.request_id().empty());  // The orchestrator names it.
 }
 
+// audio.voice goes to the voice stage as its extra parameter `voice`, OpenAI's
+// names as espeak-ng variants; without a voice stage (kModel) it is not used.
+TEST(ChatRequestTest, TheVoiceGoesToTheStageThatSpeaks) {
+  const ServedModel speaking{"omni-demo", 0, 2};
+  auto parse = [&](const std::string& audio, const std::string& modalities) {
+    std::variant<ChatRequest, ApiError> parsed = ParseChatRequest(
+        R"({"model": "omni-demo", "messages": [{"role": "user", "content": "Hi"}],
+            "max_tokens": 8, "modalities": )" + modalities + R"(, "audio": )" + audio + "}",
+        speaking);
+    EXPECT_TRUE(std::holds_alternative<ChatRequest>(parsed));
+    return std::get<ChatRequest>(parsed).generate;
+  };
+  v1::GenerateRequest onyx = parse(R"({"voice": "onyx"})", R"(["text", "audio"])");
+  ASSERT_EQ(onyx.stage_params_size(), 2);
+  EXPECT_EQ(onyx.stage_params(0).stage_id(), 2);
+  EXPECT_EQ(onyx.stage_params(0).extra().at("voice"), "m7");
+  EXPECT_EQ(onyx.stage_params(1).stage_id(), 0);
+  EXPECT_EQ(onyx.stage_params(1).max_tokens(), 8u);
+  EXPECT_EQ(parse(R"({"voice": "croak"})", R"(["audio"])").stage_params(0).extra().at("voice"),
+            "croak");
+  EXPECT_EQ(VoiceVariant("alloy"), "f2");
+  EXPECT_EQ(VoiceVariant("shimmer"), "f5");
+  // No audio asked for: no voice passed on.
+  EXPECT_EQ(parse(R"({"voice": "onyx"})", R"(["text"])").stage_params_size(), 1);
+  // A voice stage that is the text stage: one StageParameters for both.
+  const ServedModel one{"omni-demo", 0, 0};
+  std::variant<ChatRequest, ApiError> both = ParseChatRequest(
+      R"({"model": "omni-demo", "messages": [{"role": "user", "content": "Hi"}], "seed": 3,
+          "modalities": ["audio"], "audio": {"voice": "echo"}})",
+      one);
+  ASSERT_TRUE(std::holds_alternative<ChatRequest>(both));
+  const v1::GenerateRequest& merged = std::get<ChatRequest>(both).generate;
+  ASSERT_EQ(merged.stage_params_size(), 1);
+  EXPECT_EQ(merged.stage_params(0).seed(), 3u);
+  EXPECT_EQ(merged.stage_params(0).extra().at("voice"), "m1");
+  // The default model has no voice stage.
+  EXPECT_EQ(Parse(R"({"model": "omni-demo", "messages": [{"role": "user", "content": "Hi"}],
+      "modalities": ["audio"], "audio": {"voice": "onyx"}})").generate.stage_params_size(), 0);
+}
+
 TEST(ChatRequestTest, DefaultsToTextAndJoinsSeveralMessagesByRole) {
   ChatRequest r = Parse(R"({"model": "omni-demo", "messages": [
       {"role": "system", "content": "Be brief."},

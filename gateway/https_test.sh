@@ -37,10 +37,7 @@ pids="$pids $!"
 gw_port=$(listened_port gw) || exit 1
 base="https://127.0.0.1:$gw_port"
 https() { curl -s --cacert "$certs/ca.crt" "$@"; }
-for _ in $(seq 1 100); do
-  https -f "$base/health" >/dev/null && break
-  sleep 0.1
-done
+wait_healthy "$base" --cacert "$certs/ca.crt"
 https -f "$base/health" >/dev/null || fail "not healthy over HTTPS: $(https "$base/health" 2>&1)"
 grep -q "serving model 'omni-demo' on https://127.0.0.1:$gw_port" "$out/gw.err" ||
   fail "no https serving line: $(cat "$out/gw.err")"

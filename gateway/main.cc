@@ -42,6 +42,9 @@ ABSL_FLAG(std::string, model, "omni-demo",
           "the model id clients name (the pipeline's name, as GET /v1/models lists it)");
 ABSL_FLAG(int, text_stage, 0,
           "the pipeline stage that writes the text: max_tokens, temperature and seed go there");
+ABSL_FLAG(int, voice_stage, -1,
+          "the pipeline stage that speaks (the vocoder): audio.voice goes there as its extra "
+          "parameter voice (alloy -> f2, onyx -> m7, ...); -1: audio.voice is not used");
 ABSL_FLAG(std::string, orchestrator_tls_ca, "",
           "PEM CA bundle the orchestrator's certificate must chain to: TLS to the orchestrator");
 ABSL_FLAG(std::string, orchestrator_tls_cert, "",
@@ -90,6 +93,7 @@ int Run() {
   GatewayOptions options;
   options.model.id = absl::GetFlag(FLAGS_model);
   options.model.text_stage = absl::GetFlag(FLAGS_text_stage);
+  options.model.voice_stage = absl::GetFlag(FLAGS_voice_stage);
   options.orchestrator = absl::GetFlag(FLAGS_orchestrator);
   options.orchestrator_tls = TlsFiles{absl::GetFlag(FLAGS_orchestrator_tls_cert),
                                       absl::GetFlag(FLAGS_orchestrator_tls_key),

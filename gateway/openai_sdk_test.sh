@@ -5,6 +5,7 @@
 # - a streamed chat completion with text and audio: the text equals what the
 #   gRPC client (omni) gets for the same seed, and the audio is the same PCM;
 # - the same, not streamed;
+# - with --voice_stage, audio.voice picks the vocoder's voice;
 # - every refusal arrives as the SDK's typed error (401, 400, 404);
 # - a client that goes away mid-stream: the pipeline shows 0 in flight after;
 # - 512 streams at once through the gateway, none lost;
@@ -37,20 +38,19 @@ YAML
 start_orchestrator orchestrator/configs/local_omni.yaml --tokens_file="$out/tokens.yaml"
 export OMNISTAGE_TOKEN="$token"
 
-# start_gateway NAME ORCHESTRATOR_PORT: a gateway on port 0; sets $gw_pid, $base.
+# start_gateway NAME ORCHESTRATOR_PORT [FLAGS...]: a gateway on port 0, ready
+# once it reaches a ready orchestrator; sets $gw_pid, $base.
 start_gateway() {
-  gateway/gateway --orchestrator="127.0.0.1:$2" --listen=127.0.0.1:0 \
-    >"$out/$1.out" 2>"$out/$1.err" &
+  local name="$1" orchestrator_port="$2"
+  shift 2
+  gateway/gateway --orchestrator="127.0.0.1:$orchestrator_port" --listen=127.0.0.1:0 "$@" \
+    >"$out/$name.out" 2>"$out/$name.err" &
   gw_pid=$!
   pids="$pids $gw_pid"
   local gw_port
-  gw_port=$(listened_port "$1") || exit 1
+  gw_port=$(listened_port "$name") || exit 1
   base="http://127.0.0.1:$gw_port"
-  # Ready once it reaches a ready orchestrator.
-  for _ in $(seq 1 100); do
-    curl -sf "$base/health" >/dev/null && break
-    sleep 0.1
-  done
+  wait_healthy "$base"
 }
 pids="$pid"
 trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
@@ -81,6 +81,23 @@ same_pcm "$out/stream.wav" "$out/grpc.wav" ||
 sdk whole
 [ "$(cat "$out/whole.txt")" = "$(cat "$out/grpc.txt")" ] || fail "whole text differs"
 same_pcm "$out/whole.wav" "$out/grpc.wav" || fail "whole audio differs"
+
+# With --voice_stage=2 (the demo's vocoder) audio.voice speaks: the request's
+# "alloy" is espeak-ng's variant f2 — the same PCM omni gets asking the
+# vocoder for f2, and not the default voice's.
+main_base="$base" main_pid="$gw_pid"
+start_gateway voiced "$port" --voice_stage=2
+voiced="$base" base="$main_base" gw_pid="$main_pid"
+mkdir -p "$out/voiced"
+"$NODE" "$SDK_DIR/sdk_test.mjs" "$voiced" "$out/voiced" stream >"$out/voiced.json" 2>"$out/voiced.log" ||
+  fail "stream with a voice: $(cat "$out/voiced.json" "$out/voiced.log")"
+"$omni" generate "$server" --prompt="Tell me about the sea." --modalities=text,audio \
+  --max_tokens=0:24 --seed=0:7 --extra=2:voice=f2 --wav="$out/grpc-f2.wav" >/dev/null \
+  2>"$out/grpc-f2.err" || fail "omni generate with voice f2: $(cat "$out/grpc-f2.err")"
+same_pcm "$out/voiced/stream.wav" "$out/grpc-f2.wav" ||
+  fail "the voiced stream is not the f2 voice's PCM"
+! same_pcm "$out/voiced/stream.wav" "$out/grpc.wav" || fail "audio.voice changed nothing"
+echo "sdk voice: alloy speaks as espeak-ng's f2 ($(stat -c %s "$out/voiced/stream.wav") bytes)"
 
 sdk errors
 

@@ -78,10 +78,7 @@ gateway/gateway --orchestrator="dns://127.0.0.1:$dns_port/orchestrators.omni.tes
   --listen=127.0.0.1:0 >"$out/gw.out" 2>"$out/gw.err" &
 pids="$pids $!"
 base="http://127.0.0.1:$(listened_port gw)"
-for _ in $(seq 1 100); do
-  curl -sf "$base/health" >/dev/null && break
-  sleep 0.1
-done
+wait_healthy "$base"
 curl -sf "$base/health" >/dev/null || fail "gateway not healthy: $(curl -s "$base/health")"
 
 # complete NAME: one short, whole chat completion; prints its HTTP status, the

@@ -7,6 +7,7 @@
 #   ...
 #   stop_orchestrator                                         # SIGTERM; fails on a bad exit
 #   other_port=$(listened_port other)   # a process started with >$out/other.out 2>$out/other.err
+#   wait_healthy http://127.0.0.1:8000  # a gateway's GET /health is 200 (up to 10 s)
 
 out="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -23,6 +24,18 @@ listened_port() {
   # Called as $(listened_port NAME): what it says goes to stderr.
   [ -n "$found" ] || { cat "$out/$1.err" >&2; echo "FAIL: $1 did not start" >&2; exit 1; }
   echo "$found"
+}
+
+# wait_healthy URL [CURL_FLAGS...]: waits up to 10 s for GET URL/health to
+# answer 200 (a gateway that reaches a ready orchestrator); says nothing.
+wait_healthy() {
+  local url="$1"
+  shift
+  for _ in $(seq 1 100); do
+    curl -sf "$@" "$url/health" >/dev/null && return 0
+    sleep 0.1
+  done
+  return 0
 }
 
 start_orchestrator() {

@@ -2,6 +2,7 @@
 
 #include <espeak-ng/espeak_ng.h>
 #include <espeak-ng/speak_lib.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 
@@ -102,7 +104,23 @@ absl::StatusOr<Espeak*> Espeak::Create() {
                                                       "): ", StatusMessage(status, nullptr)));
   }
   espeak_SetSynthCallback(&OnSamples);
-  return new Espeak(espeak_ng_GetSampleRate());
+  auto* espeak = new Espeak(espeak_ng_GetSampleRate());
+  const char* data = nullptr;
+  espeak_Info(&data);
+  if (data != nullptr) {
+    if (DIR* dir = opendir(absl::StrCat(data, "/voices/!v").c_str())) {
+      while (const dirent* entry = readdir(dir)) {
+        const std::string name = entry->d_name;
+        const bool plain = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+          return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+        });
+        if (plain) espeak->variants_.push_back(name);
+      }
+      closedir(dir);
+    }
+  }
+  std::sort(espeak->variants_.begin(), espeak->variants_.end());
+  return espeak;
 }
 
 std::vector<std::string> Espeak::Phonemes(absl::string_view text, char separator) {
@@ -120,13 +138,15 @@ std::vector<std::string> Espeak::Phonemes(absl::string_view text, char separator
   return clauses;
 }
 
-absl::StatusOr<std::vector<int16_t>> Espeak::Speak(absl::string_view text) {
+absl::StatusOr<std::vector<int16_t>> Espeak::Speak(absl::string_view text,
+                                                   const std::string& variant) {
   const std::string input = WithoutNuls(text);
   absl::MutexLock lock(&mu_);
-  return SpeakLocked(input);
+  return SpeakLocked(input, variant);
 }
 
-absl::StatusOr<std::vector<int16_t>> Espeak::SpeakLocked(const std::string& text) {
+absl::StatusOr<std::vector<int16_t>> Espeak::SpeakLocked(const std::string& text,
+                                                         const std::string& variant) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError(ErrnoMessage("espeak-ng: pipe"));
   const pid_t pid = fork();
@@ -143,6 +163,11 @@ absl::StatusOr<std::vector<int16_t>> Espeak::SpeakLocked(const std::string& text
     // any of the parent's exit handlers.
     close(fds[0]);
     child_pcm_fd = fds[1];
+    // A variant is set here only, in the child: the parent's voice never changes.
+    if (!variant.empty() &&
+        espeak_ng_SetVoiceByName(absl::StrCat(kVoice, "+", variant).c_str()) != ENS_OK) {
+      _exit(1);
+    }
     const espeak_ERROR error = espeak_Synth(text.c_str(), text.size() + 1, 0, POS_CHARACTER, 0,
                                             espeakCHARS_UTF8 | espeakPHONEMES, nullptr, nullptr);
     _exit(error == EE_OK ? 0 : 1);

@@ -65,9 +65,15 @@ class Espeak {
 
   // 16-bit mono PCM at sample_rate_hz() speaking `text`: UTF-8 text whose parts
   // in [[ ]] are phoneme mnemonics as Phonemes() writes them (separator-free).
-  // espeak leaves no pause after the last clause. INTERNAL when the synthesis
-  // process fails (e.g. fork() is refused).
-  absl::StatusOr<std::vector<int16_t>> Speak(absl::string_view text);
+  // espeak leaves no pause after the last clause. `variant`: one of variants()
+  // (a voice variant of "en": m3, f2, croak, ...), "" for espeak's default.
+  // INTERNAL when the synthesis process fails (e.g. fork() is refused, or the
+  // variant does not load).
+  absl::StatusOr<std::vector<int16_t>> Speak(absl::string_view text,
+                                             const std::string& variant = "");
+
+  // The voice variants espeak-ng's data holds (the files of voices/!v), sorted.
+  const std::vector<std::string>& variants() const { return variants_; }
 
   // The pause espeak-ng makes between a clause that ends in `punctuation` ('.',
   // ',', '?' or '!') and the next clause, in samples at sample_rate_hz(), for
@@ -79,10 +85,12 @@ class Espeak {
   explicit Espeak(int sample_rate_hz) : sample_rate_hz_(sample_rate_hz) {}
   static absl::StatusOr<Espeak*> Create();
 
-  absl::StatusOr<std::vector<int16_t>> SpeakLocked(const std::string& text)
+  absl::StatusOr<std::vector<int16_t>> SpeakLocked(const std::string& text,
+                                                   const std::string& variant = "")
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int sample_rate_hz_;
+  std::vector<std::string> variants_;
   absl::Mutex mu_;                                   // Held around every espeak-ng call.
   std::map<char, int> pauses_ ABSL_GUARDED_BY(mu_);  // PauseAfter()'s results
 };

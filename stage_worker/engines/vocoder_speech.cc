@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -14,9 +15,11 @@ namespace {
 
 class SpeechVocoderRequest : public RequestGenerator {
  public:
-  SpeechVocoderRequest(Espeak* espeak, int sample_rate_hz, const RequestSettings& settings)
+  SpeechVocoderRequest(Espeak* espeak, int sample_rate_hz, std::string voice,
+                       const RequestSettings& settings)
       : espeak_(espeak),
         sample_rate_hz_(sample_rate_hz),
+        voice_(std::move(voice)),
         max_tokens_(settings.max_tokens),
         chunk_samples_(static_cast<size_t>(std::max(1, sample_rate_hz * kChunkMs / 1000))) {}
 
@@ -81,7 +84,7 @@ class SpeechVocoderRequest : public RequestGenerator {
     const std::string phonemes = PhonemeText(codes);
     if (absl::StripAsciiWhitespace(phonemes).empty()) return absl::OkStatus();
     absl::StatusOr<std::vector<int16_t>> speech =
-        espeak_->Speak(absl::StrCat("[[", phonemes, "]]", std::string(1, punctuation)));
+        espeak_->Speak(absl::StrCat("[[", phonemes, "]]", std::string(1, punctuation)), voice_);
     if (!speech.ok()) return speech.status();
     if (previous_punctuation_ != '\0') {
       absl::StatusOr<int> pause = espeak_->PauseAfter(previous_punctuation_);
@@ -98,6 +101,7 @@ class SpeechVocoderRequest : public RequestGenerator {
 
   Espeak* const espeak_;
   const int sample_rate_hz_;
+  const std::string voice_;  // an espeak-ng variant; "" for its default voice
   const uint32_t max_tokens_;
   const size_t chunk_samples_;
   size_t consumed_ = 0;            // codes taken into clauses
@@ -108,9 +112,17 @@ class SpeechVocoderRequest : public RequestGenerator {
 
 }  // namespace
 
+std::string ReadVoice(EngineParams* extra, const Espeak& espeak) {
+  std::vector<std::string> allowed = {""};
+  allowed.insert(allowed.end(), espeak.variants().begin(), espeak.variants().end());
+  return extra->Enum("voice", "", allowed);
+}
+
 std::unique_ptr<RequestGenerator> NewSpeechVocoderRequest(Espeak* espeak, int sample_rate_hz,
+                                                          std::string voice,
                                                           const RequestSettings& settings) {
-  return std::make_unique<SpeechVocoderRequest>(espeak, sample_rate_hz, settings);
+  return std::make_unique<SpeechVocoderRequest>(espeak, sample_rate_hz, std::move(voice),
+                                                settings);
 }
 
 }  // namespace omnistage

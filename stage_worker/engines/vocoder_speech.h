@@ -15,6 +15,8 @@
 //   A clause without phonemes makes no sound; codes outside the inventory are
 //   skipped.
 // - Every step emits up to kChunkMs of the audio waiting as one AudioChunk.
+// - The request's extra parameter `voice` (an espeak-ng variant of "en": m1..m8,
+//   f1..f5, croak, ...) speaks it in that voice; absent, in espeak's default.
 //
 // The audio depends only on the codes (Espeak::Speak() is deterministic), so
 // chunking never changes it. Finishes with FINISH_REASON_STOP once the input is
@@ -26,8 +28,10 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "stage_worker/engines/batching_engine.h"
+#include "stage_worker/engines/engine_params.h"
 #include "stage_worker/engines/espeak.h"
 
 namespace omnistage {
@@ -35,8 +39,15 @@ namespace omnistage {
 inline constexpr size_t kMaxClauseCodes = 4096;
 inline constexpr int kChunkMs = 500;
 
-// The generator of one request; `espeak` outlives it.
+// A request's extra parameter `voice`: one of espeak's variants() (m3, f2,
+// croak, ...), or "" (absent) for its default voice; a bad one is recorded in
+// `extra` as an error naming the key.
+std::string ReadVoice(EngineParams* extra, const Espeak& espeak);
+
+// The generator of one request, speaking with `voice` (ReadVoice()); `espeak`
+// outlives it.
 std::unique_ptr<RequestGenerator> NewSpeechVocoderRequest(Espeak* espeak, int sample_rate_hz,
+                                                          std::string voice,
                                                           const RequestSettings& settings);
 
 }  // namespace omnistage

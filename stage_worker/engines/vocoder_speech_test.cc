@@ -119,6 +119,44 @@ TEST(VocoderSpeechTest, DeterministicAndChunkingDoesNotChangeTheAudio) {
   EXPECT_TRUE(out["r"].pcm == one_shot.pcm) << out["r"].pcm.size() << " vs " << one_shot.pcm.size();
 }
 
+// The extra parameter `voice` picks an espeak-ng variant for that request
+// alone: another voice, as deterministic, and an unknown one is refused.
+TEST(VocoderSpeechTest, AVoicePerRequest) {
+  const Espeak& espeak = MustGetEspeak();
+  EXPECT_THAT(espeak.variants(), ::testing::IsSupersetOf({"m3", "f2", "croak"}));
+  const std::vector<int32_t> codes = TextCodes();
+  auto speak = [&](const std::string& voice) {
+    std::unique_ptr<Engine> engine = MustCreate();
+    EngineRequest request = MakeRequest("r", {TokensPayload(codes)}, true, 100000);
+    if (!voice.empty()) (*request.params.mutable_extra())["voice"] = voice;
+    EXPECT_TRUE(engine->Add(request).ok());
+    return RunToCompletion(engine.get())["r"];
+  };
+  const Collected plain = speak("");
+  const Collected m3 = speak("m3");
+  const Collected f2 = speak("f2");
+  EXPECT_EQ(plain.pcm, OneShot(codes).pcm);
+  EXPECT_EQ(m3.finish_reason, v1::FINISH_REASON_STOP);
+  EXPECT_GT(Seconds(m3.pcm), 1.0);
+  EXPECT_NE(m3.pcm, plain.pcm);
+  EXPECT_NE(f2.pcm, m3.pcm);
+  EXPECT_EQ(speak("m3").pcm, m3.pcm);
+  // The process's own voice is untouched: the default speaks as before.
+  EXPECT_EQ(speak("").pcm, plain.pcm);
+
+  std::unique_ptr<Engine> engine = MustCreate();
+  EngineRequest bad = MakeRequest("r", {TokensPayload(codes)});
+  (*bad.params.mutable_extra())["voice"] = "nobody";
+  const absl::Status refused = engine->Validate(bad);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("extra parameter voice: expected one of"));
+  EXPECT_THAT(std::string(CreateVocoderEngine({{"sound", "tones"}})
+                              .value()
+                              ->Validate(MakeRequest("r", {TokensPayload({1})}))
+                              .message()),
+              IsEmpty());
+}
+
 TEST(VocoderSpeechTest, WaitsForAClauseEnd) {
   std::vector<int32_t> codes;
   AppendPhonemeCodes(MustGetEspeak().Phonemes("Hello", kPhonemeSeparator)[0], &codes);
