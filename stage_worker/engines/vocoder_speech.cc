@@ -113,9 +113,7 @@ class SpeechVocoderRequest : public RequestGenerator {
 }  // namespace
 
 std::string ReadVoice(EngineParams* extra, const Espeak& espeak) {
-  std::vector<std::string> allowed = {""};
-  allowed.insert(allowed.end(), espeak.variants().begin(), espeak.variants().end());
-  return extra->Enum("voice", "", allowed);
+  return extra->Enum("voice", "", espeak.variants());
 }
 
 std::unique_ptr<RequestGenerator> NewSpeechVocoderRequest(Espeak* espeak, int sample_rate_hz,

@@ -40,8 +40,8 @@ inline constexpr size_t kMaxClauseCodes = 4096;
 inline constexpr int kChunkMs = 500;
 
 // A request's extra parameter `voice`: one of espeak's variants() (m3, f2,
-// croak, ...), or "" (absent) for its default voice; a bad one is recorded in
-// `extra` as an error naming the key.
+// croak, ...); "" when absent (espeak's default voice). Any other value (an
+// empty one too) is recorded in `extra` as an error naming the key.
 std::string ReadVoice(EngineParams* extra, const Espeak& espeak);
 
 // The generator of one request, speaking with `voice` (ReadVoice()); `espeak`
