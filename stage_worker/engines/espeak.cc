@@ -163,6 +163,9 @@ absl::StatusOr<std::vector<int16_t>> Espeak::SpeakLocked(const std::string& text
     // any of the parent's exit handlers.
     close(fds[0]);
     child_pcm_fd = fds[1];
+    // Breathy variants mix in noise from the C library's rand(), whose state
+    // the child inherits from whatever the worker drew from it: start it alike.
+    srand(1);
     // A variant is set here only, in the child: the parent's voice never changes.
     if (!variant.empty() &&
         espeak_ng_SetVoiceByName(absl::StrCat(kVoice, "+", variant).c_str()) != ENS_OK) {
