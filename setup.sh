@@ -55,8 +55,9 @@ if [ "$BUILD_ONLY" = 0 ]; then
   procps curl
   # Development certificates (deploy/certs/make_dev_certs.sh) and their tests.
   openssl
-  # libFuzzer and the sanitizers' runtimes for clang (fuzz/run_fuzzers.sh).
-  libclang-rt-14-dev
+  # libFuzzer and the sanitizers' runtimes for clang, and lld, the linker the
+  # fuzz config names (fuzz/run_fuzzers.sh).
+  libclang-rt-14-dev lld-14
   # The partition test cuts links with nftables rules in a network namespace of
   # its own (unshare from util-linux, ip from iproute2).
   nftables iproute2 util-linux

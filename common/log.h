@@ -4,7 +4,7 @@
 // writes the time and level; we add the fields.
 //
 //   InitLogging({"orchestrator", LogFormat::kText, LogLevel::kInfo});
-//   LogInfo({.request_id = "req-7", .stage = 1, .replica = 0}, "failed: worker exited");
+//   LogInfo(LogContext{"req-7", 1, 0}, "failed: worker exited");  // request, stage, replica
 //   // 2026-11-30T18:33:10.123456Z info orchestrator request=req-7 stage=1 replica=0 failed: worker exited
 //   // {"ts":"2026-11-30T18:33:10.123456Z","level":"info","service":"orchestrator",
 //   //  "request_id":"req-7","stage":1,"replica":0,"msg":"failed: worker exited"}

@@ -8,7 +8,9 @@
 // the last write completed. It never calls the transport while holding its lock
 // (reactions may run inline), and never touches it after FinishStream().
 //
-//   StreamWriter<v1::WorkerEvent> writer(&transport, {.label = "session 3"});
+//   StreamWriter<v1::WorkerEvent>::Options options;
+//   options.label = "session 3";
+//   StreamWriter<v1::WorkerEvent> writer(&transport, options);
 //   writer.Write(event);          // any thread
 //   writer.OnWriteDone(ok);       // from the reactor
 //   writer.End(absl::OkStatus()); // finish once the queue is written

@@ -33,7 +33,7 @@ std::string PartialText(const v1::Terminal& t) {
 }
 
 TEST_F(PipelineCoreTest, AbortBeforeTheTalkerStartedCallsOnlyTheThinker) {
-  Build(Shape{.talker_input = InputMode::kOnFinish});
+  Build(Shape().TalkerInput(InputMode::kOnFinish));
   auto sink = Gen("r1");
   Out(0, 0, "r1", {Text("Hal")});
   Out(0, 0, "r1", {Text("f")});
@@ -50,7 +50,7 @@ TEST_F(PipelineCoreTest, AbortBeforeTheTalkerStartedCallsOnlyTheThinker) {
 }
 
 TEST_F(PipelineCoreTest, AbortOfManyIdsMakesOneCallPerReplica) {
-  Build(Shape{.thinkers = 2, .talkers = 2});
+  Build(Shape().Thinkers(2).Talkers(2));
   std::map<std::string, std::shared_ptr<FakeResponseSink>> sink;
   // Thinkers: a, c, e -> T0; b, d -> T1. Talkers: a, c -> K0; b, d -> K1.
   for (const char* id : {"a", "b", "c", "d", "e"}) sink[id] = Gen(id);
@@ -218,7 +218,7 @@ TEST_F(PipelineCoreTest, DeadReplicaFailsOnlyItsRequests) {
 
 // Seed example 3, dead replica: d = StagePool(2, [W0, W1]); a, b, c -> 0, 1, 0.
 TEST_F(PipelineCoreTest, DeadVocoderReplicaSparesTheOtherOne) {
-  Build(Shape{.vocoders = 2});
+  Build(Shape().Vocoders(2));
   std::map<std::string, std::shared_ptr<FakeResponseSink>> sink;
   for (const char* id : {"a", "b", "c"}) {
     sink[id] = Gen(id);

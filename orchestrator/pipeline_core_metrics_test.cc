@@ -91,7 +91,7 @@ TEST_F(PipelineCoreMetricsTest, RefusalsAreCountedByCode) {
 }
 
 TEST_F(PipelineCoreMetricsTest, AKilledReplicaIsOneEvictionAndDown) {
-  Build(Shape{.talkers = 2});
+  Build(Shape().Talkers(2));
   EXPECT_THAT(Scrape(), HasSubstr("omnistage_replica_up{stage=\"talker\",replica=\"1\"} 1\n"));
   core().OnReplicaDown(1, 1, absl::UnavailableError("worker exited"));
   // Its reconnect attempts failing again are not more evictions.
@@ -104,7 +104,7 @@ TEST_F(PipelineCoreMetricsTest, AKilledReplicaIsOneEvictionAndDown) {
 }
 
 TEST_F(PipelineCoreMetricsTest, AnAbortIsOneWorkerCallPerReplicaAndItsDurationIsKept) {
-  Build(Shape{.talkers = 2});
+  Build(Shape().Talkers(2));
   Gen("a");
   Out(0, 0, "a", {Text("x")});  // a: T0, K0 (streaming input), W0 not yet
   ASSERT_TRUE(AbortNow({"a"}).ok());

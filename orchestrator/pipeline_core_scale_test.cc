@@ -23,7 +23,7 @@ class PipelineCoreScaleTest : public PipelineCoreTest {
   // `count` requests, round robin over the thinkers; every one has also
   // started on the talker, so aborts and failures reach two stages.
   void StartMany(int count = kRequests) {
-    PipelineConfig config = OmniConfig(Shape{.thinkers = kThinkers, .talkers = 2});
+    PipelineConfig config = OmniConfig(Shape().Thinkers(kThinkers).Talkers(2));
     config.max_in_flight = 2 * count;
     Build(config);
     sinks.clear();

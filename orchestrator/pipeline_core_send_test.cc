@@ -22,7 +22,7 @@ constexpr int kUnavailable = static_cast<int>(absl::StatusCode::kUnavailable);
 // seen) is evicted when a send finds it closed, and a request that has not
 // started on that stage goes to another live replica instead of failing.
 TEST_F(PipelineCoreTest, SendToAJustClosedSessionEvictsItAndPicksAnother) {
-  Build(Shape{.thinkers = 2, .talkers = 2, .talker_input = InputMode::kOnFinish});
+  Build(Shape().Thinkers(2).Talkers(2).TalkerInput(InputMode::kOnFinish));
   auto victim = Gen("victim");  // T0
   auto other = Gen("other");    // T1
   fake(0, 0).FailCommands(absl::UnavailableError("session closed"));
@@ -90,7 +90,7 @@ TEST_F(PipelineCoreTest, SeveralOutputsOfARequestInOneEventAreHandledAsOne) {
 }
 
 TEST_F(PipelineCoreTest, NoLiveReplicaLeftNamesTheStageAndWhy) {
-  Build(Shape{.talker_input = InputMode::kOnFinish});
+  Build(Shape().TalkerInput(InputMode::kOnFinish));
   // Stage 0: the call itself fails; nothing is left bound.
   fake(0, 0).FailCommands(absl::UnavailableError("no session"));
   auto refused = Gen("r1");
@@ -121,7 +121,7 @@ TEST_F(PipelineCoreTest, NoLiveReplicaLeftNamesTheStageAndWhy) {
 // A command the worker cannot take (over its Ready.max_message_bytes) fails that
 // request only: the replica and its other requests go on.
 TEST_F(PipelineCoreTest, CommandTooLargeForTheWorkerFailsOnlyThatRequest) {
-  Build(Shape{.talker_input = InputMode::kOnFinish});
+  Build(Shape().TalkerInput(InputMode::kOnFinish));
   auto neighbour = Gen("neighbour");
   Out(0, 0, "neighbour", {Text("a")});
   auto big = Gen("big");
@@ -211,7 +211,7 @@ TEST_F(PipelineCoreTest, ItsOwnAbortsFinishedOutputsChangeNothing) {
 // step, the requests it held fail at once naming the stall, nothing more is sent
 // there, and once the step returns the same instance serves again.
 TEST_F(PipelineCoreTest, StalledReplicaFailsItsRequestsAndIsSkippedUntilItRecovers) {
-  Build(Shape{.thinkers = 2});
+  Build(Shape().Thinkers(2));
   auto held = Gen("held");  // T0
   auto other = Gen("other", {v1::MODALITY_TEXT});  // T1
   v1::Stalled stalled;
@@ -248,7 +248,7 @@ TEST_F(PipelineCoreTest, StalledReplicaFailsItsRequestsAndIsSkippedUntilItRecove
 // A worker that drains (SIGTERM): nothing new goes there, what it has goes on to
 // its end; when its session then ends, nothing is left to fail.
 TEST_F(PipelineCoreTest, DrainingReplicaTakesNothingNewAndFinishesWhatItHas) {
-  Build(Shape{.thinkers = 2});
+  Build(Shape().Thinkers(2));
   auto kept = Gen("kept", {v1::MODALITY_TEXT});  // T0
   core().OnReplicaDraining(0, 0, v1::Draining());
   EXPECT_EQ(core().Status().stages(0).replicas(0).state(), v1::ReplicaStatus::STATE_DRAINING);

@@ -92,7 +92,7 @@ TEST_F(PipelineCoreTest, SeedRoundRobinEvictAndGroupedAbort) {
 
 // Seed example 3: r9 bound on T0, K1 and W0 with partial text "Hello wor".
 TEST_F(PipelineCoreTest, SeedTwoPhaseAbortCallsEveryStageInOrder) {
-  Build(Shape{.talkers = 2});
+  Build(Shape().Talkers(2));
   auto other = Gen("other");
   auto r9 = Gen("r9");
   Out(0, 0, "other", {Text("x")});    // talker: other -> K0
@@ -124,7 +124,7 @@ TEST_F(PipelineCoreTest, SeedTwoPhaseAbortCallsEveryStageInOrder) {
 }
 
 TEST_F(PipelineCoreTest, OnFinishHandOffSendsAllOutputOnceTheStageFinished) {
-  Build(Shape{.talker_input = InputMode::kOnFinish});
+  Build(Shape().TalkerInput(InputMode::kOnFinish));
   auto sink = Gen("r1");
   ASSERT_EQ(fake(0, 0).adds().size(), 1u);
   const v1::AddRequest& first = fake(0, 0).adds()[0];
@@ -279,7 +279,7 @@ TEST_F(PipelineCoreTest, RequestParamsOverrideStageDefaults) {
 }
 
 TEST_F(PipelineCoreTest, RoundRobinAcrossReplicasAndStickyAppends) {
-  Build(Shape{.thinkers = 2, .talkers = 2});
+  Build(Shape().Thinkers(2).Talkers(2));
   auto s1 = Gen("r1");
   auto s2 = Gen("r2");
   EXPECT_THAT(LogWith(".add"), ElementsAre("T0.add r1", "T1.add r2"));
@@ -307,7 +307,7 @@ TEST_F(PipelineCoreTest, RoundRobinAcrossReplicasAndStickyAppends) {
 }
 
 TEST_F(PipelineCoreTest, StatusReportsStagesReplicasAndBindings) {
-  Build(Shape{.talkers = 2});
+  Build(Shape().Talkers(2));
   core().set_replica_address(1, 1, "talker1:7000");
   auto sink = Gen("s");
   Out(0, 0, "s", {Text("x")});
@@ -343,7 +343,7 @@ TEST_F(PipelineCoreTest, StatusReportsStagesReplicasAndBindings) {
 }
 
 TEST_F(PipelineCoreTest, StageUtilityFansOutToEveryReplica) {
-  Build(Shape{.talkers = 3});
+  Build(Shape().Talkers(3));
   core().set_replica_address(1, 0, "talker0:7000");
   core().OnReplicaDown(1, 1, absl::UnavailableError("gone"));
   fake(1, 2).set_utility_result(absl::FailedPreconditionError("no profiler"));

@@ -33,6 +33,13 @@ struct Shape {
   int vocoders = 1;
   InputMode talker_input = InputMode::kStreaming;
   InputMode vocoder_input = InputMode::kStreaming;
+
+  // Shape().Thinkers(2).Talkers(2): named settings in C++17.
+  Shape& Thinkers(int n) { thinkers = n; return *this; }
+  Shape& Talkers(int n) { talkers = n; return *this; }
+  Shape& Vocoders(int n) { vocoders = n; return *this; }
+  Shape& TalkerInput(InputMode mode) { talker_input = mode; return *this; }
+  Shape& VocoderInput(InputMode mode) { vocoder_input = mode; return *this; }
 };
 
 inline v1::Payload Text(const std::string& text) {

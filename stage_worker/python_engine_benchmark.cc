@@ -109,7 +109,9 @@ int main() {
   using omnistage::Figures;
   std::printf("%-8s %-6s %-16s %28s %26s\n", "path", "batch", "engine", "tokens/s median [range]",
               "us/step median [range]");
-  for (const auto& [batch, tokens] : {std::pair{1, 20000u}, {64, 1000u}}) {
+  for (const auto& shape : {std::pair{1, 20000u}, {64, 1000u}}) {
+    const int batch = shape.first;
+    const unsigned tokens = shape.second;
     for (const omnistage::Kind& kind : omnistage::Kinds(batch)) {
       omnistage::Report("bare", batch, kind,
                         [&] { return omnistage::Bare(kind, batch, tokens); });

@@ -12,7 +12,9 @@
 // callbacks run on the watchdog's thread (stall, exit) and on the loop thread
 // (recovery, from StepEnded).
 //
-//   StepWatchdog watchdog({.stall_after = absl::Seconds(30)}, callbacks);
+//   StallOptions options;
+//   options.stall_after = absl::Seconds(30);
+//   StepWatchdog watchdog(options, callbacks);
 //   watchdog.StepBegan(step);  ...  watchdog.StepEnded(step);
 #ifndef OMNISTAGE_STAGE_WORKER_STEP_WATCHDOG_H_
 #define OMNISTAGE_STAGE_WORKER_STEP_WATCHDOG_H_

@@ -1,7 +1,9 @@
 // The StageWorker gRPC service over a Worker (callback API), and the server that
 // hosts it with grpc.health.v1 and server reflection.
 //
-//   auto server = WorkerServer::Start({.address = "127.0.0.1:0"}, &worker);
+//   WorkerServerOptions options;
+//   options.address = "127.0.0.1:0";
+//   auto server = WorkerServer::Start(options, &worker);
 //   std::cout << (*server)->port();
 //   ...
 //   (*server)->Shutdown(absl::Seconds(2));

@@ -6,7 +6,9 @@
 //   TestPki pki(dir);
 //   TlsFiles server = pki.Issue("worker", {});        // localhost, 127.0.0.1
 //   TlsFiles client = pki.Issue("orchestrator", {});
-//   TlsFiles stale  = pki.Issue("old", {.not_after = -absl::Hours(1)});
+//   CertOptions expired;
+//   expired.not_after = -absl::Hours(1);
+//   TlsFiles stale  = pki.Issue("old", expired);
 //
 // Files are written whole and then renamed into place, as a certificate manager
 // does, so a file watcher never reads half a certificate.
