@@ -56,6 +56,55 @@ Session::Session(uint64_t number, std::string peer, EventTransport* transport,
                                        })),
       last_seq_(first_seq) {}
 
+void Session::Send(v1::WorkerEvent event) {
+  if (!open_.load(std::memory_order_acquire)) {
+    absl::MutexLock lock(&held_mu_);
+    if (!open_.load(std::memory_order_relaxed)) {
+      // After a held End() the stream is ending: dropped, as the writer would.
+      if (!held_end_.has_value()) held_.push_back(std::move(event));
+      return;
+    }
+  }
+  writer_.Write(std::move(event));
+}
+
+void Session::End(const absl::Status& status) {
+  if (!open_.load(std::memory_order_acquire)) {
+    absl::MutexLock lock(&held_mu_);
+    if (!open_.load(std::memory_order_relaxed)) {
+      if (!held_end_.has_value()) held_end_ = status;
+      return;
+    }
+  }
+  writer_.End(status);
+}
+
+void Session::Open(std::optional<v1::WorkerEvent> first) {
+  if (first.has_value()) writer_.Write(*std::move(first));
+  // Written outside the lock (the writer may call the transport inline); what
+  // arrives meanwhile is held and written in the next round, so that order
+  // holds. open_ is set with nothing left held.
+  for (;;) {
+    std::vector<v1::WorkerEvent> held;
+    std::optional<absl::Status> end;
+    {
+      absl::MutexLock lock(&held_mu_);
+      if (held_.empty() && !held_end_.has_value()) {
+        open_.store(true, std::memory_order_release);
+        return;
+      }
+      held.swap(held_);
+      // A held End() stays set: what is sent after it is dropped.
+      end = held_end_;
+    }
+    for (v1::WorkerEvent& event : held) writer_.Write(std::move(event));
+    if (end.has_value()) {
+      writer_.End(*end);
+      return;
+    }
+  }
+}
+
 absl::Duration Session::WaitForReader(absl::Time deadline) {
   absl::MutexLock lock(&queue_mu_);
   if (queued_bytes_ <= kBackpressureBytes) return absl::ZeroDuration();

@@ -14,6 +14,7 @@
 #ifndef OMNISTAGE_STAGE_WORKER_SESSION_H_
 #define OMNISTAGE_STAGE_WORKER_SESSION_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -68,17 +69,23 @@ class Session {
   const std::string& id() const { return id_; }
   const std::string& peer() const { return peer_; }
 
-  // Queues `event` for the client. Dropped once the session is ending.
-  void Send(v1::WorkerEvent event) { writer_.Write(std::move(event)); }
+  // Queues `event` for the client. Until Open() it is held, so that Ready goes
+  // first whatever reaches a registered session meanwhile (a drain, a stall, a
+  // load broadcast, an Abort's end). Dropped once the session is ending.
+  void Send(v1::WorkerEvent event);
+  // Writes `first` (the session's Ready; none for a session refused as it
+  // opened), then what Send() and End() held, in order; from then on they go
+  // straight to the stream. Called once.
+  void Open(std::optional<v1::WorkerEvent> first);
   // Called by the transport when the previous BeginWrite() completed.
   void OnWriteDone(bool ok) { writer_.OnWriteDone(ok); }
   // Blocks while more than kBackpressureBytes wait for the client, as long as
   // the client keeps taking writes (one at least every kReaderProgressTimeout),
   // until `deadline`. Returns how long it waited. Busy-loop thread.
   absl::Duration WaitForReader(absl::Time deadline);
-  // Finishes the stream with `status` once the queued events are written.
-  // Idempotent: the first status wins.
-  void End(const absl::Status& status) { writer_.End(status); }
+  // Finishes the stream with `status` once the queued events are written (held,
+  // like Send(), until Open()). Idempotent: the first status wins.
+  void End(const absl::Status& status);
 
   // Request bookkeeping. Marks `request_id` live, with the trace id its log
   // lines carry; false if it already is.
@@ -132,6 +139,12 @@ class Session {
 
   StreamWriter<v1::WorkerEvent> writer_;
   int reported_load_ = -1;
+
+  // What was sent before Open(); once open_ is set, nothing is held.
+  std::atomic<bool> open_{false};
+  absl::Mutex held_mu_;
+  std::vector<v1::WorkerEvent> held_ ABSL_GUARDED_BY(held_mu_);
+  std::optional<absl::Status> held_end_ ABSL_GUARDED_BY(held_mu_);
 
   mutable absl::Mutex mu_;
   // A live request: the trace id its log lines carry, and whether the engine

@@ -3,6 +3,7 @@
 #include "stage_worker/session.h"
 
 #include <atomic>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,7 +24,7 @@ class RecordingTransport : public EventTransport {
   void BeginWrite(const v1::WorkerEvent* event) override {
     ++in_flight;
     if (!event->has_step()) {
-      writes.push_back(event->has_stalled() ? "stalled" : "other");
+      writes.push_back(event->has_stalled() ? "stalled" : event->has_ready() ? "ready" : "other");
       return;
     }
     std::vector<std::string> ids;
@@ -33,7 +34,9 @@ class RecordingTransport : public EventTransport {
     writes.push_back("step " + std::to_string(event->step().step()) + ": " +
                      absl::StrJoin(ids, ","));
   }
-  void FinishStream(const absl::Status&) override {}
+  void FinishStream(const absl::Status& status) override {
+    writes.push_back("end: " + status.ToString());
+  }
   void CancelStream() override {}
 
   int in_flight = 0;
@@ -50,6 +53,7 @@ v1::WorkerEvent Step(uint64_t step, std::vector<std::string> ids) {
 TEST(SessionTest, StepsQueuedBehindAWriteGoOutAsOneEvent) {
   RecordingTransport transport;
   Session session(3, "", &transport, 1);
+  session.Open(std::nullopt);
   session.Send(Step(1, {"a"}));  // In flight.
   session.Send(Step(2, {"a", "b"}));
   session.Send(Step(3, {"b"}));
@@ -67,9 +71,33 @@ TEST(SessionTest, StepsQueuedBehindAWriteGoOutAsOneEvent) {
               ElementsAre("step 1: a", "step 3: a,b,b", "stalled", "step 5: c,a"));
 }
 
+// What reaches a session before its Ready is written (a drain, a stall, a
+// load broadcast, even its end) is held, then follows Ready in order.
+TEST(SessionTest, EventsSentBeforeOpenFollowReady) {
+  RecordingTransport transport;
+  Session session(3, "", &transport, 1);
+  session.Send(Step(1, {"a"}));
+  v1::WorkerEvent stalled;
+  stalled.mutable_stalled()->set_step(2);
+  session.Send(stalled);
+  session.End(absl::UnavailableError("stopping"));
+  session.Send(Step(3, {"late"}));  // After the end: dropped.
+  EXPECT_TRUE(transport.writes.empty());
+  v1::WorkerEvent ready;
+  ready.mutable_ready()->set_session_id("3-x");
+  session.Open(ready);
+  while (transport.in_flight > 0) {
+    --transport.in_flight;
+    session.OnWriteDone(true);
+  }
+  EXPECT_THAT(transport.writes,
+              ElementsAre("ready", "step 1: a", "stalled", "end: UNAVAILABLE: stopping"));
+}
+
 TEST(SessionTest, ALargeStepGoesAlone) {
   RecordingTransport transport;
   Session session(3, "", &transport, 1);
+  session.Open(std::nullopt);
   session.Send(Step(1, {"a"}));
   session.Send(Step(2, {"b"}));
   session.Send(Step(3, {std::string(Session::kMaxMergedEventBytes, 'x')}));
@@ -97,6 +125,7 @@ class HeldTransport : public EventTransport {
 TEST(SessionTest, NoWaitWhileTheClientKeepsUp) {
   HeldTransport transport;
   Session session(1, "", &transport, 1);
+  session.Open(std::nullopt);
   session.Send(Sized(1000));  // In flight.
   session.Send(Sized(1000));  // Queued, far under the bound.
   EXPECT_EQ(session.WaitForReader(absl::InfiniteFuture()), absl::ZeroDuration());
@@ -105,6 +134,7 @@ TEST(SessionTest, NoWaitWhileTheClientKeepsUp) {
 TEST(SessionTest, AStuckClientIsWaitedForAtMostTheProgressTimeout) {
   HeldTransport transport;
   Session session(1, "", &transport, 1);
+  session.Open(std::nullopt);
   session.Send(Sized(1000));  // In flight, never completes.
   session.Send(Sized(Session::kBackpressureBytes + 1));
   const absl::Duration waited = session.WaitForReader(absl::Now() + absl::Seconds(30));
@@ -115,6 +145,7 @@ TEST(SessionTest, AStuckClientIsWaitedForAtMostTheProgressTimeout) {
 TEST(SessionTest, ASlowClientIsWaitedForUntilTheBacklogIsUnderTheBound) {
   HeldTransport transport;
   Session session(1, "", &transport, 1);
+  session.Open(std::nullopt);
   session.Send(Sized(1000));  // In flight.
   // Steps that refuse to merge: other events keep their place.
   constexpr int kQueued = 6;

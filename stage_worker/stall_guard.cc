@@ -34,9 +34,10 @@ void StallGuard::set_on_exit(std::function<void(const absl::Status&)> callback) 
 }
 
 void StallGuard::OnStall(uint64_t step, absl::Duration running) {
-  const std::vector<std::shared_ptr<Session>> sessions = hooks_.sessions();
+  std::vector<std::shared_ptr<Session>> sessions;
   v1::WorkerEvent event;
-  {
+  hooks_.with_sessions([&](const std::vector<std::shared_ptr<Session>>& open) {
+    sessions = open;
     absl::MutexLock lock(&mu_);
     stalled_step_ = step;
     v1::Stalled* stalled = stalled_event_.mutable_stalled();
@@ -46,7 +47,7 @@ void StallGuard::OnStall(uint64_t step, absl::Duration running) {
     stalled->set_exit_after_ms(absl::ToInt64Milliseconds(options_.exit_after));
     event = stalled_event_;
     for (const auto& session : sessions) lost_.emplace_back(session, session->LiveIds());
-  }
+  });
   LogWarning(absl::StrCat("step ", step, " has run for ", absl::FormatDuration(running),
                           " (stall timeout ", absl::FormatDuration(options_.stall_after),
                           "): NOT_SERVING; its requests are lost"));
@@ -56,13 +57,18 @@ void StallGuard::OnStall(uint64_t step, absl::Duration running) {
 
 void StallGuard::OnRecover(uint64_t step, absl::Duration took) {
   std::vector<std::pair<std::shared_ptr<Session>, std::vector<std::string>>> lost;
-  {
+  std::vector<std::shared_ptr<Session>> sessions;
+  bool recovered = false;
+  hooks_.with_sessions([&](const std::vector<std::shared_ptr<Session>>& open) {
     absl::MutexLock lock(&mu_);
     if (stalled_step_ != step) return;
+    recovered = true;
     stalled_step_ = 0;
     lost = std::move(lost_);
     lost_.clear();
-  }
+    sessions = open;
+  });
+  if (!recovered) return;
   LogInfo(absl::StrCat("the stalled step ", step, " returned after ",
                        absl::FormatDuration(took), ": SERVING again"));
   // The clients were told these requests are lost: stop them, each ending on
@@ -86,7 +92,7 @@ void StallGuard::OnRecover(uint64_t step, absl::Duration took) {
   v1::WorkerEvent event;
   event.mutable_recovered()->set_step(step);
   event.mutable_recovered()->set_took_ms(absl::ToInt64Milliseconds(took));
-  for (const auto& session : hooks_.sessions()) session->Send(event);
+  for (const auto& session : sessions) session->Send(event);
 }
 
 void StallGuard::OnExit(uint64_t step, absl::Duration running) {

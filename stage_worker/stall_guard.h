@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -35,8 +36,10 @@ class StallGuard {
  public:
   // What the guard needs of its worker.
   struct Hooks {
-    // The sessions open now.
-    std::function<std::vector<std::shared_ptr<Session>>()> sessions;
+    // Calls its argument with the sessions open now, while no session can
+    // register (one that registers later reads the guard's new state then).
+    std::function<void(absl::FunctionRef<void(const std::vector<std::shared_ptr<Session>>&)>)>
+        with_sessions;
     // Health follows the stall: false when one begins, true when it ends (the
     // worker ignores true once it has stopped for good).
     std::function<void(bool serving)> set_serving;
@@ -52,7 +55,9 @@ class StallGuard {
 
   // The stalled step; 0 when none is.
   uint64_t stalled_step() const;
-  // The Stalled event, for a session that opens while a step is stalled.
+  // The Stalled event, for a session that opens while a step is stalled. Lock
+  // order: the worker's lock may be held (Hooks::with_sessions holds it while
+  // the guard's state changes).
   std::optional<v1::WorkerEvent> StalledEvent() const;
   // Called (on the watchdog thread) past options.exit_after; the process should
   // exit non-zero. Thread-safe; nullptr clears it.

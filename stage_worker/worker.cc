@@ -32,9 +32,11 @@ Worker::Worker(WorkerOptions options, std::unique_ptr<Engine> engine)
       core_(engine_.get(), this),
       submit_([this](std::vector<CoreMessage> batch) { core_.SubmitAll(std::move(batch)); }),
       stall_(options_.stall,
-             StallGuard::Hooks{[this] {
+             StallGuard::Hooks{[this](absl::FunctionRef<void(
+                                          const std::vector<std::shared_ptr<Session>>&)>
+                                          with) {
                                  absl::MutexLock lock(&mu_);
-                                 return SessionsLocked();
+                                 with(SessionsLocked());
                                },
                                [this](bool serving) { SetServing(serving); }, submit_}) {
   // Gauges of state other threads own, read when a scrape asks.
@@ -99,7 +101,6 @@ int Worker::Drain(absl::Duration timeout) {
   auto finished = [this] {
     if (live_requests() > 0) return false;
     absl::MutexLock lock(&mu_);
-    if (opening_ > 0) return false;
     for (const auto& [number, session] : sessions_) {
       if (!session->done_adding()) return false;
     }
@@ -283,7 +284,6 @@ void Worker::StopServing(const absl::Status& status, const v1::WorkerEvent* last
     absl::MutexLock lock(&mu_);
     serving_ = false;
     stopped_ = status;
-    if (last_event != nullptr) stopped_event_ = *last_event;
     sessions = SessionsLocked();
     utilities_.clear();
     on_serving = on_serving_;

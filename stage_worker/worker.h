@@ -97,9 +97,9 @@ class Worker : public CoreSink {
   absl::StatusOr<std::shared_ptr<Session>> OpenSession(const v1::Hello& hello, uint64_t hello_seq,
                                                        EventTransport* transport,
                                                        const std::string& peer = "");
-  // Sends Ready on `session` and registers it (Ready is its first event), or,
-  // if the worker has stopped serving, ends it with the reason. Call once the
-  // transport can take writes.
+  // Registers `session` and sends it Ready, its first event, or, if the worker
+  // has stopped serving, ends it with the reason. Call once the transport can
+  // take writes.
   void StartSession(const std::shared_ptr<Session>& session);
   // For an engine that validates in its loop: checks `hello`'s stage defaults
   // there, then calls `done` (on the loop thread) with OpenSession()'s kind of
@@ -178,15 +178,9 @@ class Worker : public CoreSink {
   mutable absl::Mutex mu_;
   uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<uint64_t, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
-  // Sessions whose Ready is on its way but that are not in sessions_ yet: a
-  // drain waits for them as for registered ones (their client may add work).
-  int opening_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<uint64_t, PendingUtility> utilities_ ABSL_GUARDED_BY(mu_);
   // Set once the loop has ended; no new sessions after that.
   absl::Status stopped_ ABSL_GUARDED_BY(mu_);
-  // The event StopServing sent every session (a Fatal), for a session whose
-  // Ready went out as it stopped.
-  std::optional<v1::WorkerEvent> stopped_event_ ABSL_GUARDED_BY(mu_);
   bool serving_ ABSL_GUARDED_BY(mu_) = true;
   absl::Status result_ ABSL_GUARDED_BY(mu_);
   // Set by Drain(): the Draining event new sessions get too.

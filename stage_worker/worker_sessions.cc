@@ -89,22 +89,31 @@ absl::StatusOr<std::shared_ptr<Session>> Worker::OpenSession(const v1::Hello& he
 }
 
 void Worker::StartSession(const std::shared_ptr<Session>& session) {
-  // Ready is the session's first event: it is queued before the session is
-  // registered, as every other event (a stall, a drain, a fatal error) goes to
-  // registered sessions only.
+  // The session is registered before anything is sent on it, and holds what it
+  // is sent until Ready is written (Session::Open): a drain, a stall, a load
+  // broadcast or an Abort cannot fall between the two. The drain and stall
+  // already announced are read in the same critical section that registers it,
+  // so each reaches it exactly once (Drain and the stall guard list sessions
+  // under mu_ too).
   absl::Status stopped;
+  std::optional<v1::WorkerEvent> draining, stalled;
   {
     absl::MutexLock lock(&mu_);
     if (serving_) {
-      ++opening_;
+      sessions_[session->number()] = session;
+      draining = draining_;
+      stalled = stall_.StalledEvent();
     } else {
       stopped = stopped_;
     }
   }
   if (!stopped.ok()) {
     session->End(stopped);
+    session->Open(std::nullopt);
     return;
   }
+  if (stalled.has_value()) session->Send(*std::move(stalled));
+  if (draining.has_value()) session->Send(*std::move(draining));
   v1::WorkerEvent event;
   v1::Ready* ready = event.mutable_ready();
   ready->set_stage_id(options_.stage_id);
@@ -115,35 +124,10 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   ready->set_protocol_version(kProtocolVersion);
   ready->set_max_message_bytes(options_.max_message_bytes);
   ready->mutable_load()->set_requests(static_cast<int>(live_requests()));
-  session->Send(std::move(event));
-  // A drain announced before the session is registered was not sent to it
-  // (Drain sets draining_ and lists the sessions in one critical section), so
-  // it is sent here, exactly once.
-  std::optional<v1::WorkerEvent> draining, stopped_event;
-  {
-    absl::MutexLock lock(&mu_);
-    --opening_;
-    draining = draining_;
-    if (serving_) {
-      sessions_[session->number()] = session;
-    } else {
-      stopped = stopped_;  // It stopped just now (its Fatal, if any, was not sent here).
-      stopped_event = stopped_event_;
-    }
-  }
-  if (!stopped.ok()) {
-    if (draining.has_value()) session->Send(*std::move(draining));
-    if (stopped_event.has_value()) session->Send(*std::move(stopped_event));
-    session->End(stopped);
-    return;
-  }
   LogInfo({"", options_.stage_id, -1, ""},
           absl::StrCat("session ", session->number(), " opened",
                        session->peer().empty() ? "" : absl::StrCat(" by '", session->peer(), "'")));
-  if (std::optional<v1::WorkerEvent> stalled = stall_.StalledEvent()) {
-    session->Send(*std::move(stalled));
-  }
-  if (draining.has_value()) session->Send(*std::move(draining));
+  session->Open(std::move(event));
 }
 
 void Worker::Reject(Session& session, const v1::WorkerCommand& command,
