@@ -57,6 +57,7 @@ std::vector<std::string> AbortCoordinator::Freeze(const std::vector<std::string>
     InFlightRequest* r = table_->Find(id);
     if (r == nullptr) continue;
     ++r->aborting;
+    r->abort_asked = true;
     frozen.push_back(id);
   }
   return frozen;

@@ -253,6 +253,17 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
     r.sink->Send(id, std::move(chunks));
   }
   if (output.finished()) metrics_.StageDone(stage, scheduler_->Now() - r.stages[stage].sent_at);
+  if (output.finished() && output.finish_reason() == v1::FINISH_REASON_ABORT && r.abort_asked) {
+    // Stopped by an abort of ours whose answer did not come in time (the
+    // client heard it failed): that stop is the abort's commit.
+    pools_[stage]->Release(id);
+    LogInfo(ContextOf(r, stage, replica),
+            "stopped by an earlier abort whose answer had not come: ends as aborted");
+    EndRequests({id}, [this](const InFlightRequest& ended) {
+      return AbortTerminal(config_, ended);
+    });
+    return;
+  }
   if (output.finished() && (output.finish_reason() == v1::FINISH_REASON_ERROR ||
                              output.finish_reason() == v1::FINISH_REASON_ABORT)) {
     // The worker failed it, or something other than this orchestrator stopped it

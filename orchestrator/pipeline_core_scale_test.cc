@@ -59,7 +59,6 @@ TEST_F(PipelineCoreScaleTest, TenThousandIdsInOneAbortMakeOneCallPerReplicaPerSt
   }
   EXPECT_EQ(fake(1, 0).aborts()[0].size() + fake(1, 1).aborts()[0].size(),
             static_cast<size_t>(kRequests));
-  ExpectAllEnded();
 }
 
 TEST_F(PipelineCoreScaleTest, ReplicaHoldingThousandsDiesAndFailsOnlyThose) {
@@ -86,7 +85,6 @@ TEST_F(PipelineCoreScaleTest, ReplicaHoldingThousandsDiesAndFailsOnlyThose) {
     if (i % kThinkers != 1) rest.push_back(absl::StrCat("r", i));
   }
   ASSERT_TRUE(AbortNow(rest).ok());
-  ExpectAllEnded();
 }
 
 TEST_F(PipelineCoreScaleTest, OneIdMoreThanACallMayCarryIsRefusedWhole) {
@@ -98,6 +96,9 @@ TEST_F(PipelineCoreScaleTest, OneIdMoreThanACallMayCarryIsRefusedWhole) {
   EXPECT_EQ(result.status().message(), "request_ids: 10001 ids; the limit is 10000");
   EXPECT_EQ(LogWith(".abort").size(), 0u);
   EXPECT_EQ(core().in_flight(), static_cast<size_t>(kRequests));
+  // The most a call may carry goes through, and ends them for the invariant check.
+  ids.pop_back();
+  ASSERT_TRUE(AbortNow(ids).ok());
 }
 
 // A drain is not a client: it aborts everything in flight, however many, with
@@ -112,7 +113,6 @@ TEST_F(PipelineCoreScaleTest, DrainDeadlineAbortsMoreThanAClientCallMayCarry) {
   for (const auto& sink : sinks) {
     ASSERT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_ABORT);
   }
-  ExpectAllEnded();
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Shared set-up for the PipelineCore tests: a thinker (text, final) -> talker
 // (codes) -> vocoder (audio, final) pipeline over FakeReplicaClients that share one
 // call log ("T0.add r1", "K1.append r1 last", "W0.abort [a,b]"), a recording
-// FakeResponseSink per Generate, and the end-of-test invariant check. The core
+// FakeResponseSink per Generate, and the end-of-test invariant check (run by
+// TearDown for every test unless it calls LeaveOpen). The core
 // runs on a ManualScheduler: everything happens on the test thread, and timers
 // fire only when a test moves the clock (scheduler_.AdvanceBy).
 #ifndef OMNISTAGE_ORCHESTRATOR_PIPELINE_CORE_TEST_HARNESS_H_
@@ -188,6 +189,13 @@ class PipelineCoreTest : public ::testing::Test {
     return result;
   }
 
+  // Every test ends with ExpectAllEnded() (TearDown) unless it says why not.
+  void TearDown() override {
+    if (core_ != nullptr && leave_open_.empty()) ExpectAllEnded();
+  }
+  // Skips the end-of-test check: the test means to leave something in flight.
+  void LeaveOpen(const std::string& why) { leave_open_ = why; }
+
   // The invariants every test ends with: each Generate ended exactly once (one
   // terminal or one Fail, never both, nothing sent after it), nothing is in
   // flight, and no pool holds a binding.
@@ -210,7 +218,17 @@ class PipelineCoreTest : public ::testing::Test {
   std::vector<std::vector<std::unique_ptr<FakeReplicaClient>>> fakes_;
   std::unique_ptr<PipelineCore> core_;
   std::vector<std::shared_ptr<FakeResponseSink>> sinks_;
+  std::string leave_open_;
 };
+
+// The text of an ABORT terminal's partial output.
+inline std::string PartialText(const v1::Terminal& t) {
+  std::string text;
+  for (const v1::OutputChunk& c : t.partial_output()) {
+    if (c.payload().has_text()) text += c.payload().text().text();
+  }
+  return text;
+}
 
 }  // namespace pipeline_core_test
 }  // namespace omnistage

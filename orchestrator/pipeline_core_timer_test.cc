@@ -37,7 +37,6 @@ TEST_F(PipelineCoreTest, IdleTimeoutFailsARequestThatProducesNothing) {
             "stage 0 (thinker) replica 0 produced nothing for 30s (request_idle_timeout)");
   // Its stages are stopped.
   EXPECT_THAT(LogWith(".abort"), ElementsAre("T0.abort [r1]", "K0.abort [r1]"));
-  ExpectAllEnded();
 }
 
 TEST_F(PipelineCoreTest, IdleTimerWaitsWhileAnAbortHoldsTheRequest) {
@@ -55,7 +54,6 @@ TEST_F(PipelineCoreTest, IdleTimerWaitsWhileAnAbortHoldsTheRequest) {
   ASSERT_TRUE(answer.ok()) << answer.status();
   EXPECT_EQ(answer->results(0).outcome(), v1::AbortResult::OUTCOME_ABORTED);
   EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_ABORT);
-  ExpectAllEnded();
 }
 
 TEST_F(PipelineCoreTest, DrainDeadlineAbortsWhatIsStillInFlight) {
@@ -72,7 +70,6 @@ TEST_F(PipelineCoreTest, DrainDeadlineAbortsWhatIsStillInFlight) {
   scheduler_.AdvanceBy(absl::Milliseconds(1));
   EXPECT_EQ(slow->terminal().finish_reason(), v1::FINISH_REASON_ABORT);
   EXPECT_EQ(drained, 1);
-  ExpectAllEnded();
 }
 
 TEST_F(PipelineCoreTest, DrainDeadlineEndsWithAnErrorWhatCannotBeAborted) {
@@ -90,7 +87,6 @@ TEST_F(PipelineCoreTest, DrainDeadlineEndsWithAnErrorWhatCannotBeAborted) {
   EXPECT_EQ(drained, 1);
   // Its bindings are retried, then given up, as for any ended request.
   scheduler_.AdvanceBy(absl::Seconds(10));
-  ExpectAllEnded();
 }
 
 // Worker aborts end by the client's deadline when it is sooner than
@@ -109,7 +105,6 @@ TEST_F(PipelineCoreTest, WorkerAbortDeadlineIsTheSoonerOfTheClientsAndTheTimeout
   core().Abort(request, absl::InfiniteFuture(), [](absl::StatusOr<v1::AbortResponse>) {});
   EXPECT_THAT(fake(0, 0).abort_deadlines(),
               ElementsAre(now + absl::Milliseconds(300), now + absl::Seconds(2)));
-  ExpectAllEnded();
 }
 
 // Black-box finding 4: the client's Abort deadline passes while a worker abort is
@@ -135,7 +130,6 @@ TEST_F(PipelineCoreTest, AbortThatMissesTheClientsDeadlineCommitsNothingAndRetry
   fake(1, 0).set_hold_aborts(false);
   EXPECT_EQ(AbortNow({"r1"})->results(0).outcome(), v1::AbortResult::OUTCOME_ABORTED);
   EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_ABORT);
-  ExpectAllEnded();
 }
 
 // A request that ended while an upstream stage still runs it: that stage is
@@ -163,7 +157,6 @@ TEST_F(PipelineCoreTest, LeftoverCleanupRetriesWithBackoffThenGivesUp) {
   EXPECT_EQ(core().pool(0).Bound("r1"), std::nullopt) << "given up after four attempts";
   scheduler_.AdvanceBy(absl::Seconds(10));
   EXPECT_EQ(LogWith("T0.abort").size(), 4u);
-  ExpectAllEnded();
 }
 
 }  // namespace

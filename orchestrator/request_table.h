@@ -68,6 +68,10 @@ struct InFlightRequest {
   // last of them failed. The first to succeed ends the request.
   int aborting = 0;
   std::vector<DeferredOutput> deferred;
+  // An abort of this orchestrator's was sent for it. A stop a worker reports
+  // afterwards is that abort's doing, even when its answer never came (the
+  // call timed out, the worker applied it later): the request ends ABORTED.
+  bool abort_asked = false;
   absl::Time last_activity;
   Scheduler::TimerId idle_timer = 0;
 };
