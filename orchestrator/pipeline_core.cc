@@ -121,7 +121,10 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
   // it stopped: reusing the id now could mix the two up on that replica.
   for (const auto& pool : pools_) {
     if (!pool->Bound(id).has_value()) continue;
-    OMNISTAGE_INVARIANT(abort_.CleaningUp(id), "a binding without a request");
+    if (!OMNISTAGE_INVARIANT_HOLDS(abort_.CleaningUp(id), LogContext{id},
+                                   "a binding without a request")) {
+      abort_.CleanUp({id});  // Stop it there and let the binding go.
+    }
     return absl::UnavailableError(absl::StrCat(
         "request id '", id, "' is still being stopped on stage ", pool->stage_id(),
         " after its previous use; retry shortly or use another id"));
@@ -157,7 +160,9 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   std::unique_ptr<InFlightRequest> fresh =
       NewInFlightRequest(config_, request, *id, std::move(sink), scheduler_->Now());
   fresh->caller = std::move(caller);
-  InFlightRequest& r = table_.Add(std::move(fresh));
+  InFlightRequest* added = table_.Add(std::move(fresh));
+  if (added == nullptr) return;  // A broken invariant; the call has failed.
+  InFlightRequest& r = *added;
   r.owner = owner;
   r.trace_id = std::move(trace_id);
   if (!r.trace_id.empty()) r.traceparent = std::move(traceparent);
@@ -180,7 +185,11 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
 
 std::optional<v1::Error> PipelineCore::StartStage(InFlightRequest& r, int stage,
                                                   std::vector<v1::Payload> input, bool complete) {
-  OMNISTAGE_INVARIANT(table_.Find(r.id) == &r, "starting a stage of a request not in flight");
+  if (!OMNISTAGE_INVARIANT_HOLDS(table_.Find(r.id) == &r, ContextOf(r, stage),
+                                 "starting a stage of a request not in flight")) {
+    return StageErrorAt(absl::StatusCode::kInternal, stage, -1,
+                        "internal error: the request is not in flight (a bug, logged and counted)");
+  }
   v1::AddRequest add;
   add.set_request_id(r.id);
   for (v1::Payload& p : input) *add.add_input() = std::move(p);
@@ -221,7 +230,11 @@ void PipelineCore::OnStepOutputs(int stage, int replica, v1::StepOutputs& output
     if (pools_[stage]->Bound(output.request_id()) != replica) continue;
     InFlightRequest* r = table_.Find(output.request_id());
     if (r == nullptr) {
-      OMNISTAGE_INVARIANT(abort_.CleaningUp(output.request_id()), "a binding without a request");
+      if (!OMNISTAGE_INVARIANT_HOLDS(abort_.CleaningUp(output.request_id()),
+                                     (LogContext{output.request_id(), stage, replica, ""}),
+                                     "a binding without a request")) {
+        abort_.CleanUp({output.request_id()});  // Stop it there and let the binding go.
+      }
       continue;
     }
     if (r->aborting > 0) {

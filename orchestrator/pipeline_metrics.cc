@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/invariant.h"
 #include "common/modality.h"
 
 namespace omnistage {
@@ -89,7 +90,9 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
                     ->AddHistogram("omnistage_event_loop_lag_seconds",
                                    "From posting a task to the event loop to its start.", {},
                                    FineLatencyBuckets())
-                    .With({})) {}
+                    .With({})) {
+  AddInvariantMetric(registry);
+}
 
 void PipelineMetrics::Finished(v1::FinishReason reason, absl::Duration since_admission) {
   requests_.With({ReasonLabel(reason)}).Increment();

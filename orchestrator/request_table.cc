@@ -11,12 +11,18 @@ InFlightRequest* RequestTable::Find(const std::string& id) const {
   return it == requests_.end() ? nullptr : it->second.get();
 }
 
-InFlightRequest& RequestTable::Add(std::unique_ptr<InFlightRequest> request) {
+InFlightRequest* RequestTable::Add(std::unique_ptr<InFlightRequest> request) {
   const std::string id = request->id;
   auto [it, fresh] = requests_.try_emplace(id, std::move(request));
-  OMNISTAGE_INVARIANT(fresh, "a request id was admitted while already in flight");
-  if (fresh) ++per_caller_[it->second->caller];
-  return *it->second;
+  // try_emplace leaves `request` as it was when the id is taken.
+  if (!OMNISTAGE_INVARIANT_HOLDS(fresh, LogContext{id},
+                                 "a request id was admitted while already in flight")) {
+    request->sink->Fail(absl::InternalError(
+        "internal error: the request id was already in flight (a bug, logged and counted)"));
+    return nullptr;
+  }
+  ++per_caller_[it->second->caller];
+  return it->second.get();
 }
 
 int RequestTable::InFlightOf(const std::string& caller) const {
@@ -31,8 +37,10 @@ void RequestTable::Forget(const InFlightRequest& request) {
 
 void RequestTable::Finish(const std::string& id, v1::Terminal terminal) {
   auto it = requests_.find(id);
-  OMNISTAGE_INVARIANT(it != requests_.end(), "a second terminal for a request that already ended");
-  if (it == requests_.end()) return;
+  if (!OMNISTAGE_INVARIANT_HOLDS(it != requests_.end(), LogContext{id},
+                                 "a second terminal for a request that already ended")) {
+    return;  // The first one was its end.
+  }
   std::unique_ptr<InFlightRequest> ended = std::move(it->second);
   requests_.erase(it);
   Forget(*ended);

@@ -82,8 +82,10 @@ class RequestTable {
   explicit RequestTable(Scheduler* scheduler) : scheduler_(scheduler) {}
 
   InFlightRequest* Find(const std::string& id) const;
-  // Takes `request` in; its id must not be in flight.
-  InFlightRequest& Add(std::unique_ptr<InFlightRequest> request);
+  // Takes `request` in; its id must not be in flight (a broken invariant: in
+  // an optimized build the new request fails INTERNAL and nullptr is returned;
+  // the one in flight goes on).
+  InFlightRequest* Add(std::unique_ptr<InFlightRequest> request);
   // Sends `terminal` as request `id`'s one terminal response and removes it. The
   // request must be in flight: a second terminal is a broken invariant.
   void Finish(const std::string& id, v1::Terminal terminal);

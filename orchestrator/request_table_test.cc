@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "common/invariant.h"
 #include "gtest/gtest.h"
 #include "tests/fake_response_sink.h"
 #include "tests/manual_scheduler.h"
@@ -36,17 +37,16 @@ TEST(RequestTableTest, EndingARequestCancelsItsIdleTimer) {
   ManualScheduler scheduler;
   RequestTable table(&scheduler);
   auto sink = std::make_shared<FakeResponseSink>();
-  InFlightRequest& r = table.Add(Request("r1", sink));
+  InFlightRequest& r = *table.Add(Request("r1", sink));
   r.idle_timer = scheduler.PostAfter(absl::Seconds(30), [] { FAIL() << "timer outlived its request"; });
   table.Finish("r1", v1::Terminal());
-  InFlightRequest& s = table.Add(Request("r2", sink));
+  InFlightRequest& s = *table.Add(Request("r2", sink));
   s.idle_timer = scheduler.PostAfter(absl::Seconds(30), [] { FAIL() << "timer outlived its request"; });
   table.Remove("r2");
   EXPECT_EQ(scheduler.pending(), 0u);
   scheduler.AdvanceBy(absl::Minutes(1));
 }
 
-#ifndef NDEBUG
 TEST(RequestTableDeathTest, ASecondTerminalCrashes) {
   ManualScheduler scheduler;
   RequestTable table(&scheduler);
@@ -63,7 +63,28 @@ TEST(RequestTableDeathTest, AdmittingAnIdInFlightCrashes) {
   EXPECT_DEATH(table.Add(Request("r1", std::make_shared<FakeResponseSink>())),
                "admitted while already in flight");
 }
-#endif
+
+// An optimized build: the broken invariant fails the request it concerns, the
+// one in flight goes on, and a second terminal is dropped.
+TEST(RequestTableTest, ABrokenInvariantFailsOnlyTheRequestItConcerns) {
+  SetInvariantMode(InvariantMode::kReport);
+  ManualScheduler scheduler;
+  RequestTable table(&scheduler);
+  auto first = std::make_shared<FakeResponseSink>();
+  auto second = std::make_shared<FakeResponseSink>();
+  const uint64_t before = InvariantViolations();
+  ASSERT_NE(table.Add(Request("r1", first)), nullptr);
+  EXPECT_EQ(table.Add(Request("r1", second)), nullptr);
+  EXPECT_EQ(second->fail_count(), 1);
+  EXPECT_EQ(second->fail_status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(table.Find("r1")->sink, first);
+  EXPECT_EQ(table.InFlightOf(""), 1);
+  table.Finish("r1", v1::Terminal());
+  table.Finish("r1", v1::Terminal());
+  EXPECT_EQ(first->terminal_count(), 1);
+  EXPECT_EQ(InvariantViolations(), before + 2);
+  SetInvariantMode(InvariantMode::kCrash);
+}
 
 }  // namespace
 }  // namespace omnistage
