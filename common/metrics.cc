@@ -175,6 +175,24 @@ void Family<T>::Render(std::string* out) const {
   }
 }
 
+template <>
+void Family<Gauge>::ReplaceAll(const std::map<std::vector<std::string>, double>& values) {
+  std::map<std::vector<std::string>, std::unique_ptr<Gauge>> next;
+  for (const auto& [labels, value] : values) {
+    if (labels.size() != label_names_.size()) {
+      WrongLabelCount(name_, label_names_.size(), labels.size());
+    }
+    auto child = std::make_unique<Gauge>(&bounds_);
+    child->Set(value);
+    next.emplace(labels, std::move(child));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    children_.swap(next);
+  }
+  // The old children go here, outside the lock.
+}
+
 template class Family<Counter>;
 template class Family<Gauge>;
 template class Family<Histogram>;

@@ -120,6 +120,10 @@ class Family : public FamilyBase {
   T& With(const std::vector<std::string>& values);
   void Remove(const std::vector<std::string>& values);
   void Clear();
+  // Replaces every child at once: a render sees the children before or after,
+  // never a mix (gauges of state read at scrape time). Family<Gauge> only.
+  // References to the old children become invalid.
+  void ReplaceAll(const std::map<std::vector<std::string>, double>& values);
   void Render(std::string* out) const override;
 
  private:
@@ -187,6 +191,10 @@ void Family<T>::Clear() {
   absl::MutexLock lock(&mu_);
   children_.clear();
 }
+
+// Gauges only (metrics.cc).
+template <>
+void Family<Gauge>::ReplaceAll(const std::map<std::vector<std::string>, double>& values);
 
 }  // namespace omnistage
 

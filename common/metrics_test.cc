@@ -117,6 +117,17 @@ TEST(MetricsTest, HooksRunBeforeEachRenderAndChildrenCanBeRemoved) {
   EXPECT_THAT(text, Not(HasSubstr("replica=\"0\"")));
 }
 
+TEST(MetricsTest, ReplaceAllSwapsEveryChildAtOnce) {
+  MetricsRegistry registry;
+  Family<Gauge>& up = registry.AddGauge("up_replicas", "Up.", {"replica"});
+  up.With({"0"}).Set(1);
+  up.ReplaceAll({{{"1"}, 1}, {{"2"}, 0}});
+  const std::string text = registry.Render();
+  EXPECT_THAT(text, Not(HasSubstr("replica=\"0\"")));
+  EXPECT_THAT(text, HasSubstr("up_replicas{replica=\"1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("up_replicas{replica=\"2\"} 0\n"));
+}
+
 TEST(MetricsTest, RemovedChildrenAreNotRendered) {
   MetricsRegistry registry;
   Family<Gauge>& up = registry.AddGauge("up_replicas", "Up.", {"replica"});

@@ -3,9 +3,12 @@
 // first text and audio, end-to-end and per-stage time, evictions by reason and
 // the replica's up gauge, one worker abort call per replica, client
 // cancellations, and the in-flight and bound gauges of a scrape snapshot.
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -128,6 +131,54 @@ TEST_F(PipelineCoreMetricsTest, AClientThatGoesAwayIsOneCancellation) {
   auto other = std::make_shared<FakeResponseSink>();
   core().Cancel("c", other.get());
   EXPECT_THAT(Scrape(), HasSubstr("omnistage_client_cancellations_total 1\n"));
+}
+
+// A scrape renders while the loop takes the next snapshot: it sees every live
+// replica, never a set half rebuilt.
+TEST_F(PipelineCoreMetricsTest, AScrapeDuringASnapshotSeesEveryReplica) {
+  Build(Shape().Thinkers(2).Talkers(3).Vocoders(2));
+  core().SnapshotMetrics();
+  // Snapshots on the loop (this thread), scrapes on another, as in the server.
+  std::atomic<bool> done{false};
+  std::atomic<int> missing{0};
+  std::thread scraper([&] {
+    for (int i = 0; i < 3000 && missing.load() == 0; ++i) {
+      const std::string text = core().metrics_registry().Render();
+      for (const char* series :
+           {"omnistage_replica_up{stage=\"thinker\",replica=\"1\"} 1\n",
+            "omnistage_replica_up{stage=\"talker\",replica=\"2\"} 1\n",
+            "omnistage_bound_requests{stage=\"vocoder\",replica=\"1\"} 0\n"}) {
+        if (!absl::StrContains(text, series)) {
+          missing.fetch_add(1);
+          ADD_FAILURE() << "render " << i << " lacks " << series;
+        }
+      }
+    }
+    done.store(true);
+  });
+  while (!done.load()) core().SnapshotMetrics();
+  scraper.join();
+  EXPECT_EQ(missing.load(), 0);
+}
+
+// Counters whose labels are known are there, at 0, from the first scrape.
+TEST_F(PipelineCoreMetricsTest, KnownLabelsStartAtZero) {
+  Build();
+  const std::string text = core().metrics_registry().Render();
+  for (const char* series : {
+           "omnistage_requests_total{finish_reason=\"stop\"} 0\n",
+           "omnistage_requests_total{finish_reason=\"length\"} 0\n",
+           "omnistage_requests_total{finish_reason=\"abort\"} 0\n",
+           "omnistage_requests_total{finish_reason=\"error\"} 0\n",
+           "omnistage_request_refusals_total{code=\"RESOURCE_EXHAUSTED\"} 0\n",
+           "omnistage_request_refusals_total{code=\"UNAVAILABLE\"} 0\n",
+           "omnistage_auth_refusals_total{call=\"Abort\",code=\"PERMISSION_DENIED\"} 0\n",
+           "omnistage_replica_evictions_total{stage=\"talker\",reason=\"stalled\"} 0\n",
+           "omnistage_replica_evictions_total{stage=\"vocoder\",reason=\"send_failed\"} 0\n",
+           "omnistage_invariant_violations_total 0\n",
+       }) {
+    EXPECT_THAT(text, HasSubstr(series));
+  }
 }
 
 TEST_F(PipelineCoreMetricsTest, TheLoopLagObserverFeedsItsHistogram) {

@@ -19,6 +19,16 @@ std::string ReasonLabel(v1::FinishReason reason) {
   return absl::AsciiStrToLower(name);
 }
 
+// The codes a Generate call is refused with before it starts: bad input, a
+// duplicate id, overload, no replica or draining.
+constexpr absl::StatusCode kRefusalCodes[] = {
+    absl::StatusCode::kInvalidArgument, absl::StatusCode::kAlreadyExists,
+    absl::StatusCode::kResourceExhausted, absl::StatusCode::kUnavailable};
+// The calls that check credentials, and why a replica is evicted (Evicted()).
+constexpr const char* kAuthenticatedCalls[] = {"Generate", "Abort", "GetPipelineStatus",
+                                                "CallStageUtility"};
+constexpr const char* kEvictionReasons[] = {"stream_ended", "stalled", "send_failed"};
+
 }  // namespace
 
 PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::string> stage_names)
@@ -92,6 +102,22 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
                                    FineLatencyBuckets())
                     .With({})) {
   AddInvariantMetric(registry);
+  // Counters whose labels are known start at 0, so that rate() and alerts on
+  // an absent series work from the first scrape.
+  for (int r = v1::FinishReason_MIN; r <= v1::FinishReason_MAX; ++r) {
+    if (!v1::FinishReason_IsValid(r) || r == v1::FINISH_REASON_UNSPECIFIED) continue;
+    requests_.With({ReasonLabel(static_cast<v1::FinishReason>(r))});
+  }
+  for (absl::StatusCode code : kRefusalCodes) refusals_.With({absl::StatusCodeToString(code)});
+  for (const char* call : kAuthenticatedCalls) {
+    for (absl::StatusCode code :
+         {absl::StatusCode::kUnauthenticated, absl::StatusCode::kPermissionDenied}) {
+      auth_refusals_.With({call, absl::StatusCodeToString(code)});
+    }
+  }
+  for (const std::string& stage : stage_names_) {
+    for (const char* reason : kEvictionReasons) evictions_.With({stage, reason});
+  }
 }
 
 void PipelineMetrics::Finished(v1::FinishReason reason, absl::Duration since_admission) {
@@ -134,16 +160,19 @@ void PipelineMetrics::WorkerAbortCall(int stage, int replica) {
 void PipelineMetrics::Snapshot(size_t in_flight,
                                const std::vector<std::shared_ptr<StagePool>>& pools) {
   in_flight_.Set(static_cast<double>(in_flight));
-  bound_.Clear();
-  up_.Clear();
+  // Built aside and swapped in whole: a scrape rendering meanwhile sees every
+  // replica (the previous snapshot's or this one's), never a half-built set.
+  std::map<std::vector<std::string>, double> up, bound;
   for (const auto& pool : pools) {
     for (int r = 0; r < pool->size(); ++r) {
       if (pool->state(r).removed) continue;
-      const std::vector<std::string> labels = {stage_names_[pool->stage_id()], absl::StrCat(r)};
-      up_.With(labels).Set(pool->alive(r) ? 1 : 0);
-      bound_.With(labels).Set(pool->BoundCount(r));
+      std::vector<std::string> labels = {stage_names_[pool->stage_id()], absl::StrCat(r)};
+      up[labels] = pool->alive(r) ? 1 : 0;
+      bound[std::move(labels)] = pool->BoundCount(r);
     }
   }
+  up_.ReplaceAll(up);
+  bound_.ReplaceAll(bound);
 }
 
 }  // namespace omnistage

@@ -43,7 +43,11 @@ WorkerMetrics::WorkerMetrics(MetricsRegistry* registry)
           {"state"})),
       idle_seconds_(loop_seconds_.With({"idle"})),
       stepping_seconds_(loop_seconds_.With({"stepping"})),
-      reader_wait_seconds_(loop_seconds_.With({"waiting_for_reader"})) {}
+      reader_wait_seconds_(loop_seconds_.With({"waiting_for_reader"})) {
+  // Both outcomes start at 0 (rate() and absent-series alerts from the first scrape).
+  utility_calls_.With({"ok"});
+  utility_calls_.With({"error"});
+}
 
 void WorkerMetrics::Idle(absl::Duration blocked) {
   idle_seconds_.Increment(absl::ToDoubleSeconds(blocked));
