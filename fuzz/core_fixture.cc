@@ -45,7 +45,10 @@ void CoreFixture::Cancel(const std::string& request_id, const ResponseSink* sink
 void CoreFixture::Abort(const v1::AbortRequest& request, absl::Time deadline,
                         std::function<void(absl::StatusOr<v1::AbortResponse>)> done,
                         const std::string& caller) {
-  core_->Abort(request, deadline, std::move(done), caller);
+  // A user's Abort: only its own requests (an admin's is tested elsewhere).
+  omnistage::Caller who;
+  who.identity = caller;
+  core_->Abort(request, deadline, std::move(done), who);
 }
 
 bool CoreFixture::AnswerAbort(int stage, int replica, const absl::Status& status) {

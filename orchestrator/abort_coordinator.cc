@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/error_proto.h"
+#include "common/log.h"
 #include "orchestrator/stage_error.h"
 
 namespace omnistage {
@@ -143,12 +144,20 @@ void AbortCoordinator::Unhold(const std::vector<std::string>& ids) {
 
 void AbortCoordinator::Abort(const std::vector<std::string>& ids, absl::Time client_deadline,
                              std::function<void(v1::AbortResponse)> done,
-                             const std::string& caller) {
+                             const Caller& caller) {
   std::vector<std::string> own;
   own.reserve(ids.size());
   for (const std::string& id : ids) {
     const InFlightRequest* r = table_->Find(id);
-    if (r != nullptr && r->caller == caller) own.push_back(id);
+    if (r == nullptr) continue;
+    if (r->caller == caller.identity) {
+      own.push_back(id);
+    } else if (caller.abort_any) {
+      own.push_back(id);
+      LogInfo(LogContext{id, -1, -1, r->trace_id},
+              absl::StrCat("admin '", caller.identity, "' aborts this request of '", r->caller,
+                           "'"));
+    }
   }
   AbortStoppable(ids, own, client_deadline, std::move(done));
 }

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/scheduler.h"
+#include "orchestrator/caller.h"
 #include "orchestrator/pipeline_config.h"
 #include "orchestrator/request_table.h"
 #include "orchestrator/stage_pool.h"
@@ -78,10 +79,11 @@ class AbortCoordinator {
 
   // The Abort of client `caller`. `done` gets one result per requested id, in
   // order: ABORTED, NOT_FOUND or FAILED (with the stage and replica). Requests
-  // another caller started are NOT_FOUND and untouched: their existence is not
-  // revealed.
+  // another identity started are NOT_FOUND and untouched (their existence is
+  // not revealed), unless `caller` may abort any (an admin): each of those is
+  // logged with both identities.
   void Abort(const std::vector<std::string>& ids, absl::Time client_deadline,
-             std::function<void(v1::AbortResponse)> done, const std::string& caller = "");
+             std::function<void(v1::AbortResponse)> done, const Caller& caller = Caller());
   // The client of request `id` went away.
   void Cancel(const std::string& id);
   // Aborts every in-flight request; those that cannot be confirmed end with an

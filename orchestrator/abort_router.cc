@@ -65,7 +65,7 @@ AbortRouter::AbortRouter(std::string self_node, LocalAborts local, PeerCalls* pe
 AbortRouter::~AbortRouter() = default;
 
 void AbortRouter::Abort(const v1::AbortRequest& request, absl::Time deadline, AbortDone done,
-                        const std::string& caller) {
+                        const Caller& caller) {
   std::vector<PeerInfo> peers;
   if (peers_ != nullptr) peers = peers_->Peers();
   // Alone, or too many ids (the local abort refuses them): nothing to route.
@@ -107,7 +107,8 @@ void AbortRouter::Abort(const v1::AbortRequest& request, absl::Time deadline, Ab
   run->pending = 1;  // Released below, once every call is out.
   for (size_t p = 0; p < forwarded.size(); ++p) {
     if (forwarded[p].request_ids().empty()) continue;
-    forwarded[p].set_caller(caller);
+    forwarded[p].set_caller(caller.identity);
+    forwarded[p].set_caller_aborts_any(caller.abort_any);
     ++run->pending;
     peers_->Abort(run->peers[p].address, std::move(forwarded[p]), peer_deadline,
                   [this, run, p, alive = std::weak_ptr<bool>(alive_)](

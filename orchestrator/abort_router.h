@@ -15,7 +15,8 @@
 //   - an id asked of every peer: ABORTED if one aborted it; else FAILED if one
 //     failed it or did not answer (it may hold the id: never a wrong
 //     NOT_FOUND); else NOT_FOUND.
-// A peer aborts only its own requests and never forwards (no loops). Peer
+// A peer aborts only its own requests, for the same caller (an admin's abort
+// stays an admin's there), and never forwards (no loops). Peer
 // calls end at the client's deadline or after the config's peers.timeout_ms.
 //
 // On the event loop; callbacks are posted there by PeerCalls.
@@ -29,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/scheduler.h"
+#include "orchestrator/caller.h"
 #include "orchestrator/peer_set.h"
 #include "protos/orchestrator.pb.h"
 
@@ -38,10 +40,10 @@ using AbortDone = std::function<void(absl::StatusOr<v1::AbortResponse>)>;
 
 // The aborts of the requests this orchestrator holds (its PipelineCore).
 struct LocalAborts {
-  // True when request `id` is in flight here and `caller` started it.
-  std::function<bool(const std::string& id, const std::string& caller)> holds;
+  // True when request `id` is in flight here and `caller` may abort it.
+  std::function<bool(const std::string& id, const Caller& caller)> holds;
   std::function<void(const v1::AbortRequest& request, absl::Time deadline, AbortDone done,
-                     const std::string& caller)>
+                     const Caller& caller)>
       abort;
 };
 
@@ -55,7 +57,7 @@ class AbortRouter {
   ~AbortRouter();
 
   void Abort(const v1::AbortRequest& request, absl::Time deadline, AbortDone done,
-             const std::string& caller);
+             const Caller& caller);
 
  private:
   struct Run;

@@ -76,17 +76,20 @@ class AbortRouterTest : public ::testing::Test {
   AbortRouterTest()
       : peers_(&loop_),
         router_(kSelf,
-                LocalAborts{[this](const std::string& id, const std::string& caller) {
-                              return local_holds_.contains(id) && caller == "alice";
+                LocalAborts{[this](const std::string& id, const Caller& caller) {
+                              return local_holds_.contains(id) &&
+                                     (caller.identity == "alice" || caller.abort_any);
                             },
                             [this](const v1::AbortRequest& request, absl::Time,
-                                   AbortDone done, const std::string& caller) {
+                                   AbortDone done, const Caller& caller) {
                               local_calls_.push_back(request);
                               v1::AbortResponse response;
                               for (const std::string& id : request.request_ids()) {
                                 v1::AbortResult* result = response.add_results();
                                 result->set_request_id(id);
-                                result->set_outcome(local_holds_.contains(id) && caller == "alice"
+                                result->set_outcome(local_holds_.contains(id) &&
+                                                            (caller.identity == "alice" ||
+                                                             caller.abort_any)
                                                         ? v1::AbortResult::OUTCOME_ABORTED
                                                         : v1::AbortResult::OUTCOME_NOT_FOUND);
                               }
@@ -94,15 +97,16 @@ class AbortRouterTest : public ::testing::Test {
                             }},
                 &peers_, absl::Seconds(5), &loop_) {}
 
-  // Aborts `ids` as alice; the outcomes in order.
+  // Aborts `ids` as alice (or as `caller`); the outcomes in order.
   std::vector<Outcome> AbortAs(const std::vector<std::string>& ids,
                                absl::Time deadline = absl::InfiniteFuture(),
-                               std::vector<v1::AbortResult>* results = nullptr) {
+                               std::vector<v1::AbortResult>* results = nullptr,
+                               const Caller& caller = Caller{"alice", false, false}) {
     v1::AbortRequest request;
     for (const std::string& id : ids) request.add_request_ids(id);
     std::optional<absl::StatusOr<v1::AbortResponse>> answer;
     router_.Abort(request, deadline, [&](absl::StatusOr<v1::AbortResponse> r) { answer = r; },
-                  "alice");
+                  caller);
     loop_.RunPending();
     EXPECT_TRUE(answer.has_value() && answer->ok());
     std::vector<Outcome> outcomes;
@@ -148,6 +152,24 @@ TEST_F(AbortRouterTest, AGeneratedIdGoesToItsOwnerOnly) {
   EXPECT_EQ(b.calls[0].caller(), "alice");
   EXPECT_TRUE(c.calls.empty());
   EXPECT_TRUE(local_calls_.empty());
+}
+
+// An admin's abort stays an admin's on the peer it is forwarded to.
+TEST_F(AbortRouterTest, AnAdminsAbortIsForwardedAsAnAdmins) {
+  FakePeers::Fake& b = peers_.Add("10.0.0.2:50052", "00000000000b");
+  const std::string on_b = GeneratedRequestId("00000000000b");
+  b.holds = {on_b};
+  local_holds_ = {"here"};
+  EXPECT_EQ(AbortAs({on_b, "here"}, absl::InfiniteFuture(), nullptr,
+                    Caller{"ops", true, true}),
+            (std::vector<Outcome>{kAborted, kAborted}));
+  ASSERT_EQ(b.calls.size(), 1u);
+  EXPECT_EQ(b.calls[0].caller(), "ops");
+  EXPECT_TRUE(b.calls[0].caller_aborts_any());
+  // A user's is forwarded as a user's.
+  AbortAs({GeneratedRequestId("00000000000b")});
+  ASSERT_EQ(b.calls.size(), 2u);
+  EXPECT_FALSE(b.calls[1].caller_aborts_any());
 }
 
 TEST_F(AbortRouterTest, HeldOrGeneratedHereStaysHere) {
@@ -214,7 +236,7 @@ TEST_F(AbortRouterTest, TooManyIdsAreTheLocalAbortsToRefuse) {
   v1::AbortRequest request;
   for (int i = 0; i <= kMaxAbortIdsPerCall; ++i) request.add_request_ids("id");
   router_.Abort(request, absl::InfiniteFuture(), [](absl::StatusOr<v1::AbortResponse>) {},
-                "alice");
+                Caller{"alice", false, false});
   loop_.RunPending();
   ASSERT_EQ(local_calls_.size(), 1u);
   EXPECT_TRUE(peers_.at("10.0.0.2:50052").calls.empty());

@@ -9,7 +9,11 @@ namespace omnistage {
 
 absl::StatusOr<Caller> ClientAuth::Authenticate(const grpc::ServerContextBase& context) const {
   if (require_tls_ && !ArrivedOverTls(context)) return PlaintextRefused();
-  if (tokens_ == nullptr) return Caller{PeerIdentity(context), /*admin=*/true};
+  if (tokens_ == nullptr) {
+    // A certificate's name (or "" without security): an admin for the
+    // operator's calls, owning only its own requests.
+    return Caller{PeerIdentity(context), /*admin=*/true, /*abort_any=*/false};
+  }
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) {

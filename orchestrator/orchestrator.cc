@@ -72,11 +72,11 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOp
   o->auth_ = std::make_unique<ClientAuth>(std::move(tokens), o->options_.tls.enabled());
   o->router_ = std::make_unique<AbortRouter>(
       o->node_id_,
-      LocalAborts{[core = o->core_.get()](const std::string& id, const std::string& caller) {
+      LocalAborts{[core = o->core_.get()](const std::string& id, const Caller& caller) {
                     return core->Holds(id, caller);
                   },
                   [core = o->core_.get()](const v1::AbortRequest& request, absl::Time deadline,
-                                          AbortDone done, const std::string& caller) {
+                                          AbortDone done, const Caller& caller) {
                     core->Abort(request, deadline, std::move(done), caller);
                   }},
       o->peers_.get(), config.peer_timeout, &o->loop_,

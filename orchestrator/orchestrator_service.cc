@@ -98,8 +98,8 @@ grpc::ServerUnaryReactor* OrchestratorService::Abort(grpc::CallbackServerContext
   }
   const absl::Time deadline = DeadlineOf(*context);
   loop_->Post([router = router_, request, response, reactor, deadline,
-               identity = std::move(caller->identity)] {
-    router->Abort(*request, deadline, FinishWith(reactor, response), identity);
+               caller = *std::move(caller)] {
+    router->Abort(*request, deadline, FinishWith(reactor, response), caller);
   });
   return reactor;
 }

@@ -19,7 +19,8 @@ grpc::ServerUnaryReactor* PeerService::PeerAbort(grpc::CallbackServerContext* co
     Log(LogLevel::kDebug, LogContext{},
         absl::StrCat("abort of ", abort.request_ids_size(), " id(s) forwarded by node ",
                      request->from_node()));
-    core->Abort(abort, deadline, FinishWith(reactor, response), request->caller());
+    core->Abort(abort, deadline, FinishWith(reactor, response),
+                Caller{request->caller(), false, request->caller_aborts_any()});
   });
   return reactor;
 }

@@ -83,9 +83,9 @@ bool PipelineCore::Ready() const {
   return true;
 }
 
-bool PipelineCore::Holds(const std::string& id, const std::string& caller) const {
+bool PipelineCore::Holds(const std::string& id, const Caller& caller) const {
   const InFlightRequest* r = table_.Find(id);
-  return r != nullptr && r->caller == caller;
+  return r != nullptr && (r->caller == caller.identity || caller.abort_any);
 }
 
 void PipelineCore::set_replica_address(int stage, int replica, std::string address) {
@@ -448,7 +448,7 @@ void PipelineCore::Cancel(const std::string& request_id, const ResponseSink* sin
 
 void PipelineCore::Abort(const v1::AbortRequest& request, absl::Time deadline,
                          std::function<void(absl::StatusOr<v1::AbortResponse>)> done,
-                         const std::string& caller) {
+                         const Caller& caller) {
   CheckInLoop();
   if (request.request_ids_size() > kMaxAbortIdsPerCall) {
     done(absl::InvalidArgumentError(absl::StrCat("request_ids: ", request.request_ids_size(),

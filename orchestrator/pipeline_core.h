@@ -61,10 +61,11 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   void Cancel(const std::string& request_id, const ResponseSink* sink);
   // The client's Abort of many requests (see AbortCoordinator); worker calls end
   // by `deadline` at the latest. INVALID_ARGUMENT for more than
-  // kMaxAbortIdsPerCall ids. Requests another `caller` started are NOT_FOUND.
+  // kMaxAbortIdsPerCall ids. Requests another identity started are NOT_FOUND,
+  // unless `caller` may abort any (an admin).
   void Abort(const v1::AbortRequest& request, absl::Time deadline,
              std::function<void(absl::StatusOr<v1::AbortResponse>)> done,
-             const std::string& caller = "");
+             const Caller& caller = Caller());
   v1::PipelineStatus Status() const;
   // Calls a utility on every live replica of one stage.
   void CallStageUtility(const v1::StageUtilityRequest& request,
@@ -77,8 +78,9 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // default): untagged.
   void set_node_id(std::string node_id) { node_id_ = std::move(node_id); }
   const std::string& node_id() const { return node_id_; }
-  // True when request `id` is in flight here and `caller` started it.
-  bool Holds(const std::string& id, const std::string& caller) const;
+  // True when request `id` is in flight here and `caller` may abort it (it
+  // started it, or may abort any).
+  bool Holds(const std::string& id, const Caller& caller) const;
   // For status: where replica `replica` of `stage` listens.
   void set_replica_address(int stage, int replica, std::string address);
   size_t in_flight() const { return table_.size(); }

@@ -15,6 +15,7 @@ namespace pipeline_core_test {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 std::vector<std::string> Outcomes(const v1::AbortResponse& response) {
@@ -52,6 +53,22 @@ TEST_F(PipelineCoreTest, AnotherIdentitysAbortIsNotFoundAndTouchesNothing) {
   EXPECT_THAT(Outcomes(*aborted), ElementsAre("a1=aborted"));
   EXPECT_EQ(alices->terminal().finish_reason(), v1::FINISH_REASON_ABORT);
   EXPECT_EQ(alices->Text("a1"), "Hel");
+}
+
+// An admin token's holder may abort any identity's request; the abort is
+// logged with both identities.
+TEST_F(PipelineCoreTest, AnAdminAbortsAnyIdentitysRequestAndItIsLogged) {
+  Build(Shape{});
+  auto alices = Gen("a1", {v1::MODALITY_TEXT}, "alice");
+  Out(0, 0, "a1", {Text("Hel")});
+  testing::internal::CaptureStderr();
+  absl::StatusOr<v1::AbortResponse> aborted = AbortNow({"a1", "never"}, "ops", true);
+  const std::string log = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(aborted.ok()) << aborted.status();
+  EXPECT_THAT(Outcomes(*aborted), ElementsAre("a1=aborted", "never=not_found"));
+  EXPECT_EQ(alices->terminal().finish_reason(), v1::FINISH_REASON_ABORT);
+  EXPECT_EQ(alices->Text("a1"), "Hel");
+  EXPECT_THAT(log, HasSubstr("request=a1 admin 'ops' aborts this request of 'alice'"));
 }
 
 // Found by the core fuzz target: the drain's abort of everything must not be

@@ -173,7 +173,11 @@ class PipelineCoreTest : public ::testing::Test {
   // Runs core.Abort and returns what its callback got (it must run synchronously
   // unless `held`).
   absl::StatusOr<v1::AbortResponse> AbortNow(std::vector<std::string> ids,
-                                             const std::string& caller = "") {
+                                             const std::string& identity = "",
+                                             bool abort_any = false) {
+    Caller caller;
+    caller.identity = identity;
+    caller.abort_any = abort_any;
     v1::AbortRequest request;
     for (std::string& id : ids) request.add_request_ids(std::move(id));
     absl::StatusOr<v1::AbortResponse> result = absl::UnknownError("Abort never answered");

@@ -74,6 +74,7 @@ absl::StatusOr<std::vector<TokenFile::Entry>> TokenFile::Parse(const std::string
       }
       if (!status.ok()) break;
       entry.caller.admin = role == "admin";
+      entry.caller.abort_any = entry.caller.admin;
       entry.digest = Sha256(token);
       for (size_t j = 0; j < entries.size(); ++j) {
         if (entries[j].digest == entry.digest) {

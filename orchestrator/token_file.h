@@ -29,15 +29,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "orchestrator/caller.h"
 
 namespace omnistage {
-
-// Who a caller is, and whether it may use the operator's calls.
-struct Caller {
-  // "" when authentication is off.
-  std::string identity;
-  bool admin = false;
-};
 
 class TokenFile {
  public:

@@ -187,6 +187,19 @@ TEST_F(SecurityProcessTest, AnotherIdentitysAbortIsNotFoundAndTheOwnersWorks) {
   EXPECT_EQ(r.terminal.finish_reason(), v1::FINISH_REASON_ABORT);
 }
 
+// An operator stops a runaway request: an admin token aborts any identity's.
+TEST_F(SecurityProcessTest, AnAdminAbortsAnotherIdentitysRequest) {
+  std::unique_ptr<GenerateCall> alices = Start("runaway", 100000, kAlice);
+  ASSERT_TRUE(alices->WaitForOutput(absl::Seconds(30)));
+  v1::AbortResponse response;
+  ASSERT_TRUE(AbortAs(kOps, "runaway", &response).ok());
+  ASSERT_EQ(response.results_size(), 1);
+  EXPECT_EQ(response.results(0).outcome(), v1::AbortResult::OUTCOME_ABORTED);
+  const GenerateResult r = alices->Wait(absl::Seconds(10));
+  ExpectOneTerminal(r);
+  EXPECT_EQ(r.terminal.finish_reason(), v1::FINISH_REASON_ABORT);
+}
+
 TEST_F(SecurityProcessTest, ARevokedTokenIsRefusedWithinSeconds) {
   ExpectOneTerminal(Start("b1", 2, kBob)->Wait(absl::Seconds(30)));
   WriteTokens(tokens_, {"alice", "ops"});
