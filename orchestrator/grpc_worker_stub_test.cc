@@ -131,14 +131,33 @@ class GrpcWorkerStubTest : public ::testing::Test {
     server_.server->Shutdown(absl::ToChronoTime(absl::Now()));
   }
 
-  // Waits until the worker's writes stop moving (flow control holds them).
-  int WritesWhenStalled() {
-    int last = -1;
-    for (int i = 0; i < 100; ++i) {
-      absl::SleepFor(absl::Milliseconds(100));
+  // Waits until the stub holds its reads: what it read waits for the loop, 16
+  // events (16,000 outputs) under the bound and the one read past it. False if
+  // that does not happen within 30 s.
+  bool ReadsHeld() {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (loop_.pending() < kHeldEvents) {
+      if (absl::Now() > deadline) return false;
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    return true;
+  }
+  static constexpr size_t kHeldEvents = 17;
+
+  // With reads held, waits until the worker's writes stop moving: flow control
+  // holds them (unchanged for kQuiet, sampled every 10 ms). Returns the count.
+  int WritesOnceHeld() {
+    constexpr absl::Duration kQuiet = absl::Milliseconds(500);
+    int last = worker_.writes_done.load();
+    absl::Time since = absl::Now();
+    const absl::Time deadline = since + absl::Seconds(30);
+    while (absl::Now() - since < kQuiet && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(10));
       const int now = worker_.writes_done.load();
-      if (now == last) return now;
-      last = now;
+      if (now != last) {
+        last = now;
+        since = absl::Now();
+      }
     }
     return last;
   }
@@ -159,12 +178,13 @@ TEST_F(GrpcWorkerStubTest, ReadsWaitForTheLoopAndEveryEventArrivesInOrder) {
         done = status;
         ended = true;
       });
-  const int stalled = WritesWhenStalled();
-  // The worker is held back well before its last event, and what was read
-  // waits for the loop: at most 16,384 outputs' worth, plus the one read past it.
+  // What was read waits for the loop: at most 16,384 outputs' worth, plus the
+  // one read past it, and no more is read however long the loop waits.
+  ASSERT_TRUE(ReadsHeld()) << loop_.pending() << " events read";
+  const int stalled = WritesOnceHeld();
+  EXPECT_EQ(loop_.pending(), kHeldEvents);
+  // The worker is held back well before its last event.
   EXPECT_LT(stalled, kEvents);
-  EXPECT_GE(loop_.pending(), 1u);
-  EXPECT_LE(loop_.pending(), 17u);
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   while (!ended && absl::Now() < deadline) {
     if (loop_.RunPending() == 0) absl::SleepFor(absl::Milliseconds(1));
@@ -179,8 +199,7 @@ TEST_F(GrpcWorkerStubTest, ReadsWaitForTheLoopAndEveryEventArrivesInOrder) {
 TEST_F(GrpcWorkerStubTest, ShutdownReturnsWithEventsWaitingForALoopThatStopped) {
   std::shared_ptr<WorkerStream> stream =
       stub_->Connect([](v1::WorkerEvent) {}, [](absl::Status) {});
-  WritesWhenStalled();
-  ASSERT_GE(loop_.pending(), 1u);
+  ASSERT_TRUE(ReadsHeld());
   loop_.Drop();  // The loop stopped with them queued.
   stub_->Shutdown();  // Would wait forever for a read nobody restarts.
   loop_.Drop();       // The stream's end, posted as it went.

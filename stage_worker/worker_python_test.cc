@@ -3,6 +3,9 @@
 // threads run) and does not poll; while a step holds the GIL, gRPC threads
 // still open sessions, refuse bad requests and answer health checks. And an
 // exception in a step reaches every session with its traceback.
+#include <unistd.h>
+
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <thread>
@@ -96,10 +99,15 @@ TEST_F(PythonWorkerTest, IdleLoopLeavesTheGilFreeAndDoesNotPoll) {
 }
 
 TEST_F(PythonWorkerTest, GrpcThreadsDoNotWaitForAStepHoldingTheGil) {
-  StartPython("Echo", {{"output", "gil_hog"}});
+  const std::string started = absl::StrCat(std::getenv("TEST_TMPDIR"), "/hog_started");
+  StartPython("Echo", {{"output", "gil_hog"}, {"started_file", started}});
   auto client = NewClient();
-  client->Add("hog", "x", 1);  // Its step holds the GIL for 3 s.
-  absl::SleepFor(absl::Milliseconds(200));
+  client->Add("hog", "x", 1);  // Its step holds the GIL for 3 s ...
+  const absl::Time waited = absl::Now() + absl::Seconds(10);
+  while (access(started.c_str(), F_OK) != 0 && absl::Now() < waited) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_EQ(access(started.c_str(), F_OK), 0) << "the step never started";  // ... from now.
   const absl::Time start = absl::Now();
   // A new session opens (Ready needs nothing from Python) ...
   auto second = NewClient();

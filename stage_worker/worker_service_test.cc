@@ -209,9 +209,11 @@ TEST_F(WorkerServiceTest, ClientThatStopsReadingIsCutOffAndItsWorkAborted) {
   // One event per step and zero step time: the backlog limit is reached within
   // a second or so; the worker then cancels the stream and aborts the request.
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  absl::SleepFor(absl::Milliseconds(200));
+  // It runs first (a step is taken only with work), then is gone (the stream was cut).
+  while (worker_->steps() == 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_GT(worker_->steps(), 0u) << "the request never ran";
   while (worker_->live_requests() > 0 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(50));
+    absl::SleepFor(absl::Milliseconds(10));
   }
   EXPECT_EQ(worker_->live_requests(), 0u);
   auto observer = NewClient();

@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "tests/metrics_scrape.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
 #include "tests/worker_test_client.h"
@@ -223,6 +224,7 @@ TEST(PipelineHangTest, AbortStuckOnAHungReplicaDoesNotSpinTheIdleTimer) {
   spec.keepalive_ms = 600000;
   spec.keepalive_timeout_ms = 600000;
   spec.request_idle_timeout_ms = 300;
+  spec.orchestrator_flags.push_back("--metrics_listen=127.0.0.1:0");
   std::unique_ptr<PipelineHarness> pipeline = StartPipeline(spec);
   ASSERT_NE(pipeline, nullptr);
   std::vector<std::unique_ptr<GenerateCall>> calls = StartLong(*pipeline, "stuck-", 4, 2000);
@@ -233,7 +235,15 @@ TEST(PipelineHangTest, AbortStuckOnAHungReplicaDoesNotSpinTheIdleTimer) {
   std::thread abort([&] {
     (void)pipeline->Abort({"stuck-0", "stuck-1", "stuck-2", "stuck-3"});
   });
-  absl::SleepFor(absl::Milliseconds(500));
+  // Sent there: the orchestrator counts its call to the stopped replica.
+  ASSERT_GT(pipeline->orchestrator_metrics_port(), 0);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return absl::StrContains(Scrape(pipeline->orchestrator_metrics_port()),
+                                 "omnistage_worker_abort_calls_total{stage=\"llm\",replica=\"1\"} 1\n");
+      },
+      absl::Seconds(10), absl::Milliseconds(20)))
+      << "the abort never reached the stopped replica";
   const pid_t orchestrator = pipeline->orchestrator()->pid();
   const absl::Duration before = CpuTime(orchestrator);
   absl::SleepFor(absl::Seconds(2));

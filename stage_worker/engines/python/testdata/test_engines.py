@@ -12,13 +12,15 @@ from omnistage_engines.sim_llm import SimLlm
 class Echo:
     """Echoes each request's text input in one step, then stops. Parameter
     `raise_in`: the method that raises (ValueError "boom in <method>", from a
-    helper so the traceback has two frames)."""
+    helper so the traceback has two frames). `output: gil_hog` holds the GIL for
+    3 s in each step, after creating the file `started_file` (if given)."""
 
     capacity = 8
 
     def __init__(self, params):
         self.raise_in = params.pop("raise_in", "")
         self.output = params.pop("output", "good")
+        self.started_file = params.pop("started_file", "")
         if params:
             key = sorted(params)[0]
             raise ParamError(key, f"engine echo: unknown parameter '{key}'")
@@ -69,6 +71,8 @@ class Echo:
         if self.output == "bad_finish":
             return [(request_id, [], "done") for request_id in self.requests]
         if self.output == "gil_hog":
+            if self.started_file:
+                open(self.started_file, "w").close()
             # Holds the GIL for 3 s: a PyDLL call does not release it.
             ctypes.PyDLL(None).usleep(3000000)
         outputs = [(request_id, [text, [len(text)], text.encode(),
