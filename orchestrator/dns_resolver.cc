@@ -63,13 +63,23 @@ void OnAaaa(void* arg, int status, int timeouts, unsigned char* answer, int leng
   OnAnswer(arg, status, timeouts, answer, length, AF_INET6);
 }
 
-bool IsEmptyAnswer(int status) { return status == ARES_ENODATA || status == ARES_ENOTFOUND; }
-
-absl::Status LookupError(const std::string& name, const char* type, int status) {
-  const std::string message =
-      absl::StrCat("DNS lookup of ", name, " (", type, "): ", ares_strerror(status));
-  if (status == ARES_ETIMEOUT) return absl::DeadlineExceededError(message);
-  return absl::UnavailableError(message);
+// The records one query found, or why it failed.
+DnsRecords RecordsOf(const std::string& name, const char* type, Query query) {
+  DnsRecords records;
+  if (query.status == ARES_ENOTFOUND) {
+    records.no_such_name = true;
+  } else if (query.status != ARES_SUCCESS && query.status != ARES_ENODATA) {
+    const std::string message =
+        absl::StrCat("DNS lookup of ", name, " (", type, "): ", ares_strerror(query.status));
+    records.status = query.status == ARES_ETIMEOUT ? absl::DeadlineExceededError(message)
+                                                   : absl::UnavailableError(message);
+    return records;
+  }
+  records.addresses = std::move(query.addresses);
+  std::sort(records.addresses.begin(), records.addresses.end());
+  records.addresses.erase(std::unique(records.addresses.begin(), records.addresses.end()),
+                          records.addresses.end());
+  return records;
 }
 
 }  // namespace
@@ -113,7 +123,7 @@ DnsResolver::DnsResolver(std::unique_ptr<Channel> channel) : channel_(std::move(
 
 DnsResolver::~DnsResolver() = default;
 
-absl::StatusOr<std::vector<std::string>> DnsResolver::Resolve(const std::string& name) {
+DnsAnswer DnsResolver::Lookup(const std::string& name) {
   ares_channel channel = channel_->channel;
   Query a, aaaa;
   ares_search(channel, name.c_str(), ns_c_in, ns_t_a, &OnA, &a);
@@ -147,22 +157,10 @@ absl::StatusOr<std::vector<std::string>> DnsResolver::Resolve(const std::string&
                       writable ? fd.fd : ARES_SOCKET_BAD);
     }
   }
-  if (a.status != ARES_SUCCESS && !IsEmptyAnswer(a.status)) return LookupError(name, "A", a.status);
-  if (aaaa.status != ARES_SUCCESS && !IsEmptyAnswer(aaaa.status)) {
-    return LookupError(name, "AAAA", aaaa.status);
-  }
-  std::vector<std::string> addresses = std::move(a.addresses);
-  addresses.insert(addresses.end(), aaaa.addresses.begin(), aaaa.addresses.end());
-  std::sort(addresses.begin(), addresses.end());
-  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
-  if (addresses.empty()) {
-    return absl::NotFoundError(absl::StrCat(
-        "DNS lookup of ", name, ": no address (",
-        a.status == ARES_ENOTFOUND && aaaa.status == ARES_ENOTFOUND ? "no such name"
-                                                                     : "no A or AAAA record",
-        ")"));
-  }
-  return addresses;
+  DnsAnswer answer;
+  answer.a = RecordsOf(name, "A", std::move(a));
+  answer.aaaa = RecordsOf(name, "AAAA", std::move(aaaa));
+  return answer;
 }
 
 }  // namespace omnistage

@@ -1,10 +1,18 @@
-// DnsResolver: the addresses of a DNS name (its A and AAAA records), looked up
-// with c-ares, the resolver gRPC itself uses.
+// DnsResolver: what DNS says about the addresses of a name — its A (IPv4) and
+// AAAA (IPv6) records, each family on its own — looked up with c-ares, the
+// resolver gRPC itself uses.
 //
 //   absl::StatusOr<std::unique_ptr<DnsResolver>> resolver = DnsResolver::Create({});
-//   absl::StatusOr<std::vector<std::string>> ips =
-//       (*resolver)->Resolve("omnistage-talker.default.svc.cluster.local");
-//   // {"10.1.2.3", "fd00::7"}, sorted; NOT_FOUND for a name with no address
+//   DnsAnswer answer =
+//       (*resolver)->Lookup("omnistage-talker.default.svc.cluster.local");
+//   // answer.a:    OK, {"10.1.2.3", "10.1.2.4"}
+//   // answer.aaaa: OK, {} (the name has no AAAA record), or UNAVAILABLE
+//   //              when the server refused that query
+//
+// The two families are apart because a server may answer one and refuse or
+// fail the other (a resolver with no upstream refuses the AAAA query of a name
+// it holds only A records for): an empty family is an answer, a failed one is
+// not.
 //
 // By default it follows the system's resolver configuration (/etc/resolv.conf:
 // its servers, search domains and ndots, as a Kubernetes pod's kubelet writes
@@ -12,7 +20,7 @@
 // DNS reached at a known address).
 //
 // Thread-compatible: one thread at a time (the discovery thread owns one).
-// Resolve blocks for at most about tries x timeout.
+// Lookup blocks for at most about tries x timeout.
 #ifndef OMNISTAGE_ORCHESTRATOR_DNS_RESOLVER_H_
 #define OMNISTAGE_ORCHESTRATOR_DNS_RESOLVER_H_
 
@@ -20,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
@@ -34,6 +43,27 @@ struct DnsResolverOptions {
   int tries = 2;
 };
 
+// What the servers said about one family of a name.
+struct DnsRecords {
+  // OK: they answered, and `addresses` is the answer. Otherwise the query
+  // failed and says nothing about the name:
+  //   UNAVAILABLE         no server answered, or one refused (REFUSED) or
+  //                       failed (SERVFAIL);
+  //   DEADLINE_EXCEEDED   the servers did not answer in time;
+  // the message names the name, the record type and what went wrong.
+  absl::Status status;
+  // The addresses as text, sorted and without duplicates; empty when the name
+  // has no record of this type (NODATA) or does not exist (NXDOMAIN).
+  std::vector<std::string> addresses;
+  // The answer was NXDOMAIN.
+  bool no_such_name = false;
+};
+
+struct DnsAnswer {
+  DnsRecords a;     // IPv4
+  DnsRecords aaaa;  // IPv6
+};
+
 class DnsResolver {
  public:
   // INVALID_ARGUMENT for a server that is not host:port; INTERNAL when c-ares
@@ -43,14 +73,8 @@ class DnsResolver {
   DnsResolver(const DnsResolver&) = delete;
   DnsResolver& operator=(const DnsResolver&) = delete;
 
-  // The IPv4 and IPv6 addresses `name` has, as text, sorted and without
-  // duplicates. Errors:
-  //   NOT_FOUND           the name does not exist, or has neither record (an
-  //                       empty answer);
-  //   UNAVAILABLE         no server answered, or one refused or failed;
-  //   DEADLINE_EXCEEDED   the servers did not answer in time.
-  // Every message names `name` and what went wrong.
-  absl::StatusOr<std::vector<std::string>> Resolve(const std::string& name);
+  // The A and AAAA records of `name`, asked for together.
+  DnsAnswer Lookup(const std::string& name);
 
  private:
   struct Channel;

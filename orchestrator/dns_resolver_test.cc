@@ -1,7 +1,8 @@
 // DnsResolver against a real DNS server (dnsmasq on loopback, tests/dns_server.h):
-// A and AAAA records together, sorted and without duplicates; a name that does
-// not exist, a name with no address, a refused query, a server that is not
-// there and one that never answers, each with its own error.
+// the A and the AAAA records of a name, each family sorted and without
+// duplicates; a name that does not exist and a name without one family are
+// empty answers (NXDOMAIN, NODATA); a refused query, a server that is not there
+// and one that never answers fail each family, each with its own error.
 #include "orchestrator/dns_resolver.h"
 
 #include <netinet/in.h>
@@ -23,6 +24,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 class DnsResolverTest : public ::testing::Test {
  protected:
@@ -42,36 +44,57 @@ class DnsResolverTest : public ::testing::Test {
   std::unique_ptr<DnsServer> dns_;
 };
 
-TEST_F(DnsResolverTest, ReturnsEveryAddressSortedOnce) {
+TEST_F(DnsResolverTest, ReturnsEachFamilysAddressesSortedOnce) {
   ASSERT_TRUE(
       dns_->Set("talker.omni.test", {"127.0.0.3", "127.0.0.2", "::1", "127.0.0.2"}).ok());
   std::unique_ptr<DnsResolver> resolver = ResolverFor(dns_->address());
-  absl::StatusOr<std::vector<std::string>> answer = resolver->Resolve("talker.omni.test");
-  ASSERT_TRUE(answer.ok()) << answer.status();
-  EXPECT_THAT(*answer, ElementsAre("127.0.0.2", "127.0.0.3", "::1"));
+  const DnsAnswer answer = resolver->Lookup("talker.omni.test");
+  ASSERT_TRUE(answer.a.status.ok()) << answer.a.status;
+  ASSERT_TRUE(answer.aaaa.status.ok()) << answer.aaaa.status;
+  EXPECT_THAT(answer.a.addresses, ElementsAre("127.0.0.2", "127.0.0.3"));
+  EXPECT_THAT(answer.aaaa.addresses, ElementsAre("::1"));
 }
 
 TEST_F(DnsResolverTest, FollowsTheRecordsAsTheyChange) {
   std::unique_ptr<DnsResolver> resolver = ResolverFor(dns_->address());
   ASSERT_TRUE(dns_->Set("vocoder.omni.test", {"127.0.0.2"}).ok());
-  EXPECT_THAT(*resolver->Resolve("vocoder.omni.test"), ElementsAre("127.0.0.2"));
+  EXPECT_THAT(resolver->Lookup("vocoder.omni.test").a.addresses, ElementsAre("127.0.0.2"));
   ASSERT_TRUE(dns_->Set("vocoder.omni.test", {"127.0.0.2", "127.0.0.4"}).ok());
-  EXPECT_THAT(*resolver->Resolve("vocoder.omni.test"), ElementsAre("127.0.0.2", "127.0.0.4"));
+  EXPECT_THAT(resolver->Lookup("vocoder.omni.test").a.addresses,
+              ElementsAre("127.0.0.2", "127.0.0.4"));
 }
 
-TEST_F(DnsResolverTest, AMissingNameIsNotFound) {
+TEST_F(DnsResolverTest, AMissingNameIsAnEmptyAnswerInBothFamilies) {
   std::unique_ptr<DnsResolver> resolver = ResolverFor(dns_->address());
-  absl::StatusOr<std::vector<std::string>> answer = resolver->Resolve("nobody.omni.test");
-  EXPECT_EQ(answer.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(answer.status().message(), HasSubstr("nobody.omni.test"));
+  const DnsAnswer answer = resolver->Lookup("nobody.omni.test");
+  for (const DnsRecords* family : {&answer.a, &answer.aaaa}) {
+    EXPECT_TRUE(family->status.ok()) << family->status;
+    EXPECT_THAT(family->addresses, IsEmpty());
+    EXPECT_TRUE(family->no_such_name);
+  }
 }
 
-TEST_F(DnsResolverTest, ARefusedQueryIsUnavailable) {
+TEST_F(DnsResolverTest, AFamilyTheNameLacksIsAnEmptyAnswer) {
+  // dnsmasq owns .test (--local=/test/): the AAAA of a name it has only an A
+  // record for is NOERROR with no record (NODATA).
+  ASSERT_TRUE(dns_->Set("thinker.omni.test", {"127.0.0.2"}).ok());
+  std::unique_ptr<DnsResolver> resolver = ResolverFor(dns_->address());
+  const DnsAnswer answer = resolver->Lookup("thinker.omni.test");
+  EXPECT_THAT(answer.a.addresses, ElementsAre("127.0.0.2"));
+  EXPECT_TRUE(answer.aaaa.status.ok()) << answer.aaaa.status;
+  EXPECT_THAT(answer.aaaa.addresses, IsEmpty());
+  EXPECT_FALSE(answer.aaaa.no_such_name);
+}
+
+TEST_F(DnsResolverTest, ARefusedQueryIsUnavailableInBothFamilies) {
   // dnsmasq answers only for .test and forwards nothing.
   std::unique_ptr<DnsResolver> resolver = ResolverFor(dns_->address());
-  absl::StatusOr<std::vector<std::string>> answer = resolver->Resolve("talker.example");
-  EXPECT_EQ(answer.status().code(), absl::StatusCode::kUnavailable) << answer.status();
-  EXPECT_THAT(answer.status().message(), HasSubstr("talker.example"));
+  const DnsAnswer answer = resolver->Lookup("talker.example");
+  EXPECT_EQ(answer.a.status.code(), absl::StatusCode::kUnavailable) << answer.a.status;
+  EXPECT_EQ(answer.aaaa.status.code(), absl::StatusCode::kUnavailable) << answer.aaaa.status;
+  EXPECT_THAT(answer.a.status.message(), HasSubstr("talker.example (A)"));
+  EXPECT_THAT(answer.aaaa.status.message(), HasSubstr("talker.example (AAAA)"));
+  EXPECT_THAT(answer.a.addresses, IsEmpty());
 }
 
 TEST_F(DnsResolverTest, AServerThatNeverAnswersTimesOut) {
@@ -86,8 +109,9 @@ TEST_F(DnsResolverTest, AServerThatNeverAnswersTimesOut) {
   std::unique_ptr<DnsResolver> resolver =
       ResolverFor(absl::StrCat("127.0.0.1:", ntohs(address.sin_port)));
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::vector<std::string>> answer = resolver->Resolve("talker.omni.test");
-  EXPECT_EQ(answer.status().code(), absl::StatusCode::kDeadlineExceeded) << answer.status();
+  const DnsAnswer answer = resolver->Lookup("talker.omni.test");
+  EXPECT_EQ(answer.a.status.code(), absl::StatusCode::kDeadlineExceeded) << answer.a.status;
+  EXPECT_EQ(answer.aaaa.status.code(), absl::StatusCode::kDeadlineExceeded) << answer.aaaa.status;
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   close(fd);
 }
@@ -96,9 +120,10 @@ TEST_F(DnsResolverTest, AServerThatIsGoneIsUnavailable) {
   const std::string address = dns_->address();
   dns_.reset();
   std::unique_ptr<DnsResolver> resolver = ResolverFor(address);
-  absl::StatusOr<std::vector<std::string>> answer = resolver->Resolve("talker.omni.test");
-  EXPECT_FALSE(answer.ok());
-  EXPECT_NE(answer.status().code(), absl::StatusCode::kNotFound) << answer.status();
+  const DnsAnswer answer = resolver->Lookup("talker.omni.test");
+  // Failed (not an answer, empty or not) in both families.
+  EXPECT_FALSE(answer.a.status.ok());
+  EXPECT_FALSE(answer.aaaa.status.ok());
 }
 
 TEST(DnsResolverOptionsTest, RefusesAServerThatIsNotHostPort) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -100,7 +101,8 @@ TEST_F(DnsWatcherTest, AFailedLookupIsReportedAndTheNextRefreshTriesAgain) {
       Resolver(), {{0, "later.omni.test", 9000, absl::Milliseconds(100)}}, reports_.Recorder());
   ASSERT_TRUE(watcher.ok()) << watcher.status();
   EXPECT_TRUE(reports_.WaitFor(0, [](const auto& r) {
-    return r.status().code() == absl::StatusCode::kNotFound;
+    return r.status().code() == absl::StatusCode::kNotFound &&
+           absl::StrContains(r.status().message(), "later.omni.test: no address (no such name)");
   }));
   ASSERT_TRUE(dns_->Set("later.omni.test", {"127.0.0.2"}).ok());
   EXPECT_TRUE(reports_.WaitFor(0, [](const auto& r) { return r.ok(); }));

@@ -28,24 +28,40 @@ std::string UserName() {
   return user != nullptr ? user->pw_name : "root";
 }
 
-// Asks `server` for `name` until `expected` is the answer (empty: no such name).
+// The addresses of one family among `ips` (IPv6: with a colon), sorted, once.
+std::vector<std::string> OfFamily(const std::vector<std::string>& ips, bool ipv6) {
+  std::vector<std::string> family;
+  for (const std::string& ip : ips) {
+    if ((ip.find(':') != std::string::npos) == ipv6) family.push_back(ip);
+  }
+  std::sort(family.begin(), family.end());
+  family.erase(std::unique(family.begin(), family.end()), family.end());
+  return family;
+}
+
+std::string Describe(const DnsRecords& records) {
+  if (!records.status.ok()) return records.status.ToString();
+  return records.addresses.empty() ? "none" : absl::StrJoin(records.addresses, ",");
+}
+
+// Asks `server` for `name` until each family answers with its part of `ips`
+// (none: an empty answer).
 absl::Status AwaitAnswer(const std::string& server, const std::string& name,
-                         std::vector<std::string> expected) {
-  std::sort(expected.begin(), expected.end());
-  expected.erase(std::unique(expected.begin(), expected.end()), expected.end());
+                         const std::vector<std::string>& ips) {
+  const std::vector<std::string> a = OfFamily(ips, false);
+  const std::vector<std::string> aaaa = OfFamily(ips, true);
   absl::StatusOr<std::unique_ptr<DnsResolver>> resolver =
       DnsResolver::Create({server, absl::Milliseconds(200), 1});
   if (!resolver.ok()) return resolver.status();
   const absl::Time deadline = absl::Now() + kWait;
   std::string last;
   while (absl::Now() < deadline) {
-    absl::StatusOr<std::vector<std::string>> answer = (*resolver)->Resolve(name);
-    if (answer.ok() && *answer == expected) return absl::OkStatus();
-    if (!answer.ok() && answer.status().code() == absl::StatusCode::kNotFound &&
-        expected.empty()) {
+    const DnsAnswer answer = (*resolver)->Lookup(name);
+    if (answer.a.status.ok() && answer.a.addresses == a && answer.aaaa.status.ok() &&
+        answer.aaaa.addresses == aaaa) {
       return absl::OkStatus();
     }
-    last = answer.ok() ? absl::StrJoin(*answer, ",") : answer.status().ToString();
+    last = absl::StrCat("A ", Describe(answer.a), ", AAAA ", Describe(answer.aaaa));
     absl::SleepFor(absl::Milliseconds(20));
   }
   return absl::DeadlineExceededError(absl::StrCat("dnsmasq at ", server, " still answers ", name,
