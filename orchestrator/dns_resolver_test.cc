@@ -1,8 +1,9 @@
 // DnsResolver against a real DNS server (dnsmasq on loopback, tests/dns_server.h):
 // the A and the AAAA records of a name, each family sorted and without
 // duplicates; a name that does not exist and a name without one family are
-// empty answers (NXDOMAIN, NODATA); a refused query, a server that is not there
-// and one that never answers fail each family, each with its own error.
+// empty answers (NXDOMAIN, NODATA); a family the server refuses fails while the
+// other answers; a refused query, a server that is not there and one that never
+// answers fail each family, each with its own error.
 #include "orchestrator/dns_resolver.h"
 
 #include <netinet/in.h>
@@ -84,6 +85,22 @@ TEST_F(DnsResolverTest, AFamilyTheNameLacksIsAnEmptyAnswer) {
   EXPECT_TRUE(answer.aaaa.status.ok()) << answer.aaaa.status;
   EXPECT_THAT(answer.aaaa.addresses, IsEmpty());
   EXPECT_FALSE(answer.aaaa.no_such_name);
+}
+
+TEST_F(DnsResolverTest, AFamilyTheServerRefusesFailsAndTheOtherAnswers) {
+  // dnsmasq with no upstream and no --local: it answers the A record it holds
+  // and refuses (REFUSED) the AAAA query it would have to forward.
+  absl::StatusOr<std::unique_ptr<DnsServer>> refusing =
+      DnsServer::Start(DnsServer::Mode::kRefusesTheRest);
+  ASSERT_TRUE(refusing.ok()) << refusing.status();
+  ASSERT_TRUE((*refusing)->Set("talker.omni.test", {"127.0.0.2"}).ok());
+  std::unique_ptr<DnsResolver> resolver = ResolverFor((*refusing)->address());
+  const DnsAnswer answer = resolver->Lookup("talker.omni.test");
+  ASSERT_TRUE(answer.a.status.ok()) << answer.a.status;
+  EXPECT_THAT(answer.a.addresses, ElementsAre("127.0.0.2"));
+  EXPECT_EQ(answer.aaaa.status.code(), absl::StatusCode::kUnavailable) << answer.aaaa.status;
+  EXPECT_THAT(answer.aaaa.status.message(), HasSubstr("talker.omni.test (AAAA)"));
+  EXPECT_THAT(answer.aaaa.addresses, IsEmpty());
 }
 
 TEST_F(DnsResolverTest, ARefusedQueryIsUnavailableInBothFamilies) {

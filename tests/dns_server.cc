@@ -22,6 +22,8 @@ namespace omnistage {
 namespace {
 
 constexpr absl::Duration kWait = absl::Seconds(5);
+constexpr char kProbeName[] = "ready.probe.test";
+constexpr char kProbeAddress[] = "127.0.0.1";
 
 std::string UserName() {
   const passwd* user = getpwuid(getuid());
@@ -44,9 +46,18 @@ std::string Describe(const DnsRecords& records) {
   return records.addresses.empty() ? "none" : absl::StrJoin(records.addresses, ",");
 }
 
-// Asks `server` for `name` until each family answers with its part of `ips`
-// (none: an empty answer).
-absl::Status AwaitAnswer(const std::string& server, const std::string& name,
+// Whether `records` is what the server says of a family it has `expected` of:
+// those addresses, and for none what `mode` says.
+bool Answers(DnsServer::Mode mode, const DnsRecords& records,
+             const std::vector<std::string>& expected) {
+  if (expected.empty() && mode == DnsServer::Mode::kRefusesTheRest) {
+    return records.status.code() == absl::StatusCode::kUnavailable;
+  }
+  return records.status.ok() && records.addresses == expected;
+}
+
+// Asks `server` for `name` until each family answers with its part of `ips`.
+absl::Status AwaitAnswer(DnsServer::Mode mode, const std::string& server, const std::string& name,
                          const std::vector<std::string>& ips) {
   const std::vector<std::string> a = OfFamily(ips, false);
   const std::vector<std::string> aaaa = OfFamily(ips, true);
@@ -57,10 +68,7 @@ absl::Status AwaitAnswer(const std::string& server, const std::string& name,
   std::string last;
   while (absl::Now() < deadline) {
     const DnsAnswer answer = (*resolver)->Lookup(name);
-    if (answer.a.status.ok() && answer.a.addresses == a && answer.aaaa.status.ok() &&
-        answer.aaaa.addresses == aaaa) {
-      return absl::OkStatus();
-    }
+    if (Answers(mode, answer.a, a) && Answers(mode, answer.aaaa, aaaa)) return absl::OkStatus();
     last = absl::StrCat("A ", Describe(answer.a), ", AAAA ", Describe(answer.aaaa));
     absl::SleepFor(absl::Milliseconds(20));
   }
@@ -70,8 +78,12 @@ absl::Status AwaitAnswer(const std::string& server, const std::string& name,
 
 }  // namespace
 
-DnsServer::DnsServer(std::string dir, std::string address, std::unique_ptr<ChildProcess> process)
-    : dir_(std::move(dir)), address_(std::move(address)), process_(std::move(process)) {}
+DnsServer::DnsServer(Mode mode, std::string dir, std::string address,
+                     std::unique_ptr<ChildProcess> process)
+    : mode_(mode),
+      dir_(std::move(dir)),
+      address_(std::move(address)),
+      process_(std::move(process)) {}
 
 DnsServer::~DnsServer() {
   process_.reset();  // SIGKILL and wait.
@@ -80,7 +92,7 @@ DnsServer::~DnsServer() {
   rmdir(dir_.c_str());
 }
 
-absl::StatusOr<std::unique_ptr<DnsServer>> DnsServer::Start() {
+absl::StatusOr<std::unique_ptr<DnsServer>> DnsServer::Start(Mode mode) {
   if (access(kBinary, X_OK) != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat(kBinary, " is missing: install dnsmasq-base (./setup.sh does)"));
@@ -90,23 +102,28 @@ absl::StatusOr<std::unique_ptr<DnsServer>> DnsServer::Start() {
   if (mkdtemp(dir.data()) == nullptr) return absl::InternalError("mkdtemp failed");
   const std::string hosts = absl::StrCat(dir, "/hosts");
   mkdir(hosts.c_str(), 0700);
-  std::ofstream(absl::StrCat(hosts, "/records")).flush();
+  // Until the first Set, the one record is the readiness probe's: an answer
+  // with it comes from this dnsmasq (a refusal could be a port nobody serves).
+  std::ofstream(absl::StrCat(hosts, "/records")) << kProbeAddress << " " << kProbeName << "\n";
   absl::Status last = absl::UnavailableError("not started");
   // A port found free can be taken before dnsmasq binds it: try a few.
   for (int attempt = 0; attempt < 3; ++attempt) {
     const std::string port = absl::StrCat(FreeLoopbackPort(SOCK_DGRAM));
-    absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start({
+    std::vector<std::string> argv = {
         kBinary, "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts",
         absl::StrCat("--hostsdir=", hosts), "--listen-address=127.0.0.1", "--bind-interfaces",
         absl::StrCat("--port=", port),
-        // Answer .test names from the hosts file, refuse the rest, cache nothing.
-        "--local=/test/", "--local-ttl=0", absl::StrCat("--user=", UserName()), "--pid-file=",
-    });
+        // Answer from the hosts file, forward nothing, cache nothing.
+        "--local-ttl=0", absl::StrCat("--user=", UserName()), "--pid-file=",
+    };
+    // .test is its own: what the hosts file lacks there does not exist.
+    if (mode == Mode::kOwnsTest) argv.push_back("--local=/test/");
+    absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(argv);
     if (!process.ok()) return process.status();
     const std::string address = absl::StrCat("127.0.0.1:", port);
-    last = AwaitAnswer(address, "ready.probe.test", {});
+    last = AwaitAnswer(mode, address, kProbeName, {kProbeAddress});
     if (last.ok()) {
-      return std::unique_ptr<DnsServer>(new DnsServer(dir, address, *std::move(process)));
+      return std::unique_ptr<DnsServer>(new DnsServer(mode, dir, address, *std::move(process)));
     }
   }
   return last;
@@ -136,7 +153,7 @@ absl::Status DnsServer::Set(const std::string& name, const std::vector<std::stri
     records_[name] = ips;
   }
   if (absl::Status written = WriteRecords(); !written.ok()) return written;
-  return AwaitAnswer(address_, name, ips);
+  return AwaitAnswer(mode_, address_, name, ips);
 }
 
 }  // namespace omnistage
