@@ -63,6 +63,18 @@ void OnAaaa(void* arg, int status, int timeouts, unsigned char* answer, int leng
   OnAnswer(arg, status, timeouts, answer, length, AF_INET6);
 }
 
+// Why a query failed. c-ares 1.18 ends a query that every server refused
+// (REFUSED), failed (SERVFAIL, NOTIMP) or could not be reached for, after its
+// tries, with ARES_ECONNREFUSED, whose text ("Could not contact DNS servers")
+// names only the last.
+std::string Reason(int status) {
+  if (status == ARES_ECONNREFUSED) {
+    return "no server answered it: each refused it (REFUSED), failed it (SERVFAIL) or could "
+           "not be reached";
+  }
+  return ares_strerror(status);
+}
+
 // The records one query found, or why it failed.
 DnsRecords RecordsOf(const std::string& name, const char* type, Query query) {
   DnsRecords records;
@@ -70,7 +82,7 @@ DnsRecords RecordsOf(const std::string& name, const char* type, Query query) {
     records.no_such_name = true;
   } else if (query.status != ARES_SUCCESS && query.status != ARES_ENODATA) {
     const std::string message =
-        absl::StrCat("DNS lookup of ", name, " (", type, "): ", ares_strerror(query.status));
+        absl::StrCat("DNS lookup of ", name, " (", type, "): ", Reason(query.status));
     records.status = query.status == ARES_ETIMEOUT ? absl::DeadlineExceededError(message)
                                                    : absl::UnavailableError(message);
     return records;
