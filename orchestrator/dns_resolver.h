@@ -12,7 +12,7 @@
 // The two families are apart because a server may answer one and refuse or
 // fail the other (a resolver with no upstream refuses the AAAA query of a name
 // it holds only A records for): an empty family is an answer, a failed one is
-// not.
+// not (dns_families.h keeps each family's last answer).
 //
 // By default it follows the system's resolver configuration (/etc/resolv.conf:
 // its servers, search domains and ndots, as a Kubernetes pod's kubelet writes
