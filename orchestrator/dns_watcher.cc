@@ -7,28 +7,6 @@
 #include "absl/time/clock.h"
 
 namespace omnistage {
-namespace {
-
-// Every address of the name when both families answered, else the first
-// failure; NOT_FOUND when neither has one.
-absl::StatusOr<std::vector<std::string>> AllAddresses(const std::string& name,
-                                                      const DnsAnswer& answer) {
-  for (const DnsRecords* family : {&answer.a, &answer.aaaa}) {
-    if (!family->status.ok()) return family->status;
-  }
-  std::vector<std::string> addresses = answer.a.addresses;
-  addresses.insert(addresses.end(), answer.aaaa.addresses.begin(), answer.aaaa.addresses.end());
-  std::sort(addresses.begin(), addresses.end());
-  if (addresses.empty()) {
-    return absl::NotFoundError(absl::StrCat(
-        "DNS lookup of ", name, ": no address (",
-        answer.a.no_such_name && answer.aaaa.no_such_name ? "no such name" : "no A or AAAA record",
-        ")"));
-  }
-  return addresses;
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<DnsWatcher>> DnsWatcher::Start(const DnsResolverOptions& options,
                                                               std::vector<DnsTarget> targets,
@@ -43,7 +21,9 @@ absl::StatusOr<std::unique_ptr<DnsWatcher>> DnsWatcher::Start(const DnsResolverO
 
 DnsWatcher::DnsWatcher(std::unique_ptr<DnsResolver> resolver, std::vector<DnsTarget> targets,
                        Report report)
-    : resolver_(std::move(resolver)), targets_(std::move(targets)), report_(std::move(report)) {}
+    : resolver_(std::move(resolver)), targets_(std::move(targets)), report_(std::move(report)) {
+  for (const DnsTarget& target : targets_) families_.emplace_back(target.name);
+}
 
 DnsWatcher::~DnsWatcher() { Stop(); }
 
@@ -75,7 +55,7 @@ void DnsWatcher::Run() {
     }
     const DnsTarget& target = targets_[next];
     absl::StatusOr<std::vector<std::string>> ips =
-        AllAddresses(target.name, resolver_->Lookup(target.name));
+        families_[next].Update(resolver_->Lookup(target.name));
     absl::StatusOr<std::vector<std::string>> addresses;
     if (ips.ok()) {
       addresses.emplace();

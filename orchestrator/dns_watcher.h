@@ -8,6 +8,11 @@
 //       });
 //   watcher->Stop();        // wakes the thread and joins it
 //
+// Each name's A and AAAA records are kept apart (dns_families.h): a family
+// whose lookup fails keeps its last addresses while the other follows its
+// answers, and only a lookup where every family failed is reported as an
+// error.
+//
 // The first lookups run at once. A lookup blocks the thread for at most the
 // resolver's tries x timeout, so Stop() returns within that.
 #ifndef OMNISTAGE_ORCHESTRATOR_DNS_WATCHER_H_
@@ -22,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "orchestrator/dns_families.h"
 #include "orchestrator/dns_resolver.h"
 
 namespace omnistage {
@@ -62,6 +68,8 @@ class DnsWatcher {
   const std::unique_ptr<DnsResolver> resolver_;
   const std::vector<DnsTarget> targets_;
   const Report report_;
+  // One per target, used by the thread only.
+  std::vector<DnsFamilies> families_;
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

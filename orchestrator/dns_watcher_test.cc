@@ -1,7 +1,9 @@
 // DnsWatcher against a real DNS server (dnsmasq on loopback): answers become
 // host:port lists (IPv6 in brackets), each stage is looked up at its own
 // refresh period, a change is seen within one refresh, a failed lookup is
-// reported as such, and Stop() ends the reports.
+// reported as such, and Stop() ends the reports. Against a server that answers
+// A and refuses AAAA, the A records are the replicas, the refusal is logged
+// once, and the AAAA addresses known before the refusals stay.
 #include "orchestrator/dns_watcher.h"
 
 #include <map>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -20,6 +23,7 @@ namespace omnistage {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 // Every report, by stage, in order.
 class Reports {
@@ -58,6 +62,10 @@ class Reports {
     absl::MutexLock lock(&mu_);
     return by_stage_[stage].size();
   }
+  std::vector<absl::StatusOr<std::vector<std::string>>> of(int stage) {
+    absl::MutexLock lock(&mu_);
+    return by_stage_[stage];
+  }
 
  private:
   absl::Mutex mu_;
@@ -66,13 +74,15 @@ class Reports {
 
 class DnsWatcherTest : public ::testing::Test {
  protected:
+  explicit DnsWatcherTest(DnsServer::Mode mode = DnsServer::Mode::kOwnsTest) : mode_(mode) {}
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<DnsServer>> dns = DnsServer::Start();
+    absl::StatusOr<std::unique_ptr<DnsServer>> dns = DnsServer::Start(mode_);
     ASSERT_TRUE(dns.ok()) << dns.status();
     dns_ = *std::move(dns);
   }
   DnsResolverOptions Resolver() const { return {dns_->address(), absl::Milliseconds(300), 1}; }
 
+  const DnsServer::Mode mode_;
   std::unique_ptr<DnsServer> dns_;
   Reports reports_;
 };
@@ -122,6 +132,57 @@ TEST_F(DnsWatcherTest, EachStageAtItsOwnPeriodAndStopEndsTheReports) {
   const size_t after_stop = reports_.count(0);
   absl::SleepFor(absl::Milliseconds(200));
   EXPECT_EQ(reports_.count(0), after_stop);
+}
+
+// A resolver that answers A and refuses AAAA: dnsmasq with no upstream and no
+// --local (DnsServer::Mode::kRefusesTheRest) answers the A query of a name it
+// holds only A records for with them (NOERROR) and its AAAA query with REFUSED
+// (no record, not NODATA), every time; c-ares 1.18 ends that query with
+// ARES_ECONNREFUSED, which DnsResolver reports as UNAVAILABLE.
+class RefusingDnsWatcherTest : public DnsWatcherTest {
+ protected:
+  RefusingDnsWatcherTest() : DnsWatcherTest(DnsServer::Mode::kRefusesTheRest) {}
+};
+
+TEST_F(RefusingDnsWatcherTest, TheAnsweredFamilyGivesTheReplicasAndTheRefusalIsLoggedOnce) {
+  ASSERT_TRUE(dns_->Set("talker.omni.test", {"127.0.0.2", "127.0.0.3"}).ok());
+  ::testing::internal::CaptureStderr();
+  auto watcher = DnsWatcher::Start(
+      Resolver(), {{1, "talker.omni.test", 9000, absl::Milliseconds(50)}}, reports_.Recorder());
+  ASSERT_TRUE(watcher.ok()) << watcher.status();
+  EXPECT_TRUE(reports_.WaitForCount(1, 5));
+  (*watcher)->Stop();
+  const std::vector<std::string> lines =
+      absl::StrSplit(::testing::internal::GetCapturedStderr(), '\n', absl::SkipEmpty());
+  for (const auto& report : reports_.of(1)) {
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_THAT(*report, ElementsAre("127.0.0.2:9000", "127.0.0.3:9000"));
+  }
+  // One line, naming the name, the family and why, though every lookup is
+  // refused.
+  EXPECT_THAT(lines, ElementsAre(HasSubstr("DNS lookup of talker.omni.test (AAAA): no server "
+                                           "answered it: each refused it (REFUSED)")));
+}
+
+TEST_F(RefusingDnsWatcherTest, ARefusedFamilyKeepsItsLastAddressesWhileTheOtherFollows) {
+  ASSERT_TRUE(dns_->Set("talker.omni.test", {"127.0.0.2", "::1"}).ok());
+  auto watcher = DnsWatcher::Start(
+      Resolver(), {{1, "talker.omni.test", 9000, absl::Milliseconds(50)}}, reports_.Recorder());
+  ASSERT_TRUE(watcher.ok()) << watcher.status();
+  const std::vector<std::string> both = {"127.0.0.2:9000", "[::1]:9000"};
+  ASSERT_TRUE(reports_.WaitFor(1, [&](const auto& r) { return r.ok() && *r == both; }));
+
+  // ::1 goes from the hosts file: its AAAA query is now refused, not empty.
+  ASSERT_TRUE(dns_->Set("talker.omni.test", {"127.0.0.3"}).ok());
+  const std::vector<std::string> moved = {"127.0.0.3:9000", "[::1]:9000"};
+  EXPECT_TRUE(reports_.WaitFor(1, [&](const auto& r) { return r.ok() && *r == moved; }));
+  const size_t seen = reports_.count(1);
+  EXPECT_TRUE(reports_.WaitForCount(1, seen + 3));
+  (*watcher)->Stop();
+  for (const auto& report : reports_.of(1)) {
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_THAT(*report, ::testing::Contains("[::1]:9000"));
+  }
 }
 
 TEST_F(DnsWatcherTest, ABadServerAddressIsRefusedAtStart) {

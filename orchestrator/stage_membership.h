@@ -9,7 +9,8 @@
 // - an address that comes back before its removal is simply wanted again;
 // - a failed lookup (error, empty answer) changes nothing: the last known set
 //   stays, the failure is logged and shown in status, and the next refresh
-//   tries again.
+//   tries again. (A lookup where only one family, A or AAAA, failed arrives
+//   as an answer: dns_families.h kept that family's last addresses in it.)
 // A worker that restarts on the same address is a new incarnation of the same
 // replica (the pool's handshake rule); nothing here is involved.
 //

@@ -1,8 +1,8 @@
 // Tests for StageMembership: a stage's replicas follow discovery's answers.
 // New addresses join (dead until their handshake, appended after the others),
 // addresses that leave retire and are removed once their requests ended, an
-// address that returns before its removal is wanted again, and a failed or
-// empty lookup changes nothing.
+// address that returns before its removal is wanted again, a failed or empty
+// lookup changes nothing, and a family whose lookup fails keeps its replicas.
 #include "orchestrator/stage_membership.h"
 
 #include <map>
@@ -13,6 +13,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "orchestrator/dns_families.h"
+#include "orchestrator/dns_watcher.h"
 #include "orchestrator/stage_pool.h"
 #include "tests/fake_replica_client.h"
 #include "tests/manual_scheduler.h"
@@ -186,6 +188,49 @@ TEST_F(StageMembershipTest, AnEmptyAnswerEvictsNothing) {
   scheduler_.RunPending();
   EXPECT_THAT(pool_->LiveReplicas(), ElementsAre(0));
   EXPECT_FALSE(pool_->state(0).retiring);
+}
+
+// A name whose AAAA lookup fails, through the merge discovery applies
+// (dns_families.h): the IPv6 replica stays live while the IPv4 ones follow the
+// A answers; when the A lookup fails too, nothing changes.
+TEST_F(StageMembershipTest, TheReplicasOfAFamilyWhoseLookupFailsStay) {
+  DnsFamilies families("talker");
+  auto apply = [&](const DnsAnswer& answer) {
+    absl::StatusOr<std::vector<std::string>> ips = families.Update(answer);
+    if (!ips.ok()) {
+      membership_.Apply(ips.status());
+      return;
+    }
+    Addresses addresses;
+    for (const std::string& ip : *ips) addresses.push_back(DnsWatcher::HostPort(ip, 9000));
+    Answer(addresses);
+  };
+  DnsAnswer both;
+  both.a.addresses = {"10.0.0.1"};
+  both.aaaa.addresses = {"fd00::1"};
+  apply(both);
+  ASSERT_THAT(pool_->LiveReplicas(), ElementsAre(0, 1));
+  ASSERT_THAT(membership_.members(),
+              ElementsAre(Pair("10.0.0.1:9000", 0), Pair("[fd00::1]:9000", 1)));
+
+  DnsAnswer aaaa_refused;
+  aaaa_refused.a.addresses = {"10.0.0.2"};
+  aaaa_refused.aaaa.status = absl::UnavailableError("DNS lookup of talker (AAAA): refused");
+  apply(aaaa_refused);
+  EXPECT_TRUE(pool_->state(0).removed);  // 10.0.0.1 left the A answer.
+  EXPECT_THAT(pool_->LiveReplicas(), ElementsAre(1, 2));
+  EXPECT_THAT(membership_.members(),
+              ElementsAre(Pair("10.0.0.2:9000", 2), Pair("[fd00::1]:9000", 1)));
+
+  DnsAnswer both_failed = aaaa_refused;
+  both_failed.a.status = absl::DeadlineExceededError("DNS lookup of talker (A): timeout");
+  apply(both_failed);
+  scheduler_.RunPending();
+  EXPECT_THAT(pool_->LiveReplicas(), ElementsAre(1, 2));
+  v1::StageStatus status;
+  pool_->AppendStatus(&status, absl::Now());
+  EXPECT_EQ(status.discovery_error(),
+            "DNS lookup of talker (A): timeout; DNS lookup of talker (AAAA): refused");
 }
 
 TEST_F(StageMembershipTest, ARestartOnTheSameAddressIsANewIncarnation) {

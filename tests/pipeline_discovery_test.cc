@@ -5,7 +5,8 @@
 // scales 1 -> 3, every replica is replaced one by one (two by new pods on new
 // addresses, one in place on its old address), and it scales 3 -> 1: no
 // request fails and every output equals a run without any of it. A DNS server
-// that stops knowing the name, or stops answering, evicts nothing.
+// that stops knowing the name, or stops answering, evicts nothing. One that
+// answers A and refuses AAAA gives the stage its A records.
 #include <signal.h>
 
 #include <iostream>
@@ -50,8 +51,9 @@ std::vector<std::string> ListedAddresses(const v1::PipelineStatus& status) {
 class PipelineDiscoveryTest : public ::testing::Test {
  protected:
   // One discovered stage on `hosts` (all in DNS).
-  void StartOn(const std::vector<std::string>& hosts) {
-    absl::StatusOr<std::unique_ptr<DnsServer>> dns = DnsServer::Start();
+  void StartOn(const std::vector<std::string>& hosts,
+               DnsServer::Mode mode = DnsServer::Mode::kOwnsTest) {
+    absl::StatusOr<std::unique_ptr<DnsServer>> dns = DnsServer::Start(mode);
     ASSERT_TRUE(dns.ok()) << dns.status();
     dns_ = *std::move(dns);
     ASSERT_TRUE(dns_->Set(kName, hosts).ok());
@@ -88,6 +90,23 @@ class PipelineDiscoveryTest : public ::testing::Test {
         timeout);
     EXPECT_TRUE(reached) << "wanted " << want.size() << " replicas; status: "
                          << last.ShortDebugString();
+  }
+
+  std::string DiscoveryError() {
+    absl::StatusOr<v1::PipelineStatus> status = pipeline_->Status();
+    return status.ok() ? status->stages(0).discovery_error() : std::string("no status");
+  }
+
+  // Eight requests, each ending as asked (its length).
+  void ExpectAllSucceed(const std::string& tag) {
+    std::vector<v1::GenerateRequest> requests;
+    for (int i = 0; i < 8; ++i) {
+      requests.push_back(MakeRequest(absl::StrCat(tag, i), "hello", {StageParams(0, 20 + i)}));
+    }
+    for (const GenerateResult& r : pipeline_->GenerateAll(requests)) {
+      ExpectOneTerminal(r);
+      EXPECT_EQ(r.terminal.finish_reason(), v1::FINISH_REASON_LENGTH) << r.Summary();
+    }
   }
 
   std::unique_ptr<DnsServer> dns_;
@@ -172,36 +191,43 @@ TEST_F(PipelineDiscoveryTest, ScaleUpRollAndScaleDownUnderLoadFailNothing) {
 
 TEST_F(PipelineDiscoveryTest, ANameThatGoesAwayOrADeadDnsServerEvictsNothing) {
   StartOn({"127.0.0.2", "127.0.0.3"});
-  auto discovery_error = [&] {
-    absl::StatusOr<v1::PipelineStatus> status = pipeline_->Status();
-    return status.ok() ? status->stages(0).discovery_error() : std::string("no status");
-  };
-  auto all_succeed = [&](const std::string& tag) {
-    std::vector<v1::GenerateRequest> requests;
-    for (int i = 0; i < 8; ++i) requests.push_back(MakeRequest(absl::StrCat(tag, i), "hello", {StageParams(0, 20 + i)}));
-    for (const GenerateResult& r : pipeline_->GenerateAll(requests)) {
-      ExpectOneTerminal(r);
-      EXPECT_EQ(r.terminal.finish_reason(), v1::FINISH_REASON_LENGTH) << r.Summary();
-    }
-  };
 
   // The name no longer exists (NXDOMAIN): the known replicas stay.
   ASSERT_TRUE(dns_->Set(kName, {}).ok());
-  EXPECT_TRUE(Eventually([&] { return !discovery_error().empty(); }, absl::Seconds(5)));
-  std::cout << "discovery_error: " << discovery_error() << std::endl;
+  EXPECT_TRUE(Eventually([&] { return !DiscoveryError().empty(); }, absl::Seconds(5)));
+  std::cout << "discovery_error: " << DiscoveryError() << std::endl;
   ExpectReplicas({"127.0.0.2", "127.0.0.3"}, absl::Seconds(1));
-  all_succeed("gone-");
+  ExpectAllSucceed("gone-");
 
   // It answers again.
   ASSERT_TRUE(dns_->Set(kName, {"127.0.0.2", "127.0.0.3"}).ok());
-  EXPECT_TRUE(Eventually([&] { return discovery_error().empty(); }, absl::Seconds(5)));
+  EXPECT_TRUE(Eventually([&] { return DiscoveryError().empty(); }, absl::Seconds(5)));
 
   // The DNS server dies: lookups time out; still nothing is evicted.
   ASSERT_EQ(kill(dns_->pid(), SIGKILL), 0);
-  EXPECT_TRUE(Eventually([&] { return !discovery_error().empty(); }, absl::Seconds(10)));
-  std::cout << "discovery_error: " << discovery_error() << std::endl;
+  EXPECT_TRUE(Eventually([&] { return !DiscoveryError().empty(); }, absl::Seconds(10)));
+  std::cout << "discovery_error: " << DiscoveryError() << std::endl;
   ExpectReplicas({"127.0.0.2", "127.0.0.3"}, absl::Seconds(1));
-  all_succeed("dead-dns-");
+  ExpectAllSucceed("dead-dns-");
+}
+
+// A resolver that answers A and refuses AAAA: dnsmasq without --local and with
+// no upstream (DnsServer::Mode::kRefusesTheRest) answers the A query of a name
+// it holds only A records for with them and its AAAA query with REFUSED (not
+// NODATA), every time. The stage's replicas are the A records, they follow the
+// A answers, and the refusal is no discovery error.
+TEST_F(PipelineDiscoveryTest, AResolverThatRefusesAaaaGivesTheStageItsARecords) {
+  StartOn({"127.0.0.2", "127.0.0.3"}, DnsServer::Mode::kRefusesTheRest);
+  ASSERT_NE(pipeline_, nullptr);
+  ExpectReplicas({"127.0.0.2", "127.0.0.3"}, absl::Seconds(10));
+  EXPECT_EQ(DiscoveryError(), "");
+  ExpectAllSucceed("refused-aaaa-");
+
+  // 127.0.0.3 leaves the A records: it is removed, as with any answer.
+  ASSERT_TRUE(dns_->Set(kName, {"127.0.0.2"}).ok());
+  ExpectReplicas({"127.0.0.2"}, absl::Seconds(10));
+  EXPECT_EQ(DiscoveryError(), "");
+  ExpectAllSucceed("one-left-");
 }
 
 }  // namespace
