@@ -121,7 +121,7 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
   // it stopped: reusing the id now could mix the two up on that replica.
   for (const auto& pool : pools_) {
     if (!pool->Bound(id).has_value()) continue;
-    if (!OMNISTAGE_INVARIANT_HOLDS(abort_.CleaningUp(id), LogContext{id},
+    if (!OMNISTAGE_INVARIANT_HOLDS(abort_.CleaningUp(id), (LogContext{id, -1, -1, ""}),
                                    "a binding without a request")) {
       abort_.CleanUp({id});  // Stop it there and let the binding go.
     }

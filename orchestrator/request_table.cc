@@ -15,7 +15,7 @@ InFlightRequest* RequestTable::Add(std::unique_ptr<InFlightRequest> request) {
   const std::string id = request->id;
   auto [it, fresh] = requests_.try_emplace(id, std::move(request));
   // try_emplace leaves `request` as it was when the id is taken.
-  if (!OMNISTAGE_INVARIANT_HOLDS(fresh, LogContext{id},
+  if (!OMNISTAGE_INVARIANT_HOLDS(fresh, (LogContext{id, -1, -1, ""}),
                                  "a request id was admitted while already in flight")) {
     request->sink->Fail(absl::InternalError(
         "internal error: the request id was already in flight (a bug, logged and counted)"));
@@ -37,7 +37,7 @@ void RequestTable::Forget(const InFlightRequest& request) {
 
 void RequestTable::Finish(const std::string& id, v1::Terminal terminal) {
   auto it = requests_.find(id);
-  if (!OMNISTAGE_INVARIANT_HOLDS(it != requests_.end(), LogContext{id},
+  if (!OMNISTAGE_INVARIANT_HOLDS(it != requests_.end(), (LogContext{id, -1, -1, ""}),
                                  "a second terminal for a request that already ended")) {
     return;  // The first one was its end.
   }

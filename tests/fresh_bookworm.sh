@@ -43,6 +43,17 @@ deb http://deb.debian.org/debian-security bookworm-security main
 EOF
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The site's own certificate authorities (a proxy that inspects TLS, say) go
+# along, as a machine of that site has them: installed with ca-certificates,
+# and for Node.js through NODE_EXTRA_CA_CERTS when the host sets it.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  # A root that has ca-certificates already (a reused one) takes them now.
+  if [ -x "$root/usr/sbin/update-ca-certificates" ]; then
+    chroot "$root" /usr/sbin/update-ca-certificates >/dev/null
+  fi
+fi
 
 # The repository as committed, where a user would clone it.
 rm -rf "$root/src/omnistage"
@@ -64,5 +75,6 @@ exec unshare --mount --propagation private -- bash -c '
   mount -t tmpfs tmpfs "$root/tmp"
   exec chroot "$root" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" LANG=C.UTF-8 \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      ${NODE_EXTRA_CA_CERTS:+NODE_EXTRA_CA_CERTS="$NODE_EXTRA_CA_CERTS"} \
       bash -c "cd /src/omnistage && $*"
 ' fresh_bookworm "$root" "$quoted"
