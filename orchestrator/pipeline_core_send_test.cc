@@ -19,6 +19,18 @@ using ::testing::HasSubstr;
 
 constexpr int kUnavailable = static_cast<int>(absl::StatusCode::kUnavailable);
 
+// A worker's finished ABORT output for `id`: something stopped it there.
+v1::StepOutputs StoppedByTheWorker(const std::string& id) {
+  v1::StepOutputs step;
+  v1::RequestOutput* output = step.add_outputs();
+  output->set_request_id(id);
+  output->set_finished(true);
+  output->set_finish_reason(v1::FINISH_REASON_ABORT);
+  output->mutable_error()->set_code(static_cast<int>(absl::StatusCode::kAborted));
+  output->mutable_error()->set_message("stopped by an Abort call");
+  return step;
+}
+
 // The kill race: a replica whose session closed a moment ago (its end not yet
 // seen) is evicted when a send finds it closed, and a request that has not
 // started on that stage goes to another live replica instead of failing.
@@ -151,13 +163,7 @@ TEST_F(PipelineCoreTest, StopNobodyAskedForEndsTheRequestAtOnceSayingSo) {
   auto other = Gen("r2", {v1::MODALITY_TEXT});
   Out(0, 0, "r1", {Text("partial")});
   ClearLog();
-  v1::StepOutputs step;
-  v1::RequestOutput* output = step.add_outputs();
-  output->set_request_id("r1");
-  output->set_finished(true);
-  output->set_finish_reason(v1::FINISH_REASON_ABORT);
-  output->mutable_error()->set_code(static_cast<int>(absl::StatusCode::kAborted));
-  output->mutable_error()->set_message("stopped by an Abort call");
+  v1::StepOutputs step = StoppedByTheWorker("r1");
   core().OnStepOutputs(1, 0, step);
   ASSERT_EQ(sink->terminal_count(), 1);
   const v1::Error error = sink->terminal().error();
@@ -223,13 +229,7 @@ TEST_F(PipelineCoreTest, AbortThatTimedOutButWasAppliedLaterEndsAborted) {
   EXPECT_EQ(sink->end_count(), 0);
   ClearLog();
   // The worker wakes up and applies the abort it had received.
-  v1::StepOutputs step;
-  v1::RequestOutput* output = step.add_outputs();
-  output->set_request_id("r1");
-  output->set_finished(true);
-  output->set_finish_reason(v1::FINISH_REASON_ABORT);
-  output->mutable_error()->set_code(static_cast<int>(absl::StatusCode::kAborted));
-  output->mutable_error()->set_message("stopped by an Abort call");
+  v1::StepOutputs step = StoppedByTheWorker("r1");
   core().OnStepOutputs(1, 0, step);
   ASSERT_EQ(sink->terminal_count(), 1);
   EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_ABORT);
