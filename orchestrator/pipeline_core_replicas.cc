@@ -1,7 +1,7 @@
 // PipelineCore's side of its replicas (pipeline_core.h, ReplicaListener): a
 // replica up, down, stalled, draining, or refusing a command, and what that
-// does to the requests bound to it. Admission, routing, endings and the
-// client's calls are in pipeline_core.cc.
+// does to the requests bound to it. Admission, routing and endings are in
+// pipeline_core.cc, the clients' other calls in pipeline_core_calls.cc.
 #include <string>
 #include <vector>
 
