@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +34,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "client/stream_printer.h"
+#include "common/bearer_token.h"
 #include "common/flags_usage.h"
 #include "common/modality.h"
 #include "common/tls.h"
@@ -137,21 +139,30 @@ std::shared_ptr<grpc::Channel> Connect(const std::string& server) {
   return channel;
 }
 
-// The bearer token: the first line of --token_file, else $OMNISTAGE_TOKEN.
+// The bearer token: --token_file's content, else $OMNISTAGE_TOKEN, without
+// surrounding whitespace (common/bearer_token.h).
 std::string token;
 
 absl::Status LoadToken() {
   const std::string path = absl::GetFlag(FLAGS_token_file);
+  std::string raw;
+  std::string source;
   if (path.empty()) {
     const char* env = std::getenv("OMNISTAGE_TOKEN");
-    token = env != nullptr ? env : "";
-    return absl::OkStatus();
+    raw = env != nullptr ? env : "";
+    source = "$OMNISTAGE_TOKEN";
+  } else {
+    std::ifstream in(path);
+    std::stringstream content;
+    if (!in || !(content << in.rdbuf())) {
+      return absl::InvalidArgumentError(absl::StrCat("--token_file: cannot read ", path));
+    }
+    raw = content.str();
+    source = absl::StrCat("--token_file=", path);
   }
-  std::ifstream in(path);
-  if (!in || !std::getline(in, token)) {
-    return absl::InvalidArgumentError(absl::StrCat("--token_file: cannot read ", path));
-  }
-  token = std::string(absl::StripAsciiWhitespace(token));
+  absl::StatusOr<std::string> cleaned = CleanBearerToken(raw, source);
+  if (!cleaned.ok()) return cleaned.status();
+  token = *std::move(cleaned);
   return absl::OkStatus();
 }
 

@@ -46,6 +46,36 @@ expect 4 "if it serves TLS, pass --tls_ca" \
 expect 2 "cannot read $out/nope.token" \
   "$omni" generate "$server" "${tls[@]}" --token_file="$out/nope.token" --prompt=hi
 
+# A token as `$(cat file)` or an editor leaves it — a newline, a CR, spaces
+# around it — works; one with a control character inside is refused before
+# anything is sent, with a message that names where it came from and shows no
+# part of it, on stdout or stderr.
+user_token="$(cat "$c/user.token")"
+OMNISTAGE_TOKEN="$user_token
+" expect 0 'finished (FINISH_REASON_LENGTH)' \
+  "$omni" generate "$server" "${tls[@]}" --prompt=hi --max_tokens=0:5
+printf ' %s\r\n\n' "$user_token" >"$out/crlf.token"
+expect 0 'finished (FINISH_REASON_LENGTH)' \
+  "$omni" generate "$server" "${tls[@]}" --token_file="$out/crlf.token" --prompt=hi --max_tokens=0:5
+# secret_absent FILE...: no 8 characters of the token appear in the files.
+secret_absent() {
+  local i
+  for i in 0 8 16 24 32 40; do
+    [ "${#user_token}" -ge $((i + 8)) ] || break
+    ! grep -qF -- "${user_token:$i:8}" "$@" || fail "a piece of the token was printed: $(cat "$@")"
+  done
+}
+broken="${user_token:0:10}$(printf '\001')${user_token:10}"
+OMNISTAGE_TOKEN="$broken" expect 2 \
+  "omni: \$OMNISTAGE_TOKEN: the bearer token holds a control character (character 11)" \
+  "$omni" generate "$server" "${tls[@]}" --prompt=hi
+secret_absent "$out/stdout" "$out/stderr"
+[ "$(wc -l <"$out/stderr")" -eq 1 ] || fail "more than one line: $(cat "$out/stderr")"
+printf '%s\n%s\n' "${user_token:0:12}" "${user_token:12}" >"$out/two-lines.token"
+expect 2 "--token_file=$out/two-lines.token: the bearer token holds a control character" \
+  "$omni" status "$server" "${tls[@]}" --token_file="$out/two-lines.token"
+secret_absent "$out/stdout" "$out/stderr"
+
 # The Python client: the example with its TLS and token options, and another
 # identity's abort reported as not found.
 PYTHONPATH=client/python/package /usr/bin/python3 client/python/examples/omni_client.py \
@@ -72,7 +102,34 @@ try:
 except grpc.RpcError as error:
     assert error.code() == grpc.StatusCode.PERMISSION_DENIED, error
 assert admin.status().stages[0].name == "sim"
+# A token with a newline works; one with a control character inside is a
+# ValueError that names it and shows no part of it.
+newline = omnistage.Client(server, tls_ca=f"{certs}/ca.crt", token=token("user") + "\n")
+assert [i for i in newline.generate("hi", max_tokens={0: 3})][-1].finish_reason == "length"
+broken = token("user")[:10] + "\x01" + token("user")[10:]
+try:
+    omnistage.Client(server, tls_ca=f"{certs}/ca.crt", token=broken)
+    raise AssertionError("a token with a control character was accepted")
+except ValueError as error:
+    message = str(error)
+    assert "the bearer token holds a control character (character 11)" in message, message
+    assert all(broken[i:i + 8] not in message for i in range(len(broken) - 7)), message
 print("python ok")
 PY
+# The example: a token file ending in CRLF works; a control character inside
+# is refused (exit 2) without printing any of it.
+PYTHONPATH=client/python/package /usr/bin/python3 client/python/examples/omni_client.py \
+  --server "127.0.0.1:$port" --tls_ca "$c/ca.crt" --token_file "$out/crlf.token" \
+  --prompt "Hello" >"$out/stdout" 2>"$out/stderr" || fail "python example, CRLF: $(cat "$out/stderr")"
+set +e
+OMNISTAGE_TOKEN="$broken" PYTHONPATH=client/python/package /usr/bin/python3 \
+  client/python/examples/omni_client.py --server "127.0.0.1:$port" --tls_ca "$c/ca.crt" \
+  --prompt "Hello" >"$out/stdout" 2>"$out/stderr"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "python example, control character: exit $rc: $(cat "$out/stderr")"
+grep -q '^\$OMNISTAGE_TOKEN: the bearer token holds a control character' "$out/stderr" ||
+  fail "python example: $(cat "$out/stderr")"
+secret_absent "$out/stdout" "$out/stderr"
 stop_orchestrator
 echo "1 passed, 0 failed"

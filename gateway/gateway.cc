@@ -1,9 +1,12 @@
 #include "gateway/gateway.h"
 
+#include <algorithm>
 #include <ctime>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/bearer_token.h"
 #include "common/grpc_util.h"
 #include "common/log.h"
 #include "gateway/api_error.h"
@@ -138,13 +141,30 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
     Respond(*exchange, error.http_status, kJson, error.Json());
     return;
   }
+  // Passed on as gRPC metadata, which cannot carry every byte an HTTP header
+  // can: one that would be refused is a 401 here, saying why but not echoing
+  // the token.
+  absl::StatusOr<std::string> authorization =
+      CleanAuthorization(exchange->Header("Authorization"));
+  if (!authorization.ok()) {
+    const ApiError error{401, "authentication_error", std::string(authorization.status().message()),
+                         "", "invalid_api_key"};
+    Respond(*exchange, error.http_status, kJson, error.Json());
+    return;
+  }
   in_flight_.Add(1);
   ++in_flight_count_;
-  const std::string authorization = exchange->Header("Authorization");
-  const std::string traceparent = exchange->Header("traceparent");
+  std::string traceparent = exchange->Header("traceparent");
+  // A malformed one is ignored (docs/observability.md), and one with a byte
+  // gRPC metadata cannot carry is malformed.
+  if (TraceIdOf(traceparent).empty() ||
+      !std::all_of(traceparent.begin(), traceparent.end(),
+                   [](char c) { return absl::ascii_isgraph(static_cast<unsigned char>(c)); })) {
+    traceparent.clear();
+  }
   ChatCall::Start(stub_.get(), {any_stub_.get(), &fallbacks_},
                   std::get<ChatRequest>(std::move(parsed)),
-                  options_.model.id, authorization, traceparent, exchange, post_,
+                  options_.model.id, *std::move(authorization), traceparent, exchange, post_,
                   [this, path = exchange->path()](int status) {
                     in_flight_.Add(-1);
                     --in_flight_count_;

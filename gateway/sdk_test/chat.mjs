@@ -20,7 +20,8 @@ for (const arg of process.argv.slice(2)) {
 }
 const client = new OpenAI({
   baseURL: `${base}/v1`,
-  apiKey: process.env.OMNISTAGE_TOKEN || "none",
+  // Whitespace around it ($(cat user.token) keeps the newline) is not the token's.
+  apiKey: (process.env.OMNISTAGE_TOKEN || "").trim() || "none",
 });
 const stream = await client.chat.completions.create({
   model,

@@ -11,7 +11,8 @@ or point PYTHONPATH at it, and run with a Python that has grpcio (Debian's
         --server 127.0.0.1:50051 --prompt "Tell me about the sea." --wav out.wav
 
 Streams text to stdout as it arrives and, with --wav, saves the audio as a WAV
-file. Exit codes: 0 finished, 1 failed, 3 aborted, 4 orchestrator unreachable.
+file. Exit codes: 0 finished, 1 failed, 2 bad usage (a token that cannot be sent), 3 aborted,
+4 orchestrator unreachable.
 """
 import argparse
 import os
@@ -67,10 +68,15 @@ def main():
     parser.add_argument("--token_file",
                         help="file holding the bearer token (default: $OMNISTAGE_TOKEN)")
     args = parser.parse_args()
-    token = os.environ.get("OMNISTAGE_TOKEN")
+    token, source = os.environ.get("OMNISTAGE_TOKEN", ""), "$OMNISTAGE_TOKEN"
     if args.token_file:
         with open(args.token_file) as f:
-            token = f.readline().strip()
+            token, source = f.read(), f"--token_file={args.token_file}"
+    try:
+        token = omnistage.clean_token(token, source)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
     try:
         client = omnistage.Client(args.server, tls_ca=args.tls_ca, tls_cert=args.tls_cert,
                                   tls_key=args.tls_key, token=token)

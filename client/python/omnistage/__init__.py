@@ -9,6 +9,6 @@
 
 Uses grpcio and protobuf (Debian's python3-grpcio and python3-protobuf).
 """
-from omnistage.client import Client, Finished, Output, Unreachable
+from omnistage.client import Client, Finished, Output, Unreachable, clean_token
 
-__all__ = ["Client", "Finished", "Output", "Unreachable"]
+__all__ = ["Client", "Finished", "Output", "Unreachable", "clean_token"]

@@ -36,6 +36,24 @@ class Finished:
         return self.finish_reason in ("stop", "length")
 
 
+def clean_token(token: str, source: str = "token") -> str:
+    """`token` without surrounding whitespace.
+
+    Raises ValueError, naming `source` but never the token or a part of it, if
+    what is left holds a space, a control character or anything beyond ASCII:
+    gRPC cannot send such a token as metadata.
+    """
+    token = token.strip(" \t\r\n\v\f")
+    for position, char in enumerate(token, start=1):
+        if not "!" <= char <= "~":
+            kind = ("a space" if char == " " else
+                    "a control character" if char < " " or char == "\x7f" else
+                    "a character beyond ASCII")
+            raise ValueError(f"{source}: the bearer token holds {kind} (character {position}); "
+                             "a token is one word of visible ASCII: check what wrote it there")
+    return token
+
+
 def _reason(value: int) -> str:
     return common_pb2.FinishReason.Name(value).replace("FINISH_REASON_", "").lower()
 
@@ -53,8 +71,12 @@ class Client:
         chain to; default: the system's roots), tls_cert and tls_key (PEM files of
         a client certificate, for an orchestrator that requires one).
         tls_server_name: the name the server's certificate must carry, when not
-        the host of `server`. token: the bearer token sent with every call.
+        the host of `server`. token: the bearer token sent with every call
+        (surrounding whitespace, such as a file's last newline, is not part of
+        it; a token with anything but visible ASCII inside raises ValueError,
+        whose message never shows the token).
         """
+        token = clean_token(token or "")
         self._metadata = [("authorization", "Bearer " + token)] if token else []
         if tls or tls_ca or tls_cert or tls_key:
             credentials = grpc.ssl_channel_credentials(
