@@ -12,13 +12,35 @@
 
 namespace omnistage {
 
-absl::Status CheckCanListen(const std::string& address) {
+namespace {
+
+// The usual fix for a bind() that failed with `error`; "" when there is none.
+std::string Fix(int error, const std::string& flag) {
+  const std::string give = flag.empty() ? "choose" : absl::StrCat("give ", flag);
+  switch (error) {
+    case EADDRINUSE:
+      return absl::StrCat("; another process holds that port: stop it, or ", give,
+                          " another port (0 picks a free one)");
+    case EADDRNOTAVAIL:
+      return absl::StrCat("; it is no address of this machine: ", give,
+                          " one of its addresses (0.0.0.0: all of them)");
+    case EACCES:
+      return absl::StrCat("; ports below 1024 need privileges: ", give, " a port above 1023");
+    default:
+      return "";
+  }
+}
+
+// CheckCanListen, its messages naming `flag` when it is not empty.
+absl::Status Check(const std::string& address, const std::string& flag) {
+  const std::string where =
+      flag.empty() ? address : absl::StrCat(address, " (", flag, ")");
   const size_t colon = address.rfind(':');
   int port = -1;
   if (colon == std::string::npos || colon == 0 ||
       !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > 65535) {
     return absl::InvalidArgumentError(
-        absl::StrCat("cannot listen on ", address, ": expected host:port"));
+        absl::StrCat("cannot listen on ", where, ": expected host:port"));
   }
   if (port == 0) return absl::OkStatus();
   std::string host = address.substr(0, colon);
@@ -33,7 +55,7 @@ absl::Status CheckCanListen(const std::string& address) {
   if (const int rc = getaddrinfo(host.c_str(), address.substr(colon + 1).c_str(), &hints, &found);
       rc != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("cannot listen on ", address, ": ", gai_strerror(rc)));
+        absl::StrCat("cannot listen on ", where, ": ", gai_strerror(rc)));
   }
   absl::Status status = absl::OkStatus();
   for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
@@ -45,13 +67,25 @@ absl::Status CheckCanListen(const std::string& address) {
     const int error = errno;
     close(fd);
     if (!bound) {
-      status = absl::UnavailableError(
-          absl::StrCat("cannot listen on ", address, ": ", std::strerror(error)));
+      status = absl::UnavailableError(absl::StrCat("cannot listen on ", where, ": ",
+                                                   std::strerror(error), Fix(error, flag)));
       break;
     }
   }
   freeaddrinfo(found);
   return status;
+}
+
+}  // namespace
+
+absl::Status CheckCanListen(const std::string& address) { return Check(address, ""); }
+
+absl::Status CheckCanListenAll(const std::vector<std::pair<std::string, std::string>>& listens) {
+  for (const auto& listen : listens) {
+    if (listen.second.empty()) continue;
+    if (absl::Status s = Check(listen.second, listen.first); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace omnistage

@@ -31,8 +31,20 @@ TEST(ListenCheckTest, TakenPortsAndBadAddressesAreRefused) {
   EXPECT_EQ(in_use.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(in_use.message()),
               HasSubstr(absl::StrCat("cannot listen on ", taken, ": Address already in use")));
+  // The fix, and the flag when the program names it.
+  EXPECT_THAT(std::string(in_use.message()),
+              HasSubstr("; another process holds that port: stop it, or choose another port"));
+  const absl::Status flagged =
+      CheckCanListenAll({{"--metrics_listen", ""}, {"--listen", "127.0.0.1:0"},
+                         {"--health_listen", taken}});
+  EXPECT_EQ(std::string(flagged.message()),
+            absl::StrCat("cannot listen on ", taken,
+                         " (--health_listen): Address already in use; another process holds "
+                         "that port: stop it, or give --health_listen another port (0 picks a "
+                         "free one)"));
   close(fd);
   EXPECT_TRUE(CheckCanListen(taken).ok());  // Free again.
+  EXPECT_TRUE(CheckCanListenAll({{"--listen", taken}, {"--metrics_listen", ""}}).ok());
 
   EXPECT_TRUE(CheckCanListen("127.0.0.1:0").ok());
   EXPECT_EQ(CheckCanListen("50051").code(), absl::StatusCode::kInvalidArgument);

@@ -23,6 +23,7 @@
 #include "absl/time/time.h"
 #include "absl/strings/str_cat.h"
 #include "common/flags_usage.h"
+#include "common/grpc_log.h"
 #include "common/listen_check.h"
 #include "common/log.h"
 #include "common/tls.h"
@@ -85,8 +86,9 @@ int Run() {
     return 2;
   }
   InitLogging(*logging);
+  RouteGrpcLogs();
   const std::string listen = absl::GetFlag(FLAGS_listen);
-  if (absl::Status s = CheckCanListen(listen); !s.ok()) {
+  if (absl::Status s = CheckCanListenAll({{"--listen", listen}}); !s.ok()) {
     std::cerr << "gateway: " << s.message() << "\n";
     return 2;
   }

@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "common/field_error.h"
 #include "common/flags_usage.h"
+#include "common/grpc_log.h"
 #include "common/listen_check.h"
 #include "common/log.h"
 #include "common/tls.h"
@@ -131,6 +132,7 @@ int Run() {
     return 2;
   }
   InitLogging(*logging);
+  RouteGrpcLogs();
 
   const std::string path = absl::GetFlag(FLAGS_config);
   if (path.empty()) {
@@ -144,14 +146,13 @@ int Run() {
   }
   // A taken or unknown address stops start-up here, before any worker is
   // spawned, with one line.
-  for (const std::string& address :
-       {absl::GetFlag(FLAGS_listen), absl::GetFlag(FLAGS_metrics_listen),
-        absl::GetFlag(FLAGS_health_listen), absl::GetFlag(FLAGS_peer_listen)}) {
-    if (address.empty()) continue;
-    if (absl::Status s = CheckCanListen(address); !s.ok()) {
-      std::cerr << "orchestrator: " << s.message() << "\n";
-      return 2;
-    }
+  if (absl::Status s = CheckCanListenAll({{"--listen", absl::GetFlag(FLAGS_listen)},
+                                          {"--metrics_listen", absl::GetFlag(FLAGS_metrics_listen)},
+                                          {"--health_listen", absl::GetFlag(FLAGS_health_listen)},
+                                          {"--peer_listen", absl::GetFlag(FLAGS_peer_listen)}});
+      !s.ok()) {
+    std::cerr << "orchestrator: " << s.message() << "\n";
+    return 2;
   }
   const TlsFiles client_tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                             absl::GetFlag(FLAGS_tls_client_ca)};

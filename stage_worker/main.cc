@@ -35,6 +35,8 @@
 #include "absl/strings/string_view.h"
 #include "common/field_error.h"
 #include "common/flags_usage.h"
+#include "common/grpc_log.h"
+#include "common/listen_check.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/tls.h"
@@ -129,6 +131,16 @@ int Run() {
     return 2;
   }
   InitLogging(*logging);
+  RouteGrpcLogs();
+  // A taken or unknown address stops start-up here, before the engine loads,
+  // with one line that says why and what to do (not gRPC's error block).
+  if (absl::Status s = CheckCanListenAll({{"--listen", absl::GetFlag(FLAGS_listen)},
+                                          {"--health_listen", absl::GetFlag(FLAGS_health_listen)},
+                                          {"--metrics_listen", absl::GetFlag(FLAGS_metrics_listen)}});
+      !s.ok()) {
+    std::cerr << "stage_worker: " << s.message() << "\n";
+    return 2;
+  }
 
   absl::StatusOr<std::map<std::string, std::string>> params =
       ParseEngineParams(absl::GetFlag(FLAGS_engine_params));

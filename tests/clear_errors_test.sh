@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One clear line, naming the fix, where gRPC or OpenSSL used to speak first —
+# as real processes on loopback:
+# - stage_worker on a taken port (--listen, --metrics_listen): exit 2 and one
+#   line saying the port is held and what to do (not gRPC's chttp2_server.cc
+#   error block, then "cannot listen on ..." with no reason).
+# Stops what it starts, by PID.
+set -euo pipefail
+source tests/orchestrator_process.sh
+c="$out/certs"
+deploy/certs/make_dev_certs.sh "$c" >/dev/null 2>&1
+
+# raw_free FILE: no line of gRPC's own format ("E1201 15:16:20.266 file.cc:12]").
+raw_free() {
+  ! grep -Eq '^[DIWE][0-9]{4} [0-9:.]+ +[0-9]+ [a-z_0-9]+\.(cc|h):[0-9]+\]' "$1" ||
+    fail "raw gRPC lines in $1: $(cat "$1")"
+  ! grep -q 'ssl_transport_security\|chttp2_server\|SSL_ERROR_SSL' "$1" ||
+    fail "raw gRPC lines in $1: $(cat "$1")"
+}
+# one_line FILE PATTERN: FILE is exactly one line, holding PATTERN.
+one_line() {
+  raw_free "$1"
+  [ "$(wc -l <"$1")" -eq 1 ] || fail "not one line: $(cat "$1")"
+  grep -qF -- "$2" "$1" || fail "no '$2' in: $(cat "$1")"
+}
+
+start_orchestrator orchestrator/configs/local_sim.yaml \
+  --tls_cert="$c/orchestrator.crt" --tls_key="$c/orchestrator.key"
+tls_port=$port
+tls_pid=$pid
+orchestrator/orchestrator --config=orchestrator/configs/local_sim.yaml --listen=127.0.0.1:0 \
+  --stage_worker=stage_worker/stage_worker >"$out/plain.out" 2>"$out/plain.err" &
+plain_pid=$!
+pids="$tls_pid $plain_pid"
+trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
+plain_port=$(listened_port plain)
+
+# stage_worker on a port the orchestrator holds.
+for flag in --listen --metrics_listen; do
+  set +e
+  if [ "$flag" = --listen ]; then
+    stage_worker/stage_worker --listen="127.0.0.1:$tls_port" >/dev/null 2>"$out/worker.err"
+  else
+    stage_worker/stage_worker --listen=127.0.0.1:0 --metrics_listen="127.0.0.1:$tls_port" \
+      >/dev/null 2>"$out/worker.err"
+  fi
+  rc=$?
+  set -e
+  [ "$rc" -eq 2 ] || fail "stage_worker $flag on a taken port: exit $rc: $(cat "$out/worker.err")"
+  one_line "$out/worker.err" "stage_worker: cannot listen on 127.0.0.1:$tls_port ($flag): Address already in use; another process holds that port: stop it, or give $flag another port (0 picks a free one)"
+done
+echo "stage_worker: a taken port is one line"
+
+echo PASS
