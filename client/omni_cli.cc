@@ -36,6 +36,7 @@
 #include "client/stream_printer.h"
 #include "common/bearer_token.h"
 #include "common/flags_usage.h"
+#include "common/grpc_log.h"
 #include "common/modality.h"
 #include "common/tls.h"
 #include "common/wav_writer.h"
@@ -125,7 +126,22 @@ std::shared_ptr<grpc::Channel> Connect(const std::string& server) {
                               : grpc::InsecureChannelCredentials(),
       args);
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
-    if (use_tls) {
+    // gRPC's own lines about the handshake went to the debug log
+    // (common/grpc_log.h); its reason, when there was one, says what to fix.
+    const std::string handshake = LastTlsHandshakeFailure();
+    if (use_tls && handshake == "certificate verify failed") {
+      std::cerr << "omni: the orchestrator at " << server << " presented a certificate that "
+                << (tls.ca.empty() ? "the system's roots do not trust"
+                                   : "does not chain to --tls_ca=" + tls.ca)
+                << " (certificate verify failed): pass the CA that issued it with --tls_ca\n";
+    } else if (use_tls && handshake == "wrong version number") {
+      std::cerr << "omni: the orchestrator at " << server
+                << " does not speak TLS (wrong version number): drop --tls and --tls_ca\n";
+    } else if (use_tls && !handshake.empty()) {
+      std::cerr << "omni: cannot reach the orchestrator at " << server
+                << " over TLS: the handshake failed (" << handshake
+                << "); check --tls_ca, --tls_cert and --tls_key\n";
+    } else if (use_tls) {
       std::cerr << "omni: cannot reach the orchestrator at " << server
                 << " over TLS (is it running, serving TLS, with a certificate that chains to "
                    "--tls_ca and names the host?)\n";
@@ -428,6 +444,7 @@ int Run(const std::vector<char*>& args) {
 }  // namespace omnistage
 
 int main(int argc, char** argv) {
+  omnistage::RouteGrpcLogs();
   omnistage::SetUsage(
       "omni generate|abort|status|utility [--server=host:port] [flags]: talks to an "
       "omnistage orchestrator.",

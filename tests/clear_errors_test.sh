@@ -3,7 +3,10 @@
 # as real processes on loopback:
 # - stage_worker on a taken port (--listen, --metrics_listen): exit 2 and one
 #   line saying the port is held and what to do (not gRPC's chttp2_server.cc
-#   error block, then "cannot listen on ..." with no reason).
+#   error block, then "cannot listen on ..." with no reason);
+# - omni over TLS with the wrong CA, and over TLS to a plaintext orchestrator:
+#   exit 4 and one line naming --tls_ca (not the handshake's raw lines first);
+#   the Python example: no raw gRPC line either.
 # Stops what it starts, by PID.
 set -euo pipefail
 source tests/orchestrator_process.sh
@@ -50,5 +53,33 @@ for flag in --listen --metrics_listen; do
   one_line "$out/worker.err" "stage_worker: cannot listen on 127.0.0.1:$tls_port ($flag): Address already in use; another process holds that port: stop it, or give $flag another port (0 picks a free one)"
 done
 echo "stage_worker: a taken port is one line"
+
+# omni over TLS: the wrong CA (the worker certificate is no CA of the
+# orchestrator's), and a plaintext orchestrator.
+expect_omni() {  # RC FILE PATTERN ARGS...
+  local want="$1" pattern="$2"
+  shift 2
+  set +e
+  client/omni status "$@" >/dev/null 2>"$out/omni.err"
+  local rc=$?
+  set -e
+  [ "$rc" -eq "$want" ] || fail "omni $*: exit $rc: $(cat "$out/omni.err")"
+  one_line "$out/omni.err" "$pattern"
+}
+expect_omni 4 "omni: the orchestrator at 127.0.0.1:$tls_port presented a certificate that does not chain to --tls_ca=$c/worker.crt (certificate verify failed): pass the CA that issued it with --tls_ca" \
+  --server="127.0.0.1:$tls_port" --tls_ca="$c/worker.crt"
+expect_omni 4 "omni: the orchestrator at 127.0.0.1:$plain_port does not speak TLS (wrong version number): drop --tls and --tls_ca" \
+  --server="127.0.0.1:$plain_port" --tls_ca="$c/ca.crt"
+expect_omni 4 "if it serves TLS, pass --tls_ca" --server="127.0.0.1:$tls_port"
+echo "omni: a TLS failure is one line"
+
+set +e
+PYTHONPATH=client/python/package /usr/bin/python3 client/python/examples/omni_client.py \
+  --server "127.0.0.1:$tls_port" --tls_ca "$c/worker.crt" --prompt hi >/dev/null 2>"$out/py.err"
+rc=$?
+set -e
+[ "$rc" -eq 4 ] || fail "python example with the wrong CA: exit $rc: $(cat "$out/py.err")"
+one_line "$out/py.err" "over TLS (is it running, serving TLS, with a certificate that chains to tls_ca"
+echo "python: a TLS failure is one line"
 
 echo PASS

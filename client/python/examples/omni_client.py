@@ -19,7 +19,11 @@ import os
 import sys
 import wave
 
-import grpc
+# gRPC's own log lines (a failed TLS handshake's, each retry) would come raw
+# before this program's message, which says what is wrong; set GRPC_VERBOSITY
+# to see them.
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+import grpc  # pylint: disable=wrong-import-position
 
 import omnistage
 

@@ -91,7 +91,10 @@ class Client:
             grpc.channel_ready_future(self._channel).result(timeout=connect_timeout)
         except grpc.FutureTimeoutError:
             self._channel.close()
-            raise Unreachable(f"no orchestrator answers at {server}") from None
+            how = (" over TLS (is it running, serving TLS, with a certificate that chains to "
+                   "tls_ca and names the host?)" if tls or tls_ca or tls_cert or tls_key else
+                   " (is it running? if it serves TLS, pass tls_ca)")
+            raise Unreachable(f"no orchestrator answers at {server}{how}") from None
         self._stub = orchestrator_pb2_grpc.OrchestratorStub(self._channel)
 
     def __enter__(self) -> "Client":
