@@ -1,5 +1,7 @@
 #include "gateway/api_error.h"
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 
 namespace omnistage {
@@ -59,6 +61,20 @@ ApiError FromStatus(const absl::Status& status) {
       break;
   }
   return error;
+}
+
+std::string ExplainUnreachable(const std::string& grpc_message, bool tls) {
+  const char* fix = nullptr;
+  if (!tls && absl::StrContains(grpc_message, "Socket closed")) {
+    fix = "the orchestrator closes plaintext connections, so it may serve TLS: start the "
+          "gateway with --orchestrator_tls_ca (the CA of its certificate)";
+  } else if (tls && absl::StrContains(grpc_message, "certificate verify failed")) {
+    fix = "the orchestrator's certificate does not chain to --orchestrator_tls_ca: give the CA "
+          "that issued it";
+  } else if (tls && absl::StrContains(grpc_message, "wrong version number")) {
+    fix = "the orchestrator does not speak TLS: start the gateway without --orchestrator_tls_*";
+  }
+  return fix == nullptr ? grpc_message : absl::StrCat(grpc_message, " (", fix, ")");
 }
 
 }  // namespace omnistage

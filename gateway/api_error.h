@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace omnistage {
 
@@ -36,6 +37,13 @@ ApiError InvalidRequest(const std::string& param, const std::string& message,
 // RESOURCE_EXHAUSTED 429, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, others 500;
 // the message is the orchestrator's.
 ApiError FromStatus(const absl::Status& status);
+
+// gRPC's message for an orchestrator it could not reach, with the fix added
+// when it points to one: a plaintext dial a TLS orchestrator closed ("Socket
+// closed": give --orchestrator_tls_ca), a certificate that does not chain to
+// --orchestrator_tls_ca, a TLS dial to an orchestrator without TLS. `tls`:
+// whether the gateway dials with TLS.
+std::string ExplainUnreachable(const std::string& grpc_message, bool tls);
 
 }  // namespace omnistage
 

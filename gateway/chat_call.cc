@@ -28,14 +28,15 @@ ChatCall::ChatCall(ChatRequest request, std::string model, std::string authoriza
       post_(std::move(post)),
       observer_(std::move(observer)) {}
 
-void ChatCall::Start(v1::Orchestrator::Stub* stub, Fallback fallback, ChatRequest request,
-                     std::string model, std::string authorization, std::string traceparent,
-                     std::shared_ptr<HttpExchange> exchange, LoopPoster post,
-                     CallObserver observer) {
+void ChatCall::Start(v1::Orchestrator::Stub* stub, Fallback fallback, bool orchestrator_tls,
+                     ChatRequest request, std::string model, std::string authorization,
+                     std::string traceparent, std::shared_ptr<HttpExchange> exchange,
+                     LoopPoster post, CallObserver observer) {
   auto* call = new ChatCall(std::move(request), std::move(model), std::move(authorization),
                             std::move(traceparent), std::move(exchange), std::move(post),
                             std::move(observer));
   call->fallback_ = fallback;
+  call->orchestrator_tls_ = orchestrator_tls;
   call->Begin(stub);
 }
 
@@ -120,6 +121,7 @@ void ChatCall::Finish(const grpc::Status& status) {
     if (fallback_.taken != nullptr) fallback_.taken->Increment();
     auto* again = new ChatCall(request_, model_, authorization_, traceparent_, exchange_, post_,
                                observer_);
+    again->orchestrator_tls_ = orchestrator_tls_;
     again->Begin(fallback_.stub);
     return;
   }
@@ -128,9 +130,14 @@ void ChatCall::Finish(const grpc::Status& status) {
     return;
   }
   if (!status.ok() || !got_terminal_) {
-    const ApiError error = FromStatus(
-        status.ok() ? absl::InternalError("the stream ended without a terminal")
-                    : FromGrpcStatus(status));
+    absl::Status failed = status.ok()
+                              ? absl::InternalError("the stream ended without a terminal")
+                              : FromGrpcStatus(status);
+    if (failed.code() == absl::StatusCode::kUnavailable && !got_response_) {
+      failed = absl::UnavailableError(
+          ExplainUnreachable(std::string(failed.message()), orchestrator_tls_));
+    }
+    const ApiError error = FromStatus(failed);
     if (!exchange_->streaming()) {
       Answer(error.http_status, error.Json());
       return;

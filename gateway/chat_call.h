@@ -46,10 +46,12 @@ class ChatCall final : public grpc::ClientReadReactor<v1::GenerateResponse> {
     v1::Orchestrator::Stub* stub = nullptr;
     Counter* taken = nullptr;
   };
-  static void Start(v1::Orchestrator::Stub* stub, Fallback fallback, ChatRequest request,
-                    std::string model, std::string authorization, std::string traceparent,
-                    std::shared_ptr<HttpExchange> exchange, LoopPoster post,
-                    CallObserver observer);
+  // `orchestrator_tls`: whether the stubs dial with TLS (for the fix an
+  // unreachable orchestrator's message names: api_error.h).
+  static void Start(v1::Orchestrator::Stub* stub, Fallback fallback, bool orchestrator_tls,
+                    ChatRequest request, std::string model, std::string authorization,
+                    std::string traceparent, std::shared_ptr<HttpExchange> exchange,
+                    LoopPoster post, CallObserver observer);
 
   // Reactor (gRPC threads).
   void OnReadDone(bool ok) override;
@@ -75,6 +77,7 @@ class ChatCall final : public grpc::ClientReadReactor<v1::GenerateResponse> {
   const std::string authorization_;
   const std::string traceparent_;
   Fallback fallback_;
+  bool orchestrator_tls_ = false;
   bool got_response_ = false;
 
   grpc::ClientContext context_;

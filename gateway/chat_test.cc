@@ -5,8 +5,10 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "gateway/api_error.h"
 #include "gateway/chat_request.h"
 #include "gateway/chat_response.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -274,6 +276,22 @@ TEST(ChatEncoderTest, AWholeCompletionCarriesTextAndAWavFile) {
   ASSERT_EQ(wav.size(), 44u + 6u);
   EXPECT_EQ(static_cast<unsigned char>(wav[40]), 6);  // The data chunk's real length.
   EXPECT_EQ(completion["usage"]["completion_tokens"], 2);
+}
+
+TEST(ApiErrorTest, AnUnreachableOrchestratorsMessageNamesTheFix) {
+  const std::string closed =
+      "connections to all backends failing; last error: UNAVAILABLE: ipv4:127.0.0.1:1: Socket closed";
+  EXPECT_THAT(ExplainUnreachable(closed, /*tls=*/false),
+              testing::EndsWith("Socket closed (the orchestrator closes plaintext connections, so "
+                                "it may serve TLS: start the gateway with --orchestrator_tls_ca "
+                                "(the CA of its certificate))"));
+  EXPECT_EQ(ExplainUnreachable(closed, /*tls=*/true), closed);
+  EXPECT_THAT(ExplainUnreachable("... SSL routines::certificate verify failed", /*tls=*/true),
+              testing::HasSubstr("does not chain to --orchestrator_tls_ca"));
+  EXPECT_THAT(ExplainUnreachable("... SSL routines::wrong version number", /*tls=*/true),
+              testing::HasSubstr("does not speak TLS"));
+  const std::string refused = "failed to connect to all addresses; ... Connection refused";
+  EXPECT_EQ(ExplainUnreachable(refused, /*tls=*/false), refused);
 }
 
 }  // namespace

@@ -162,7 +162,7 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
                    [](char c) { return absl::ascii_isgraph(static_cast<unsigned char>(c)); })) {
     traceparent.clear();
   }
-  ChatCall::Start(stub_.get(), {any_stub_.get(), &fallbacks_},
+  ChatCall::Start(stub_.get(), {any_stub_.get(), &fallbacks_}, options_.orchestrator_tls.enabled(),
                   std::get<ChatRequest>(std::move(parsed)),
                   options_.model.id, *std::move(authorization), traceparent, exchange, post_,
                   [this, path = exchange->path()](int status) {
@@ -213,7 +213,8 @@ void Gateway::CheckReadiness(std::shared_ptr<HttpExchange> exchange, int attempt
           }
           nlohmann::json body = {{"status", serving ? "ok" : "unavailable"}};
           if (!status.ok()) {
-            body["reason"] = status.error_message();
+            body["reason"] =
+                ExplainUnreachable(status.error_message(), options_.orchestrator_tls.enabled());
           } else if (!serving) {
             body["reason"] =
                 "no orchestrator is ready: each answers NOT_SERVING (draining, or a stage "

@@ -6,7 +6,10 @@
 #   error block, then "cannot listen on ..." with no reason);
 # - omni over TLS with the wrong CA, and over TLS to a plaintext orchestrator:
 #   exit 4 and one line naming --tls_ca (not the handshake's raw lines first);
-#   the Python example: no raw gRPC line either.
+#   the Python example: no raw gRPC line either;
+# - the gateway dialling a TLS orchestrator without --orchestrator_tls_ca, or
+#   with the wrong one: the 503 and /health name the flag, and its stderr holds
+#   no raw gRPC line.
 # Stops what it starts, by PID.
 set -euo pipefail
 source tests/orchestrator_process.sh
@@ -82,4 +85,27 @@ set -e
 one_line "$out/py.err" "over TLS (is it running, serving TLS, with a certificate that chains to tls_ca"
 echo "python: a TLS failure is one line"
 
+# The gateway in front of the TLS orchestrator: without a CA, with the wrong one.
+check_gateway() {  # NAME FIX FLAGS...
+  local name="$1" fix="$2"
+  shift 2
+  gateway/gateway --orchestrator="127.0.0.1:$tls_port" --listen=127.0.0.1:0 "$@" \
+    >"$out/$name.out" 2>"$out/$name.err" &
+  pids="$pids $!"
+  local base
+  base="http://127.0.0.1:$(listened_port "$name")"
+  local code
+  code=$(curl -s -o "$out/$name.json" -w '%{http_code}' "$base/v1/chat/completions" \
+    -d '{"model": "omni-demo", "messages": [{"role": "user", "content": "Hi"}]}')
+  [ "$code" = 503 ] || fail "$name: HTTP $code: $(cat "$out/$name.json")"
+  grep -qF -- "$fix" "$out/$name.json" || fail "$name: no '$fix' in $(cat "$out/$name.json")"
+  curl -s "$base/health" >"$out/$name-health.json"
+  grep -qF -- "$fix" "$out/$name-health.json" ||
+    fail "$name /health: no '$fix' in $(cat "$out/$name-health.json")"
+  raw_free "$out/$name.err"
+}
+check_gateway no-ca "so it may serve TLS: start the gateway with --orchestrator_tls_ca"
+check_gateway wrong-ca "the orchestrator's certificate does not chain to --orchestrator_tls_ca" \
+  --orchestrator_tls_ca="$c/worker.crt"
+echo "gateway: the 503 and /health name the fix"
 echo PASS
