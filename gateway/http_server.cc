@@ -51,9 +51,10 @@ struct Buffer {
 struct HttpExchange::Link {
   std::weak_ptr<HttpExchange> exchange;
 
-  static void OnConnectionClosed(evhttp_connection*, void* arg) {
+  static void OnConnectionClosed(void* arg) {
     if (auto exchange = static_cast<Link*>(arg)->exchange.lock()) exchange->Closed();
   }
+  static void OnEvhttpConnectionClosed(evhttp_connection*, void* arg) { OnConnectionClosed(arg); }
   static void OnWritten(evhttp_connection*, void* arg) {
     if (auto exchange = static_cast<Link*>(arg)->exchange.lock()) exchange->Flushed();
   }
@@ -68,7 +69,8 @@ struct HttpExchange::Link {
   }
 };
 
-HttpExchange::HttpExchange(evhttp_request* request) : request_(request) {
+HttpExchange::HttpExchange(evhttp_request* request, HttpConnection* connection)
+    : request_(request), connection_(connection) {
   method_ = MethodName(evhttp_request_get_command(request));
   const evhttp_uri* uri = evhttp_request_get_evhttp_uri(request);
   const char* path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
@@ -132,7 +134,11 @@ void HttpExchange::OnClose(std::function<void()> on_close) {
   on_close_ = std::move(on_close);
   if (link_ == nullptr) link_ = new Link{weak_from_this()};
   evhttp_connection* connection = evhttp_request_get_connection(request_);
-  evhttp_connection_set_closecb(connection, &Link::OnConnectionClosed, link_);
+  if (connection_ != nullptr) {
+    HttpConnections::SetCloseHook(connection_, &Link::OnConnectionClosed, link_);
+  } else {
+    evhttp_connection_set_closecb(connection, &Link::OnEvhttpConnectionClosed, link_);
+  }
   // EV_CLOSED: epoll's RDHUP, the peer's close, without reading its bytes.
   const evutil_socket_t fd = bufferevent_getfd(evhttp_connection_get_bufferevent(connection));
   if (peer_closed_ == nullptr && fd >= 0) {
@@ -151,9 +157,12 @@ void HttpExchange::StopWatchingPeer() {
 void HttpExchange::Release() {
   if (request_ == nullptr) return;
   StopWatchingPeer();
-  if (evhttp_connection* connection = evhttp_request_get_connection(request_)) {
+  if (connection_ != nullptr) {
+    HttpConnections::SetCloseHook(connection_, nullptr, nullptr);
+  } else if (evhttp_connection* connection = evhttp_request_get_connection(request_)) {
     evhttp_connection_set_closecb(connection, nullptr, nullptr);
   }
+  connection_ = nullptr;
   request_ = nullptr;
   flushed_ = nullptr;
   on_close_ = nullptr;
@@ -170,6 +179,7 @@ void HttpExchange::Closed() {
   if (request_ != nullptr && evhttp_request_get_connection(request_) == nullptr) {
     evhttp_request_free(request_);
   }
+  connection_ = nullptr;
   request_ = nullptr;
   std::function<void()> on_close = std::move(on_close_);
   on_close_ = nullptr;
@@ -197,8 +207,12 @@ void HttpServer::Serve(Handler handler) {
   thread_ = std::thread([base = base_] { event_base_dispatch(base); });
 }
 
+void HttpServer::OnEvent(HttpEventObserver observer) {
+  connections_->set_observer(std::move(observer));
+}
+
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Listen(const std::string& address,
-                                                               size_t max_body_bytes,
+                                                               const HttpLimits& limits,
                                                                HttpTls* tls) {
   // Other threads wake the loop (Post): libevent must lock.
   static std::once_flag threads;
@@ -214,15 +228,16 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Listen(const std::string
   std::unique_ptr<HttpServer> server(new HttpServer());
   server->base_ = event_base_new();
   server->http_ = evhttp_new(server->base_);
-  evhttp_set_max_body_size(server->http_, static_cast<ev_ssize_t>(max_body_bytes));
+  evhttp_set_max_body_size(server->http_, static_cast<ev_ssize_t>(limits.max_body_bytes));
+  evhttp_set_max_headers_size(server->http_, static_cast<ev_ssize_t>(limits.max_header_bytes));
   evhttp_set_allowed_methods(server->http_, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
   // A stream may wait long for its pipeline; the default (50 s) would cut it.
+  // (A request's own arrival has its deadline: HttpLimits.)
   evhttp_set_timeout(server->http_, 3600);
   evhttp_set_gencb(server->http_, &HttpServer::OnRequest, server.get());
   server->tls_ = tls;
-  if (tls != nullptr) {
-    evhttp_set_bevcb(server->http_, &HttpServer::NewTlsBufferevent, server.get());
-  }
+  server->connections_ = std::make_unique<HttpConnections>(server->base_, limits, tls != nullptr);
+  evhttp_set_bevcb(server->http_, &HttpServer::NewBufferevent, server.get());
   evhttp_bound_socket* bound =
       evhttp_bind_socket_with_handle(server->http_, host.c_str(), static_cast<uint16_t>(port));
   if (bound == nullptr) {
@@ -255,7 +270,10 @@ void HttpServer::Stop() {
     event_base_loopbreak(base_);
     thread_.join();
   }
+  // Frees every connection (each one's close is told), then what was not yet
+  // taken in.
   if (http_ != nullptr) evhttp_free(http_);
+  if (connections_ != nullptr) connections_->Clear();
   if (wake_ != nullptr) event_free(wake_);
   event_base_free(base_);
   base_ = nullptr;
@@ -290,8 +308,17 @@ void HttpServer::RunPosted() {
   for (auto& task : tasks) task();
 }
 
-bufferevent* HttpServer::NewTlsBufferevent(event_base* base, void* server) {
-  SSL* ssl = static_cast<HttpServer*>(server)->tls_->NewSsl();
+bufferevent* HttpServer::NewBufferevent(event_base* base, void* arg) {
+  auto* server = static_cast<HttpServer*>(arg);
+  bufferevent* connection =
+      server->tls_ != nullptr ? NewTlsBufferevent(base, server->tls_)
+                              : bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+  server->connections_->Accepted(connection);
+  return connection;
+}
+
+bufferevent* HttpServer::NewTlsBufferevent(event_base* base, HttpTls* tls) {
+  SSL* ssl = tls->NewSsl();
   // evhttp would take a null bufferevent for a plaintext one: never serve a
   // TLS port in the clear. (SSL_new fails only without memory.)
   if (ssl == nullptr) {
@@ -317,8 +344,12 @@ void HttpServer::OnRequest(evhttp_request* request, void* server) {
       if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
     }
   }
-  std::shared_ptr<HttpExchange> exchange(new HttpExchange(request));
-  static_cast<HttpServer*>(server)->handler_(std::move(exchange));
+  auto* self = static_cast<HttpServer*>(server);
+  HttpConnection* connection = nullptr;
+  // Refused there (and answered): nothing for the handler.
+  if (!self->connections_->Request(request, &connection)) return;
+  std::shared_ptr<HttpExchange> exchange(new HttpExchange(request, connection));
+  self->handler_(std::move(exchange));
 }
 
 }  // namespace omnistage

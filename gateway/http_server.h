@@ -9,7 +9,8 @@
 //
 // Handlers and every HttpExchange method run on the loop thread; other threads
 // hand work to it with Post(). With an HttpTls (http_tls.h) it serves HTTPS
-// only.
+// only. What a client may hold — connections, time to send a request, header
+// lines and bytes — is bounded by HttpLimits (http_connections.h).
 #ifndef OMNISTAGE_GATEWAY_HTTP_SERVER_H_
 #define OMNISTAGE_GATEWAY_HTTP_SERVER_H_
 
@@ -22,6 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "gateway/http_connections.h"
 
 struct bufferevent;
 struct event;
@@ -63,7 +65,9 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
  private:
   friend class HttpServer;
   struct Link;
-  explicit HttpExchange(evhttp_request* request);
+  // `connection`: what tells the connection's close (nullptr: libevent's own
+  // close callback does).
+  HttpExchange(evhttp_request* request, HttpConnection* connection);
   // The connection closed under the exchange.
   void Closed();
   void Flushed();
@@ -72,6 +76,7 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   void StopWatchingPeer();
 
   evhttp_request* request_;
+  HttpConnection* connection_;
   std::string method_;
   std::string path_;
   std::string body_;
@@ -91,11 +96,14 @@ class HttpServer {
  public:
   using Handler = std::function<void(std::shared_ptr<HttpExchange>)>;
   // Listens on `address` (host:port; port 0 picks one); nothing is served
-  // until Serve(). `max_body_bytes` bounds a request body (413 past it). With
-  // `tls` (which must outlive the server) every connection is TLS.
+  // until Serve(). `limits` bound what clients may hold. With `tls` (which
+  // must outlive the server) every connection is TLS.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Listen(const std::string& address,
-                                                            size_t max_body_bytes = 16 << 20,
+                                                            const HttpLimits& limits = HttpLimits(),
                                                             HttpTls* tls = nullptr);
+  // Hears of connections opened and closed and of what the limits refused
+  // (loop thread). Before Serve().
+  void OnEvent(HttpEventObserver observer);
   // Serves requests with `handler` from a loop thread of its own. Once.
   void Serve(Handler handler);
   // Listen() and Serve().
@@ -114,14 +122,17 @@ class HttpServer {
  private:
   HttpServer() = default;
   static void OnRequest(evhttp_request* request, void* server);
-  // evhttp's hook for an accepted connection's bufferevent: a TLS one.
-  static bufferevent* NewTlsBufferevent(event_base* base, void* server);
+  // evhttp's hook for an accepted connection's bufferevent (a TLS one with
+  // `tls_`), which HttpConnections watches.
+  static bufferevent* NewBufferevent(event_base* base, void* server);
+  static bufferevent* NewTlsBufferevent(event_base* base, HttpTls* tls);
   static void OnWake(int, short, void* server);
   void RunPosted();
 
   Handler handler_;
   HttpTls* tls_ = nullptr;
   event_base* base_ = nullptr;
+  std::unique_ptr<HttpConnections> connections_;
   evhttp* http_ = nullptr;
   struct evhttp_bound_socket* bound_ = nullptr;
   event* wake_ = nullptr;

@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 
 #include <iostream>
+#include <limits>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -128,8 +129,15 @@ int Run() {
                             "cross the network in the clear unless TLS ends in front of the "
                             "gateway. Set --tls_cert and --tls_key; see docs/openai.md"));
   }
+  // Nothing bounded yet, as before HttpLimits (flags set them).
+  HttpLimits limits;
+  limits.max_header_bytes = std::numeric_limits<size_t>::max();
+  limits.max_headers = 0;
+  limits.max_connections = 0;
+  limits.max_connections_per_address = 0;
+  limits.request_read_timeout = absl::ZeroDuration();
   absl::StatusOr<std::unique_ptr<HttpServer>> server =
-      HttpServer::Listen(listen, 16 << 20, tls.get());
+      HttpServer::Listen(listen, limits, tls.get());
   if (!server.ok()) {
     std::cerr << "gateway: " << server.status().message() << "\n";
     return 2;
