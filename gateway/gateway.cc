@@ -88,7 +88,38 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
                      .AddCounter("omnistage_gateway_unready_fallbacks_total",
                                  "Chat completions made once more to any orchestrator, "
                                  "none being ready.")
-                     .With({})) {}
+                     .With({})),
+      http_connections_(registry_
+                            .AddGauge("omnistage_gateway_http_connections",
+                                      "HTTP connections open.")
+                            .With({})),
+      http_refusals_(registry_.AddCounter(
+          "omnistage_gateway_http_refusals_total",
+          "HTTP connections and requests the HTTP limits refused or cut before the gateway "
+          "saw a request, by reason (docs/security.md).",
+          {"reason"})) {
+  for (HttpEvent refusal :
+       {HttpEvent::kRefusedMaxConnections, HttpEvent::kRefusedMaxConnectionsPerAddress,
+        HttpEvent::kRequestReadTimeout, HttpEvent::kRefusedMaxHeaders,
+        HttpEvent::kRefusedBadRequest, HttpEvent::kRefusedBodyTooLarge,
+        HttpEvent::kRefusedMethod}) {
+    http_refusals_.With({HttpRefusalName(refusal)});  // Shown at 0.
+  }
+}
+
+void Gateway::CountHttp(HttpEvent event) {
+  switch (event) {
+    case HttpEvent::kConnectionOpened:
+      http_connections_.Add(1);
+      break;
+    case HttpEvent::kConnectionClosed:
+      http_connections_.Add(-1);
+      break;
+    default:
+      http_refusals_.With({HttpRefusalName(event)}).Increment();
+      break;
+  }
+}
 
 void Gateway::Count(const std::string& route, int status) {
   requests_.With({route, absl::StrCat(status)}).Increment();

@@ -54,6 +54,9 @@ class Gateway {
   // Chat completions running. Thread-safe.
   int in_flight() const { return in_flight_count_.load(); }
   MetricsRegistry& metrics() { return registry_; }
+  // The HttpServer's events (HttpServer::OnEvent): open connections, and what
+  // the HTTP limits refused or cut, by reason. Loop thread.
+  void CountHttp(HttpEvent event);
 
  private:
   void ChatCompletions(std::shared_ptr<HttpExchange> exchange);
@@ -81,6 +84,8 @@ class Gateway {
   Family<Counter>& requests_;
   Gauge& in_flight_;
   Counter& fallbacks_;
+  Gauge& http_connections_;
+  Family<Counter>& http_refusals_;
   std::atomic<bool> draining_{false};
   std::atomic<int> in_flight_count_{0};
 };

@@ -16,7 +16,6 @@
 #include <sys/resource.h>
 
 #include <iostream>
-#include <limits>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -54,6 +53,19 @@ ABSL_FLAG(std::string, orchestrator_tls_cert, "",
 ABSL_FLAG(std::string, orchestrator_tls_key, "", "PEM private key of --orchestrator_tls_cert");
 ABSL_FLAG(std::string, orchestrator_tls_server_name, "",
           "the name the orchestrator's certificate carries, when it is not the host dialled");
+ABSL_FLAG(int, max_connections, 10000,
+          "HTTP connections open at once; one more is refused at once (a 503 on HTTP, then "
+          "closed). 0: no limit");
+ABSL_FLAG(int, max_connections_per_address, 1000,
+          "HTTP connections open at once from one client address; one more is refused at "
+          "once. Behind a proxy every client has its address: raise it there. 0: no limit");
+ABSL_FLAG(int, request_read_timeout_ms, 20000,
+          "a client must send a whole request (request line, headers, body) within this of "
+          "connecting or of its previous response's end, else its connection is closed (a "
+          "client trickling bytes holds nothing). 0: no limit");
+ABSL_FLAG(int, max_header_bytes, 32768,
+          "a request's line and headers together, in bytes; more is answered 400");
+ABSL_FLAG(int, max_headers, 100, "header lines in a request; more is answered 431. 0: no limit");
 ABSL_FLAG(int, drain_timeout_ms, 20000,
           "on SIGTERM, how long running chat completions may still finish before the "
           "process ends (their requests are then cancelled)");
@@ -129,13 +141,21 @@ int Run() {
                             "cross the network in the clear unless TLS ends in front of the "
                             "gateway. Set --tls_cert and --tls_key; see docs/openai.md"));
   }
-  // Nothing bounded yet, as before HttpLimits (flags set them).
   HttpLimits limits;
-  limits.max_header_bytes = std::numeric_limits<size_t>::max();
-  limits.max_headers = 0;
-  limits.max_connections = 0;
-  limits.max_connections_per_address = 0;
-  limits.request_read_timeout = absl::ZeroDuration();
+  limits.max_connections = absl::GetFlag(FLAGS_max_connections);
+  limits.max_connections_per_address = absl::GetFlag(FLAGS_max_connections_per_address);
+  limits.request_read_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_request_read_timeout_ms));
+  limits.max_headers = absl::GetFlag(FLAGS_max_headers);
+  const int max_header_bytes = absl::GetFlag(FLAGS_max_header_bytes);
+  if (limits.max_connections < 0 || limits.max_connections_per_address < 0 ||
+      limits.request_read_timeout < absl::ZeroDuration() || limits.max_headers < 0 ||
+      max_header_bytes < 256) {
+    std::cerr << "gateway: --max_connections, --max_connections_per_address, "
+                 "--request_read_timeout_ms and --max_headers take 0 or more, "
+                 "--max_header_bytes 256 or more\n";
+    return 2;
+  }
+  limits.max_header_bytes = static_cast<size_t>(max_header_bytes);
   absl::StatusOr<std::unique_ptr<HttpServer>> server =
       HttpServer::Listen(listen, limits, tls.get());
   if (!server.ok()) {
@@ -145,6 +165,7 @@ int Run() {
   Gateway gateway(options, [http = server->get()](std::function<void()> task) {
     http->Post(std::move(task));
   });
+  (*server)->OnEvent([&gateway](HttpEvent event) { gateway.CountHttp(event); });
   (*server)->Serve([&gateway](std::shared_ptr<HttpExchange> exchange) {
     gateway.Handle(std::move(exchange));
   });

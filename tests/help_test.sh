@@ -25,7 +25,8 @@ check stage_worker/stage_worker --help -- "--engine" "--engine_params" "--drain_
   "default: 30000" "--metrics_listen" "--stall_timeout_ms"
 check client/omni --help -- "--server" "--prompt" "--wav" "--ids" "--seed" "--cluster"
 check gateway/gateway --help -- "--listen" 'default: "127.0.0.1:8000"' "--orchestrator" \
-  "--model" "--orchestrator_tls_ca"
+  "--model" "--orchestrator_tls_ca" "--max_connections" "--max_connections_per_address" \
+  "--request_read_timeout_ms" "default: 20000" "--max_header_bytes" "--max_headers"
 check client/omni generate --help -- "--prompt" "--modalities"
 # A bad flag is bad usage: exit code 2 and one line naming it.
 bad() {  # EXPECTED_MESSAGE BINARY ARGS...

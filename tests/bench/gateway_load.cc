@@ -124,7 +124,9 @@ absl::StatusOr<std::unique_ptr<GatewayStack>> GatewayStack::Start(const Binaries
        "--listen=127.0.0.1:0", absl::StrCat("--model=", kGatewayModel), "--log_level=warning",
        // Streams still open at the end (the many-clients row's) are not waited
        // for: the benchmark stops it with SIGTERM and a 5 s grace.
-       "--drain_timeout_ms=1000"});
+       "--drain_timeout_ms=1000",
+       // The many-clients row holds 2,000 streams from one address.
+       "--max_connections_per_address=0"});
   if (!gateway.ok()) return gateway.status();
   line = (*gateway)->WaitForLine("listening port=", absl::Seconds(10));
   if (!line.ok()) return line.status();

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The gateway's HTTP limits as real processes on loopback (a one-stage
+# pipeline, the gateway with small limits through its flags, raw sockets from
+# Debian's python3 and curl as clients):
+# - 40 slow clients, each sending part of a request and then a byte every
+#   200 ms, are all closed by --request_read_timeout_ms, while a completion
+#   from another address (127.0.0.2) is served;
+# - a request with 20,000 header lines (160 KB) is refused with 400;
+# - connections over --max_connections_per_address are refused at once (503)
+#   while a completion from another address is served;
+# - the gateway's metrics count each.
+# Stops what it starts, by PID.
+set -euo pipefail
+source tests/orchestrator_process.sh
+
+cat >"$out/thinker.yaml" <<YAML
+name: omni-demo
+stages:
+  - name: thinker
+    engine: thinker
+    engine_params: {batch_size: 8, step_time_us: 1000}
+    replicas: 1
+    final_output: true
+    output_modality: text
+YAML
+start_orchestrator "$out/thinker.yaml"
+pids="$pid"
+trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
+# start_gateway NAME FLAGS...: sets $gw_port.
+start_gateway() {
+  local name="$1"
+  shift
+  gateway/gateway --orchestrator="127.0.0.1:$port" --listen=127.0.0.1:0 "$@" \
+    >"$out/$name.out" 2>"$out/$name.err" &
+  pids="$pids $!"
+  gw_port=$(listened_port "$name")
+  wait_healthy "http://127.0.0.1:$gw_port"
+}
+# complete FROM: a chat completion from the address FROM; prints the status.
+complete() {
+  curl -s --interface "$1" -o "$out/complete.json" -w '%{http_code}' \
+    "http://127.0.0.1:$gw_port/v1/chat/completions" \
+    -d '{"model": "omni-demo", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}'
+}
+# metric NAME_AND_LABELS: its value on the gateway's /metrics.
+metric() {
+  curl -s --interface 127.0.0.2 "http://127.0.0.1:$gw_port/metrics" |
+    awk -v m="$1" '$1 == m {print $2}'
+}
+
+start_gateway slow --request_read_timeout_ms=1000
+/usr/bin/python3 - "$gw_port" <<'PY' &
+import socket, sys, time
+port = int(sys.argv[1])
+slow = []
+for _ in range(40):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: test\r\n")
+    s.setblocking(False)
+    slow.append(s)
+start = time.monotonic()
+open_ = set(range(len(slow)))
+while open_ and time.monotonic() - start < 10:
+    for i in list(open_):
+        try:
+            if slow[i].recv(4096) == b"":
+                open_.discard(i)
+                continue
+        except BlockingIOError:
+            pass
+        except OSError:
+            open_.discard(i)
+            continue
+        try:
+            slow[i].send(b"X")
+        except OSError:
+            open_.discard(i)
+    time.sleep(0.2)
+took = time.monotonic() - start
+assert not open_, f"{len(open_)} slow clients still open after {took:.1f} s"
+assert 0.8 < took < 4, f"closed after {took:.1f} s (the deadline is 1 s)"
+print(f"40 slow clients closed after {took:.1f} s")
+PY
+slow_pid=$!
+pids="$pids $slow_pid"
+code=$(complete 127.0.0.2)
+[ "$code" = 200 ] || fail "a completion while slow clients trickle: HTTP $code: $(cat "$out/complete.json")"
+wait "$slow_pid" || fail "slow clients (above)"
+[ "$(metric 'omnistage_gateway_http_refusals_total{reason="request_read_timeout"}')" = 40 ] ||
+  fail "timeouts counted: $(metric 'omnistage_gateway_http_refusals_total{reason="request_read_timeout"}')"
+
+# 20,000 header lines.
+/usr/bin/python3 - "$gw_port" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: test\r\n" + \
+    b"".join(b"X-%05d: a\r\n" % i for i in range(20000)) + b"\r\n"
+assert len(head) > 160000
+try:
+    s.sendall(head)
+except OSError:
+    pass
+answer = b""
+while True:
+    data = s.recv(65536)
+    if not data:
+        break
+    answer += data
+assert answer.startswith(b"HTTP/1.1 400"), answer[:100]
+print("20,000 header lines: 400")
+PY
+[ "$(metric 'omnistage_gateway_http_refusals_total{reason="bad_request"}')" = 1 ] ||
+  fail "the 400 is not counted: $(metric 'omnistage_gateway_http_refusals_total{reason="bad_request"}')"
+
+# The cap per address, on a gateway without a short deadline.
+start_gateway capped --max_connections_per_address=20
+/usr/bin/python3 - "$gw_port" <<'PY' &
+import socket, sys, time
+port = int(sys.argv[1])
+held = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
+time.sleep(0.5)  # Each is taken in on the gateway's next turn; then one more:
+start = time.monotonic()
+extra = socket.create_connection(("127.0.0.1", port))
+extra.settimeout(5)
+answer = b""
+while True:
+    data = extra.recv(4096)
+    if not data:
+        break
+    answer += data
+took = time.monotonic() - start
+assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+assert b"too many connections from 127.0.0.1" in answer, answer
+assert took < 1, f"refused after {took:.1f} s"
+print(f"the 21st connection from 127.0.0.1: 503 after {took * 1000:.0f} ms")
+time.sleep(3)  # Holds the 20 while the other address is served.
+PY
+held_pid=$!
+pids="$pids $held_pid"
+for _ in $(seq 1 50); do
+  [ "$(metric 'omnistage_gateway_http_refusals_total{reason="max_connections_per_address"}')" = 1 ] && break
+  sleep 0.1
+done
+[ "$(metric 'omnistage_gateway_http_refusals_total{reason="max_connections_per_address"}')" = 1 ] ||
+  fail "the refusal is not counted"
+[ "$(metric 'omnistage_gateway_http_connections')" -ge 20 ] ||
+  fail "open connections: $(metric 'omnistage_gateway_http_connections')"
+code=$(complete 127.0.0.2)
+[ "$code" = 200 ] || fail "a completion from another address: HTTP $code: $(cat "$out/complete.json")"
+wait "$held_pid" || fail "held connections (above)"
+echo PASS
