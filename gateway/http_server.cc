@@ -116,7 +116,6 @@ void HttpExchange::StartStream(int status, const std::string& content_type) {
 
 void HttpExchange::Send(const std::string& data, std::function<void()> flushed) {
   if (request_ == nullptr || !streaming_) return;
-  if (link_ == nullptr) link_ = new Link{weak_from_this()};
   flushed_ = std::move(flushed);
   Buffer buffer(data);
   evhttp_send_reply_chunk_with_cb(request_, buffer.buffer, &Link::OnWritten, link_);
@@ -129,16 +128,21 @@ void HttpExchange::EndStream() {
   evhttp_send_reply_end(request);
 }
 
+void HttpExchange::Attach() {
+  link_ = new Link{weak_from_this()};
+  // Whatever the handler does with it, the exchange hears its connection's
+  // close, and lets go of the request then.
+  if (connection_ != nullptr) {
+    HttpConnections::SetCloseHook(connection_, &Link::OnConnectionClosed, link_);
+  } else if (evhttp_connection* connection = evhttp_request_get_connection(request_)) {
+    evhttp_connection_set_closecb(connection, &Link::OnEvhttpConnectionClosed, link_);
+  }
+}
+
 void HttpExchange::OnClose(std::function<void()> on_close) {
   if (request_ == nullptr) return;
   on_close_ = std::move(on_close);
-  if (link_ == nullptr) link_ = new Link{weak_from_this()};
   evhttp_connection* connection = evhttp_request_get_connection(request_);
-  if (connection_ != nullptr) {
-    HttpConnections::SetCloseHook(connection_, &Link::OnConnectionClosed, link_);
-  } else {
-    evhttp_connection_set_closecb(connection, &Link::OnEvhttpConnectionClosed, link_);
-  }
   // EV_CLOSED: epoll's RDHUP, the peer's close, without reading its bytes.
   const evutil_socket_t fd = bufferevent_getfd(evhttp_connection_get_bufferevent(connection));
   if (peer_closed_ == nullptr && fd >= 0) {
@@ -349,6 +353,7 @@ void HttpServer::OnRequest(evhttp_request* request, void* server) {
   // Refused there (and answered): nothing for the handler.
   if (!self->connections_->Request(request, &connection)) return;
   std::shared_ptr<HttpExchange> exchange(new HttpExchange(request, connection));
+  exchange->Attach();
   self->handler_(std::move(exchange));
 }
 

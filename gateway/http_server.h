@@ -68,6 +68,8 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   // `connection`: what tells the connection's close (nullptr: libevent's own
   // close callback does).
   HttpExchange(evhttp_request* request, HttpConnection* connection);
+  // Hears the connection's close from here on (once owned by a shared_ptr).
+  void Attach();
   // The connection closed under the exchange.
   void Closed();
   void Flushed();
@@ -83,8 +85,8 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   bool streaming_ = false;
   std::function<void()> on_close_;
   std::function<void()> flushed_;
-  // What libevent's callbacks hold (the connection's close and write-done
-  // callbacks): it finds the exchange while it lives.
+  // What the callbacks hold (the connection's close, write-done, the peer's
+  // close): it finds the exchange while it lives. Set by Attach().
   Link* link_ = nullptr;
   // Watches the socket for the client's close while the exchange waits
   // (libevent reads nothing from a connection until its response is sent, so

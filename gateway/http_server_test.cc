@@ -17,6 +17,7 @@
 #include <string>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -103,6 +104,33 @@ TEST(HttpServerTest, ClientsThatLeaveAreToldOnceAndCostNothing) {
   // A request kept per departed client would be some 2 MB here.
   EXPECT_LT(after, before + 256 * 1024) << "heap in use grew from " << before << " to " << after
                                         << " bytes over " << kClients << " departed clients";
+}
+
+TEST(HttpServerTest, AnExchangeHeldPastItsConnectionsEndIsLetGo) {
+  // A handler that keeps an exchange without asking for its close (as /health
+  // does while it asks an orchestrator) while the server stops: the exchange
+  // hears the end, and answering it later touches nothing freed.
+  std::shared_ptr<HttpExchange> held;
+  absl::Notification got;
+  auto server = HttpServer::Start("127.0.0.1:0", [&](std::shared_ptr<HttpExchange> x) {
+    held = std::move(x);
+    got.Notify();
+  });
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>((*server)->port()));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const std::string request = "GET /hold HTTP/1.1\r\nHost: test\r\n\r\n";
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  ASSERT_TRUE(got.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  (*server)->Stop();
+  EXPECT_TRUE(held->done());
+  held->Respond(200, "text/plain", "late\n");
+  held.reset();
+  close(fd);
 }
 
 }  // namespace
