@@ -276,12 +276,14 @@ void HttpConnections::OnOutput(evbuffer* output, const evbuffer_cb_info* info, v
   if (info->n_added == 0 || !c->awaiting || c->answered_alone) return;
   // libevent answers a request by itself (the handler has none): its status
   // line comes first, "HTTP/1.1 400 Bad Request".
-  c->answered_alone = true;
   char status[12];
   if (evbuffer_copyout(output, status, sizeof(status)) != static_cast<ev_ssize_t>(sizeof(status))) {
     return;
   }
   const std::string code(status + 9, 3);
+  // "100 Continue" to a client that asked before sending its body: no refusal.
+  if (code[0] == '1') return;
+  c->answered_alone = true;
   c->owner->Tell(code == "413"   ? HttpEvent::kRefusedBodyTooLarge
                  : code == "501" ? HttpEvent::kRefusedMethod
                                  : HttpEvent::kRefusedBadRequest);

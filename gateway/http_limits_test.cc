@@ -248,6 +248,16 @@ TEST(HttpLimitsTest, LibeventsOwnAnswersAreCounted) {
       {"PUT /x HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n", "HTTP/1.1 501",
        HttpEvent::kRefusedMethod},
   };
+  // Its "100 Continue" is no refusal.
+  {
+    Client client(server.port());
+    client.Send("POST /x HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n");
+    absl::SleepFor(absl::Milliseconds(100));
+    client.Send("{}");
+    const std::string answer = client.ReadResponse(absl::Seconds(5));
+    EXPECT_NE(answer.find("HTTP/1.1 200"), std::string::npos) << answer;
+    EXPECT_EQ(server.count(HttpEvent::kRefusedBadRequest), 0);
+  }
   std::map<HttpEvent, int> want;
   for (const auto& c : cases) {
     Client client(server.port());
