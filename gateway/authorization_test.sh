@@ -17,17 +17,7 @@ tokens:
     role: user
     token: "$token"
 YAML
-# One stage that writes text.
-cat >"$out/thinker.yaml" <<YAML
-name: omni-demo
-stages:
-  - name: thinker
-    engine: thinker
-    engine_params: {batch_size: 8, step_time_us: 1000}
-    replicas: 1
-    final_output: true
-    output_modality: text
-YAML
+thinker_pipeline "$out/thinker.yaml"
 start_orchestrator "$out/thinker.yaml" --tokens_file="$out/tokens.yaml"
 gateway/gateway --orchestrator="127.0.0.1:$port" --listen=127.0.0.1:0 \
   >"$out/gw.out" 2>"$out/gw.err" &

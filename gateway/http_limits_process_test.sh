@@ -13,16 +13,7 @@
 set -euo pipefail
 source tests/orchestrator_process.sh
 
-cat >"$out/thinker.yaml" <<YAML
-name: omni-demo
-stages:
-  - name: thinker
-    engine: thinker
-    engine_params: {batch_size: 8, step_time_us: 1000}
-    replicas: 1
-    final_output: true
-    output_modality: text
-YAML
+thinker_pipeline "$out/thinker.yaml"
 start_orchestrator "$out/thinker.yaml"
 pids="$pid"
 trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
@@ -48,39 +39,86 @@ metric() {
     awk -v m="$1" '$1 == m {print $2}'
 }
 
-start_gateway slow --request_read_timeout_ms=1000
-/usr/bin/python3 - "$gw_port" <<'PY' &
+# The raw-socket clients, run with Debian's python3: client SCENARIO PORT.
+cat >"$out/client.py" <<'PY'
 import socket, sys, time
-port = int(sys.argv[1])
-slow = []
-for _ in range(40):
-    s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: test\r\n")
-    s.setblocking(False)
-    slow.append(s)
-start = time.monotonic()
-open_ = set(range(len(slow)))
-while open_ and time.monotonic() - start < 10:
-    for i in list(open_):
-        try:
-            if slow[i].recv(4096) == b"":
+
+def answer_of(sock):
+    """What arrives until the gateway closes the connection."""
+    answer = b""
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            return answer
+        answer += data
+
+def slow(port):
+    """40 clients send part of a request, then a byte every 200 ms."""
+    clients = []
+    for _ in range(40):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: test\r\n")
+        s.setblocking(False)
+        clients.append(s)
+    start = time.monotonic()
+    open_ = set(range(len(clients)))
+    while open_ and time.monotonic() - start < 10:
+        for i in list(open_):
+            try:
+                if clients[i].recv(4096) == b"":
+                    open_.discard(i)
+                    continue
+            except BlockingIOError:
+                pass
+            except OSError:
                 open_.discard(i)
                 continue
-        except BlockingIOError:
-            pass
-        except OSError:
-            open_.discard(i)
-            continue
-        try:
-            slow[i].send(b"X")
-        except OSError:
-            open_.discard(i)
-    time.sleep(0.2)
-took = time.monotonic() - start
-assert not open_, f"{len(open_)} slow clients still open after {took:.1f} s"
-assert 0.8 < took < 4, f"closed after {took:.1f} s (the deadline is 1 s)"
-print(f"40 slow clients closed after {took:.1f} s")
+            try:
+                clients[i].send(b"X")
+            except OSError:
+                open_.discard(i)
+        time.sleep(0.2)
+    took = time.monotonic() - start
+    assert not open_, f"{len(open_)} slow clients still open after {took:.1f} s"
+    assert 0.8 < took < 4, f"closed after {took:.1f} s (the deadline is 1 s)"
+    print(f"40 slow clients closed after {took:.1f} s")
+
+def flood(port):
+    """A request with 20,000 header lines."""
+    s = socket.create_connection(("127.0.0.1", port))
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: test\r\n" + \
+        b"".join(b"X-%05d: a\r\n" % i for i in range(20000)) + b"\r\n"
+    assert len(head) > 160000
+    try:
+        s.sendall(head)
+    except OSError:
+        pass
+    answer = answer_of(s)
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:100]
+    print("20,000 header lines: 400")
+
+def capped(port):
+    """20 connections from 127.0.0.1 held, then one more."""
+    held = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
+    time.sleep(0.5)  # Each is taken in on the gateway's next turn.
+    start = time.monotonic()
+    extra = socket.create_connection(("127.0.0.1", port))
+    extra.settimeout(5)
+    answer = answer_of(extra)
+    took = time.monotonic() - start
+    assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+    assert b"too many connections from 127.0.0.1" in answer, answer
+    assert took < 1, f"refused after {took:.1f} s"
+    print(f"the 21st connection from 127.0.0.1: 503 after {took * 1000:.0f} ms", flush=True)
+    time.sleep(3)  # Holds the 20 while the other address is served.
+    assert len(held) == 20
+
+{"slow": slow, "flood": flood, "capped": capped}[sys.argv[1]](int(sys.argv[2]))
 PY
+client() { /usr/bin/python3 "$out/client.py" "$@"; }
+
+start_gateway slow --request_read_timeout_ms=1000
+client slow "$gw_port" &
 slow_pid=$!
 pids="$pids $slow_pid"
 code=$(complete 127.0.0.2)
@@ -89,52 +127,13 @@ wait "$slow_pid" || fail "slow clients (above)"
 [ "$(metric 'omnistage_gateway_http_refusals_total{reason="request_read_timeout"}')" = 40 ] ||
   fail "timeouts counted: $(metric 'omnistage_gateway_http_refusals_total{reason="request_read_timeout"}')"
 
-# 20,000 header lines.
-/usr/bin/python3 - "$gw_port" <<'PY'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: test\r\n" + \
-    b"".join(b"X-%05d: a\r\n" % i for i in range(20000)) + b"\r\n"
-assert len(head) > 160000
-try:
-    s.sendall(head)
-except OSError:
-    pass
-answer = b""
-while True:
-    data = s.recv(65536)
-    if not data:
-        break
-    answer += data
-assert answer.startswith(b"HTTP/1.1 400"), answer[:100]
-print("20,000 header lines: 400")
-PY
+client flood "$gw_port" || fail "20,000 header lines (above)"
 [ "$(metric 'omnistage_gateway_http_refusals_total{reason="bad_request"}')" = 1 ] ||
   fail "the 400 is not counted: $(metric 'omnistage_gateway_http_refusals_total{reason="bad_request"}')"
 
 # The cap per address, on a gateway without a short deadline.
 start_gateway capped --max_connections_per_address=20
-/usr/bin/python3 - "$gw_port" <<'PY' &
-import socket, sys, time
-port = int(sys.argv[1])
-held = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
-time.sleep(0.5)  # Each is taken in on the gateway's next turn; then one more:
-start = time.monotonic()
-extra = socket.create_connection(("127.0.0.1", port))
-extra.settimeout(5)
-answer = b""
-while True:
-    data = extra.recv(4096)
-    if not data:
-        break
-    answer += data
-took = time.monotonic() - start
-assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
-assert b"too many connections from 127.0.0.1" in answer, answer
-assert took < 1, f"refused after {took:.1f} s"
-print(f"the 21st connection from 127.0.0.1: 503 after {took * 1000:.0f} ms")
-time.sleep(3)  # Holds the 20 while the other address is served.
-PY
+client capped "$gw_port" &
 held_pid=$!
 pids="$pids $held_pid"
 for _ in $(seq 1 50); do

@@ -8,6 +8,7 @@
 #   stop_orchestrator                                         # SIGTERM; fails on a bad exit
 #   other_port=$(listened_port other)   # a process started with >$out/other.out 2>$out/other.err
 #   wait_healthy http://127.0.0.1:8000  # a gateway's GET /health is 200 (up to 10 s)
+#   thinker_pipeline "$out/thinker.yaml"  # a config of one stage writing text
 
 out="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -36,6 +37,21 @@ wait_healthy() {
     sleep 0.1
   done
   return 0
+}
+
+# thinker_pipeline FILE: writes a pipeline config (named omni-demo, as the
+# gateway's default model) of one stage, a spawned thinker, that writes text.
+thinker_pipeline() {
+  cat >"$1" <<YAML
+name: omni-demo
+stages:
+  - name: thinker
+    engine: thinker
+    engine_params: {batch_size: 8, step_time_us: 1000}
+    replicas: 1
+    final_output: true
+    output_modality: text
+YAML
 }
 
 start_orchestrator() {
