@@ -104,12 +104,16 @@ else
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-if [ "$BUILD_ONLY" = 0 ] && [ ! -d deploy/kubernetes/validate/node_modules ]; then
-  echo "setup: npm ci in deploy/kubernetes/validate (the manifest validator)"
-  npm ci --prefix deploy/kubernetes/validate --no-audit --no-fund --loglevel=error
-fi
-if [ "$BUILD_ONLY" = 0 ] && [ ! -d gateway/sdk_test/node_modules ]; then
-  echo "setup: npm ci in gateway/sdk_test (the official OpenAI SDK, for the gateway's test)"
-  npm ci --prefix gateway/sdk_test --no-audit --no-fund --loglevel=error
+# npm packages, installed again when their lock file is newer than what was
+# installed (a checkout that changed a version).
+npm_ci() {  # npm_ci DIR WHAT
+  if [ ! -d "$1/node_modules" ] || [ "$1/package-lock.json" -nt "$1/node_modules/.package-lock.json" ]; then
+    echo "setup: npm ci in $1 ($2)"
+    npm ci --prefix "$1" --no-audit --no-fund --loglevel=error
+  fi
+}
+if [ "$BUILD_ONLY" = 0 ]; then
+  npm_ci deploy/kubernetes/validate "the manifest validator"
+  npm_ci gateway/sdk_test "the official OpenAI SDK, for the gateway's tests"
 fi
 echo "setup: done"
