@@ -76,8 +76,8 @@ expect 2 "--token_file=$out/two-lines.token: the bearer token holds a control ch
   "$omni" status "$server" "${tls[@]}" --token_file="$out/two-lines.token"
 secret_absent "$out/stdout" "$out/stderr"
 
-# The Python client: the example with its TLS and token options, and another
-# identity's abort reported as not found.
+# The Python client: the example with its TLS and token options, its owner's
+# abort, and an admin's abort of a user's request.
 PYTHONPATH=client/python/package /usr/bin/python3 client/python/examples/omni_client.py \
   --server "127.0.0.1:$port" --tls_ca "$c/ca.crt" --token_file "$c/user.token" \
   --prompt "Hello over TLS" >"$out/py" 2>"$out/pyerr" || fail "python example: $(cat "$out/pyerr")"
@@ -93,9 +93,13 @@ user = omnistage.Client(server, tls_ca=f"{certs}/ca.crt", token=token("user"))
 admin = omnistage.Client(server, tls_ca=f"{certs}/ca.crt", token=token("admin"))
 stream = user.generate("a long one", request_id="mine", max_tokens={0: 100000})
 assert next(stream).modality == "tokens"
-assert admin.abort(["mine"]) == {"mine": "not_found"}, "another identity aborted it"
 assert user.abort(["mine"]) == {"mine": "aborted"}
 assert [i for i in stream if isinstance(i, omnistage.Finished)][0].finish_reason == "abort"
+# An operator stops a user's runaway request (docs/security.md: the admin role).
+runaway = user.generate("a long one", request_id="runaway", max_tokens={0: 100000})
+assert next(runaway).modality == "tokens"
+assert admin.abort(["runaway"]) == {"runaway": "aborted"}, "the admin could not abort it"
+assert [i for i in runaway if isinstance(i, omnistage.Finished)][0].finish_reason == "abort"
 try:
     user.status()
     raise AssertionError("a user read the status")
