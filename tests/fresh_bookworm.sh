@@ -10,11 +10,10 @@
 #   tests/fresh_bookworm.sh bash -lc './setup.sh && bazel test //...'   # another command
 #
 # As root, on a machine that reaches Debian's archive (and npm's registry, for the
-# validator's and the SDK test's packages). The root gets /proc, /sys, /dev and
-# /dev/pts from the host in a mount namespace of its own (unshare), so nothing is
-# left mounted when the script ends, however it ends. deploy/podman/run_sim.sh
-# needs a container runtime with cgroups, which a chroot does not give: it runs
-# unless CI_SKIP_RUN_SIM=1 is passed (this script passes it; see docs/build.md).
+# validator's and the SDK test's packages). The root is bind-mounted on itself
+# (podman, for deploy/podman/run_sim.sh, remounts "/") and gets /proc, /sys and
+# /dev from the host, all in a mount namespace of its own (unshare), so nothing
+# is left mounted when the script ends, however it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,6 +68,8 @@ echo "fresh_bookworm: in $root/src/omnistage: ${quoted}"
 exec unshare --mount --propagation private -- bash -c '
   set -e
   root="$1"; shift
+  # The root a mount point of its own: container runtimes (podman) remount "/".
+  mount --bind "$root" "$root"
   mount -t proc proc "$root/proc"
   mount --rbind /sys "$root/sys"
   mount --rbind /dev "$root/dev"
