@@ -87,7 +87,7 @@ void AbortCoordinator::StopFrom(std::shared_ptr<StopRun> run) {
     return;
   }
   // Requests that ended meanwhile (a replica died) or failed on an earlier stage
-  // are left out: the seed stops a request at its first failed stage.
+  // are left out: a request's stop ends at its first failed stage.
   std::vector<std::string> live;
   live.reserve(run->ids.size());
   for (const std::string& id : run->ids) {

@@ -1,5 +1,5 @@
-// AbortCoordinator: every way a request is stopped on the workers, as the seed's
-// two-phase abort (P04), for many requests at once.
+// AbortCoordinator: every way a request is stopped on the workers, as the
+// two-phase abort of docs/architecture.md (StagePool), for many requests at once.
 //
 // For each request:
 //   1. freeze: its outputs are held back (so its partial output stops changing);

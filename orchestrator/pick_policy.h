@@ -6,7 +6,7 @@
 namespace omnistage {
 
 enum class PickPolicy {
-  // live[rr % live.size()], rr += 1: the seed's, exact, and the default.
+  // live[rr % live.size()], rr += 1: the StagePool's own, exact, and the default.
   kRoundRobin,
   // The live replica with the lowest (reported load + requests sent to it since
   // that report) / capacity; ties go round robin. The load is what the worker

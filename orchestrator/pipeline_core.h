@@ -4,7 +4,7 @@
 // streaming hand-off), streams the final stages' outputs to the client, ends every
 // request exactly once, reacts to replicas (ready, down, rejections: in
 // pipeline_core_replicas.cc), fails requests that go idle, and drains. It
-// delegates to one room per idea:
+// delegates to one part per idea:
 //   RequestTable        the in-flight requests (request_table.h);
 //   StagePool           per stage: bindings and every call to its replicas;
 //   AbortCoordinator    every stop: client Abort, cancel, drain, leftovers;

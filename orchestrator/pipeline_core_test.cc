@@ -1,5 +1,5 @@
 // Tests for PipelineCore's request lifecycle on the happy and admission paths:
-// the seed's (P04) state tables driven through the core, routing stage to stage
+// the StagePool's state tables (docs/architecture.md) driven through the core, routing stage to stage
 // (on_finish and streaming hand-off), final outputs and modality selection,
 // parameter merging, round robin and stickiness, Status, CallStageUtility and
 // Drain. Failure paths (abort, cancel, dead replicas, rejections) are in

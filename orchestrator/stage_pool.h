@@ -1,7 +1,7 @@
 // StagePool: the replicas of one pipeline stage, which request lives on which,
 // and every call the orchestrator makes to those replicas.
 //
-// Binding semantics (the seed, P04):
+// Binding semantics (docs/architecture.md, StagePool):
 // - Pick(rid): bound to a live replica -> that one (sticky; the round-robin counter
 //   does not move); otherwise live[rr % live.size()], rr += 1, and bind. No live
 //   replica -> UNAVAILABLE ("NoLiveReplica"). With PickPolicy::kLeastLoaded the

@@ -1,5 +1,5 @@
-// Tests for StagePool against the seed (P04, ARCHITECTURE.md §3): the worked
-// examples 1-3 re-expressed step by step, including the orchestrator's two-phase
+// Tests for StagePool against its semantics (docs/architecture.md, StagePool):
+// three worked examples re-expressed step by step, including the orchestrator's two-phase
 // abort (collect, abort every stage, commit) and the dead-replica handling built on
 // the pool. Edge cases of picking, eviction and in-flight aborts are in
 // stage_pool_test.cc; the shared helpers are in stage_pool_test_util.h.

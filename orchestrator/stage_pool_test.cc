@@ -1,4 +1,4 @@
-// Tests for StagePool beyond the seed's worked examples (those are in
+// Tests for StagePool beyond the worked examples (those are in
 // stage_pool_seed_test.cc): sticky round-robin over the live replicas, Bound and
 // Release, eviction and revival, grouped aborts of unbound and duplicate ids, and
 // aborts whose replica calls are still in flight while the pool changes. The
@@ -195,8 +195,7 @@ TEST(StagePoolTest, AbortSendsDuplicateIdsOnceInTheOrderGiven) {
   EXPECT_EQ(pool->bindings(), 0u);
 }
 
-// Releasing before the replica confirmed would leave nothing to retry with (seed
-// question 5), so a group stays bound while its call is in flight. Every group's
+// Releasing before the replica confirmed would leave nothing to retry with, so a group stays bound while its call is in flight. Every group's
 // call goes out at once; `done` waits for the last.
 TEST(StagePoolTest, InFlightAbortKeepsBindingsUntilCompletion) {
   std::vector<std::string> log;

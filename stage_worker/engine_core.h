@@ -1,6 +1,6 @@
 // EngineCore: the stage worker's busy loop, the only thread that touches the engine.
 //
-// Semantics (ARCHITECTURE.md §2, seed P10):
+// Semantics (docs/architecture.md, Stage worker):
 //   while not shutdown:
 //     if the engine has no work: block on the input queue (no timeout, no polling)
 //       and apply the message that arrives;

@@ -1,4 +1,4 @@
-// Tests for EngineCore, the stage worker's busy loop (ARCHITECTURE.md §2, seed P10):
+// Tests for EngineCore, the stage worker's busy loop (docs/architecture.md, Stage worker):
 // the seed's worked examples 1-3 and one test per pitfall in the seed's table. The
 // loop's further guarantees are in engine_core_test.cc; the fakes and the fixture
 // are in engine_core_test_util.h.

@@ -1,4 +1,4 @@
-// Tests for EngineCore, the stage worker's busy loop (ARCHITECTURE.md §2, seed P10):
+// Tests for EngineCore, the stage worker's busy loop (docs/architecture.md, Stage worker):
 // the guarantees beyond the seed's examples and pitfall table (those are in
 // engine_core_seed_test.cc): fatal versus shutdown, utility errors, abort
 // completion, refused submits, SubmitAll, and answering the messages still queued

@@ -1,6 +1,6 @@
 // The whole system as processes: stage_worker replicas started by the test, the
 // orchestrator binary in front of them, and a gRPC client. Guards the normal
-// paths of ARCHITECTURE.md §2-3 end to end: streaming through three stages,
+// paths of docs/architecture.md end to end: streaming through three stages,
 // determinism, round-robin placement on a multi-replica stage, the many-id
 // Abort (one worker call per replica), and a client disconnect aborting the
 // request on every stage. Failures (dead and restarted replicas, SIGTERM) are in
