@@ -11,8 +11,10 @@ grpc_python_plugin). Imports are resolved from the workspace root and from
         py = True,                  # also emit *_pb2.py / *_pb2_grpc.py
     )
 
-gives `:worker_proto` (a cc_library with messages and gRPC stubs) and, with
-py = True, `:worker_proto_py` (a filegroup with the Python modules).
+gives `:worker_proto_messages` (a cc_library of the messages alone, for code
+that must not depend on gRPC), `:worker_proto` (the gRPC stubs and services,
+with the messages) and, with py = True, `:worker_proto_py` (a filegroup with the
+Python modules).
 """
 
 _PROTOC = "/usr/bin/protoc"
@@ -56,12 +58,23 @@ def omni_proto_library(name, srcs, deps = [], py = False, visibility = None):
         message = "protoc (C++) " + proto_paths,
     )
 
+    # The messages alone (no gRPC): for code that only handles them.
+    native.cc_library(
+        name = name + "_messages",
+        srcs = [s + ".pb.cc" for s in stems],
+        hdrs = [s + ".pb.h" for s in stems],
+        deps = [d + "_messages" for d in deps] + ["//bazel:protobuf"],
+        # Generated code is not ours to warn about.
+        copts = ["-w"],
+        visibility = visibility,
+    )
+
+    # The gRPC stubs and services, with the messages.
     native.cc_library(
         name = name,
-        srcs = [s + ".pb.cc" for s in stems] + [s + ".grpc.pb.cc" for s in stems],
-        hdrs = [s + ".pb.h" for s in stems] + [s + ".grpc.pb.h" for s in stems],
-        deps = deps + ["//bazel:grpcpp", "//bazel:protobuf"],
-        # Generated code is not ours to warn about.
+        srcs = [s + ".grpc.pb.cc" for s in stems],
+        hdrs = [s + ".grpc.pb.h" for s in stems],
+        deps = [name + "_messages"] + deps + ["//bazel:grpcpp", "//bazel:protobuf"],
         copts = ["-w"],
         visibility = visibility,
     )
