@@ -17,7 +17,7 @@ using ::testing::Not;
 constexpr char kToken[] = "d20f269362e3e0000d56022059fcd33c";
 
 TEST(BearerTokenTest, SurroundingWhitespaceIsNotPartOfTheToken) {
-  for (const std::string raw : {std::string(kToken), std::string(kToken) + "\n",
+  for (const std::string& raw : {std::string(kToken), std::string(kToken) + "\n",
                                 std::string(kToken) + "\r\n", " \t" + std::string(kToken) + " \n\n"}) {
     absl::StatusOr<std::string> token = CleanBearerToken(raw, "$OMNISTAGE_TOKEN");
     ASSERT_TRUE(token.ok()) << token.status();
@@ -58,7 +58,7 @@ TEST(BearerTokenTest, AuthorizationHeaders) {
   // Other schemes go on as they are; the orchestrator says what it wants.
   EXPECT_EQ(*CleanAuthorization("Basic dXNlcjpwYXNz"), "Basic dXNlcjpwYXNz");
   EXPECT_EQ(*CleanAuthorization(""), "");
-  for (const std::string header :
+  for (const std::string& header :
        {std::string("Bearer d20f2693\x01" "62e3e0"), std::string("Bearer d20f2693\t62e3e0"),
         std::string("Basic d20f2693\x7f" "62e3e0")}) {
     absl::StatusOr<std::string> cleaned = CleanAuthorization(header);

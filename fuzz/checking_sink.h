@@ -1,5 +1,5 @@
 // CheckingSink: a ResponseSink that crashes the fuzz target the moment the
-// orchestrator breaks the Generate contract (orchestrator/response_sink.h):
+// orchestrator breaks the Generate contract (orchestrator/core/response_sink.h):
 //   - Started at most once, before any Send or Finish; Fail only before it;
 //   - exactly one ending: one Finish (after Started) or one Fail, never both;
 //   - no Send after the ending, and every Send and Finish under the admitted id;
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "orchestrator/response_sink.h"
+#include "orchestrator/core/response_sink.h"
 #include "protos/orchestrator.pb.h"
 
 namespace omnistage {

@@ -1,5 +1,5 @@
 // CoreChecker: the invariants of the orchestrator's request lifecycle
-// (orchestrator/pipeline_core.h, docs/architecture.md), checked from outside the
+// (orchestrator/core/pipeline_core.h, docs/architecture.md), checked from outside the
 // core while a fuzz target drives it through a CoreFixture.
 //
 // Every Generate call gets a CheckingSink from NewSink() (no output after a

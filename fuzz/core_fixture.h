@@ -24,9 +24,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "orchestrator/pipeline_config.h"
-#include "orchestrator/pipeline_core.h"
-#include "orchestrator/response_sink.h"
+#include "orchestrator/config/pipeline_config.h"
+#include "orchestrator/core/pipeline_core.h"
+#include "orchestrator/core/response_sink.h"
 #include "protos/orchestrator.pb.h"
 #include "tests/fake_replica_client.h"
 #include "tests/manual_scheduler.h"

@@ -40,8 +40,8 @@
 #include "fuzz/fuzz_check.h"
 #include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "orchestrator/generate_request.h"
-#include "orchestrator/pipeline_config.h"
+#include "orchestrator/core/generate_request.h"
+#include "orchestrator/config/pipeline_config.h"
 
 namespace omnistage {
 namespace fuzz {

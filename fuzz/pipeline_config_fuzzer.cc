@@ -1,4 +1,4 @@
-// Fuzz target: the pipeline config loader (orchestrator/pipeline_config.h) on
+// Fuzz target: the pipeline config loader (orchestrator/config/pipeline_config.h) on
 // arbitrary text.
 //
 // Properties, for every input:
@@ -26,7 +26,7 @@
 #include "absl/time/time.h"
 #include "common/limits.h"
 #include "fuzz/fuzz_check.h"
-#include "orchestrator/pipeline_config.h"
+#include "orchestrator/config/pipeline_config.h"
 
 namespace omnistage {
 namespace {

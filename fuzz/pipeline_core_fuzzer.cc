@@ -33,7 +33,7 @@
 #include "fuzz/core_fixture.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/fuzz_input.h"
-#include "orchestrator/pipeline_config.h"
+#include "orchestrator/config/pipeline_config.h"
 
 namespace omnistage {
 namespace fuzz {

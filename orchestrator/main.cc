@@ -29,10 +29,10 @@
 #include "common/listen_check.h"
 #include "common/log.h"
 #include "common/tls.h"
-#include "orchestrator/local_workers.h"
+#include "orchestrator/replicas/local_workers.h"
 #include "orchestrator/orchestrator.h"
-#include "orchestrator/pipeline_config.h"
-#include "orchestrator/token_file.h"
+#include "orchestrator/config/pipeline_config.h"
+#include "orchestrator/service/token_file.h"
 
 ABSL_FLAG(std::string, config, "", "pipeline config file (YAML); see docs/pipeline_config.md");
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "host:port for clients; port 0 picks one");

@@ -8,7 +8,7 @@
 #include "common/field_error.h"
 #include "common/grpc_util.h"
 #include "common/limits.h"
-#include "orchestrator/request_id.h"
+#include "orchestrator/core/request_id.h"
 
 namespace omnistage {
 

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "orchestrator/dns_resolver.h"
+#include "orchestrator/discovery/dns_resolver.h"
 #include "tests/free_port.h"
 
 namespace omnistage {

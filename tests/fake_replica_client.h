@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/replica_client.h"
+#include "orchestrator/core/replica_client.h"
 
 namespace omnistage {
 

@@ -19,7 +19,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "orchestrator/response_sink.h"
+#include "orchestrator/core/response_sink.h"
 #include "protos/orchestrator.pb.h"
 
 namespace omnistage {

@@ -19,7 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "orchestrator/worker_stub.h"
+#include "orchestrator/replicas/worker_stub.h"
 #include "protos/stage_worker.pb.h"
 
 namespace omnistage {

@@ -15,7 +15,7 @@
 #include "common/modality.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "orchestrator/pipeline_config.h"
+#include "orchestrator/config/pipeline_config.h"
 #include "stage_worker/engines/espeak.h"
 #include "stage_worker/engines/phoneme_codes.h"
 #include "tests/pipeline_harness.h"

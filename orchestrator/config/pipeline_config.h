@@ -1,0 +1,159 @@
+// The pipeline config: which stages the orchestrator serves, how it reaches their
+// replicas, and its timeouts and admission limits, read from one YAML file
+// (documented key by key in docs/pipeline_config.md).
+//
+//   absl::StatusOr<PipelineConfig> config =
+//       LoadPipelineConfig("orchestrator/configs/local_omni.yaml");
+//   if (!config.ok()) return config.status();  // names the file, field and reason
+//   for (const StageConfig& stage : config->stages) SpawnOrConnect(stage);
+//
+// Loading validates everything the orchestrator itself can check: unknown keys,
+// types, ranges, addresses, names. What an engine accepts (its name, parameters
+// and the stage defaults) is checked by the worker that runs it: a spawned worker
+// refuses to start, any worker refuses a session whose defaults its engine would
+// refuse, and either way the error names the config field. Bad config is rejected
+// at start with the field path and the reason, e.g.
+//   stages[1].input_mode: expected on_finish or streaming, got 'stream'
+//
+// Thread-safe (no state). Never throws, also not on malformed YAML.
+#ifndef OMNISTAGE_ORCHESTRATOR_CONFIG_PIPELINE_CONFIG_H_
+#define OMNISTAGE_ORCHESTRATOR_CONFIG_PIPELINE_CONFIG_H_
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "orchestrator/config/pick_policy.h"
+#include "protos/common.pb.h"
+
+namespace omnistage {
+
+// How a stage takes the previous stage's output.
+enum class InputMode {
+  // All of it, once the previous stage finished the request.
+  kOnFinish,
+  // Chunk by chunk as the previous stage produces it (cuts time-to-first-audio).
+  kStreaming,
+};
+
+// A stage whose replicas are the A/AAAA records of a DNS name (a Kubernetes
+// headless Service): looked up every `refresh`, each address one replica.
+struct DnsDiscovery {
+  std::string name;
+  int port = 0;
+  absl::Duration refresh = absl::Milliseconds(5000);
+};
+
+struct StageConfig {
+  // Position in the pipeline, 0-based; stage i's output feeds stage i + 1.
+  int id = 0;
+  // Unique within the pipeline, [a-z0-9_-]+.
+  std::string name;
+  // Engine name; always set when spawning, may be empty for `addresses` and
+  // `discovery`.
+  std::string engine;
+  // Passed to the engine as given (values as strings); only when spawning.
+  std::map<std::string, std::string> engine_params;
+  // Exactly one of the next three says where the replicas are.
+  // > 0: spawn this many local stage_worker processes.
+  int spawn_replicas = 0;
+  // host:port of existing workers, one per replica.
+  std::vector<std::string> addresses;
+  // Replicas that come and go, found through DNS.
+  std::optional<DnsDiscovery> discovery;
+  // Whether this stage's output streams to clients.
+  bool final_output = false;
+  v1::Modality output_modality = v1::MODALITY_UNSPECIFIED;
+  // Ignored for stage 0, which takes the prompt.
+  InputMode input_mode = InputMode::kOnFinish;
+  // How a request not yet bound here picks its replica.
+  PickPolicy pick = PickPolicy::kRoundRobin;
+  // Per-request parameters used where a request leaves a field unset;
+  // defaults.stage_id() == id.
+  v1::StageParameters defaults;
+
+  // The number of replicas, spawned or addressed (0 with discovery: it varies).
+  int replica_count() const {
+    return spawn_replicas > 0 ? spawn_replicas : static_cast<int>(addresses.size());
+  }
+  // Where a replica came from, for status: "spawned", "addresses" or
+  // "dns:<name>".
+  std::string origin() const;
+};
+
+// The other orchestrators sharing these workers (several replicas of one
+// orchestrator Deployment): where their peer ports are, listed or found through
+// DNS. The list may name this orchestrator too; it recognises itself.
+struct PeersConfig {
+  std::vector<std::string> addresses;
+  std::optional<DnsDiscovery> discovery;
+  bool enabled() const { return !addresses.empty() || discovery.has_value(); }
+};
+
+// The initializers are the documented defaults of the keys left out of a file.
+struct PipelineConfig {
+  // Free text, for logs and status.
+  std::string name;
+  // At least one; the last has final_output.
+  std::vector<StageConfig> stages;
+  // Not enabled: this orchestrator is alone.
+  PeersConfig peers;
+  // A forwarded Abort or a peer's status that has not answered by then fails
+  // (for the ids that peer may hold); a client's shorter deadline wins.
+  absl::Duration peer_timeout = absl::Milliseconds(5000);
+  // HTTP/2 keepalive ping interval on each orchestrator->worker channel.
+  absl::Duration keepalive_time = absl::Milliseconds(2000);
+  // A replica not answering a ping within this is dead.
+  absl::Duration keepalive_timeout = absl::Milliseconds(1000);
+  // A request producing nothing for this long fails; ZeroDuration() = never.
+  absl::Duration request_idle_timeout = absl::Milliseconds(30000);
+  // Reconnect backoff to a dead replica, exponential from initial to max.
+  absl::Duration reconnect_initial_backoff = absl::Milliseconds(100);
+  absl::Duration reconnect_max_backoff = absl::Milliseconds(5000);
+  // On SIGTERM, how long in-flight requests may still run before being aborted.
+  absl::Duration drain_timeout = absl::Milliseconds(10000);
+  // A worker Abort call that has not answered by then fails (the request is not
+  // committed and can be aborted again); a client's shorter deadline wins.
+  absl::Duration worker_abort_timeout = absl::Milliseconds(2000);
+  // Generate calls beyond this many in flight get RESOURCE_EXHAUSTED.
+  int max_in_flight = 10000;
+  // Longer prompts get INVALID_ARGUMENT. At most 16 MiB - 64 KiB, so a prompt
+  // always fits the AddRequest a worker accepts.
+  size_t max_prompt_bytes = 65536;
+  // Responses queued for one client that reads slower than the pipeline
+  // writes; past it the request is stopped on every stage ("client too slow").
+  size_t max_client_queued_bytes = 16 << 20;
+  // Generate calls of one identity (token or certificate; all unauthenticated
+  // clients together are one) beyond this many in flight get
+  // RESOURCE_EXHAUSTED; 0: only max_in_flight applies.
+  int max_in_flight_per_identity = 0;
+  // The client connections: concurrent streams one connection may open (more
+  // wait in the client), the shortest interval between a client's keepalive
+  // pings (closer pings count as strikes; past two the connection is closed),
+  // and the age after which a connection is asked to go (GOAWAY), so that
+  // long-lived clients spread over new orchestrators behind a load balancer;
+  // calls still running then have the grace to finish. Zero age: never.
+  int max_streams_per_connection = 4096;
+  absl::Duration min_client_ping_interval = absl::Seconds(5);
+  absl::Duration max_connection_age = absl::Minutes(30);
+  absl::Duration max_connection_age_grace = absl::Minutes(10);
+};
+
+// Parses and validates a config. INVALID_ARGUMENT naming the field by path
+// ("stages[0].engine_params.batch_size: ...") or, for YAML syntax errors, the
+// line and column.
+absl::StatusOr<PipelineConfig> ParsePipelineConfig(const std::string& yaml_text);
+
+// Reads and parses the file at `path`; every error message starts with "<path>: ".
+// NOT_FOUND when the file does not exist, PERMISSION_DENIED when it cannot be
+// read for lack of permission, FAILED_PRECONDITION for other read failures (e.g.
+// a directory), else as ParsePipelineConfig().
+absl::StatusOr<PipelineConfig> LoadPipelineConfig(const std::string& path);
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_ORCHESTRATOR_CONFIG_PIPELINE_CONFIG_H_

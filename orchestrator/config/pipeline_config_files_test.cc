@@ -1,0 +1,97 @@
+// The pipeline configs the repository ships (the local demos and the one the
+// Kubernetes manifests mount) load and say what their docs say, and loading a
+// file names it in every error.
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "orchestrator/config/pipeline_config.h"
+
+namespace omnistage {
+namespace {
+
+using ::testing::StartsWith;
+
+TEST(PipelineConfigFilesTest, ShippedOmniConfigIsTheDemoPipeline) {
+  absl::StatusOr<PipelineConfig> config =
+      LoadPipelineConfig("orchestrator/configs/local_omni.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->stages.size(), 3u);
+  const StageConfig& thinker = config->stages[0];
+  const StageConfig& talker = config->stages[1];
+  const StageConfig& vocoder = config->stages[2];
+  EXPECT_EQ(thinker.engine, "thinker");
+  EXPECT_EQ(thinker.spawn_replicas, 1);
+  EXPECT_TRUE(thinker.final_output);
+  EXPECT_EQ(thinker.output_modality, v1::MODALITY_TEXT);
+  EXPECT_EQ(thinker.engine_params.at("step_time_us"), "2000");
+  EXPECT_EQ(talker.engine, "talker");
+  EXPECT_EQ(talker.spawn_replicas, 2);
+  EXPECT_FALSE(talker.final_output);
+  EXPECT_EQ(talker.output_modality, v1::MODALITY_TOKENS);
+  EXPECT_EQ(talker.input_mode, InputMode::kStreaming);
+  EXPECT_EQ(vocoder.engine, "vocoder");
+  EXPECT_EQ(vocoder.spawn_replicas, 1);
+  EXPECT_TRUE(vocoder.final_output);
+  EXPECT_EQ(vocoder.output_modality, v1::MODALITY_AUDIO);
+  EXPECT_EQ(vocoder.input_mode, InputMode::kStreaming);
+}
+
+TEST(PipelineConfigFilesTest, ShippedSimConfigIsOneFastStage) {
+  absl::StatusOr<PipelineConfig> config = LoadPipelineConfig("orchestrator/configs/local_sim.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->stages.size(), 1u);
+  EXPECT_EQ(config->stages[0].engine, "sim_llm");
+  EXPECT_EQ(config->stages[0].spawn_replicas, 1);
+  EXPECT_TRUE(config->stages[0].final_output);
+  EXPECT_EQ(config->stages[0].output_modality, v1::MODALITY_TOKENS);
+  EXPECT_EQ(config->stages[0].engine_params.at("step_time_us"), "0");
+}
+
+// The config the Kubernetes manifests mount: the demo pipeline with every
+// stage's replicas from its headless Service.
+TEST(PipelineConfigFilesTest, ShippedKubernetesConfigDiscoversEveryStage) {
+  absl::StatusOr<PipelineConfig> config = LoadPipelineConfig("deploy/kubernetes/base/pipeline.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->stages.size(), 3u);
+  const std::vector<std::string> names = {"thinker", "talker", "vocoder"};
+  for (size_t s = 0; s < names.size(); ++s) {
+    const StageConfig& stage = config->stages[s];
+    EXPECT_EQ(stage.name, names[s]);
+    EXPECT_EQ(stage.engine, names[s]);
+    ASSERT_TRUE(stage.discovery.has_value()) << names[s];
+    EXPECT_EQ(stage.discovery->name, "omnistage-" + names[s]);
+    EXPECT_EQ(stage.discovery->port, 50061);
+    EXPECT_EQ(stage.origin(), "dns:omnistage-" + names[s]);
+  }
+  // The orchestrator replicas find each other through their headless Service.
+  ASSERT_TRUE(config->peers.discovery.has_value());
+  EXPECT_EQ(config->peers.discovery->name, "omnistage-orchestrator-peers");
+  EXPECT_EQ(config->peers.discovery->port, 50052);
+  EXPECT_EQ(config->stages[1].input_mode, InputMode::kStreaming);
+  EXPECT_EQ(config->drain_timeout, absl::Seconds(20));
+}
+
+TEST(PipelineConfigFilesTest, LoadNamesTheFile) {
+  absl::Status missing = LoadPipelineConfig("no/such/config.yaml").status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(missing.message()), StartsWith("no/such/config.yaml: "));
+
+  absl::Status directory = LoadPipelineConfig("orchestrator/configs").status();
+  EXPECT_EQ(directory.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(directory.message()), StartsWith("orchestrator/configs: "));
+
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string path = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/bad_pipeline.yaml");
+  std::ofstream(path) << "stages: []\n";
+  absl::Status bad = LoadPipelineConfig(path).status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message(), path + ": stages: expected at least one stage, got none");
+}
+
+}  // namespace
+}  // namespace omnistage

@@ -1,0 +1,56 @@
+#include "orchestrator/config/pipeline_limits.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/limits.h"
+#include "orchestrator/config/yaml_fields.h"
+
+namespace omnistage {
+namespace {
+
+const std::vector<std::string> kLimitsKeys = {
+    "max_in_flight",           "max_prompt_bytes",           "max_client_queued_bytes",
+    "max_in_flight_per_identity", "max_streams_per_connection", "min_client_ping_interval_ms",
+    "max_connection_age_ms",   "max_connection_age_grace_ms"};
+
+// A prompt travels to stage 0 inside one AddRequest, which a worker accepts only
+// up to its message limit (16 MiB by default): a larger limit here would let one
+// request break a worker session.
+constexpr int64_t kMaxPromptBytes = kDefaultWorkerMaxMessageBytes - kAddRequestEnvelopeBytes;
+
+}  // namespace
+
+absl::Status ReadLimits(const YAML::Node& node, PipelineConfig* config) {
+  yaml::Fields limits(node, "limits", kLimitsKeys);
+  int64_t max_in_flight = config->max_in_flight;
+  int64_t max_prompt_bytes = static_cast<int64_t>(config->max_prompt_bytes);
+  int64_t max_client_queued_bytes = static_cast<int64_t>(config->max_client_queued_bytes);
+  int64_t per_identity = config->max_in_flight_per_identity;
+  int64_t streams = config->max_streams_per_connection;
+  limits.Int("max_in_flight", 1, yaml::kNoMax, &max_in_flight);
+  limits.Int("max_prompt_bytes", 1, kMaxPromptBytes, &max_prompt_bytes);
+  // At least one whole response (1 MiB) must fit; at most 1 GiB.
+  limits.Int("max_client_queued_bytes", 1 << 20, int64_t{1} << 30, &max_client_queued_bytes);
+  limits.Int("max_in_flight_per_identity", 0, yaml::kNoMax, &per_identity);
+  limits.Int("max_streams_per_connection", 1, 1 << 20, &streams);
+  // Pings closer than 100 ms would cost more than they tell.
+  limits.Millis("min_client_ping_interval_ms", 100, &config->min_client_ping_interval);
+  limits.Millis("max_connection_age_ms", 0, &config->max_connection_age);
+  limits.Millis("max_connection_age_grace_ms", 0, &config->max_connection_age_grace);
+  if (!limits.status().ok()) return limits.status();
+  if (max_in_flight < per_identity) {
+    return yaml::Invalid("limits.max_in_flight_per_identity",
+                         absl::StrCat("must be <= max_in_flight (", max_in_flight, "), got ",
+                                      per_identity));
+  }
+  config->max_in_flight = static_cast<int>(max_in_flight);
+  config->max_prompt_bytes = static_cast<size_t>(max_prompt_bytes);
+  config->max_client_queued_bytes = static_cast<size_t>(max_client_queued_bytes);
+  config->max_in_flight_per_identity = static_cast<int>(per_identity);
+  config->max_streams_per_connection = static_cast<int>(streams);
+  return absl::OkStatus();
+}
+
+}  // namespace omnistage

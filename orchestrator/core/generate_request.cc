@@ -1,0 +1,143 @@
+#include "orchestrator/core/generate_request.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/limits.h"
+#include "common/modality.h"
+#include "orchestrator/core/request_id.h"
+
+namespace omnistage {
+namespace {
+
+bool IsRequestIdChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == ':' ||
+         c == '-';
+}
+
+absl::Status CheckModalities(const PipelineConfig& config, const v1::GenerateRequest& request) {
+  for (int m : request.output_modalities()) {
+    if (m == v1::MODALITY_UNSPECIFIED || !v1::Modality_IsValid(m)) {
+      return absl::InvalidArgumentError(absl::StrCat("output_modalities: unknown modality ", m));
+    }
+    const bool produced =
+        std::any_of(config.stages.begin(), config.stages.end(), [m](const StageConfig& s) {
+          return s.final_output && s.output_modality == m;
+        });
+    if (!produced) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("output_modalities: no final stage of this pipeline produces ",
+                       ModalityName(static_cast<v1::Modality>(m))));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckStageParams(const PipelineConfig& config, const v1::GenerateRequest& request) {
+  std::vector<bool> seen(config.stages.size(), false);
+  for (const v1::StageParameters& p : request.stage_params()) {
+    if (p.stage_id() < 0 || p.stage_id() >= static_cast<int>(config.stages.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("stage_params: no stage ", p.stage_id(),
+                                                     " (the pipeline has ",
+                                                     config.stages.size(), ")"));
+    }
+    if (seen[p.stage_id()]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("stage_params: stage ", p.stage_id(), " given twice"));
+    }
+    seen[p.stage_id()] = true;
+    if (p.has_max_tokens() &&
+        (p.max_tokens() < 1 || static_cast<int64_t>(p.max_tokens()) > kMaxTokensLimit)) {
+      return absl::InvalidArgumentError(absl::StrCat("stage_params[stage ", p.stage_id(),
+                                                     "].max_tokens must be in [1, ",
+                                                     kMaxTokensLimit, "]"));
+    }
+    // As for the config's defaults: engines take it as given.
+    if (p.has_temperature() && !(p.temperature() >= 0 && p.temperature() <= kMaxTemperature)) {
+      return absl::InvalidArgumentError(absl::StrCat("stage_params[stage ", p.stage_id(),
+                                                     "].temperature must be a number in [0, ",
+                                                     kMaxTemperature, "]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateGenerateRequest(const PipelineConfig& config,
+                                     const v1::GenerateRequest& request) {
+  const std::string& id = request.request_id();
+  if (id.size() > kMaxRequestIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("request_id is ", id.size(),
+                                                   " bytes; the limit is ", kMaxRequestIdBytes));
+  }
+  if (!std::all_of(id.begin(), id.end(), IsRequestIdChar)) {
+    return absl::InvalidArgumentError("request_id may contain only letters, digits and . _ : -");
+  }
+  // That form names the orchestrator holding the request; an Abort landing on
+  // another one is forwarded there by it.
+  if (OwnerNodeOf(id).has_value()) {
+    return absl::InvalidArgumentError(
+        "request_id: ids of the form req-<32 hex>.<12 hex> are the ones orchestrators "
+        "generate; choose another form or leave request_id empty");
+  }
+  if (request.prompt().empty()) return absl::InvalidArgumentError("prompt is empty");
+  if (request.prompt().size() > config.max_prompt_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt is ", request.prompt().size(),
+                                                   " bytes; the limit is ",
+                                                   config.max_prompt_bytes));
+  }
+  const size_t fields = request.ByteSizeLong() - request.prompt().size();
+  if (fields > static_cast<size_t>(kMaxRequestFieldsBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat("the request's fields besides the prompt take ",
+                                                   fields, " bytes; the limit is ",
+                                                   kMaxRequestFieldsBytes));
+  }
+  if (absl::Status s = CheckModalities(config, request); !s.ok()) return s;
+  return CheckStageParams(config, request);
+}
+
+v1::StageParameters StageParamsFor(const PipelineConfig& config,
+                                   const v1::GenerateRequest& request, int stage) {
+  v1::StageParameters params = config.stages[stage].defaults;
+  params.set_stage_id(stage);
+  for (const v1::StageParameters& p : request.stage_params()) {
+    if (p.stage_id() != stage) continue;
+    if (p.has_max_tokens()) params.set_max_tokens(p.max_tokens());
+    if (p.has_seed()) params.set_seed(p.seed());
+    if (p.has_temperature()) params.set_temperature(p.temperature());
+    for (const auto& [key, value] : p.extra()) (*params.mutable_extra())[key] = value;
+  }
+  return params;
+}
+
+std::unique_ptr<InFlightRequest> NewInFlightRequest(const PipelineConfig& config,
+                                                    const v1::GenerateRequest& request,
+                                                    const std::string& id,
+                                                    std::shared_ptr<ResponseSink> sink,
+                                                    absl::Time now) {
+  auto r = std::make_unique<InFlightRequest>();
+  r->id = id;
+  r->sink = std::move(sink);
+  const int stages = static_cast<int>(config.stages.size());
+  r->stages.resize(stages);
+  r->to_client.assign(stages, false);
+  r->partial_text.resize(stages);
+  r->partial_tokens.resize(stages);
+  const auto& wanted = request.output_modalities();
+  for (int s = 0; s < stages; ++s) {
+    const StageConfig& stage = config.stages[s];
+    r->to_client[s] =
+        stage.final_output &&
+        (wanted.empty() ||
+         std::find(wanted.begin(), wanted.end(), stage.output_modality) != wanted.end());
+    if (r->to_client[s]) r->last_stage = s;
+    r->params.push_back(StageParamsFor(config, request, s));
+  }
+  r->last_activity = now;
+  return r;
+}
+
+}  // namespace omnistage

@@ -1,0 +1,46 @@
+// A Generate request read against the pipeline it is for: whether it may run,
+// the parameters each stage runs it with, and the in-flight request it becomes.
+// Pure functions.
+//
+//   absl::Status s = ValidateGenerateRequest(config, request);  // INVALID_ARGUMENT, names the field
+//   v1::StageParameters p = StageParamsFor(config, request, 1);  // defaults, then overrides
+#ifndef OMNISTAGE_ORCHESTRATOR_CORE_GENERATE_REQUEST_H_
+#define OMNISTAGE_ORCHESTRATOR_CORE_GENERATE_REQUEST_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "orchestrator/config/pipeline_config.h"
+#include "orchestrator/core/request_table.h"
+#include "orchestrator/core/response_sink.h"
+#include "protos/orchestrator.pb.h"
+
+namespace omnistage {
+
+// OK, or INVALID_ARGUMENT naming the field and the reason: request_id (length,
+// characters, the generated form req-<32 hex>.<12 hex>), prompt (empty, over limits.max_prompt_bytes), output_modalities
+// (unknown, or produced by no final stage), stage_params (no such stage, a stage
+// twice, max_tokens or temperature out of range). Engine-specific parameters are
+// checked by the workers.
+absl::Status ValidateGenerateRequest(const PipelineConfig& config,
+                                     const v1::GenerateRequest& request);
+
+// Stage `stage`'s defaults from the config, overridden field by field by the
+// request's stage_params for it.
+v1::StageParameters StageParamsFor(const PipelineConfig& config,
+                                   const v1::GenerateRequest& request, int stage);
+
+// The in-flight request `request` (valid) becomes under `id`: which stages stream
+// to the client (the final stages of the asked-for modalities), the last stage it
+// needs, each stage's parameters; its last activity is `now`.
+std::unique_ptr<InFlightRequest> NewInFlightRequest(const PipelineConfig& config,
+                                                    const v1::GenerateRequest& request,
+                                                    const std::string& id,
+                                                    std::shared_ptr<ResponseSink> sink,
+                                                    absl::Time now);
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_ORCHESTRATOR_CORE_GENERATE_REQUEST_H_

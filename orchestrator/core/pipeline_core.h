@@ -1,0 +1,164 @@
+// PipelineCore: the orchestrator's request lifecycle, owned by one event loop.
+//
+// It admits Generate requests, routes each one stage to stage (on_finish or
+// streaming hand-off), streams the final stages' outputs to the client, ends every
+// request exactly once, reacts to replicas (ready, down, rejections: in
+// pipeline_core_replicas.cc), fails requests that go idle, and drains. It
+// delegates to one part per idea:
+//   RequestTable        the in-flight requests (request_table.h);
+//   StagePool           per stage: bindings and every call to its replicas;
+//   AbortCoordinator    every stop: client Abort, cancel, drain, leftovers;
+//   generate_request    what a Generate request may ask, and what it becomes.
+//
+// Every method runs on the scheduler's thread (the gRPC adapter posts there, and
+// replica events arrive there); a call from another thread is a broken invariant.
+// Invariants: every admitted request gets exactly one terminal response; a
+// binding exists only for an in-flight request or one whose leftovers are being
+// stopped.
+#ifndef OMNISTAGE_ORCHESTRATOR_CORE_PIPELINE_CORE_H_
+#define OMNISTAGE_ORCHESTRATOR_CORE_PIPELINE_CORE_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/scheduler.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "orchestrator/core/abort_coordinator.h"
+#include "orchestrator/config/pipeline_config.h"
+#include "orchestrator/core/pipeline_metrics.h"
+#include "orchestrator/core/replica_client.h"
+#include "orchestrator/core/request_table.h"
+#include "orchestrator/core/response_sink.h"
+#include "orchestrator/core/stage_pool.h"
+#include "protos/orchestrator.pb.h"
+
+namespace omnistage {
+
+class PipelineCore : public ReplicaListener, private AbortListener {
+ public:
+  // `replicas[s][r]` is replica r of stage s (not owned; they must outlive the
+  // core). Replicas start dead until their OnReplicaReady. `scheduler` runs the
+  // core's timers and is the thread every call must come from.
+  PipelineCore(PipelineConfig config, std::vector<std::vector<ReplicaClient*>> replicas,
+               Scheduler* scheduler);
+  ~PipelineCore() override;
+
+  // Starts a request; its responses go to `sink`. Errors before it starts go to
+  // sink->Fail(): INVALID_ARGUMENT, ALREADY_EXISTS, UNAVAILABLE, RESOURCE_EXHAUSTED.
+  // `traceparent`: the client's W3C trace context, passed to every stage.
+  // `caller`: the client's authenticated identity, the only one that may Abort
+  // the request ("" without authentication).
+  void Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> sink,
+                std::string traceparent = "", std::string caller = "");
+  // The client of `request_id` went away (cancel, disconnect, deadline): abort it
+  // everywhere. Only acts if the request still belongs to `sink`.
+  void Cancel(const std::string& request_id, const ResponseSink* sink);
+  // The client's Abort of many requests (see AbortCoordinator); worker calls end
+  // by `deadline` at the latest. INVALID_ARGUMENT for more than
+  // kMaxAbortIdsPerCall ids. Requests another identity started are NOT_FOUND,
+  // unless `caller` may abort any (an admin).
+  void Abort(const v1::AbortRequest& request, absl::Time deadline,
+             std::function<void(absl::StatusOr<v1::AbortResponse>)> done,
+             const Caller& caller = Caller());
+  v1::PipelineStatus Status() const;
+  // Calls a utility on every live replica of one stage.
+  void CallStageUtility(const v1::StageUtilityRequest& request,
+                        std::function<void(absl::StatusOr<v1::StageUtilityResponse>)> done);
+  // Stops admitting; `done` runs once no request is in flight. Requests still in
+  // flight at `deadline` are aborted.
+  void Drain(absl::Time deadline, std::function<void()> done);
+
+  // Tags the request ids this core generates (request_id.h); "" (the
+  // default): untagged.
+  void set_node_id(std::string node_id) { node_id_ = std::move(node_id); }
+  const std::string& node_id() const { return node_id_; }
+  // True when request `id` is in flight here and `caller` may abort it (it
+  // started it, or may abort any).
+  bool Holds(const std::string& id, const Caller& caller) const;
+  // For status: where replica `replica` of `stage` listens.
+  void set_replica_address(int stage, int replica, std::string address);
+  size_t in_flight() const { return table_.size(); }
+  // Should be sent requests: accepting (not draining) and every stage has a
+  // live replica.
+  bool Ready() const;
+  const StagePool& pool(int stage) const { return *pools_[stage]; }
+  const PipelineConfig& config() const { return config_; }
+  // The orchestrator's metrics (the registry /metrics serves).
+  MetricsRegistry& metrics_registry() { return metrics_registry_; }
+  PipelineMetrics& metrics() { return metrics_; }
+  // Sets the gauges of loop-owned state (in flight, per replica up and bound)
+  // for a scrape.
+  void SnapshotMetrics();
+  // For membership (replicas that join and leave at run time).
+  const std::shared_ptr<StagePool>& shared_pool(int stage) { return pools_[stage]; }
+
+  // ReplicaListener.
+  void OnReplicaReady(int stage, int replica, const v1::Ready& ready) override;
+  void OnStepOutputs(int stage, int replica, v1::StepOutputs& outputs) override;
+  void OnCommandRejected(int stage, int replica, const v1::CommandRejected& rejected) override;
+  void OnReplicaDown(int stage, int replica, const absl::Status& reason) override;
+  void OnReplicaStalled(int stage, int replica, const v1::Stalled& stalled) override;
+  void OnReplicaDraining(int stage, int replica, const v1::Draining& draining) override;
+
+ private:
+  // AbortListener.
+  void EndRequests(const std::vector<std::string>& ids,
+                   const std::function<v1::Terminal(const InFlightRequest&)>& terminal_for) override;
+  void ResumeRequest(const std::string& id) override;
+
+  void CheckInLoop() const;
+  // What log lines about `r` carry.
+  static LogContext ContextOf(const InFlightRequest& r, int stage = -1, int replica = -1);
+  // Admission: the id a request runs under, or why it cannot run now.
+  absl::StatusOr<std::string> AdmitId(const v1::GenerateRequest& request,
+                                      const std::string& caller);
+
+  // Routing. Sends `input` to a replica of `stage`; the error when it could not.
+  std::optional<v1::Error> StartStage(InFlightRequest& request, int stage,
+                                      std::vector<v1::Payload> input, bool complete);
+  // May end the request (and so destroy `request`).
+  void HandleOutput(InFlightRequest& request, int stage, int replica, v1::RequestOutput& output);
+  // Feeds `output` of `stage` to the next stage, per its input mode; may end the
+  // request.
+  void HandOff(InFlightRequest& request, int stage, v1::RequestOutput& output);
+  // Streams `output`'s payloads to the replica `stage` already runs the request
+  // on; the error when that replica refused them. May end the request.
+  std::optional<v1::Error> SendMoreInput(InFlightRequest& request, int stage,
+                                         const v1::RequestOutput& output, bool last);
+  void MaybeComplete(InFlightRequest& request);
+
+  // Endings.
+  void FailRequests(const std::vector<std::string>& ids, const v1::Error& error);
+  // A replica went away: its bound requests fail, naming it.
+  void HandleReplicaLoss(int stage, const ReplicaLoss& loss);
+  void ArmIdleTimer(InFlightRequest& request);
+  void OnIdleTimer(const std::string& id);
+  void CheckDrained();
+
+  v1::Error StageErrorAt(absl::StatusCode code, int stage, int replica,
+                         absl::string_view what) const;
+
+  const PipelineConfig config_;
+  Scheduler* const scheduler_;
+  MetricsRegistry metrics_registry_;
+  PipelineMetrics metrics_;
+  std::vector<std::shared_ptr<StagePool>> pools_;
+  RequestTable table_;
+  AbortCoordinator abort_;
+  bool accepting_ = true;
+  std::string node_id_;
+  std::function<void()> on_drained_;
+  Scheduler::TimerId drain_timer_ = 0;
+  // Expires with the core, so late timers do nothing.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_ORCHESTRATOR_CORE_PIPELINE_CORE_H_

@@ -1,0 +1,103 @@
+// PipelineCore's answers to its clients' other calls (pipeline_core.h): a
+// client gone away, Abort, status, stage utilities, and the drain. Admission,
+// routing and endings are in pipeline_core.cc, the replicas' side in
+// pipeline_core_replicas.cc.
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/invariant.h"
+#include "common/log.h"
+#include "orchestrator/core/pipeline_core.h"
+#include "orchestrator/core/stage_admin.h"
+
+namespace omnistage {
+
+// ---- Client calls ------------------------------------------------------------------
+
+void PipelineCore::Cancel(const std::string& request_id, const ResponseSink* sink) {
+  CheckInLoop();
+  const InFlightRequest* r = table_.Find(request_id);
+  // Goes ahead even while a client Abort of it runs: if that one fails, this one
+  // still stops the work of a client that is gone.
+  if (r == nullptr || r->owner != sink) return;
+  metrics_.ClientCancelled();
+  abort_.Cancel(request_id);
+}
+
+void PipelineCore::Abort(const v1::AbortRequest& request, absl::Time deadline,
+                         std::function<void(absl::StatusOr<v1::AbortResponse>)> done,
+                         const Caller& caller) {
+  CheckInLoop();
+  if (request.request_ids_size() > kMaxAbortIdsPerCall) {
+    done(absl::InvalidArgumentError(absl::StrCat("request_ids: ", request.request_ids_size(),
+                                                 " ids; the limit is ", kMaxAbortIdsPerCall)));
+    return;
+  }
+  abort_.Abort({request.request_ids().begin(), request.request_ids().end()}, deadline,
+               [this, alive = std::weak_ptr<bool>(alive_), received = scheduler_->Now(),
+                done = std::move(done)](v1::AbortResponse response) {
+                 if (!alive.expired()) metrics_.AbortCallDone(scheduler_->Now() - received);
+                 for (const v1::AbortResult& result : response.results()) {
+                   if (result.outcome() != v1::AbortResult::OUTCOME_FAILED) continue;
+                   LogWarning({result.request_id(), result.error().stage_id(),
+                               result.error().replica(), ""},
+                              absl::StrCat("abort failed (the client may retry): ",
+                                           result.error().message()));
+                 }
+                 done(std::move(response));
+               },
+               caller);
+}
+
+void PipelineCore::SnapshotMetrics() {
+  CheckInLoop();
+  metrics_.Snapshot(table_.size(), pools_);
+}
+
+v1::PipelineStatus PipelineCore::Status() const {
+  CheckInLoop();
+  v1::PipelineStatus status;
+  status.set_in_flight_requests(static_cast<int>(table_.size()));
+  status.set_accepting(accepting_);
+  status.set_invariant_violations(InvariantViolations());
+  DescribeStages(config_, pools_, scheduler_->Now(), &status);
+  status.set_node_id(node_id_);
+  return status;
+}
+
+void PipelineCore::CallStageUtility(
+    const v1::StageUtilityRequest& request,
+    std::function<void(absl::StatusOr<v1::StageUtilityResponse>)> done) {
+  CheckInLoop();
+  omnistage::CallStageUtility(config_, pools_, request, std::move(done));
+}
+
+// ---- Draining -----------------------------------------------------------------------
+
+void PipelineCore::Drain(absl::Time deadline, std::function<void()> done) {
+  CheckInLoop();
+  accepting_ = false;
+  on_drained_ = std::move(done);
+  LogInfo(absl::StrCat("draining: admitting no more requests; ", table_.size(),
+                       " in flight get until ", absl::FormatTime(deadline), ", then are aborted"));
+  drain_timer_ = scheduler_->PostAt(deadline, [this, alive = std::weak_ptr<bool>(alive_)] {
+    if (alive.expired()) return;
+    drain_timer_ = 0;
+    abort_.AbortAll("the orchestrator is shutting down");
+  });
+  CheckDrained();
+}
+
+void PipelineCore::CheckDrained() {
+  if (accepting_ || !table_.empty() || !on_drained_) return;
+  scheduler_->Cancel(drain_timer_);
+  drain_timer_ = 0;
+  std::function<void()> done = std::move(on_drained_);
+  on_drained_ = nullptr;
+  LogInfo("drained: no request in flight");
+  done();
+}
+
+}  // namespace omnistage

@@ -1,0 +1,178 @@
+#include "orchestrator/core/pipeline_metrics.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/invariant.h"
+#include "common/modality.h"
+
+namespace omnistage {
+namespace {
+
+// FINISH_REASON_LENGTH -> "length".
+std::string ReasonLabel(v1::FinishReason reason) {
+  std::string name = v1::FinishReason_Name(reason);
+  constexpr absl::string_view kPrefix = "FINISH_REASON_";
+  if (absl::StartsWith(name, kPrefix)) name = name.substr(kPrefix.size());
+  return absl::AsciiStrToLower(name);
+}
+
+// The codes a Generate call is refused with before it starts: bad input, a
+// duplicate id, overload, no replica or draining.
+constexpr absl::StatusCode kRefusalCodes[] = {
+    absl::StatusCode::kInvalidArgument, absl::StatusCode::kAlreadyExists,
+    absl::StatusCode::kResourceExhausted, absl::StatusCode::kUnavailable};
+// The calls that check credentials, and why a replica is evicted (Evicted()).
+constexpr const char* kAuthenticatedCalls[] = {"Generate", "Abort", "GetPipelineStatus",
+                                                "CallStageUtility"};
+constexpr const char* kEvictionReasons[] = {"stream_ended", "stalled", "send_failed"};
+
+}  // namespace
+
+PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::string> stage_names)
+    : stage_names_(std::move(stage_names)),
+      requests_(registry->AddCounter("omnistage_requests_total",
+                                     "Generate calls that ended, by finish reason.",
+                                     {"finish_reason"})),
+      refusals_(registry->AddCounter(
+          "omnistage_request_refusals_total",
+          "Generate calls refused before they started, by gRPC status code.", {"code"})),
+      auth_refusals_(registry->AddCounter(
+          "omnistage_auth_refusals_total",
+          "Calls refused for their credentials (UNAUTHENTICATED) or role (PERMISSION_DENIED).",
+          {"call", "code"})),
+      in_flight_(registry->AddGauge("omnistage_in_flight_requests",
+                                    "Generate calls admitted and not yet ended.")
+                     .With({})),
+      first_output_(registry->AddHistogram(
+          "omnistage_time_to_first_output_seconds",
+          "From admission to the first output of each modality sent to the client.",
+          {"modality"}, LatencyBuckets())),
+      between_outputs_(registry
+                           ->AddHistogram("omnistage_time_between_outputs_seconds",
+                                          "Gap between consecutive responses of one request.",
+                                          {}, LatencyBuckets())
+                           .With({})),
+      request_duration_(registry
+                            ->AddHistogram("omnistage_request_duration_seconds",
+                                           "From admission to the terminal response.", {},
+                                           LatencyBuckets())
+                            .With({})),
+      stage_duration_(registry->AddHistogram(
+          "omnistage_stage_duration_seconds",
+          "From sending a request to a stage to that stage's last output for it.", {"stage"},
+          LatencyBuckets())),
+      bound_(registry->AddGauge("omnistage_bound_requests",
+                                "Requests bound to each replica (their KV cache lives there).",
+                                {"stage", "replica"})),
+      up_(registry->AddGauge("omnistage_replica_up",
+                             "1 while the replica is connected and handshaken, else 0.",
+                             {"stage", "replica"})),
+      evictions_(registry->AddCounter(
+          "omnistage_replica_evictions_total",
+          "Replicas found down, whose bound requests failed, by reason.", {"stage", "reason"})),
+      worker_aborts_(registry->AddCounter("omnistage_worker_abort_calls_total",
+                                          "Abort calls sent to each replica.",
+                                          {"stage", "replica"})),
+      peer_calls_(registry->AddCounter(
+          "omnistage_peer_calls_total",
+          "Calls to peer orchestrators: forwarded aborts and status, by outcome.",
+          {"call", "code"})),
+      abort_duration_(registry
+                          ->AddHistogram("omnistage_abort_duration_seconds",
+                                         "Client Abort calls, from receipt to answer.", {},
+                                         LatencyBuckets())
+                          .With({})),
+      client_cancellations_(
+          registry
+              ->AddCounter("omnistage_client_cancellations_total",
+                           "Generate calls whose client went away (cancel, disconnect, deadline) "
+                           "while in flight.")
+              .With({})),
+      queued_bytes_(registry
+                        ->AddGauge("omnistage_client_queued_bytes",
+                                   "Response bytes queued for clients that read slower than "
+                                   "the pipeline writes.")
+                        .With({})),
+      loop_lag_(registry
+                    ->AddHistogram("omnistage_event_loop_lag_seconds",
+                                   "From posting a task to the event loop to its start.", {},
+                                   FineLatencyBuckets())
+                    .With({})) {
+  AddInvariantMetric(registry);
+  // Counters whose labels are known start at 0, so that rate() and alerts on
+  // an absent series work from the first scrape.
+  for (int r = v1::FinishReason_MIN; r <= v1::FinishReason_MAX; ++r) {
+    if (!v1::FinishReason_IsValid(r) || r == v1::FINISH_REASON_UNSPECIFIED) continue;
+    requests_.With({ReasonLabel(static_cast<v1::FinishReason>(r))});
+  }
+  for (absl::StatusCode code : kRefusalCodes) refusals_.With({absl::StatusCodeToString(code)});
+  for (const char* call : kAuthenticatedCalls) {
+    for (absl::StatusCode code :
+         {absl::StatusCode::kUnauthenticated, absl::StatusCode::kPermissionDenied}) {
+      auth_refusals_.With({call, absl::StatusCodeToString(code)});
+    }
+  }
+  for (const std::string& stage : stage_names_) {
+    for (const char* reason : kEvictionReasons) evictions_.With({stage, reason});
+  }
+}
+
+void PipelineMetrics::Finished(v1::FinishReason reason, absl::Duration since_admission) {
+  requests_.With({ReasonLabel(reason)}).Increment();
+  request_duration_.Observe(absl::ToDoubleSeconds(since_admission));
+}
+
+void PipelineMetrics::Refused(absl::StatusCode code) {
+  refusals_.With({absl::StatusCodeToString(code)}).Increment();
+}
+
+void PipelineMetrics::AuthRefused(absl::string_view call, absl::StatusCode code) {
+  auth_refusals_.With({std::string(call), absl::StatusCodeToString(code)}).Increment();
+}
+
+void PipelineMetrics::PeerCall(absl::string_view call, absl::StatusCode code) {
+  peer_calls_.With({std::string(call), absl::StatusCodeToString(code)}).Increment();
+}
+
+void PipelineMetrics::FirstOutput(v1::Modality modality, absl::Duration since_admission) {
+  first_output_.With({ModalityName(modality)}).Observe(absl::ToDoubleSeconds(since_admission));
+}
+
+void PipelineMetrics::BetweenOutputs(absl::Duration gap) {
+  between_outputs_.Observe(absl::ToDoubleSeconds(gap));
+}
+
+void PipelineMetrics::StageDone(int stage, absl::Duration since_sent) {
+  stage_duration_.With({stage_names_[stage]}).Observe(absl::ToDoubleSeconds(since_sent));
+}
+
+void PipelineMetrics::Evicted(int stage, absl::string_view reason) {
+  evictions_.With({stage_names_[stage], std::string(reason)}).Increment();
+}
+
+void PipelineMetrics::WorkerAbortCall(int stage, int replica) {
+  worker_aborts_.With({stage_names_[stage], absl::StrCat(replica)}).Increment();
+}
+
+void PipelineMetrics::Snapshot(size_t in_flight,
+                               const std::vector<std::shared_ptr<StagePool>>& pools) {
+  in_flight_.Set(static_cast<double>(in_flight));
+  // Built aside and swapped in whole: a scrape rendering meanwhile sees every
+  // replica (the previous snapshot's or this one's), never a half-built set.
+  std::map<std::vector<std::string>, double> up, bound;
+  for (const auto& pool : pools) {
+    for (int r = 0; r < pool->size(); ++r) {
+      if (pool->state(r).removed) continue;
+      std::vector<std::string> labels = {stage_names_[pool->stage_id()], absl::StrCat(r)};
+      up[labels] = pool->alive(r) ? 1 : 0;
+      bound[std::move(labels)] = pool->BoundCount(r);
+    }
+  }
+  up_.ReplaceAll(up);
+  bound_.ReplaceAll(bound);
+}
+
+}  // namespace omnistage

@@ -1,0 +1,85 @@
+// PipelineMetrics: the orchestrator's Prometheus metrics, named and labelled
+// in one place (docs/observability.md lists them). The core and its helpers
+// report events through the typed methods; gauges of state the event loop
+// owns are set by Snapshot*() on the loop when a scrape asks.
+//
+// Stage labels are stage names (`stage="talker"`), replica labels the replica
+// index. Thread-safe (atomics); the event loop is the only writer.
+#ifndef OMNISTAGE_ORCHESTRATOR_CORE_PIPELINE_METRICS_H_
+#define OMNISTAGE_ORCHESTRATOR_CORE_PIPELINE_METRICS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "common/metrics.h"
+#include "orchestrator/core/stage_pool.h"
+#include "protos/common.pb.h"
+
+namespace omnistage {
+
+class PipelineMetrics {
+ public:
+  // Adds the families to `registry`, which must outlive this object.
+  // `stage_names[s]` labels stage s.
+  PipelineMetrics(MetricsRegistry* registry, std::vector<std::string> stage_names);
+
+  // ---- Requests, as their clients see them ----
+  void Finished(v1::FinishReason reason, absl::Duration since_admission);
+  // A Generate call that failed before it started (its status code).
+  void Refused(absl::StatusCode code);
+  void FirstOutput(v1::Modality modality, absl::Duration since_admission);
+  void BetweenOutputs(absl::Duration gap);
+  void ClientCancelled() { client_cancellations_.Increment(); }
+  // A call refused by authentication or authorization (any thread): `call`
+  // is the method's name, `code` UNAUTHENTICATED or PERMISSION_DENIED.
+  void AuthRefused(absl::string_view call, absl::StatusCode code);
+  void AbortCallDone(absl::Duration took) { abort_duration_.Observe(absl::ToDoubleSeconds(took)); }
+  // Bytes of responses waiting for slow clients (+ queued, - written).
+  void QueuedBytes(int64_t delta) { queued_bytes_.Add(static_cast<double>(delta)); }
+
+  // ---- Stages and replicas ----
+  void StageDone(int stage, absl::Duration since_sent);
+  // `reason`: stream_ended, stalled or send_failed.
+  void Evicted(int stage, absl::string_view reason);
+  void WorkerAbortCall(int stage, int replica);
+
+  // ---- Peer orchestrators ----
+  // A call to a peer (`call`: abort or status) ended; `code` its status.
+  void PeerCall(absl::string_view call, absl::StatusCode code);
+
+  // ---- Gauges of loop-owned state, set at scrape time on the loop ----
+  // The in-flight count, and up and bound for every replica `pools` list
+  // (removed ones disappear).
+  void Snapshot(size_t in_flight, const std::vector<std::shared_ptr<StagePool>>& pools);
+
+  // The event loop's post-to-run delay (EventLoop::set_lag_observer).
+  void LoopLag(absl::Duration lag) { loop_lag_.Observe(absl::ToDoubleSeconds(lag)); }
+
+ private:
+  const std::vector<std::string> stage_names_;
+  Family<Counter>& requests_;
+  Family<Counter>& refusals_;
+  Family<Counter>& auth_refusals_;
+  Gauge& in_flight_;
+  Family<Histogram>& first_output_;
+  Histogram& between_outputs_;
+  Histogram& request_duration_;
+  Family<Histogram>& stage_duration_;
+  Family<Gauge>& bound_;
+  Family<Gauge>& up_;
+  Family<Counter>& evictions_;
+  Family<Counter>& worker_aborts_;
+  Family<Counter>& peer_calls_;
+  Histogram& abort_duration_;
+  Counter& client_cancellations_;
+  Gauge& queued_bytes_;
+  Histogram& loop_lag_;
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_ORCHESTRATOR_CORE_PIPELINE_METRICS_H_

@@ -1,0 +1,113 @@
+// The orchestrator's in-flight requests: what each one asked for, how far each
+// stage got, what it streamed to its client, and whether an abort holds it.
+//
+// RequestTable owns them by id. Ending a request goes through Finish(), which
+// sends its one terminal response and removes it; a second terminal for the same
+// request is a broken invariant. Not thread-safe: owned by the event loop.
+#ifndef OMNISTAGE_ORCHESTRATOR_CORE_REQUEST_TABLE_H_
+#define OMNISTAGE_ORCHESTRATOR_CORE_REQUEST_TABLE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "common/scheduler.h"
+#include "orchestrator/core/response_sink.h"
+#include "protos/common.pb.h"
+#include "protos/orchestrator.pb.h"
+#include "protos/stage_worker.pb.h"
+
+namespace omnistage {
+
+// One stage's part of an in-flight request.
+struct StageProgress {
+  bool started = false;
+  bool finished = false;
+  // Where it runs, once started, and since when.
+  int replica = -1;
+  absl::Time sent_at;
+  v1::FinishReason reason = v1::FINISH_REASON_UNSPECIFIED;
+  // on_finish hand-off: the previous stage's output so far.
+  std::vector<v1::Payload> pending_input;
+};
+
+// A worker output that arrived while an abort of its request was running.
+struct DeferredOutput {
+  int stage = 0;
+  int replica = 0;
+  v1::RequestOutput output;
+};
+
+struct InFlightRequest {
+  std::string id;
+  std::shared_ptr<ResponseSink> sink;
+  // The client's own sink, under `sink`'s decorators: what a cancellation names.
+  const ResponseSink* owner = nullptr;
+  // The authenticated identity that started it ("" without authentication):
+  // only it may Abort the request.
+  std::string caller;
+  // The client's W3C traceparent (passed to every stage) and its trace id
+  // (on every log line about the request); empty when it sent none.
+  std::string traceparent;
+  std::string trace_id;
+  // Per stage: the parameters (defaults merged), whether its output streams to
+  // the client, and its progress.
+  std::vector<v1::StageParameters> params;
+  std::vector<bool> to_client;
+  std::vector<StageProgress> stages;
+  // The last stage this request needs.
+  int last_stage = 0;
+  // What the client-facing stages produced, for an abort's partial output.
+  std::vector<std::string> partial_text;
+  std::vector<std::vector<int32_t>> partial_tokens;
+  // The two-phase aborts running for it (a client may retry an Abort still in
+  // flight); while non-zero its outputs wait in `deferred`, replayed once the
+  // last of them failed. The first to succeed ends the request.
+  int aborting = 0;
+  std::vector<DeferredOutput> deferred;
+  // An abort of this orchestrator's was sent for it. A stop a worker reports
+  // afterwards is that abort's doing, even when its answer never came (the
+  // call timed out, the worker applied it later): the request ends ABORTED.
+  bool abort_asked = false;
+  absl::Time last_activity;
+  Scheduler::TimerId idle_timer = 0;
+};
+
+class RequestTable {
+ public:
+  // `scheduler` cancels a removed request's idle timer.
+  explicit RequestTable(Scheduler* scheduler) : scheduler_(scheduler) {}
+
+  InFlightRequest* Find(const std::string& id) const;
+  // Takes `request` in; its id must not be in flight (a broken invariant: in
+  // an optimized build the new request fails INTERNAL and nullptr is returned;
+  // the one in flight goes on).
+  InFlightRequest* Add(std::unique_ptr<InFlightRequest> request);
+  // Sends `terminal` as request `id`'s one terminal response and removes it. The
+  // request must be in flight: a second terminal is a broken invariant.
+  void Finish(const std::string& id, v1::Terminal terminal);
+  // Removes a request that never started (its call fails instead).
+  void Remove(const std::string& id);
+
+  size_t size() const { return requests_.size(); }
+  // Requests in flight that `caller` started.
+  int InFlightOf(const std::string& caller) const;
+  bool empty() const { return requests_.empty(); }
+  std::vector<std::string> Ids() const;
+
+ private:
+  // Takes `request` off per_caller_.
+  void Forget(const InFlightRequest& request);
+
+  Scheduler* const scheduler_;
+  absl::flat_hash_map<std::string, std::unique_ptr<InFlightRequest>> requests_;
+  // Requests in flight per caller (callers with none are left out).
+  absl::flat_hash_map<std::string, int> per_caller_;
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_ORCHESTRATOR_CORE_REQUEST_TABLE_H_

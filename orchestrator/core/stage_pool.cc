@@ -1,0 +1,340 @@
+#include "orchestrator/core/stage_pool.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace omnistage {
+
+absl::Status PoolAbortResult::status() const {
+  if (failures.empty()) return absl::OkStatus();
+  const ReplicaAbortFailure& first = failures.front();
+  return absl::Status(first.status.code(), absl::StrCat("stage ", this->stage, " replica ",
+                                                        first.replica, ": abort failed: ",
+                                                        first.status.message()));
+}
+
+StagePool::StagePool(int stage_id, std::vector<ReplicaClient*> replicas, bool alive)
+    : stage_id_(stage_id),
+      replicas_(std::move(replicas)),
+      states_(replicas_.size()),
+      bound_(replicas_.size()) {
+  for (ReplicaState& state : states_) state.alive = alive;
+}
+
+// ---- Bindings --------------------------------------------------------------------
+
+void StagePool::Bind(const std::string& request_id, int replica) {
+  const Binding binding{replica, next_generation_++};
+  auto [it, added] = bindings_.emplace(request_id, binding);
+  const int previous = it->second.replica;
+  if (!added) {
+    bound_[previous].erase(request_id);
+    it->second = binding;
+  }
+  bound_[replica].insert(request_id);
+  if (!added) CheckIdle(previous);
+}
+
+std::vector<std::string> StagePool::StillBound(const BindingRefs& refs) const {
+  std::vector<std::string> ids;
+  for (const auto& [id, generation] : refs) {
+    auto it = bindings_.find(id);
+    if (it != bindings_.end() && it->second.generation == generation) ids.push_back(id);
+  }
+  return ids;
+}
+
+absl::StatusOr<int> StagePool::Pick(const std::string& request_id) {
+  auto it = bindings_.find(request_id);
+  if (it != bindings_.end() && alive(it->second.replica)) return it->second.replica;
+  const std::vector<int> live = LiveReplicas();
+  if (live.empty()) {
+    return absl::UnavailableError(absl::StrCat("stage ", stage_id_, " has no live replica"));
+  }
+  const int replica =
+      pick_ == PickPolicy::kLeastLoaded ? LeastLoaded(live) : live[rr_ % live.size()];
+  ++rr_;
+  ++states_[replica].sent_since_load;
+  Bind(request_id, replica);
+  return replica;
+}
+
+int StagePool::LeastLoaded(const std::vector<int>& live) const {
+  // Compares load / capacity as load_a * capacity_b < load_b * capacity_a.
+  auto load = [this](int r) {
+    return int64_t{states_[r].load_requests} + states_[r].sent_since_load;
+  };
+  auto capacity = [this](int r) { return int64_t{std::max(states_[r].capacity, 1)}; };
+  int best = live[rr_ % live.size()];
+  for (size_t i = 1; i < live.size(); ++i) {
+    const int r = live[(rr_ + i) % live.size()];
+    if (load(r) * capacity(best) < load(best) * capacity(r)) best = r;
+  }
+  return best;
+}
+
+void StagePool::ReportLoad(int replica, int requests, absl::Time at) {
+  ReplicaState& state = states_[replica];
+  state.load_requests = std::max(requests, 0);
+  state.load_at = at;
+  state.sent_since_load = 0;
+}
+
+std::optional<int> StagePool::Bound(const std::string& request_id) const {
+  auto it = bindings_.find(request_id);
+  if (it == bindings_.end()) return std::nullopt;
+  return it->second.replica;
+}
+
+void StagePool::Release(const std::string& request_id) {
+  auto it = bindings_.find(request_id);
+  if (it == bindings_.end()) return;
+  const int replica = it->second.replica;
+  bound_[replica].erase(request_id);
+  bindings_.erase(it);
+  CheckIdle(replica);
+}
+
+std::vector<std::string> StagePool::Evict(int replica) {
+  states_[replica].alive = false;
+  std::vector<std::string> affected(bound_[replica].begin(), bound_[replica].end());
+  for (const std::string& id : affected) bindings_.erase(id);
+  bound_[replica].clear();
+  std::sort(affected.begin(), affected.end());
+  CheckIdle(replica);
+  return affected;
+}
+
+void StagePool::Revive(int replica) {
+  // A new incarnation holds none of the old state.
+  Evict(replica);
+  states_[replica].alive = true;
+  states_[replica].draining = false;
+}
+
+std::vector<int> StagePool::LiveReplicas() const {
+  std::vector<int> live;
+  for (int i = 0; i < size(); ++i) {
+    const ReplicaState& state = states_[i];
+    if (state.alive && !state.draining && !state.retiring) live.push_back(i);
+  }
+  return live;
+}
+
+// ---- Membership ------------------------------------------------------------------
+
+int StagePool::Add(ReplicaClient* client, std::string address, std::string origin) {
+  replicas_.push_back(client);
+  states_.emplace_back();
+  states_.back().address = std::move(address);
+  states_.back().origin = std::move(origin);
+  bound_.emplace_back();
+  return size() - 1;
+}
+
+void StagePool::Retire(int replica, std::function<void()> idle) {
+  states_[replica].retiring = true;
+  idle_[replica] = std::move(idle);
+  CheckIdle(replica);
+}
+
+void StagePool::Unretire(int replica) {
+  states_[replica].retiring = false;
+  idle_.erase(replica);
+}
+
+void StagePool::CheckIdle(int replica) {
+  if (!states_[replica].retiring || !bound_[replica].empty()) return;
+  auto it = idle_.find(replica);
+  if (it == idle_.end()) return;
+  std::function<void()> idle = std::move(it->second);
+  idle_.erase(it);
+  idle();
+}
+
+void StagePool::Remove(int replica) {
+  ReplicaState& state = states_[replica];
+  state.alive = false;
+  state.retiring = true;
+  state.removed = true;
+  replicas_[replica] = nullptr;
+  idle_.erase(replica);
+}
+
+// ---- Abort -----------------------------------------------------------------------
+
+struct StagePool::AbortRun {
+  int pending = 0;
+  // Each failed call (its ids filled in at the end), with the bindings it was for.
+  std::vector<std::pair<ReplicaAbortFailure, BindingRefs>> failures;
+  std::function<void(PoolAbortResult)> done;
+};
+
+void StagePool::Abort(const std::vector<std::string>& request_ids, absl::Time deadline,
+                      std::function<void(PoolAbortResult)> done) {
+  // Replica -> the bindings of its ids, in replica order and, within a group, in
+  // the order given.
+  std::map<int, BindingRefs> groups;
+  absl::flat_hash_set<std::string> seen;
+  for (const std::string& id : request_ids) {
+    auto it = bindings_.find(id);
+    if (it == bindings_.end()) continue;  // Unbound: nothing to stop here.
+    if (seen.insert(id).second) groups[it->second.replica].emplace_back(id, it->second.generation);
+  }
+  auto run = std::make_shared<AbortRun>();
+  run->done = std::move(done);
+  run->pending = static_cast<int>(groups.size()) + 1;  // +1 until every call is out.
+  auto finish_one = [self = shared_from_this(), run] {
+    if (--run->pending > 0) return;
+    // A binding evicted or released after its call failed holds nothing more:
+    // what it held already ended (and the id may be another request's now).
+    PoolAbortResult result;
+    result.stage = self->stage_id_;
+    for (auto& [failure, refs] : run->failures) {
+      failure.ids = self->StillBound(refs);
+      if (!failure.ids.empty()) result.failures.push_back(std::move(failure));
+    }
+    std::sort(result.failures.begin(), result.failures.end(),
+              [](const ReplicaAbortFailure& a, const ReplicaAbortFailure& b) {
+                return a.replica < b.replica;
+              });
+    run->done(std::move(result));
+  };
+  for (auto& [replica, refs] : groups) {
+    auto group = std::make_shared<BindingRefs>(std::move(refs));
+    std::vector<std::string> ids;
+    ids.reserve(group->size());
+    for (const auto& [id, generation] : *group) ids.push_back(id);
+    on_abort_call_(replica);
+    replicas_[replica]->Abort(
+        ids, deadline,
+        [self = shared_from_this(), run, replica = replica, group, finish_one](absl::Status status) {
+          // Only the bindings the call was made for count: an eviction or a
+          // release (and a new binding of the id, maybe to this same replica)
+          // may have happened while it was in flight.
+          if (status.ok()) {
+            for (const std::string& id : self->StillBound(*group)) self->Release(id);
+          } else {
+            run->failures.emplace_back(ReplicaAbortFailure{replica, status, {}}, *group);
+          }
+          finish_one();
+        });
+  }
+  finish_one();
+}
+
+// ---- Replica identity and health ------------------------------------------------
+
+void StagePool::Admit(int replica, const v1::Ready& ready) {
+  ReplicaState& state = states_[replica];
+  state.instance_id = ready.instance_id();
+  state.capacity = ready.capacity();
+  state.max_message_bytes = ready.max_message_bytes();
+  state.down_reason = absl::OkStatus();
+  state.last_error.clear();
+  Revive(replica);
+}
+
+std::vector<std::string> StagePool::MarkDown(int replica, const absl::Status& reason) {
+  states_[replica].down_reason = reason;
+  states_[replica].last_error = std::string(reason.message());
+  return Evict(replica);
+}
+
+void StagePool::AppendStatus(v1::StageStatus* stage, absl::Time now) const {
+  stage->set_discovery_error(discovery_error_);
+  for (int r = 0; r < size(); ++r) {
+    const ReplicaState& state = states_[r];
+    if (state.removed) continue;
+    v1::ReplicaStatus* replica = stage->add_replicas();
+    replica->set_replica(r);
+    replica->set_address(state.address);
+    replica->set_alive(state.alive);
+    replica->set_origin(state.origin);
+    replica->set_retiring(state.retiring);
+    replica->set_state(!state.alive                        ? v1::ReplicaStatus::STATE_DEAD
+                       : state.draining || state.retiring ? v1::ReplicaStatus::STATE_DRAINING
+                                                          : v1::ReplicaStatus::STATE_LIVE);
+    replica->set_instance_id(state.instance_id);
+    replica->set_capacity(state.capacity);
+    replica->set_bound_requests(BoundCount(r));
+    replica->set_last_error(state.last_error);
+    replica->set_max_message_bytes(state.max_message_bytes);
+    replica->set_load_requests(state.load_requests);
+    replica->set_load_age_ms(state.load_at == absl::InfinitePast()
+                                 ? -1
+                                 : absl::ToInt64Milliseconds(now - state.load_at));
+  }
+}
+
+// ---- Sends ------------------------------------------------------------------------
+
+SubmitResult StagePool::Submit(v1::AddRequest* add) {
+  const std::string id = add->request_id();
+  SubmitResult result;
+  while (true) {
+    absl::StatusOr<int> replica = Pick(id);
+    if (!replica.ok()) {
+      result.status = replica.status();
+      result.replica = -1;
+      return result;
+    }
+    result.replica = *replica;
+    result.status = replicas_[*replica]->Add(add);
+    if (result.status.ok()) return result;
+    Release(id);  // A failed send leaves no binding.
+    if (result.status.code() != absl::StatusCode::kUnavailable) return result;
+    // The session closed before its end reached us: the replica is gone for
+    // every request bound to it, and this one has lost nothing.
+    result.lost.push_back(ReplicaLoss{*replica, result.status, MarkDown(*replica, result.status)});
+  }
+}
+
+absl::Status StagePool::Append(v1::AppendInput input, std::optional<ReplicaLoss>* lost) {
+  const std::optional<int> replica = Bound(input.request_id());
+  if (!replica.has_value()) {
+    return absl::NotFoundError(absl::StrCat("'", input.request_id(), "' is not bound on stage ",
+                                            stage_id_));
+  }
+  absl::Status status = replicas_[*replica]->AppendInput(std::move(input));
+  if (status.code() == absl::StatusCode::kUnavailable) {
+    *lost = ReplicaLoss{*replica, status, MarkDown(*replica, status)};
+  }
+  return status;
+}
+
+void StagePool::CallUtility(const std::string& name, const google::protobuf::ListValue& args,
+                            std::function<void(UtilityResults)> done) {
+  struct Gather {
+    UtilityResults results;
+    int pending = 0;
+    std::function<void(UtilityResults)> done;
+  };
+  auto gather = std::make_shared<Gather>();
+  for (int r = 0; r < size(); ++r) {
+    if (!states_[r].removed) gather->results.emplace_back(r, absl::UnavailableError("is not alive"));
+  }
+  gather->done = std::move(done);
+  gather->pending = static_cast<int>(gather->results.size()) + 1;  // +1 until every call is out.
+  auto finish_one = [gather] {
+    if (--gather->pending == 0) gather->done(std::move(gather->results));
+  };
+  for (size_t i = 0; i < gather->results.size(); ++i) {
+    const int r = gather->results[i].first;
+    if (!alive(r)) {
+      finish_one();
+      continue;
+    }
+    replicas_[r]->CallUtility(name, args,
+                              [gather, i, finish_one](absl::StatusOr<google::protobuf::Value> v) {
+                                gather->results[i].second = std::move(v);
+                                finish_one();
+                              });
+  }
+  finish_one();
+}
+
+}  // namespace omnistage

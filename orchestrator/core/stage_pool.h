@@ -1,0 +1,243 @@
+// StagePool: the replicas of one pipeline stage, which request lives on which,
+// and every call the orchestrator makes to those replicas.
+//
+// Binding semantics (docs/architecture.md, StagePool):
+// - Pick(rid): bound to a live replica -> that one (sticky; the round-robin counter
+//   does not move); otherwise live[rr % live.size()], rr += 1, and bind. No live
+//   replica -> UNAVAILABLE ("NoLiveReplica"). With PickPolicy::kLeastLoaded the
+//   unbound case takes the live replica with the lowest load per capacity
+//   instead (the workers' reports: ReportLoad), still sticky once bound.
+// - Bound(rid) is read-only; Release(rid) tolerates unknown ids.
+// - Evict(replica): mark dead, drop and return its bindings; never picked again
+//   until Revive() (a new incarnation, with no bindings).
+// - Drain(replica): still alive, its bindings stay and their requests go on, but
+//   it leaves the live list: not picked for new requests (until Revive()).
+//
+// Membership (replicas that come and go, e.g. from DNS): Add() appends a replica,
+// dead until its handshake; indices are never reused, so appending changes nothing
+// for bindings that exist. Retire(replica) takes it off the live list for good
+// (a handshake does not bring it back; Unretire() does); once it holds no
+// binding (at once, or when its last request ends or it dies) its `idle`
+// callback runs, once, and the owner may Remove() it: the pool forgets its
+// client, and status no longer lists it.
+// - Abort(ids): group ids by bound replica (unbound ids ignored, replicas with no
+//   ids not called), one call per replica, all issued at once; a group's bindings
+//   are released only after its call succeeded; a failed group stays bound so the
+//   abort can be retried, and the other groups go ahead. The result names each
+//   failed replica with the ids it kept. Ids evicted or released while their call
+//   was in flight are neither released again nor reported as failed, also when
+//   the id is bound again meanwhile, even to the same replica: a call answers
+//   for the bindings it was made for only.
+//
+// Sends: Submit() picks and sends an AddRequest; a replica whose session turns
+// out closed is evicted on the spot (as if its stream had broken: its bound
+// requests are returned to the caller to fail) and the next live one is tried, so
+// a request that has not started anywhere never fails for a replica that died a
+// moment ago. Append() and CallUtility() go to the bound / every replica.
+//
+// Costs: Pick, Bound, Release are O(1); Evict is O(k log k) in the replica's k
+// bindings; Abort is linear in its ids.
+//
+// Not thread-safe: owned by the orchestrator's event loop.
+#ifndef OMNISTAGE_ORCHESTRATOR_CORE_STAGE_POOL_H_
+#define OMNISTAGE_ORCHESTRATOR_CORE_STAGE_POOL_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "orchestrator/config/pick_policy.h"
+#include "orchestrator/core/replica_client.h"
+#include "protos/orchestrator.pb.h"
+
+namespace omnistage {
+
+// What the pool knows of one replica, from its handshake and its failures.
+struct ReplicaState {
+  std::string address;
+  // Where the replica came from: "spawned", "addresses", "dns:<name>".
+  std::string origin;
+  // Connected and handshaken: its bound requests go on.
+  bool alive = false;
+  // Alive but leaving (the worker drains): picked for no new request.
+  bool draining = false;
+  // No longer wanted (it left discovery): picked for nothing, removed once it
+  // holds no request.
+  bool retiring = false;
+  // Forgotten by the pool (after retiring); its index is never reused.
+  bool removed = false;
+  // From the last Ready.
+  std::string instance_id;
+  int capacity = 0;
+  int64_t max_message_bytes = 0;
+  // Why it went down last (OK while it has not), and that reason's message
+  // while it is not alive.
+  absl::Status down_reason;
+  std::string last_error;
+  // The worker's load (every orchestrator's requests on it) as last reported,
+  // when that report arrived (InfinitePast: none yet), and the requests this
+  // pool sent it since then, which the report did not count yet.
+  int load_requests = 0;
+  absl::Time load_at = absl::InfinitePast();
+  int sent_since_load = 0;
+};
+
+
+// A replica found dead while sending to it: evicted, with the requests that were
+// bound to it (sorted), which the caller must fail.
+struct ReplicaLoss {
+  int replica = -1;
+  absl::Status reason;
+  std::vector<std::string> evicted;
+};
+
+// One replica's Abort call that failed, and the ids it still holds.
+struct ReplicaAbortFailure {
+  int replica = -1;
+  absl::Status status;
+  std::vector<std::string> ids;
+};
+
+struct PoolAbortResult {
+  int stage = 0;
+  // In replica order; empty when every call succeeded.
+  std::vector<ReplicaAbortFailure> failures;
+  // OK, or the first failure, as "stage S replica R: abort failed: ...".
+  absl::Status status() const;
+};
+
+// Per replica: its index and what its utility call returned.
+using UtilityResults = std::vector<std::pair<int, absl::StatusOr<google::protobuf::Value>>>;
+
+struct SubmitResult {
+  // OK when sent. Else UNAVAILABLE (no live replica) or the refusal of `replica`.
+  absl::Status status;
+  // Where it was sent or which replica refused it; -1 when none was live.
+  int replica = -1;
+  // Replicas found dead on the way (already evicted).
+  std::vector<ReplicaLoss> lost;
+};
+
+class StagePool : public std::enable_shared_from_this<StagePool> {
+ public:
+  // `replicas` are not owned and must outlive the pool (or their Remove()). All
+  // start alive when `alive` is true, else dead until Revive().
+  StagePool(int stage_id, std::vector<ReplicaClient*> replicas, bool alive = true);
+
+  int stage_id() const { return stage_id_; }
+  int size() const { return static_cast<int>(replicas_.size()); }
+
+  // ---- Bindings (the seed) ----
+  absl::StatusOr<int> Pick(const std::string& request_id);
+  std::optional<int> Bound(const std::string& request_id) const;
+  void Release(const std::string& request_id);
+  // Returns the ids that were bound to `replica`, sorted.
+  std::vector<std::string> Evict(int replica);
+  // The replica answers again: live, with no bindings.
+  void Revive(int replica);
+  bool alive(int replica) const { return states_[replica].alive; }
+  // Takes an alive replica off the live list; its bound requests go on.
+  void Drain(int replica) { states_[replica].draining = true; }
+  // ---- Membership ----
+  // Appends a replica (dead until Admit()); returns its index. `client` is not
+  // owned and must stay valid until Remove().
+  int Add(ReplicaClient* client, std::string address, std::string origin);
+  // See above. `idle` runs on the calling thread from inside whichever pool
+  // call released the last binding: defer real work.
+  void Retire(int replica, std::function<void()> idle);
+  // Wanted again before it was removed: back on the live list once alive.
+  void Unretire(int replica);
+  // Forgets a retired replica that holds no binding.
+  void Remove(int replica);
+  // Runs for every Abort call sent to a replica (metrics); no-op by default.
+  void set_on_abort_call(std::function<void(int replica)> on_call) {
+    on_abort_call_ = std::move(on_call);
+  }
+  void set_pick(PickPolicy pick) { pick_ = pick; }
+  // The worker's load report (from its Ready or a step), received at `at`.
+  void ReportLoad(int replica, int requests, absl::Time at);
+  // The last discovery failure of this stage ("" after a success), for status.
+  void set_discovery_error(std::string error) { discovery_error_ = std::move(error); }
+
+  // Ascending indices of live replicas (alive, not draining, not retiring).
+  std::vector<int> LiveReplicas() const;
+  int BoundCount(int replica) const { return static_cast<int>(bound_[replica].size()); }
+  size_t bindings() const { return bindings_.size(); }
+
+  // Asynchronous; `done` runs once, after the last call completed. The pool
+  // must be held by a shared_ptr while an abort runs.
+  void Abort(const std::vector<std::string>& request_ids, absl::Time deadline,
+             std::function<void(PoolAbortResult)> done);
+
+  // ---- Replica identity and health ----
+  const ReplicaState& state(int replica) const { return states_[replica]; }
+  void set_address(int replica, std::string address) {
+    states_[replica].address = std::move(address);
+  }
+  // A handshake: records the incarnation and revives the replica.
+  void Admit(int replica, const v1::Ready& ready);
+  // The replica is down for `reason`: recorded, then evicted (see Evict).
+  std::vector<std::string> MarkDown(int replica, const absl::Status& reason);
+  // One ReplicaStatus per replica not removed, in order; load ages are
+  // measured to `now`.
+  void AppendStatus(v1::StageStatus* stage, absl::Time now) const;
+
+  // ---- Sends ----
+  // Picks a replica for add->request_id() and sends it there (see above). On
+  // success `*add` was moved from and the request is bound to result.replica.
+  SubmitResult Submit(v1::AddRequest* add);
+  // Sends more input to the replica `input.request_id()` is bound to. NOT_FOUND
+  // when it is bound nowhere (nothing sent); a lost replica lands in `*lost`.
+  absl::Status Append(v1::AppendInput input, std::optional<ReplicaLoss>* lost);
+  // Calls utility `name` on every alive replica; `done` gets one result per
+  // replica not removed, in replica order, with its index (UNAVAILABLE for a
+  // replica that is not alive).
+  void CallUtility(const std::string& name, const google::protobuf::ListValue& args,
+                   std::function<void(UtilityResults)> done);
+
+ private:
+  struct AbortRun;
+  // One binding: where, and which Bind() made it (an id bound again after a
+  // release or an eviction is another binding, also on the same replica).
+  struct Binding {
+    int replica = -1;
+    uint64_t generation = 0;
+  };
+  // (id, generation) of the bindings one Abort call is for.
+  using BindingRefs = std::vector<std::pair<std::string, uint64_t>>;
+  void Bind(const std::string& request_id, int replica);
+  // Of `refs`, the ids whose binding is still that one.
+  std::vector<std::string> StillBound(const BindingRefs& refs) const;
+  // Runs a retiring replica's idle callback once it holds no binding.
+  void CheckIdle(int replica);
+  // Of `live` (not empty), the least loaded per capacity, searched from rr_.
+  int LeastLoaded(const std::vector<int>& live) const;
+
+  const int stage_id_;
+  // replicas_[r] is null once r is removed.
+  std::vector<ReplicaClient*> replicas_;
+  std::vector<ReplicaState> states_;
+  absl::flat_hash_map<std::string, Binding> bindings_;
+  uint64_t next_generation_ = 1;
+  // bound_[r]: the ids bound to replica r (the same bindings, indexed by replica).
+  std::vector<absl::flat_hash_set<std::string>> bound_;
+  uint64_t rr_ = 0;
+  PickPolicy pick_ = PickPolicy::kRoundRobin;
+  // idle_[r]: a retiring replica's callback, until it has run.
+  absl::flat_hash_map<int, std::function<void()>> idle_;
+  std::string discovery_error_;
+  std::function<void(int replica)> on_abort_call_ = [](int) {};
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_ORCHESTRATOR_CORE_STAGE_POOL_H_

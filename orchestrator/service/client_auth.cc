@@ -1,0 +1,39 @@
+#include "orchestrator/service/client_auth.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/grpc_util.h"
+#include "common/tls.h"
+
+namespace omnistage {
+
+absl::StatusOr<Caller> ClientAuth::Authenticate(const grpc::ServerContextBase& context) const {
+  if (require_tls_ && !ArrivedOverTls(context)) return PlaintextRefused();
+  if (tokens_ == nullptr) {
+    // A certificate's name (or "" without security): an admin for the
+    // operator's calls, owning only its own requests.
+    return Caller{PeerIdentity(context), /*admin=*/true, /*abort_any=*/false};
+  }
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) {
+    return absl::UnauthenticatedError(
+        "no bearer token: send the metadata 'authorization: Bearer <token>'");
+  }
+  absl::string_view value(it->second.data(), it->second.size());
+  constexpr absl::string_view kScheme = "bearer ";
+  if (value.size() <= kScheme.size() || !absl::StartsWithIgnoreCase(value, kScheme)) {
+    return absl::UnauthenticatedError("the authorization metadata must be 'Bearer <token>'");
+  }
+  absl::StatusOr<Caller> caller = tokens_->Find(value.substr(kScheme.size()));
+  if (!caller.ok()) return absl::UnauthenticatedError("unknown or revoked token");
+  return caller;
+}
+
+absl::Status ClientAuth::RequireAdmin(const Caller& caller, absl::string_view call) {
+  if (caller.admin) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      call, " needs the admin role; '", caller.identity, "' has the user role"));
+}
+
+}  // namespace omnistage

@@ -1,0 +1,160 @@
+#include "orchestrator/service/token_file.h"
+
+#include <openssl/evp.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/random_id.h"
+#include "orchestrator/config/yaml_fields.h"
+#include "yaml-cpp/yaml.h"
+
+namespace omnistage {
+namespace {
+
+std::string Sha256(absl::string_view text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr);
+  return std::string(reinterpret_cast<const char*>(digest), size);
+}
+
+bool IdentityChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
+         c == '-' || c == ':' || c == '@';
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<TokenFile::Entry>> TokenFile::Parse(const std::string& path,
+                                                              const std::string& text) {
+  std::vector<Entry> entries;
+  absl::Status status;
+  try {
+    status = yaml::CheckOneDocument(text);
+    const YAML::Node root = status.ok() ? YAML::Load(text) : YAML::Node();
+    yaml::Fields top(root, "", {"tokens"});
+    const YAML::Node* list = status.ok() ? top.Find("tokens", /*required=*/true) : nullptr;
+    if (status.ok()) status = top.status();
+    if (status.ok() && !list->IsSequence()) {
+      status = yaml::Expected(*list, "tokens", "a list of {identity, role, token}");
+    }
+    for (size_t i = 0; status.ok() && i < list->size(); ++i) {
+      const std::string at = absl::StrCat("tokens[", i, "]");
+      yaml::Fields fields((*list)[i], at, {"identity", "role", "token"});
+      Entry entry;
+      std::string role;
+      std::string token;
+      fields.String("identity", &entry.caller.identity, /*required=*/true);
+      fields.OneOf("role", {"user", "admin"}, &role, /*required=*/true);
+      fields.String("token", &token, /*required=*/true);
+      status = fields.status();
+      if (!status.ok()) break;
+      if (entry.caller.identity.empty() || entry.caller.identity.size() > 128 ||
+          !std::all_of(entry.caller.identity.begin(), entry.caller.identity.end(), IdentityChar)) {
+        status = yaml::Invalid(fields.PathOf("identity"),
+                               "1 to 128 of letters, digits and . _ - : @");
+      } else if (token.size() < kMinTokenLength) {
+        status = yaml::Invalid(fields.PathOf("token"),
+                               absl::StrCat("shorter than ", kMinTokenLength,
+                                            " characters: it could be guessed"));
+      } else if (std::any_of(token.begin(), token.end(), [](char c) {
+                   return absl::ascii_isspace(static_cast<unsigned char>(c)) ||
+                          absl::ascii_iscntrl(static_cast<unsigned char>(c));
+                 })) {
+        status = yaml::Invalid(fields.PathOf("token"), "contains spaces or control characters");
+      }
+      if (!status.ok()) break;
+      entry.caller.admin = role == "admin";
+      entry.caller.abort_any = entry.caller.admin;
+      entry.digest = Sha256(token);
+      for (size_t j = 0; j < entries.size(); ++j) {
+        if (entries[j].digest == entry.digest) {
+          status = yaml::Invalid(fields.PathOf("token"), absl::StrCat("the same as tokens[", j,
+                                                                       "].token"));
+        }
+      }
+      entries.push_back(std::move(entry));
+    }
+  } catch (const YAML::Exception& e) {
+    status = yaml::YamlError(e.mark, e.msg);
+  }
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", status.message()));
+  }
+  return entries;
+}
+
+absl::StatusOr<std::unique_ptr<TokenFile>> TokenFile::Load(const std::string& path) {
+  std::unique_ptr<TokenFile> file(new TokenFile(path));
+  absl::MutexLock lock(&file->mu_);
+  file->MaybeReload();
+  if (!file->last_error_.empty()) return absl::InvalidArgumentError(file->last_error_);
+  return file;
+}
+
+void TokenFile::set_reload_interval(absl::Duration interval) {
+  absl::MutexLock lock(&mu_);
+  reload_interval_ = interval;
+}
+
+void TokenFile::MaybeReload() {
+  const absl::Time now = absl::Now();
+  if (now - last_look_ < reload_interval_) return;
+  last_look_ = now;
+  struct stat info;
+  std::string error;
+  Version version;
+  if (stat(path_.c_str(), &info) != 0) {
+    error = absl::StrCat("cannot read ", path_, ": ", std::strerror(errno));
+  } else {
+    version = {info.st_ino, int64_t{info.st_mtim.tv_sec} * 1000000000 + info.st_mtim.tv_nsec,
+               info.st_size};
+    if (version == version_) return;
+    std::ifstream in(path_);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) {
+      error = absl::StrCat("cannot read ", path_);
+    } else {
+      absl::StatusOr<std::vector<Entry>> entries = Parse(path_, text.str());
+      if (entries.ok()) {
+        entries_ = *std::move(entries);
+        version_ = version;
+        last_error_.clear();
+        if (loaded_) LogInfo(absl::StrCat(path_, " changed: ", entries_.size(), " token(s) now"));
+        loaded_ = true;
+        return;
+      }
+      error = std::string(entries.status().message());
+    }
+  }
+  version_ = version;  // Not read again until it changes again.
+  if (error != last_error_) {
+    last_error_ = error;
+    if (loaded_) LogError(absl::StrCat(error, "; the tokens loaded before stay in force"));
+  }
+}
+
+absl::StatusOr<Caller> TokenFile::Find(absl::string_view token) {
+  const std::string digest = Sha256(token);
+  absl::MutexLock lock(&mu_);
+  MaybeReload();
+  // Every entry is compared, matching or not: the time taken says nothing.
+  const Entry* found = nullptr;
+  for (const Entry& entry : entries_) {
+    if (SameSecret(entry.digest, digest)) found = &entry;
+  }
+  if (found == nullptr) return absl::NotFoundError("unknown or revoked token");
+  return found->caller;
+}
+
+}  // namespace omnistage

@@ -1,0 +1,90 @@
+// TokenFile: the bearer tokens an orchestrator accepts (--tokens_file), each
+// mapped to an identity and a role, re-read when the file changes (a Kubernetes
+// Secret updated in place, a token revoked by deleting its entry).
+//
+//   tokens:
+//     - identity: alice          # who the caller is: owns the requests it starts
+//       role: user               # user: Generate and Abort its own requests
+//       token: "<16+ characters>"
+//     - identity: ops
+//       role: admin              # admin: also status and stage utilities
+//       token: "<16+ characters>"
+//
+// Only SHA-256 digests of the tokens are kept in memory, and a presented token
+// is compared with every entry's digest in constant time.
+//
+// Thread-safe: Find() may be called from any thread.
+#ifndef OMNISTAGE_ORCHESTRATOR_SERVICE_TOKEN_FILE_H_
+#define OMNISTAGE_ORCHESTRATOR_SERVICE_TOKEN_FILE_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "orchestrator/core/caller.h"
+
+namespace omnistage {
+
+class TokenFile {
+ public:
+  // Tokens shorter than this are refused: they could be guessed.
+  static constexpr size_t kMinTokenLength = 16;
+
+  // Reads `path`. INVALID_ARGUMENT naming the file and the field
+  // ("tokens[1].role: expected user or admin, got 'root'").
+  static absl::StatusOr<std::unique_ptr<TokenFile>> Load(const std::string& path);
+
+  // The caller `token` stands for; NOT_FOUND when no entry has it. Looks at
+  // the file first if `reload_interval` passed since it last did, and reads it
+  // again if it changed; a changed file that does not load is logged and the
+  // tokens it had stay in force.
+  absl::StatusOr<Caller> Find(absl::string_view token) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // How often Find() looks for changes (1 s; tests set zero).
+  void set_reload_interval(absl::Duration interval) ABSL_LOCKS_EXCLUDED(mu_);
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Entry {
+    std::string digest;  // SHA-256 of the token
+    Caller caller;
+  };
+  // What identifies a version of the file: inode, modification time, size.
+  struct Version {
+    ino_t inode = 0;
+    int64_t mtime_ns = 0;
+    off_t size = 0;
+    bool operator==(const Version& o) const {
+      return inode == o.inode && mtime_ns == o.mtime_ns && size == o.size;
+    }
+  };
+
+  explicit TokenFile(std::string path) : path_(std::move(path)) {}
+  // Parses the file's text into entries.
+  static absl::StatusOr<std::vector<Entry>> Parse(const std::string& path,
+                                                  const std::string& text);
+  void MaybeReload() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string path_;
+  absl::Mutex mu_;
+  std::vector<Entry> entries_ ABSL_GUARDED_BY(mu_);
+  Version version_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_look_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Duration reload_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
+  // Whether a version of the file ever loaded.
+  bool loaded_ ABSL_GUARDED_BY(mu_) = false;
+  // The last error reading the file, so a broken file is reported once.
+  std::string last_error_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_ORCHESTRATOR_SERVICE_TOKEN_FILE_H_

@@ -1,0 +1,109 @@
+#include "orchestrator/service/token_file.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace omnistage {
+namespace {
+
+constexpr char kAlice[] = "alice-0123456789abcdef";
+constexpr char kOps[] = "ops-0123456789abcdef";
+
+class TokenFileTest : public ::testing::Test {
+ protected:
+  TokenFileTest()
+      : path_(absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                           ".yaml")) {}
+
+  // Replaces the file as a Secret update does: written aside, renamed in.
+  void Write(const std::string& text) {
+    const std::string temporary = path_ + ".new";
+    std::ofstream(temporary) << text;
+    ASSERT_EQ(std::rename(temporary.c_str(), path_.c_str()), 0);
+  }
+
+  static std::string Tokens(const std::string& entries) { return "tokens:\n" + entries; }
+  static std::string Entry(const std::string& identity, const std::string& role,
+                           const std::string& token) {
+    return absl::StrCat("  - identity: ", identity, "\n    role: ", role, "\n    token: \"",
+                        token, "\"\n");
+  }
+
+  absl::Status LoadError(const std::string& text) {
+    Write(text);
+    return TokenFile::Load(path_).status();
+  }
+
+  const std::string path_;
+};
+
+TEST_F(TokenFileTest, MapsTokensToIdentityAndRole) {
+  Write(Tokens(Entry("alice", "user", kAlice) + Entry("ops", "admin", kOps)));
+  absl::StatusOr<std::unique_ptr<TokenFile>> file = TokenFile::Load(path_);
+  ASSERT_TRUE(file.ok()) << file.status();
+  absl::StatusOr<Caller> alice = (*file)->Find(kAlice);
+  ASSERT_TRUE(alice.ok());
+  EXPECT_EQ(alice->identity, "alice");
+  EXPECT_FALSE(alice->admin);
+  absl::StatusOr<Caller> ops = (*file)->Find(kOps);
+  ASSERT_TRUE(ops.ok());
+  EXPECT_EQ(ops->identity, "ops");
+  EXPECT_TRUE(ops->admin);
+  EXPECT_EQ((*file)->Find("alice-0123456789abcdeX").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ((*file)->Find("").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ((*file)->Find(std::string(kAlice) + " ").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(TokenFileTest, ChangesTakeEffectAndABrokenFileKeepsTheLastTokens) {
+  Write(Tokens(Entry("alice", "user", kAlice)));
+  absl::StatusOr<std::unique_ptr<TokenFile>> file = TokenFile::Load(path_);
+  ASSERT_TRUE(file.ok()) << file.status();
+  (*file)->set_reload_interval(absl::ZeroDuration());
+  ASSERT_TRUE((*file)->Find(kAlice).ok());
+
+  // Revoked: alice's entry removed, ops added.
+  Write(Tokens(Entry("ops", "admin", kOps)));
+  EXPECT_EQ((*file)->Find(kAlice).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE((*file)->Find(kOps).ok());
+
+  // A broken update keeps what was in force.
+  Write("tokens: [");
+  EXPECT_TRUE((*file)->Find(kOps).ok());
+  Write(Tokens(Entry("alice", "admin", kAlice)));
+  absl::StatusOr<Caller> alice = (*file)->Find(kAlice);
+  ASSERT_TRUE(alice.ok());
+  EXPECT_TRUE(alice->admin);
+}
+
+TEST_F(TokenFileTest, RefusesWhatCouldNotBeSafeNamingTheField) {
+  const std::string at = path_ + ": ";
+  EXPECT_EQ(LoadError(Tokens(Entry("alice", "root", kAlice))).message(),
+            at + "tokens[0].role: expected user or admin, got 'root'");
+  EXPECT_EQ(LoadError(Tokens(Entry("alice", "user", "short"))).message(),
+            at + "tokens[0].token: shorter than 16 characters: it could be guessed");
+  EXPECT_EQ(LoadError(Tokens(Entry("alice", "user", "has a space in it!!"))).message(),
+            at + "tokens[0].token: contains spaces or control characters");
+  EXPECT_EQ(LoadError(Tokens(Entry("al ice", "user", kAlice))).message(),
+            at + "tokens[0].identity: 1 to 128 of letters, digits and . _ - : @");
+  EXPECT_EQ(
+      LoadError(Tokens(Entry("alice", "user", kAlice) + Entry("bob", "user", kAlice))).message(),
+      at + "tokens[1].token: the same as tokens[0].token");
+  EXPECT_EQ(LoadError("tokens:\n  - identity: alice\n    role: user\n").message(),
+            at + "tokens[0].token: required");
+  EXPECT_EQ(LoadError("tokens: alice\n").message(),
+            at + "tokens: expected a list of {identity, role, token}, got 'alice'");
+  EXPECT_EQ(LoadError("users: []\n").message(), at + "users: unknown key (known: tokens)");
+  std::remove(path_.c_str());
+  EXPECT_EQ(TokenFile::Load(path_).status().message(),
+            "cannot read " + path_ + ": No such file or directory");
+}
+
+}  // namespace
+}  // namespace omnistage
