@@ -1,8 +1,8 @@
-// The seed's busy-loop examples 1-3 (engine_core_seed_test.cc runs them on the
-// seed's toy engine) on sim_llm's Python port through the python engine: the
+// The busy loop's worked examples 1-3 (docs/architecture.md; engine_core_seed_test.cc
+// runs them on the toy engine) on sim_llm's Python port through the python engine: the
 // loop's FIFO order, utility errors per call, a fatal step, blocking when idle
 // and a wakeable shutdown hold for a Python engine. A request's max_tokens is
-// its step count, as in the seed's toy engine.
+// its step count, as in the toy engine.
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,7 +66,7 @@ class Sink : public CoreSink {
   std::vector<std::string> events_ ABSL_GUARDED_BY(mu_);
 };
 
-class PythonSeedTest : public ::testing::Test {
+class PythonWorkedExampleTest : public ::testing::Test {
  protected:
   void Start(std::map<std::string, std::string> params = {}) {
     params["path"] = "stage_worker/engines/python";
@@ -119,12 +119,12 @@ class PythonSeedTest : public ::testing::Test {
   absl::Notification returned_;
 };
 
-TEST_F(PythonSeedTest, Example1PrequeuedMessagesLateAddThenShutdown) {
+TEST_F(PythonWorkedExampleTest, Example1PrequeuedMessagesLateAddThenShutdown) {
   Start();
   Prequeue();
   StartLoop();
   ASSERT_TRUE(sink_.WaitFor("step 2: (a,finished)"));
-  absl::SleepFor(absl::Milliseconds(200));  // The seed's timing: the loop sits idle.
+  absl::SleepFor(absl::Milliseconds(200));  // The example's timing: the loop sits idle.
   ASSERT_TRUE(core_->Submit(CoreMessage::Add(Request("c", 1))));
   ASSERT_TRUE(sink_.WaitFor("step 3: (c,finished)"));
   absl::SleepFor(absl::Milliseconds(200));
@@ -138,7 +138,7 @@ TEST_F(PythonSeedTest, Example1PrequeuedMessagesLateAddThenShutdown) {
   EXPECT_EQ(core_->steps(), 3u);
 }
 
-TEST_F(PythonSeedTest, Example2StepErrorIsFatal) {
+TEST_F(PythonWorkedExampleTest, Example2StepErrorIsFatal) {
   Start({{"fail_at_step", "2"}});
   Prequeue();
   StartLoop();
@@ -156,10 +156,10 @@ TEST_F(PythonSeedTest, Example2StepErrorIsFatal) {
   EXPECT_EQ(core_->steps(), 1u);
 }
 
-TEST_F(PythonSeedTest, Example3IdleThenShutdownFromAnotherThread) {
+TEST_F(PythonWorkedExampleTest, Example3IdleThenShutdownFromAnotherThread) {
   Start();
   StartLoop();
-  absl::SleepFor(absl::Milliseconds(500));  // The seed's scenario: idle a while.
+  absl::SleepFor(absl::Milliseconds(500));  // The example: idle a while.
   EXPECT_EQ(core_->steps(), 0u);
   std::thread stopper([this] { core_->RequestShutdown(); });
   stopper.join();

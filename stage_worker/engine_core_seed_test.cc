@@ -1,9 +1,10 @@
 // Tests for EngineCore, the stage worker's busy loop (docs/architecture.md, Stage worker):
-// the seed's worked examples 1-3 and one test per pitfall in the seed's table. The
+// its worked examples 1-3 and one test per mistake a busy loop must not make
+// (docs/architecture.md, Worked examples). The
 // loop's further guarantees are in engine_core_test.cc; the fakes and the fixture
 // are in engine_core_test_util.h.
 //
-// Sleeps appear only where the seed's scenario is itself timed (examples 1 and 3,
+// Sleeps appear only where the example is itself timed (examples 1 and 3,
 // and the idle-polling check).
 #include <string>
 #include <thread>
@@ -23,7 +24,7 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
 // ---------------------------------------------------------------------------
-// The seed's worked examples.
+// The worked examples.
 
 // Example 1: pre-queued ADD a(2), ADD b(1), UTILITY 7 div(1,0), ABORT [b],
 // UTILITY 8 div(6,3); ~200 ms later ADD c(1); ~200 ms later request_shutdown.
@@ -31,7 +32,7 @@ TEST_F(EngineCoreTest, Example1PrequeuedMessagesLateAddThenShutdown) {
   SubmitExample1Prequeue();
   StartLoop();
   ASSERT_TRUE(sink_.WaitFor("step 2: (a,0)", kDeadline));
-  absl::SleepFor(absl::Milliseconds(200));  // The seed's timing: the loop sits idle.
+  absl::SleepFor(absl::Milliseconds(200));  // The example's timing: the loop sits idle.
   ASSERT_TRUE(core_.Submit(CoreMessage::Add(Request("c", 1))));
   ASSERT_TRUE(sink_.WaitFor("step 3: (c,0)", kDeadline));
   absl::SleepFor(absl::Milliseconds(200));
@@ -41,12 +42,12 @@ TEST_F(EngineCoreTest, Example1PrequeuedMessagesLateAddThenShutdown) {
   EXPECT_THAT(sink_.events(),
               ElementsAre("utility 7 error INVALID_ARGUMENT: division by zero", "utility 8 = 2",
                           "step 1: (a,1)", "step 2: (a,0)", "step 3: (c,0)", "shutdown"));
-  // The seed lists add a, add b, abort (b,), step 1, ...; the fake also logs the
+  // The example lists add a, add b, abort [b], step 1, ...; the fake also logs the
   // utilities, which must sit in their FIFO places too.
   EXPECT_THAT(engine_.calls(),
               ElementsAre("add a", "add b", "utility div(1,0)", "abort [b]", "utility div(6,3)",
                           "step 1", "step 2", "add c", "step 3"));
-  // The seed's reference loop makes 7 calls; any non-polling loop is single-digit.
+  // A loop that does not poll makes single-digit calls.
   EXPECT_LT(engine_.has_work_calls(), 10);
   EXPECT_EQ(core_.steps(), 3u);
 }
@@ -74,7 +75,7 @@ TEST_F(EngineCoreTest, Example2StepErrorIsFatal) {
 // Example 3: idle, then a shutdown from another thread.
 TEST_F(EngineCoreTest, Example3IdleThenShutdownFromAnotherThread) {
   StartLoop();
-  absl::SleepFor(absl::Milliseconds(500));  // The seed's scenario: idle a while.
+  absl::SleepFor(absl::Milliseconds(500));  // The example: idle a while.
   EXPECT_EQ(engine_.steps_started(), 0u);
   EXPECT_GE(engine_.has_work_calls(), 1);
   EXPECT_LE(engine_.has_work_calls(), 2);
@@ -88,9 +89,9 @@ TEST_F(EngineCoreTest, Example3IdleThenShutdownFromAnotherThread) {
 }
 
 // ---------------------------------------------------------------------------
-// One test per pitfall in the seed's table.
+// One test per mistake a busy loop must not make.
 
-// Pitfall: get(timeout=...) polling. Once the work is done the loop blocks; it
+// Mistake: get(timeout=...) polling. Once the work is done the loop blocks; it
 // does not keep asking the engine.
 TEST_F(EngineCoreTest, IdleLoopDoesNotPoll) {
   ASSERT_TRUE(core_.Submit(CoreMessage::Add(Request("a", 2))));
@@ -104,7 +105,7 @@ TEST_F(EngineCoreTest, IdleLoopDoesNotPoll) {
   JoinLoop();
 }
 
-// Pitfall: the flag without a WAKEUP. A loop blocked on the empty queue wakes at
+// Mistake: the flag without a WAKEUP. A loop blocked on the empty queue wakes at
 // once.
 TEST_F(EngineCoreTest, ShutdownWakesABlockedLoop) {
   StartLoop();
@@ -116,7 +117,7 @@ TEST_F(EngineCoreTest, ShutdownWakesABlockedLoop) {
   EXPECT_THAT(sink_.events(), ElementsAre("shutdown"));
 }
 
-// Pitfall: dropping the message the blocking get returned. The single ADD that
+// Mistake: dropping the message the blocking get returned. The single ADD that
 // wakes an idle loop is applied and runs to completion.
 TEST_F(EngineCoreTest, MessageThatWakesTheLoopIsApplied) {
   StartLoop();
@@ -129,7 +130,7 @@ TEST_F(EngineCoreTest, MessageThatWakesTheLoopIsApplied) {
   EXPECT_THAT(engine_.calls(), ElementsAre("add a", "step 1", "step 2"));
 }
 
-// Pitfall: one message per step. ADD r1, ABORT r1, ADD r2 queued together all
+// Mistake: one message per step. ADD r1, ABORT r1, ADD r2 queued together all
 // reach the engine before its first step, so r1 never produces output.
 TEST_F(EngineCoreTest, AppliesEveryQueuedMessageBeforeStepping) {
   ASSERT_TRUE(core_.Submit(CoreMessage::Add(Request("r1", 3))));
@@ -143,7 +144,7 @@ TEST_F(EngineCoreTest, AppliesEveryQueuedMessageBeforeStepping) {
   EXPECT_THAT(sink_.events(), ElementsAre("step 1: (r2,0)", "shutdown"));
 }
 
-// Pitfall: an uncaught step error. The loop reports fatal and Run() returns.
+// Mistake: an uncaught step error. The loop reports fatal and Run() returns.
 TEST_F(EngineCoreTest, StepErrorEmitsFatalAndEndsTheLoop) {
   engine_.FailStep(1);
   ASSERT_TRUE(core_.Submit(CoreMessage::Add(Request("a", 2))));
@@ -154,7 +155,7 @@ TEST_F(EngineCoreTest, StepErrorEmitsFatalAndEndsTheLoop) {
   EXPECT_FALSE(core_.Submit(CoreMessage::Add(Request("b", 1))));
 }
 
-// Pitfall: a step after shutdown. A shutdown requested while the loop applies its
+// Mistake: a step after shutdown. A shutdown requested while the loop applies its
 // messages (here from an abort's done callback, i.e. after the loop last checked
 // the flag) stops it before it steps the work it has.
 TEST_F(EngineCoreTest, NoStepOnceShutdownIsRequestedWhileApplyingMessages) {
@@ -168,7 +169,7 @@ TEST_F(EngineCoreTest, NoStepOnceShutdownIsRequestedWhileApplyingMessages) {
   EXPECT_THAT(sink_.events(), ElementsAre("shutdown"));
 }
 
-// Same pitfall: work queued but shutdown already requested when the loop starts.
+// Same mistake: work queued but shutdown already requested when the loop starts.
 TEST_F(EngineCoreTest, NoStepWhenShutdownWasRequestedBeforeRun) {
   ASSERT_TRUE(core_.Submit(CoreMessage::Add(Request("a", 3))));
   core_.RequestShutdown();
@@ -178,7 +179,7 @@ TEST_F(EngineCoreTest, NoStepWhenShutdownWasRequestedBeforeRun) {
   EXPECT_THAT(sink_.events(), ElementsAre("shutdown"));
 }
 
-// Same pitfall: a shutdown that arrives during a step lets that step finish and
+// Same mistake: a shutdown that arrives during a step lets that step finish and
 // emit, and no further step starts although the request still has work.
 TEST_F(EngineCoreTest, ShutdownDuringAStepMakesItTheLastStep) {
   engine_.AllowSteps(1);
@@ -192,7 +193,7 @@ TEST_F(EngineCoreTest, ShutdownDuringAStepMakesItTheLastStep) {
   EXPECT_THAT(sink_.events(), ElementsAre("step 1: (a,99)", "step 2: (a,98)", "shutdown"));
 }
 
-// Pitfall: sorting messages by kind (all ADDs, then all ABORTs, ...). Every kind
+// Mistake: sorting messages by kind (all ADDs, then all ABORTs, ...). Every kind
 // goes through one FIFO: an ABORT before its ADD is a no-op, one after it stops it.
 TEST_F(EngineCoreTest, AppliesMessagesInFifoOrderAcrossKinds) {
   ASSERT_TRUE(core_.Submit(CoreMessage::Abort({"r0"})));

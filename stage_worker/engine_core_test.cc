@@ -1,5 +1,5 @@
 // Tests for EngineCore, the stage worker's busy loop (docs/architecture.md, Stage worker):
-// the guarantees beyond the seed's examples and pitfall table (those are in
+// the guarantees beyond the worked examples and mistakes (those are in
 // engine_core_seed_test.cc): fatal versus shutdown, utility errors, abort
 // completion, refused submits, SubmitAll, and answering the messages still queued
 // when the loop ends. The fakes and the fixture are in engine_core_test_util.h.

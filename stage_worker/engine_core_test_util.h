@@ -1,7 +1,7 @@
 // Shared set-up for the EngineCore tests (engine_core_seed_test.cc and
 // engine_core_test.cc).
 //
-// FakeEngine is the seed's toy engine: a request added with max_tokens = k needs k
+// FakeEngine is the worked examples' toy engine: a request added with max_tokens = k needs k
 // more steps; every Step() moves each live request one step on and reports its
 // remaining count (as the one token id of its output), removing those that reach 0
 // (finished = true). Utility "div" divides its two arguments. The engine records

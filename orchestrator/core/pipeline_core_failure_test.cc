@@ -76,7 +76,7 @@ TEST_F(PipelineCoreTest, AbortOfManyIdsMakesOneCallPerReplica) {
   EXPECT_TRUE(AbortNow({"e"}).ok());
 }
 
-// Seed example 3, second half: the talker's abort fails. Nothing is committed,
+// Worked example 3 (docs/architecture.md), second half: the talker's abort fails. Nothing is committed,
 // the failed stage stays bound, outputs that arrived meanwhile are not lost, and
 // a retry succeeds.
 TEST_F(PipelineCoreTest, FailedAbortCommitsNothingAndCanBeRetried) {
@@ -204,7 +204,7 @@ TEST_F(PipelineCoreTest, DeadReplicaFailsOnlyItsRequests) {
   EXPECT_EQ(spared->terminal().finish_reason(), v1::FINISH_REASON_STOP);
 }
 
-// Seed example 3, dead replica: d = StagePool(2, [W0, W1]); a, b, c -> 0, 1, 0.
+// Worked example 3, dead replica: d = StagePool(2, [W0, W1]); a, b, c -> 0, 1, 0.
 TEST_F(PipelineCoreTest, DeadVocoderReplicaSparesTheOtherOne) {
   Build(Shape().Vocoders(2));
   std::map<std::string, std::shared_ptr<FakeResponseSink>> sink;

@@ -2,7 +2,7 @@
 // death of a replica holding a quarter of them, and a drain that must abort them
 // all. Each keeps its semantics at scale (one worker call per replica, exactly one
 // terminal per request, no binding left) in linear time; the event-loop time these
-// take is measured by //orchestrator:abort_benchmark.
+// take is measured by //tests/bench:abort_benchmark.
 #include <memory>
 #include <string>
 #include <vector>

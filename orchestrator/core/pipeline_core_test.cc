@@ -44,8 +44,8 @@ std::vector<std::string> Outcomes(const v1::AbortResponse& response) {
   return out;
 }
 
-// Seed examples 1 and 2 through the core: one stage, replicas A, B, C (T0..T2).
-TEST_F(PipelineCoreTest, SeedRoundRobinEvictAndGroupedAbort) {
+// Worked examples 1 and 2 (docs/architecture.md) through the core: one stage, replicas A, B, C (T0..T2).
+TEST_F(PipelineCoreTest, WorkedRoundRobinEvictAndGroupedAbort) {
   Build(ThinkerOnly(3));
   std::map<std::string, std::shared_ptr<FakeResponseSink>> sink;
   for (const char* id : {"x", "y", "z", "w"}) sink[id] = Gen(id);
@@ -89,8 +89,8 @@ TEST_F(PipelineCoreTest, SeedRoundRobinEvictAndGroupedAbort) {
   EXPECT_EQ(sink["y2"]->terminal().finish_reason(), v1::FINISH_REASON_STOP);
 }
 
-// Seed example 3: r9 bound on T0, K1 and W0 with partial text "Hello wor".
-TEST_F(PipelineCoreTest, SeedTwoPhaseAbortCallsEveryStageInOrder) {
+// Worked example 3: r9 bound on T0, K1 and W0 with partial text "Hello wor".
+TEST_F(PipelineCoreTest, WorkedTwoPhaseAbortCallsEveryStageInOrder) {
   Build(Shape().Talkers(2));
   auto other = Gen("other");
   auto r9 = Gen("r9");

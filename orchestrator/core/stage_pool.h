@@ -136,7 +136,7 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   int stage_id() const { return stage_id_; }
   int size() const { return static_cast<int>(replicas_.size()); }
 
-  // ---- Bindings (the seed) ----
+  // ---- Bindings (docs/architecture.md, StagePool) ----
   absl::StatusOr<int> Pick(const std::string& request_id);
   std::optional<int> Bound(const std::string& request_id) const;
   void Release(const std::string& request_id);

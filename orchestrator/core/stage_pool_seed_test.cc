@@ -1,5 +1,5 @@
-// Tests for StagePool against its semantics (docs/architecture.md, StagePool):
-// three worked examples re-expressed step by step, including the orchestrator's two-phase
+// Tests for StagePool against its worked examples (docs/architecture.md, Worked
+// examples): the three examples re-expressed step by step, including the orchestrator's two-phase
 // abort (collect, abort every stage, commit) and the dead-replica handling built on
 // the pool. Edge cases of picking, eviction and in-flight aborts are in
 // stage_pool_test.cc; the shared helpers are in stage_pool_test_util.h.
@@ -29,7 +29,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Optional;
 
-// A terminal output as the seed defines it: OrchOutput(request_id, data, finished,
+// A terminal output as the worked examples write it: OrchOutput(request_id, data, finished,
 // error), with no stage field.
 struct OrchOutput {
   std::string request_id;
@@ -49,7 +49,7 @@ void PrintTo(const OrchOutput& out, std::ostream* os) {
       << (out.finished ? "finished" : "unfinished") << ", \"" << out.error << "\")";
 }
 
-// The orchestrator-side partial results of the seed's example 3: collect is
+// The orchestrator-side partial results of example 3: collect is
 // read-only, commit forgets the request. Both calls go into the shared log.
 class FakeProcessor {
  public:
@@ -75,7 +75,7 @@ class FakeProcessor {
   std::map<std::string, std::string> partials_;
 };
 
-// The seed's abort_request, in the pool's callback style:
+// The two-phase abort of one request, in the pool's callback style:
 //   1. collect the partial output (read-only);
 //   2. each pool's Abort({rid}), one pool after another; a failure stops here and is
 //      handed to `done` with nothing committed;
@@ -116,7 +116,7 @@ void AbortRequest(std::vector<std::shared_ptr<StagePool>> pools, FakeProcessor* 
   AbortStagesFrom(std::move(op), 0);
 }
 
-// The seed's handle_dead_replica: evict, then exactly one terminal error per
+// A dead replica's handling: evict, then exactly one terminal error per
 // request that was bound to the dead replica (data None).
 std::vector<OrchOutput> HandleDeadReplica(StagePool& pool, int replica) {
   std::vector<OrchOutput> outputs;
@@ -128,8 +128,8 @@ std::vector<OrchOutput> HandleDeadReplica(StagePool& pool, int replica) {
   return outputs;
 }
 
-// Examples 1 and 2 of the seed, one state-table step at a time.
-TEST(StagePoolTest, SeedStateTableExamplesOneAndTwo) {
+// Examples 1 and 2, one state-table step at a time.
+TEST(StagePoolTest, WorkedExamplesOneAndTwo) {
   std::vector<std::string> log;
   FakeReplicaClient a("A", &log), b("B", &log), c("C", &log);
   std::shared_ptr<StagePool> p = MakePool(1, {&a, &b, &c});
@@ -180,7 +180,7 @@ TEST(StagePoolTest, SeedStateTableExamplesOneAndTwo) {
 
 // Example 2, step 7: A's group is released, B's failure propagates and keeps n
 // bound; once B recovers, the retry calls only B.
-TEST(StagePoolTest, SeedFailureSemanticsAndRetry) {
+TEST(StagePoolTest, WorkedFailureSemanticsAndRetry) {
   std::vector<std::string> log;
   FakeReplicaClient a("A", &log), b("B", &log);
   std::shared_ptr<StagePool> q = MakePool(1, {&a, &b});
@@ -210,7 +210,7 @@ TEST(StagePoolTest, SeedFailureSemanticsAndRetry) {
 }
 
 // A failed group does not hold the others back: every replica is called (the
-// seed's "failed group stays bound, succeeded groups are released"), so a batch
+// rule: a failed group stays bound, the groups that succeeded are released), so a batch
 // abort of many requests is not hostage to one replica. The failure names the
 // replica and the ids it still holds, ready for a retry of just those.
 TEST(StagePoolTest, AbortFailureKeepsOnlyTheFailedGroupBound) {
@@ -239,7 +239,7 @@ TEST(StagePoolTest, AbortFailureKeepsOnlyTheFailedGroupBound) {
 
 // Example 3: collect -> every stage's abort, in pipeline order -> commit -> one
 // terminal output carrying the partial text.
-TEST(StagePoolTest, SeedTwoPhaseAbortOrder) {
+TEST(StagePoolTest, WorkedTwoPhaseAbortOrder) {
   std::vector<std::string> log;
   FakeReplicaClient t0("T0", &log);
   FakeReplicaClient k0("K0", &log), k1("K1", &log);
@@ -278,7 +278,7 @@ TEST(StagePoolTest, SeedTwoPhaseAbortOrder) {
 // Example 3, failure variant: K0 fails, so nothing is committed; s0's binding is
 // released, s1's is kept; the retry (K0 back) needs only K0 and still has the
 // partial text to report.
-TEST(StagePoolTest, SeedTwoPhaseAbortFailureCommitsNothingAndRetries) {
+TEST(StagePoolTest, WorkedTwoPhaseAbortFailureCommitsNothingAndRetries) {
   std::vector<std::string> log;
   FakeReplicaClient t0("T0", &log), k0("K0", &log);
   std::shared_ptr<StagePool> s0 = MakePool(0, {&t0});
@@ -305,7 +305,7 @@ TEST(StagePoolTest, SeedTwoPhaseAbortFailureCommitsNothingAndRetries) {
   EXPECT_EQ(s0->Bound("r9"), std::nullopt);
   EXPECT_THAT(s1->Bound("r9"), Optional(0));
 
-  // Seed question 7: s0 no longer binds r9, so the retry calls nothing there.
+  // s0 no longer binds r9, so the retry calls nothing there.
   log.clear();
   calls = 0;
   k0.FailAborts(absl::OkStatus());
@@ -318,7 +318,7 @@ TEST(StagePoolTest, SeedTwoPhaseAbortFailureCommitsNothingAndRetries) {
 }
 
 // Example 3, dead replica: only the requests bound to it fail, once each.
-TEST(StagePoolTest, SeedDeadReplicaFailsOnlyItsRequests) {
+TEST(StagePoolTest, WorkedDeadReplicaFailsOnlyItsRequests) {
   std::vector<std::string> log;
   FakeReplicaClient w0("W0", &log), w1("W1", &log);
   std::shared_ptr<StagePool> d = MakePool(2, {&w0, &w1});

@@ -158,7 +158,7 @@ TEST(StagePoolTest, BoundCountFollowsPickReleaseAndAbort) {
   EXPECT_EQ(pool->bindings(), 3u);
 }
 
-// Seed question 7: a pool that binds none of the ids calls no replica and still
+// A pool that binds none of the ids calls no replica and still
 // completes, so callers need no check of their own.
 TEST(StagePoolTest, AbortOfUnboundIdsCallsNothingAndCompletesOk) {
   std::vector<std::string> log;

@@ -4,7 +4,7 @@
 // flight. Replicas are fakes that answer at once, so the figures are the core's
 // own work (the time the event loop, and so every stream, is held).
 //
-//   bazel run -c opt //orchestrator:abort_benchmark [-- --runs=15]
+//   bazel run -c opt //tests/bench:abort_benchmark [-- --runs=15]
 //
 // Prints, at 10,000 in flight, min / median / max over the runs and the cost per
 // id; and the medians at 2,500 and 5,000 with the ratios from one size to the

@@ -2,7 +2,7 @@
 // and 256 with zero step time, against the bare engine in the same run, and
 // session messages per engine step.
 //
-//   bazel run -c opt //stage_worker:worker_benchmark
+//   bazel run -c opt //tests/bench:worker_benchmark
 #include <cstdio>
 #include <map>
 #include <string>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "stage_worker/engines/registry.h"
-#include "stage_worker/worker_session_run.h"
+#include "tests/bench/worker_session_bench.h"
 
 namespace omnistage {
 namespace {

@@ -1,4 +1,4 @@
-#include "stage_worker/worker_session_run.h"
+#include "tests/bench/worker_session_bench.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"

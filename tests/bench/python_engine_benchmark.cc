@@ -5,7 +5,7 @@
 // is the adapter's own cost (GIL, calls, conversion). Each figure is measured
 // three times in this run: median and range.
 //
-//   bazel run -c opt //stage_worker:python_engine_benchmark
+//   bazel run -c opt //tests/bench:python_engine_benchmark
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "stage_worker/engines/registry.h"
-#include "stage_worker/worker_session_run.h"
+#include "tests/bench/worker_session_bench.h"
 
 namespace omnistage {
 namespace {

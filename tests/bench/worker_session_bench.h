@@ -4,8 +4,8 @@
 //
 //   SessionRun run = RunThroughWorker("sim_llm", {{"batch_size", "64"}}, 64, 2000);
 //   std::printf("%.0f tokens/s\n", run.tokens / run.seconds);
-#ifndef OMNISTAGE_STAGE_WORKER_WORKER_SESSION_RUN_H_
-#define OMNISTAGE_STAGE_WORKER_WORKER_SESSION_RUN_H_
+#ifndef OMNISTAGE_TESTS_BENCH_WORKER_SESSION_BENCH_H_
+#define OMNISTAGE_TESTS_BENCH_WORKER_SESSION_BENCH_H_
 
 #include <cstdint>
 #include <map>
@@ -27,4 +27,4 @@ SessionRun RunThroughWorker(const std::string& engine,
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_STAGE_WORKER_WORKER_SESSION_RUN_H_
+#endif  // OMNISTAGE_TESTS_BENCH_WORKER_SESSION_BENCH_H_
