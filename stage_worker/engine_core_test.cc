@@ -1,6 +1,6 @@
 // Tests for EngineCore, the stage worker's busy loop (docs/architecture.md, Stage worker):
 // the guarantees beyond the worked examples and mistakes (those are in
-// engine_core_seed_test.cc): fatal versus shutdown, utility errors, abort
+// engine_core_examples_test.cc): fatal versus shutdown, utility errors, abort
 // completion, refused submits, SubmitAll, and answering the messages still queued
 // when the loop ends. The fakes and the fixture are in engine_core_test_util.h.
 #include "stage_worker/engine_core.h"

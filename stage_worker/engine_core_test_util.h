@@ -1,4 +1,4 @@
-// Shared set-up for the EngineCore tests (engine_core_seed_test.cc and
+// Shared set-up for the EngineCore tests (engine_core_examples_test.cc and
 // engine_core_test.cc).
 //
 // FakeEngine is the worked examples' toy engine: a request added with max_tokens = k needs k

@@ -1,5 +1,5 @@
 // Tests for StagePool beyond the worked examples (those are in
-// stage_pool_seed_test.cc): sticky round-robin over the live replicas, Bound and
+// stage_pool_examples_test.cc): sticky round-robin over the live replicas, Bound and
 // Release, eviction and revival, grouped aborts of unbound and duplicate ids, and
 // aborts whose replica calls are still in flight while the pool changes. The
 // replicas are FakeReplicaClients sharing one call log (stage_pool_test_util.h).

@@ -1,4 +1,4 @@
-// Shared helpers for the StagePool tests (stage_pool_seed_test.cc and
+// Shared helpers for the StagePool tests (stage_pool_examples_test.cc and
 // stage_pool_test.cc): a pool over FakeReplicaClients that share one call log (so
 // the global order of calls can be asserted), a matcher for absl::StatusOr, and a
 // recorder for the pool's asynchronous Abort callback.

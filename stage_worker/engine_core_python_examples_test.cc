@@ -1,4 +1,4 @@
-// The busy loop's worked examples 1-3 (docs/architecture.md; engine_core_seed_test.cc
+// The busy loop's worked examples 1-3 (docs/architecture.md; engine_core_examples_test.cc
 // runs them on the toy engine) on sim_llm's Python port through the python engine: the
 // loop's FIFO order, utility errors per call, a fatal step, blocking when idle
 // and a wakeable shutdown hold for a Python engine. A request's max_tokens is
