@@ -147,6 +147,13 @@ class Worker : public CoreSink {
     uint64_t client_call_id;
   };
 
+  // HandleCommand's cases: a request added, more input for one, a utility call.
+  void HandleAdd(Session& session, v1::WorkerCommand& command);
+  // An Add's checks (its id, a stalled step, the engine's Validate), moving its
+  // input and parameters into the engine's request; the refusal otherwise.
+  absl::StatusOr<EngineRequest> AcceptAdd(const Session& session, v1::AddRequest& add);
+  void HandleAppendInput(Session& session, v1::WorkerCommand& command);
+  void HandleUtility(Session& session, v1::WorkerCommand& command);
   void Reject(Session& session, const v1::WorkerCommand& command, const std::string& request_id,
               const absl::Status& status);
   // Tells `session` that command `seq` (of `command`'s kind) was not applied.

@@ -170,103 +170,15 @@ void Worker::SendRejected(Session& session, uint64_t seq, v1::WorkerCommand::Com
 
 void Worker::HandleCommand(Session& session, v1::WorkerCommand& command) {
   switch (command.command_case()) {
-    case v1::WorkerCommand::kAdd: {
-      v1::AddRequest& add = *command.mutable_add();
-      if (absl::Status s = CheckRequestId(add.request_id()); !s.ok()) {
-        Reject(session, command, add.request_id(), s);
-        return;
-      }
-      if (const uint64_t stalled = stall_.stalled_step(); stalled != 0) {
-        Reject(session, command, add.request_id(),
-               absl::UnavailableError(absl::StrCat("the engine is stalled in step ", stalled)));
-        return;
-      }
-      EngineRequest request;
-      request.id = EngineRequestId(session.number(), add.request_id());
-      request.input.assign(std::make_move_iterator(add.mutable_input()->begin()),
-                           std::make_move_iterator(add.mutable_input()->end()));
-      request.input_complete = add.input_complete();
-      request.params = std::move(*add.mutable_params());
-      if (absl::Status s = engine_->Validate(request); !s.ok()) {
-        Reject(session, command, add.request_id(), s);
-        return;
-      }
-      const std::string trace_id = TraceIdOf(add.traceparent());
-      if (!session.AddLive(add.request_id(), trace_id)) {
-        Reject(session, command, add.request_id(),
-               absl::AlreadyExistsError(absl::StrCat("request_id '", add.request_id(),
-                                                     "' is already live in this session")));
-        return;
-      }
-      Log(LogLevel::kDebug, {add.request_id(), options_.stage_id, -1, trace_id},
-          absl::StrCat("added (session ", session.number(), ", ", request.input.size(),
-                       " input payload(s)", request.input_complete ? ")" : ", more to come)"));
-      // An abort of the id that the loop applies before this Add did not stop
-      // it: the session must know which of its live requests the engine holds.
-      std::shared_ptr<Session> owner;
-      {
-        absl::MutexLock lock(&mu_);
-        owner = FindSessionLocked(session.number());
-      }
-      auto taken = [owner, id = add.request_id()] {
-        if (owner != nullptr) owner->MarkTaken(id);
-      };
-      // The engine's check on the loop refused it: it never started.
-      auto rejected = [this, owner, id = add.request_id(),
-                       seq = command.seq()](const absl::Status& status) {
-        if (owner == nullptr) return;
-        owner->EraseLive(id);
-        SendRejected(*owner, seq, v1::WorkerCommand::kAdd, id, status);
-      };
-      absl::Status s = session.Sequence(
-          command.seq(),
-          CoreMessage::Add(std::move(request), std::move(taken), std::move(rejected)), submit_);
-      if (!s.ok()) {
-        session.EraseLive(add.request_id());
-        Reject(session, command, add.request_id(), s);
-      }
+    case v1::WorkerCommand::kAdd:
+      HandleAdd(session, command);
       return;
-    }
-    case v1::WorkerCommand::kAppendInput: {
-      v1::AppendInput& append = *command.mutable_append_input();
-      if (absl::Status s = CheckRequestId(append.request_id()); !s.ok()) {
-        Reject(session, command, append.request_id(), s);
-        return;
-      }
-      std::vector<v1::Payload> chunks(std::make_move_iterator(append.mutable_chunks()->begin()),
-                                      std::make_move_iterator(append.mutable_chunks()->end()));
-      // Ids that already finished or were aborted are ignored by the engine: an
-      // upstream chunk may legitimately race with the request's end.
-      absl::Status s = session.Sequence(
-          command.seq(),
-          CoreMessage::AppendInput(EngineRequestId(session.number(), append.request_id()),
-                                   std::move(chunks), append.last()),
-          submit_);
-      if (!s.ok()) Reject(session, command, append.request_id(), s);
+    case v1::WorkerCommand::kAppendInput:
+      HandleAppendInput(session, command);
       return;
-    }
-    case v1::WorkerCommand::kUtility: {
-      v1::UtilityCall& call = *command.mutable_utility();
-      const uint64_t internal_id = next_call_id_.fetch_add(1);
-      {
-        absl::MutexLock lock(&mu_);
-        utilities_[internal_id] = PendingUtility{FindSessionLocked(session.number()),
-                                                 call.call_id()};
-      }
-      // If the loop has ended, the session is being ended with the reason.
-      absl::Status s = session.Sequence(
-          command.seq(),
-          CoreMessage::Utility(internal_id, call.name(), std::move(*call.mutable_args())),
-          submit_);
-      if (!s.ok()) {
-        {
-          absl::MutexLock lock(&mu_);
-          utilities_.erase(internal_id);
-        }
-        Reject(session, command, "", s);
-      }
+    case v1::WorkerCommand::kUtility:
+      HandleUtility(session, command);
       return;
-    }
     case v1::WorkerCommand::kDrainAck:
       session.MarkDrainAcked();
       (void)session.Sequence(command.seq(), std::nullopt, submit_);
@@ -277,6 +189,105 @@ void Worker::HandleCommand(Session& session, v1::WorkerCommand& command) {
     case v1::WorkerCommand::COMMAND_NOT_SET:
       Reject(session, command, "", absl::InvalidArgumentError("command has no content"));
       return;
+  }
+}
+
+absl::StatusOr<EngineRequest> Worker::AcceptAdd(const Session& session, v1::AddRequest& add) {
+  if (absl::Status s = CheckRequestId(add.request_id()); !s.ok()) return s;
+  if (const uint64_t stalled = stall_.stalled_step(); stalled != 0) {
+    return absl::UnavailableError(absl::StrCat("the engine is stalled in step ", stalled));
+  }
+  EngineRequest request;
+  request.id = EngineRequestId(session.number(), add.request_id());
+  request.input.assign(std::make_move_iterator(add.mutable_input()->begin()),
+                       std::make_move_iterator(add.mutable_input()->end()));
+  request.input_complete = add.input_complete();
+  request.params = std::move(*add.mutable_params());
+  if (absl::Status s = engine_->Validate(request); !s.ok()) return s;
+  return request;
+}
+
+void Worker::HandleAdd(Session& session, v1::WorkerCommand& command) {
+  v1::AddRequest& add = *command.mutable_add();
+  absl::StatusOr<EngineRequest> accepted = AcceptAdd(session, add);
+  if (!accepted.ok()) {
+    Reject(session, command, add.request_id(), accepted.status());
+    return;
+  }
+  EngineRequest& request = *accepted;
+  const std::string trace_id = TraceIdOf(add.traceparent());
+  if (!session.AddLive(add.request_id(), trace_id)) {
+    Reject(session, command, add.request_id(),
+           absl::AlreadyExistsError(absl::StrCat("request_id '", add.request_id(),
+                                                 "' is already live in this session")));
+    return;
+  }
+  Log(LogLevel::kDebug, {add.request_id(), options_.stage_id, -1, trace_id},
+      absl::StrCat("added (session ", session.number(), ", ", request.input.size(),
+                   " input payload(s)", request.input_complete ? ")" : ", more to come)"));
+  // An abort of the id that the loop applies before this Add did not stop
+  // it: the session must know which of its live requests the engine holds.
+  std::shared_ptr<Session> owner;
+  {
+    absl::MutexLock lock(&mu_);
+    owner = FindSessionLocked(session.number());
+  }
+  auto taken = [owner, id = add.request_id()] {
+    if (owner != nullptr) owner->MarkTaken(id);
+  };
+  // The engine's check on the loop refused it: it never started.
+  auto rejected = [this, owner, id = add.request_id(),
+                   seq = command.seq()](const absl::Status& status) {
+    if (owner == nullptr) return;
+    owner->EraseLive(id);
+    SendRejected(*owner, seq, v1::WorkerCommand::kAdd, id, status);
+  };
+  absl::Status s = session.Sequence(
+      command.seq(),
+      CoreMessage::Add(std::move(request), std::move(taken), std::move(rejected)), submit_);
+  if (!s.ok()) {
+    session.EraseLive(add.request_id());
+    Reject(session, command, add.request_id(), s);
+  }
+}
+
+void Worker::HandleAppendInput(Session& session, v1::WorkerCommand& command) {
+  v1::AppendInput& append = *command.mutable_append_input();
+  if (absl::Status s = CheckRequestId(append.request_id()); !s.ok()) {
+    Reject(session, command, append.request_id(), s);
+    return;
+  }
+  std::vector<v1::Payload> chunks(std::make_move_iterator(append.mutable_chunks()->begin()),
+                                  std::make_move_iterator(append.mutable_chunks()->end()));
+  // Ids that already finished or were aborted are ignored by the engine: an
+  // upstream chunk may legitimately race with the request's end.
+  absl::Status s = session.Sequence(
+      command.seq(),
+      CoreMessage::AppendInput(EngineRequestId(session.number(), append.request_id()),
+                               std::move(chunks), append.last()),
+      submit_);
+  if (!s.ok()) Reject(session, command, append.request_id(), s);
+}
+
+void Worker::HandleUtility(Session& session, v1::WorkerCommand& command) {
+  v1::UtilityCall& call = *command.mutable_utility();
+  const uint64_t internal_id = next_call_id_.fetch_add(1);
+  {
+    absl::MutexLock lock(&mu_);
+    utilities_[internal_id] = PendingUtility{FindSessionLocked(session.number()),
+                                             call.call_id()};
+  }
+  // If the loop has ended, the session is being ended with the reason.
+  absl::Status s = session.Sequence(
+      command.seq(),
+      CoreMessage::Utility(internal_id, call.name(), std::move(*call.mutable_args())),
+      submit_);
+  if (!s.ok()) {
+    {
+      absl::MutexLock lock(&mu_);
+      utilities_.erase(internal_id);
+    }
+    Reject(session, command, "", s);
   }
 }
 
