@@ -64,25 +64,13 @@ AbortRouter::AbortRouter(std::string self_node, LocalAborts local, PeerCalls* pe
 
 AbortRouter::~AbortRouter() = default;
 
-void AbortRouter::Abort(const v1::AbortRequest& request, absl::Time deadline, AbortDone done,
-                        const Caller& caller) {
-  std::vector<PeerInfo> peers;
-  if (peers_ != nullptr) peers = peers_->Peers();
-  // Alone, or too many ids (the local abort refuses them): nothing to route.
-  if (peers.empty() || request.request_ids_size() > kMaxAbortIdsPerCall) {
-    local_.abort(request, deadline, std::move(done), caller);
-    return;
-  }
-  auto run = std::make_shared<Run>();
-  run->done = std::move(done);
-  run->peers = std::move(peers);
-  run->answers.assign(run->peers.size(), absl::UnknownError("no answer"));
+void AbortRouter::RouteIds(const v1::AbortRequest& request, const Caller& caller, Run* run,
+                           v1::AbortRequest* local,
+                           std::vector<v1::PeerAbortRequest>* forwarded) const {
   absl::flat_hash_map<std::string, int> peer_of_node;
   for (size_t p = 0; p < run->peers.size(); ++p) {
     if (!run->peers[p].node_id.empty()) peer_of_node[run->peers[p].node_id] = static_cast<int>(p);
   }
-  v1::AbortRequest local;
-  std::vector<v1::PeerAbortRequest> forwarded(run->peers.size());
   absl::flat_hash_set<std::string> seen;
   for (const std::string& id : request.request_ids()) {
     run->ids.push_back(id);
@@ -96,13 +84,31 @@ void AbortRouter::Abort(const v1::AbortRequest& request, absl::Time deadline, Ab
     run->routes.push_back(route);
     if (!seen.insert(id).second) continue;
     if (route.local) {
-      local.add_request_ids(id);
+      local->add_request_ids(id);
     } else if (route.peer >= 0) {
-      forwarded[route.peer].add_request_ids(id);
+      (*forwarded)[route.peer].add_request_ids(id);
     } else {
-      for (v1::PeerAbortRequest& to_peer : forwarded) to_peer.add_request_ids(id);
+      for (v1::PeerAbortRequest& to_peer : *forwarded) to_peer.add_request_ids(id);
     }
   }
+}
+
+void AbortRouter::Abort(const v1::AbortRequest& request, absl::Time deadline, AbortDone done,
+                        const Caller& caller) {
+  std::vector<PeerInfo> peers;
+  if (peers_ != nullptr) peers = peers_->Peers();
+  // Alone, or too many ids (the local abort refuses them): nothing to route.
+  if (peers.empty() || request.request_ids_size() > kMaxAbortIdsPerCall) {
+    local_.abort(request, deadline, std::move(done), caller);
+    return;
+  }
+  auto run = std::make_shared<Run>();
+  run->done = std::move(done);
+  run->peers = std::move(peers);
+  run->answers.assign(run->peers.size(), absl::UnknownError("no answer"));
+  v1::AbortRequest local;
+  std::vector<v1::PeerAbortRequest> forwarded(run->peers.size());
+  RouteIds(request, caller, run.get(), &local, &forwarded);
   const absl::Time peer_deadline = std::min(deadline, loop_->Now() + peer_timeout_);
   run->pending = 1;  // Released below, once every call is out.
   for (size_t p = 0; p < forwarded.size(); ++p) {

@@ -26,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -61,6 +62,13 @@ class AbortRouter {
 
  private:
   struct Run;
+  // The routing step, with no call made: each id of `request` routed here, to
+  // its owner peer, or to every peer (into run->ids and run->routes, in request
+  // order), and the requests for here (`local`) and for each peer (`forwarded`),
+  // each id once.
+  void RouteIds(const v1::AbortRequest& request, const Caller& caller, Run* run,
+                v1::AbortRequest* local, std::vector<v1::PeerAbortRequest>* forwarded) const;
+  // The fan-out's end: every answer in, the outcomes in request order.
   void Finish(const std::shared_ptr<Run>& run);
 
   const std::string self_node_;
