@@ -148,16 +148,14 @@ std::string VoiceVariant(const std::string& voice) {
   return it != kVariants->end() ? it->second : voice;
 }
 
-std::variant<ChatRequest, ApiError> ParseChatRequest(const std::string& body,
-                                                     const ServedModel& model) {
-  const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded() || !parsed.is_object()) {
-    return InvalidRequest("", "We could not parse the JSON body of your request. The body must "
-                              "be a JSON object (https://platform.openai.com/docs/api-reference).");
-  }
-  ChatRequest request;
-  ApiError error;
-  // model
+namespace {
+
+// The parts of a chat request, in the order ParseChatRequest reads them; each
+// fills its fields of `request`, or says what is wrong.
+using Part = std::optional<ApiError>;
+
+// model: the one this gateway serves.
+Part ReadModel(const json& parsed, const ServedModel& model, ChatRequest* request) {
   auto model_it = parsed.find("model");
   if (model_it == parsed.end()) {
     return InvalidRequest("model", "Missing required parameter: 'model'.");
@@ -169,7 +167,11 @@ std::variant<ChatRequest, ApiError> ParseChatRequest(const std::string& body,
                                  "' does not exist; this gateway serves '", model.id, "'."),
                     "model", "model_not_found"};
   }
-  // messages
+  return std::nullopt;
+}
+
+// messages: the prompt they make.
+Part ReadMessages(const json& parsed, const ServedModel&, ChatRequest* request) {
   auto messages = parsed.find("messages");
   if (messages == parsed.end()) {
     return InvalidRequest("messages", "Missing required parameter: 'messages'.");
@@ -179,66 +181,80 @@ std::variant<ChatRequest, ApiError> ParseChatRequest(const std::string& body,
   if (std::get<std::string>(prompt).empty()) {
     return InvalidRequest("messages", "The messages hold no text to answer.", "empty_prompt");
   }
-  request.generate.set_prompt(std::get<std::string>(prompt));
-  // modalities
+  request->generate.set_prompt(std::get<std::string>(prompt));
+  return std::nullopt;
+}
+
+// modalities: text, audio or both (text alone when absent).
+Part ReadModalities(const json& parsed, const ServedModel&, ChatRequest* request) {
   if (auto it = parsed.find("modalities"); it != parsed.end() && !it->is_null()) {
     if (!it->is_array()) return WrongType("modalities", "an array", *it);
-    request.text = false;
+    request->text = false;
     for (size_t i = 0; i < it->size(); ++i) {
       const json& m = (*it)[i];
       const std::string path = absl::StrCat("modalities[", i, "]");
       if (!m.is_string()) return WrongType(path, "a string", m);
       if (m == "text") {
-        request.text = true;
+        request->text = true;
       } else if (m == "audio") {
-        request.audio = true;
+        request->audio = true;
       } else {
         return InvalidRequest(path, absl::StrCat("Invalid value: '", m.get<std::string>(),
                                                  "'. Supported values are: 'text' and 'audio'."),
                               "invalid_value");
       }
     }
-    if (!request.text && !request.audio) {
+    if (!request->text && !request->audio) {
       return InvalidRequest("modalities", "Invalid 'modalities': expected 'text', 'audio' or both.",
                             "empty_array");
     }
   }
-  if (request.text) request.generate.add_output_modalities(v1::MODALITY_TEXT);
-  if (request.audio) request.generate.add_output_modalities(v1::MODALITY_AUDIO);
-  // audio
-  if (auto it = parsed.find("audio"); it != parsed.end() && !it->is_null()) {
-    if (!it->is_object()) return WrongType("audio", "an object", *it);
-    if (auto format = it->find("format"); format != it->end() && !format->is_null()) {
-      if (!format->is_string()) return WrongType("audio.format", "a string", *format);
-      if (*format == "pcm16") {
-        request.audio_format = AudioFormat::kPcm16;
-      } else if (*format != "wav") {
-        return InvalidRequest("audio.format",
-                              absl::StrCat("Invalid value: '", format->get<std::string>(),
-                                           "'. Supported values are: 'wav' and 'pcm16'."),
-                              "unsupported_value");
-      }
-    }
-    if (auto voice = it->find("voice"); voice != it->end() && !voice->is_null()) {
-      if (!voice->is_string()) return WrongType("audio.voice", "a string", *voice);
-      if (request.audio && model.voice_stage >= 0 && !voice->get<std::string>().empty()) {
-        v1::StageParameters* speaker = request.generate.add_stage_params();
-        speaker->set_stage_id(model.voice_stage);
-        (*speaker->mutable_extra())["voice"] = VoiceVariant(voice->get<std::string>());
-      }
+  if (request->text) request->generate.add_output_modalities(v1::MODALITY_TEXT);
+  if (request->audio) request->generate.add_output_modalities(v1::MODALITY_AUDIO);
+  return std::nullopt;
+}
+
+// audio: its format, and the voice (to the model's voice stage).
+Part ReadAudio(const json& parsed, const ServedModel& model, ChatRequest* request) {
+  auto it = parsed.find("audio");
+  if (it == parsed.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) return WrongType("audio", "an object", *it);
+  if (auto format = it->find("format"); format != it->end() && !format->is_null()) {
+    if (!format->is_string()) return WrongType("audio.format", "a string", *format);
+    if (*format == "pcm16") {
+      request->audio_format = AudioFormat::kPcm16;
+    } else if (*format != "wav") {
+      return InvalidRequest("audio.format",
+                            absl::StrCat("Invalid value: '", format->get<std::string>(),
+                                         "'. Supported values are: 'wav' and 'pcm16'."),
+                            "unsupported_value");
     }
   }
-  // The text stage's parameters (with the voice, when that stage speaks too).
+  if (auto voice = it->find("voice"); voice != it->end() && !voice->is_null()) {
+    if (!voice->is_string()) return WrongType("audio.voice", "a string", *voice);
+    if (request->audio && model.voice_stage >= 0 && !voice->get<std::string>().empty()) {
+      v1::StageParameters* speaker = request->generate.add_stage_params();
+      speaker->set_stage_id(model.voice_stage);
+      (*speaker->mutable_extra())["voice"] = VoiceVariant(voice->get<std::string>());
+    }
+  }
+  return std::nullopt;
+}
+
+// max_tokens (or max_completion_tokens), seed, temperature and n: the text
+// stage's parameters (with the voice, when that stage speaks too).
+Part ReadTextStageParams(const json& parsed, const ServedModel& model, ChatRequest* request) {
   v1::StageParameters params;
   params.set_stage_id(model.text_stage);
-  for (int i = 0; i < request.generate.stage_params_size(); ++i) {
-    if (request.generate.stage_params(i).stage_id() == model.text_stage) {
-      params = request.generate.stage_params(i);
-      request.generate.mutable_stage_params()->DeleteSubrange(i, 1);
+  for (int i = 0; i < request->generate.stage_params_size(); ++i) {
+    if (request->generate.stage_params(i).stage_id() == model.text_stage) {
+      params = request->generate.stage_params(i);
+      request->generate.mutable_stage_params()->DeleteSubrange(i, 1);
       break;
     }
   }
-  std::optional<int64_t> max_tokens, max_completion_tokens, seed;
+  ApiError error;
+  std::optional<int64_t> max_tokens, max_completion_tokens, seed, n;
   if (!ReadInt(parsed, "max_tokens", 1, 1000000, &max_tokens, &error) ||
       !ReadInt(parsed, "max_completion_tokens", 1, 1000000, &max_completion_tokens, &error) ||
       !ReadInt(parsed, "seed", INT64_MIN, INT64_MAX, &seed, &error)) {
@@ -258,18 +274,21 @@ std::variant<ChatRequest, ApiError> ParseChatRequest(const std::string& body,
   }
   if (params.has_max_tokens() || params.has_seed() || params.has_temperature() ||
       !params.extra().empty()) {
-    *request.generate.add_stage_params() = std::move(params);
+    *request->generate.add_stage_params() = std::move(params);
   }
-  std::optional<int64_t> n;
   if (!ReadInt(parsed, "n", 1, 1, &n, &error)) return error;
-  // stream, stream_options, user
+  return std::nullopt;
+}
+
+// stream, stream_options, user.
+Part ReadStreaming(const json& parsed, const ServedModel&, ChatRequest* request) {
   if (auto it = parsed.find("stream"); it != parsed.end() && !it->is_null()) {
     if (!it->is_boolean()) return WrongType("stream", "a boolean", *it);
-    request.stream = it->get<bool>();
+    request->stream = it->get<bool>();
   }
   if (auto it = parsed.find("stream_options"); it != parsed.end() && !it->is_null()) {
     if (!it->is_object()) return WrongType("stream_options", "an object", *it);
-    if (!request.stream) {
+    if (!request->stream) {
       return InvalidRequest("stream_options",
                             "The 'stream_options' parameter is only allowed when 'stream' is "
                             "enabled.");
@@ -278,12 +297,29 @@ std::variant<ChatRequest, ApiError> ParseChatRequest(const std::string& body,
       if (!usage->is_boolean()) {
         return WrongType("stream_options.include_usage", "a boolean", *usage);
       }
-      request.include_usage = usage->get<bool>();
+      request->include_usage = usage->get<bool>();
     }
   }
   if (auto it = parsed.find("user"); it != parsed.end() && !it->is_null()) {
     if (!it->is_string()) return WrongType("user", "a string", *it);
-    request.user = it->get<std::string>();
+    request->user = it->get<std::string>();
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::variant<ChatRequest, ApiError> ParseChatRequest(const std::string& body,
+                                                     const ServedModel& model) {
+  const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    return InvalidRequest("", "We could not parse the JSON body of your request. The body must "
+                              "be a JSON object (https://platform.openai.com/docs/api-reference).");
+  }
+  ChatRequest request;
+  for (auto read : {ReadModel, ReadMessages, ReadModalities, ReadAudio, ReadTextStageParams,
+                    ReadStreaming}) {
+    if (std::optional<ApiError> error = read(parsed, model, &request)) return *error;
   }
   return request;
 }
