@@ -42,7 +42,7 @@ https -f "$base/health" >/dev/null || fail "not healthy over HTTPS: $(https "$ba
 grep -q "serving model 'omni-demo' on https://127.0.0.1:$gw_port" "$out/gw.err" ||
   fail "no https serving line: $(cat "$out/gw.err")"
 
-https -f "$base/v1/models" | grep -q '"id":"omni-demo"' || fail "GET /v1/models over HTTPS"
+grep -q '"id":"omni-demo"' <<<"$(https -f "$base/v1/models")" || fail "GET /v1/models over HTTPS"
 https -N "$base/v1/chat/completions" -d '{"model": "omni-demo", "messages": [{"role": "user",
   "content": "Hello"}], "max_tokens": 8, "stream": true}' >"$out/stream.sse"
 tail -c 20 "$out/stream.sse" | grep -q 'data: \[DONE\]' || fail "no [DONE]: $(tail -c 300 "$out/stream.sse")"

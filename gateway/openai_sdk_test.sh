@@ -110,7 +110,9 @@ done
 [ "$(in_flight)" = 0 ] || fail "after the disconnect $(in_flight) request(s) still in flight"
 
 sdk concurrent
-curl -s "$base/metrics" | grep -q 'omnistage_gateway_chat_completions_in_flight 0' ||
+# (Read whole, then searched: `curl | grep -q` under pipefail fails when grep
+# stops reading before curl's last write.)
+grep -q 'omnistage_gateway_chat_completions_in_flight 0' <<<"$(curl -s "$base/metrics")" ||
   fail "the gateway still counts streams in flight: $(curl -s "$base/metrics")"
 
 # SIGTERM drains: the running stream ends whole, new clients are turned away,

@@ -50,13 +50,18 @@ rootfs() {
   chmod 1777 "$dir/tmp"
   for binary in "$@"; do
     install -m 0755 "$binary" "$dir/usr/local/bin/"
+    # ldd's output read whole first: `ldd | grep -q` under pipefail fails now and
+    # then (grep stops reading at its match, ldd dies of SIGPIPE), and an image
+    # then went without espeak-ng's data.
+    local libs
+    libs="$(ldd "$binary")"
     # Every library the dynamic loader resolves, and the loader itself, at the
     # paths the binary asks for (the loader's own path is absolute in ldd's output).
-    ldd "$binary" | awk '/=> \//{print $3} /^\t\/.*ld-linux/{print $1}' | while read -r lib; do
+    awk '/=> \//{print $3} /^\t\/.*ld-linux/{print $1}' <<<"$libs" | while read -r lib; do
       mkdir -p "$dir$(dirname "$lib")"
       cp -L "$lib" "$dir$lib"
     done
-    if ldd "$binary" | grep -q 'libespeak-ng\.so' && [ ! -d "$dir$espeak_data" ]; then
+    if grep -q 'libespeak-ng\.so' <<<"$libs" && [ ! -d "$dir$espeak_data" ]; then
       [ -d "$espeak_data" ] || { echo "build.sh: $espeak_data missing (apt-get install espeak-ng-data)" >&2; exit 1; }
       mkdir -p "$dir$(dirname "$espeak_data")"
       cp -rL "$espeak_data" "$dir$espeak_data"

@@ -74,7 +74,7 @@ echo "flat install: started its workers and stopped"
 start_orchestrator orchestrator/configs/local_sim.yaml
 
 instance() { "$omni" status "$server" | sed -n 's/.*"instanceId": "\([^"]*\)".*/\1/p' | head -1; }
-alive() { "$omni" status "$server" | grep -q '"alive": true'; }
+alive() { grep -q '"alive": true' <<<"$("$omni" status "$server")"; }
 
 first=$(instance)
 [ -n "$first" ] || fail "no instance id in status"
