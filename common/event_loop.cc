@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "absl/synchronization/notification.h"
+
 namespace omnistage {
 
 void EventLoop::Run() {
@@ -91,6 +93,22 @@ void EventLoop::Cancel(TimerId id) {
   if (it == timer_deadlines_.end()) return;
   timers_.erase(std::make_pair(it->second, id));
   timer_deadlines_.erase(it);
+}
+
+LoopThread::LoopThread(EventLoop* loop) : loop_(loop), thread_([loop] { loop->Run(); }) {}
+
+LoopThread::~LoopThread() {
+  loop_->Stop();
+  thread_.join();
+}
+
+void LoopThread::RunAndWait(std::function<void()> task) {
+  absl::Notification done;
+  loop_->Post([&] {
+    task();
+    done.Notify();
+  });
+  done.WaitForNotification();
 }
 
 }  // namespace omnistage

@@ -11,6 +11,9 @@
 //   EventLoop::TimerId t = loop.PostAfter(absl::Seconds(1), [&] { ... });
 //   loop.Stop();                                               // any thread
 //   thread.join();
+//
+// LoopThread is that thread as a part that owns it: running from construction,
+// stopped and joined by destruction.
 #ifndef OMNISTAGE_COMMON_EVENT_LOOP_H_
 #define OMNISTAGE_COMMON_EVENT_LOOP_H_
 
@@ -69,6 +72,24 @@ class EventLoop : public Scheduler {
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<std::thread::id> loop_thread_;
   std::function<void(absl::Duration)> lag_observer_ = [](absl::Duration) {};
+};
+
+// Runs `loop` on a thread of its own until destroyed; the destructor stops the
+// loop (tasks still queued are dropped) and joins the thread. `loop` must
+// outlive it.
+class LoopThread {
+ public:
+  explicit LoopThread(EventLoop* loop);
+  ~LoopThread();
+  LoopThread(const LoopThread&) = delete;
+  LoopThread& operator=(const LoopThread&) = delete;
+
+  // Runs `task` on the loop and returns once it ran. Not from the loop itself.
+  void RunAndWait(std::function<void()> task);
+
+ private:
+  EventLoop* const loop_;
+  std::thread thread_;
 };
 
 }  // namespace omnistage

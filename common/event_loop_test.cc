@@ -27,14 +27,14 @@ constexpr absl::Duration kGenerous = absl::Seconds(5);
 
 // Runs a loop on its own thread; stops it and joins when destroyed, so a failed
 // assertion cannot leave the thread running.
-class LoopThread {
+class WatchedLoop {
  public:
-  explicit LoopThread(EventLoop* loop)
+  explicit WatchedLoop(EventLoop* loop)
       : loop_(loop), thread_([this] {
           loop_->Run();
           returned_.Notify();
         }) {}
-  ~LoopThread() {
+  ~WatchedLoop() {
     loop_->Stop();
     Join();
   }
@@ -68,7 +68,7 @@ class RunningLoop {
 
  private:
   EventLoop loop_;
-  LoopThread thread_;
+  WatchedLoop thread_;
 };
 
 absl::Duration ThreadCpuTime() {
@@ -85,7 +85,7 @@ TEST(EventLoopTest, LagObserverHearsEveryTaskAndHowLongItWaited) {
     absl::MutexLock lock(&mu);
     lags.push_back(lag);
   });
-  LoopThread thread(&loop);
+  WatchedLoop thread(&loop);
   absl::Notification release, done;
   loop.Post([&] { release.WaitForNotification(); });
   loop.Post([&] { done.Notify(); });  // Waits behind the first.
@@ -112,7 +112,7 @@ TEST(EventLoopTest, TasksRunInPostingOrderOnTheLoopThread) {
     });
   }
   loop.Post([&] { done.Notify(); });
-  LoopThread thread(&loop);
+  WatchedLoop thread(&loop);
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
   EXPECT_FALSE(loop.InLoop());
   ASSERT_EQ(order.size(), 100u);
@@ -162,7 +162,7 @@ TEST(EventLoopTest, TaskPostedFromATaskRunsAfterItAndAfterQueuedTasks) {
     order.push_back("outer returns");
   });
   loop.Post([&] { order.push_back("queued before inner"); });
-  LoopThread thread(&loop);
+  WatchedLoop thread(&loop);
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
   EXPECT_THAT(order, ElementsAre("outer returns", "queued before inner", "inner"));
 }
@@ -184,7 +184,7 @@ TEST(EventLoopTest, PostedTasksPassQueuedBulkTasksButBulkKeepsMoving) {
     order.push_back("bulk3");
     done.Notify();
   });
-  LoopThread thread(&loop);
+  WatchedLoop thread(&loop);
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
   EXPECT_THAT(order, ElementsAre("control0", "bulk0", "control1", "bulk1", "bulk2", "bulk3"));
 }
@@ -228,7 +228,7 @@ TEST(EventLoopTest, TimerDueNowRunsAfterTasksAlreadyQueued) {
     done.Notify();
   });
   loop.Post([&] { order.push_back("task"); });
-  LoopThread thread(&loop);
+  WatchedLoop thread(&loop);
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
   EXPECT_THAT(order, ElementsAre("task", "timer"));
 }
@@ -308,7 +308,7 @@ TEST(EventLoopTest, CancelFromATaskStopsATimerDueInTheSamePass) {
   loop.Post([&] { loop.Cancel(due); });
   absl::Notification done;
   loop.PostAfter(absl::Milliseconds(20), [&] { done.Notify(); });
-  LoopThread thread(&loop);
+  WatchedLoop thread(&loop);
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
   EXPECT_FALSE(timer_ran);
 }
@@ -322,14 +322,14 @@ TEST(EventLoopTest, TimerCanCancelALaterTimerDueInTheSamePass) {
   second = loop.PostAt(past, [&] { second_ran = true; });
   absl::Notification done;
   loop.PostAfter(absl::Milliseconds(20), [&] { done.Notify(); });
-  LoopThread thread(&loop);
+  WatchedLoop thread(&loop);
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
   EXPECT_FALSE(second_ran);
 }
 
 TEST(EventLoopTest, StopFromAnotherThreadEndsAnIdleLoopPromptly) {
   EventLoop loop;
-  LoopThread thread(&loop);
+  WatchedLoop thread(&loop);
   absl::Notification started;
   loop.Post([&] { started.Notify(); });
   ASSERT_TRUE(started.WaitForNotificationWithTimeout(kGenerous));
@@ -344,7 +344,7 @@ TEST(EventLoopTest, StopEndsALoopWaitingForAFarTimer) {
   EventLoop loop;
   bool far_fired = false;
   loop.PostAfter(absl::Seconds(30), [&] { far_fired = true; });
-  LoopThread thread(&loop);
+  WatchedLoop thread(&loop);
   absl::Notification started;
   loop.Post([&] { started.Notify(); });
   ASSERT_TRUE(started.WaitForNotificationWithTimeout(kGenerous));
@@ -400,6 +400,22 @@ TEST(EventLoopTest, IdleLoopDoesNotSpin) {
   });
   ASSERT_TRUE(measured_again.WaitForNotificationWithTimeout(kGenerous));
   EXPECT_LT(after - before, absl::Milliseconds(20)) << "the idle loop burned CPU";
+}
+
+TEST(LoopThreadTest, RunsTheLoopUntilDestroyed) {
+  EventLoop loop;
+  std::thread::id ran_on;
+  bool in_loop = false;
+  {
+    LoopThread thread(&loop);
+    thread.RunAndWait([&] {
+      ran_on = std::this_thread::get_id();
+      in_loop = loop.InLoop();
+    });
+    EXPECT_NE(ran_on, std::this_thread::get_id());
+    EXPECT_TRUE(in_loop);
+  }
+  // The destructor returned: the loop stopped and its thread was joined.
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "common/grpc_util.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/plaintext_warning.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 
@@ -15,13 +17,21 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
+void ShutDownServer::operator()(grpc::Server* server) const {
+  server->Shutdown(absl::ToChronoTime(absl::Now() + kServerShutdownGrace));
+  delete server;
+}
+
 absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options,
                                               const std::vector<grpc::Service*>& services) {
   grpc::EnableDefaultHealthCheckService(!options.readiness_service.empty());
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   StartedServer started;
   grpc::ServerBuilder builder;
-  if (absl::Status s = CheckTlsFiles(options.tls, TlsSide::kServer); !s.ok()) return s;
+  if (absl::Status s = CheckTlsFiles(options.tls, TlsSide::kServer); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(options.tls_flags.empty() ? "TLS" : options.tls_flags,
+                                               ": ", s.message()));
+  }
   builder.AddListeningPort(options.address, ServerCredentialsFor(options.tls), &started.port);
   if (!options.plaintext_health_address.empty()) {
     builder.AddListeningPort(options.plaintext_health_address, grpc::InsecureServerCredentials(),

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/limits.h"
 #include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 
@@ -27,7 +28,7 @@ struct GrpcServerOptions {
   // host:port; port 0 picks a free port.
   std::string address = "127.0.0.1:0";
   // Largest message accepted from a client.
-  int max_receive_message_bytes = 16 << 20;
+  int max_receive_message_bytes = static_cast<int>(kDefaultWorkerMaxMessageBytes);
   // The readiness name gRPC's built-in health service answers for, SERVING at
   // start (SetReady changes it); "" stays SERVING. Empty: no built-in health
   // service (the caller registers its own). gRPC's switch for it is
@@ -37,6 +38,9 @@ struct GrpcServerOptions {
   // warning if `address` is not loopback. `name` names the server in it.
   TlsFiles tls;
   std::string name = "this server";
+  // How `tls` was given, to name in its errors ("--tls_cert/--tls_key/
+  // --tls_client_ca: ... expired on ..."); empty: "TLS".
+  std::string tls_flags;
   // With TLS: a second, plaintext port (host:port, 0 picks one) for the
   // kubelet's gRPC probes, which cannot speak TLS. Every service answers there
   // too, so the services must refuse calls that did not come over TLS
@@ -56,6 +60,19 @@ struct GrpcServerOptions {
 // Pings closer than GrpcServerOptions::min_ping_interval a connection may send
 // before it is closed.
 inline constexpr int kMaxPingStrikes = 2;
+
+// How long calls still running at a server's shutdown may take to end before
+// they are cancelled.
+inline constexpr absl::Duration kServerShutdownGrace = absl::Seconds(1);
+
+// Deletes a started server the way a process stops serving: Shutdown with
+// kServerShutdownGrace, then delete (gRPC's own destructor would wait for every
+// call without limit).
+struct ShutDownServer {
+  void operator()(grpc::Server* server) const;
+};
+// A serving server as a part that owns it: destroying it shuts it down.
+using ServingServer = std::unique_ptr<grpc::Server, ShutDownServer>;
 
 struct StartedServer {
   std::unique_ptr<grpc::Server> server;

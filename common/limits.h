@@ -19,7 +19,15 @@ inline constexpr float kMaxTemperature = 100;
 
 // The largest message a stage worker accepts by default (its --max_message_bytes);
 // each worker announces its own limit in Ready.max_message_bytes.
+// Also the default of every other gRPC server's (common/grpc_util.h).
 inline constexpr int64_t kDefaultWorkerMaxMessageBytes = int64_t{16} << 20;
+
+// The largest message our gRPC clients accept from our servers: the
+// orchestrator from a worker (a batch of events), the gateway and the load
+// generators from an orchestrator (a response with audio). It stands above
+// anything a server sends in one message, so gRPC's 4 MiB default never fails
+// a large output; what a server accepts is its own, smaller, limit.
+inline constexpr int kMaxReceivedResponseBytes = 64 << 20;
 
 // Room an AddRequest needs besides its input: the request id, the parameters and
 // the framing. A prompt must leave this much of a worker's message limit free.

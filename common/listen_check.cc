@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/host_port.h"
 
 namespace omnistage {
 
@@ -35,24 +35,19 @@ std::string Fix(int error, const std::string& flag) {
 absl::Status Check(const std::string& address, const std::string& flag) {
   const std::string where =
       flag.empty() ? address : absl::StrCat(address, " (", flag, ")");
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > 65535) {
+  absl::StatusOr<HostPort> at = ParseHostPort(address, PortRule::kListen);
+  if (!at.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("cannot listen on ", where, ": expected host:port"));
+        absl::StrCat("cannot listen on ", where, ": ", at.status().message()));
   }
-  if (port == 0) return absl::OkStatus();
-  std::string host = address.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
+  if (at->port == 0) return absl::OkStatus();
+  const std::string& host = at->host;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   addrinfo* found = nullptr;
-  if (const int rc = getaddrinfo(host.c_str(), address.substr(colon + 1).c_str(), &hints, &found);
+  if (const int rc = getaddrinfo(host.c_str(), std::to_string(at->port).c_str(), &hints, &found);
       rc != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot listen on ", where, ": ", gai_strerror(rc)));

@@ -4,8 +4,8 @@
 
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/host_port.h"
 #include "httplib.h"
 
 namespace omnistage {
@@ -18,17 +18,13 @@ constexpr int kThreads = 2;
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     const std::string& listen, const MetricsRegistry* registry) {
-  const size_t colon = listen.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) ||
-      port < 0 || port > 65535 || colon == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("metrics address '", listen, "': expected host:port (e.g. 0.0.0.0:9090)"));
+  absl::StatusOr<HostPort> at = ParseHostPort(listen, PortRule::kListen);
+  if (!at.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("metrics address '", listen, "': ",
+                                                   at.status().message(), " (e.g. 0.0.0.0:9090)"));
   }
-  std::string host = listen.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
+  const std::string& host = at->host;
+  const int port = at->port;
   auto server = std::make_unique<httplib::Server>();
   server->new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
   // Not httplib's default, which adds SO_REUSEPORT: a second process on the

@@ -1,6 +1,5 @@
 #include "common/tls.h"
 
-#include <arpa/inet.h>
 #include <openssl/bio.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -8,9 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "absl/strings/match.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "common/log.h"
 #include "grpcpp/security/tls_certificate_provider.h"
 #include "grpcpp/security/tls_credentials_options.h"
 
@@ -125,33 +123,6 @@ std::string PeerIdentity(const grpc::ServerContextBase& context) {
   std::vector<grpc::string_ref> identity = auth->GetPeerIdentity();
   if (identity.empty()) return "";
   return std::string(identity.front().data(), identity.front().size());
-}
-
-bool IsLoopbackHost(absl::string_view host) {
-  if (absl::StartsWith(host, "[") && absl::EndsWith(host, "]")) {
-    host = host.substr(1, host.size() - 2);
-  }
-  if (host == "localhost") return true;
-  const std::string text(host);
-  in_addr v4;
-  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
-    return (ntohl(v4.s_addr) >> 24) == 127;
-  }
-  in6_addr v6;
-  return inet_pton(AF_INET6, text.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
-}
-
-void WarnIfPlaintextExposed(absl::string_view what, const std::string& address, bool tls) {
-  const size_t colon = address.rfind(':');
-  const absl::string_view host =
-      colon == std::string::npos ? absl::string_view(address)
-                                 : absl::string_view(address).substr(0, colon);
-  if (tls || IsLoopbackHost(host)) return;
-  LogWarning(absl::StrCat(
-      "PLAINTEXT: ", what, " serves ", address,
-      " without TLS: anyone who can reach this port can use it and read its traffic. "
-      "Set --tls_cert and --tls_key (and --tls_client_ca to require client certificates); "
-      "see docs/security.md"));
 }
 
 }  // namespace omnistage

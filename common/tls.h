@@ -9,7 +9,7 @@
 //   if (absl::Status s = CheckTlsFiles(tls, TlsSide::kServer); !s.ok()) ...
 //   builder.AddListeningPort(address, ServerCredentialsFor(tls));
 //
-// Empty files mean plaintext (loopback development; see WarnIfPlaintextExposed).
+// Empty files mean plaintext (loopback development; see common/plaintext_warning.h).
 #ifndef OMNISTAGE_COMMON_TLS_H_
 #define OMNISTAGE_COMMON_TLS_H_
 
@@ -59,13 +59,6 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsFor(const TlsFiles& 
 // name (or common name) of its verified client certificate; "" when the peer
 // presented none or the connection is plaintext.
 std::string PeerIdentity(const grpc::ServerContextBase& context);
-
-// Whether `host` (of host:port) is loopback only: 127.0.0.0/8, ::1, localhost.
-bool IsLoopbackHost(absl::string_view host);
-
-// Logs a loud warning when a server listens on a non-loopback `address` in
-// plaintext: anyone who reaches the port can use it. `what` names the server.
-void WarnIfPlaintextExposed(absl::string_view what, const std::string& address, bool tls);
 
 }  // namespace omnistage
 

@@ -218,16 +218,5 @@ TEST_F(TlsTest, CheckTlsFilesNamesWhatIsWrong) {
   EXPECT_NE(stale.message().find("expired on"), absl::string_view::npos) << stale;
 }
 
-TEST(IsLoopbackHostTest, OnlyLoopbackAddresses) {
-  EXPECT_TRUE(IsLoopbackHost("127.0.0.1"));
-  EXPECT_TRUE(IsLoopbackHost("127.3.2.1"));
-  EXPECT_TRUE(IsLoopbackHost("localhost"));
-  EXPECT_TRUE(IsLoopbackHost("[::1]"));
-  EXPECT_FALSE(IsLoopbackHost("0.0.0.0"));
-  EXPECT_FALSE(IsLoopbackHost("[::]"));
-  EXPECT_FALSE(IsLoopbackHost("10.0.0.1"));
-  EXPECT_FALSE(IsLoopbackHost("omnistage-talker"));
-}
-
 }  // namespace
 }  // namespace omnistage

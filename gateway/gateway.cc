@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/bearer_token.h"
 #include "common/grpc_util.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "gateway/api_error.h"
 #include "nlohmann/json.hpp"
@@ -43,8 +44,8 @@ constexpr char kReadyOnly[] =
 std::shared_ptr<grpc::Channel> OrchestratorChannel(const GatewayOptions& options,
                                                    bool ready_only) {
   grpc::ChannelArguments args;
-  // Audio responses can be large.
-  args.SetMaxReceiveMessageSize(64 << 20);
+  // Audio responses can be large (common/limits.h).
+  args.SetMaxReceiveMessageSize(kMaxReceivedResponseBytes);
   args.SetServiceConfigJSON(
       absl::StrCat("{", ready_only ? kReadyOnly : "", kRoundRobinWithRetries, "}"));
   // The config above is the gateway's own, not one a DNS TXT record may set.

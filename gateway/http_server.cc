@@ -16,8 +16,8 @@
 #include <mutex>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/host_port.h"
 #include "common/log.h"
 #include "gateway/http_tls.h"
 
@@ -221,14 +221,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Listen(const std::string
   // Other threads wake the loop (Post): libevent must lock.
   static std::once_flag threads;
   std::call_once(threads, [] { evthread_use_pthreads(); });
-  const size_t colon = address.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||
-      port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("'", address, "' is not host:port"));
+  absl::StatusOr<HostPort> at = ParseHostPort(address, PortRule::kListen);
+  if (!at.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("'", address, "': ", at.status().message()));
   }
-  std::string host = address.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
   std::unique_ptr<HttpServer> server(new HttpServer());
   server->base_ = event_base_new();
   server->http_ = evhttp_new(server->base_);
@@ -243,7 +239,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Listen(const std::string
   server->connections_ = std::make_unique<HttpConnections>(server->base_, limits, tls != nullptr);
   evhttp_set_bevcb(server->http_, &HttpServer::NewBufferevent, server.get());
   evhttp_bound_socket* bound =
-      evhttp_bind_socket_with_handle(server->http_, host.c_str(), static_cast<uint16_t>(port));
+      evhttp_bind_socket_with_handle(server->http_, at->host.c_str(), static_cast<uint16_t>(at->port));
   if (bound == nullptr) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
   }

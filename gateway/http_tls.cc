@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "common/log.h"
 
 namespace omnistage {
@@ -27,35 +26,17 @@ std::string OpenSslErrors() {
 
 }  // namespace
 
-bool HttpTls::Stamp::operator==(const Stamp& other) const {
-  return inode == other.inode && size == other.size &&
-         modified.tv_sec == other.modified.tv_sec && modified.tv_nsec == other.modified.tv_nsec;
-}
-
 absl::StatusOr<std::unique_ptr<HttpTls>> HttpTls::Load(std::string cert_file,
                                                         std::string key_file) {
   std::unique_ptr<HttpTls> tls(new HttpTls(std::move(cert_file), std::move(key_file)));
-  tls->cert_stamp_ = tls->StampOf(tls->cert_file_);
-  tls->key_stamp_ = tls->StampOf(tls->key_file_);
+  tls->watch_.Changed();  // The versions this context is made from.
   absl::StatusOr<SSL_CTX*> context = tls->NewContext();
   if (!context.ok()) return context.status();
   tls->context_ = *context;
-  tls->checked_ = absl::Now();
   return tls;
 }
 
 HttpTls::~HttpTls() { SSL_CTX_free(context_); }
-
-HttpTls::Stamp HttpTls::StampOf(const std::string& path) const {
-  Stamp stamp;
-  struct stat info {};
-  if (stat(path.c_str(), &info) == 0) {
-    stamp.inode = info.st_ino;
-    stamp.size = info.st_size;
-    stamp.modified = info.st_mtim;
-  }
-  return stamp;
-}
 
 absl::StatusOr<SSL_CTX*> HttpTls::NewContext() const {
   ERR_clear_error();
@@ -83,15 +64,8 @@ absl::StatusOr<SSL_CTX*> HttpTls::NewContext() const {
 }
 
 void HttpTls::ReloadIfChanged() {
-  const absl::Time now = absl::Now();
-  if (now - checked_ < recheck_interval) return;
-  checked_ = now;
-  const Stamp cert = StampOf(cert_file_);
-  const Stamp key = StampOf(key_file_);
-  if (cert == cert_stamp_ && key == key_stamp_) return;
   // Looked at once per change: a pair that stays bad is not logged again.
-  cert_stamp_ = cert;
-  key_stamp_ = key;
+  if (!watch_.Changed()) return;
   absl::StatusOr<SSL_CTX*> context = NewContext();
   if (!context.ok()) {
     LogWarning(absl::StrCat("the TLS certificate changed but does not load (serving the previous "

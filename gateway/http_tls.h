@@ -12,13 +12,12 @@
 #ifndef OMNISTAGE_GATEWAY_HTTP_TLS_H_
 #define OMNISTAGE_GATEWAY_HTTP_TLS_H_
 
-#include <sys/stat.h>
-
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/file_watch.h"
 
 typedef struct ssl_st SSL;
 typedef struct ssl_ctx_st SSL_CTX;
@@ -36,26 +35,17 @@ class HttpTls {
   HttpTls& operator=(const HttpTls&) = delete;
 
   // A server-side SSL for one accepted connection, from the newest pair (the
-  // files are looked at again at most once per `recheck_interval`); nullptr
+  // files are looked at again at most once a second); nullptr
   // when OpenSSL cannot make one.
   SSL* NewSsl();
   // How many times a changed pair was loaded since Load().
   int reloads() const { return reloads_; }
 
-  absl::Duration recheck_interval = absl::Seconds(1);
-
  private:
-  // What tells a changed file: inode (a Secret's files are swapped by a
-  // symlink), size and modification time.
-  struct Stamp {
-    ino_t inode = 0;
-    off_t size = -1;
-    timespec modified{};
-    bool operator==(const Stamp& other) const;
-  };
   HttpTls(std::string cert_file, std::string key_file)
-      : cert_file_(std::move(cert_file)), key_file_(std::move(key_file)) {}
-  Stamp StampOf(const std::string& path) const;
+      : cert_file_(cert_file),
+        key_file_(key_file),
+        watch_({std::move(cert_file), std::move(key_file)}, absl::Seconds(1)) {}
   // A context from the files as they are now.
   absl::StatusOr<SSL_CTX*> NewContext() const;
   void ReloadIfChanged();
@@ -63,9 +53,7 @@ class HttpTls {
   const std::string cert_file_;
   const std::string key_file_;
   SSL_CTX* context_ = nullptr;
-  Stamp cert_stamp_;
-  Stamp key_stamp_;
-  absl::Time checked_ = absl::InfinitePast();
+  FileWatch watch_;
   int reloads_ = 0;
 };
 

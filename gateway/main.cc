@@ -15,17 +15,19 @@
 #include <signal.h>
 #include <sys/resource.h>
 
-#include <iostream>
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "absl/strings/str_cat.h"
 #include "common/flags_usage.h"
-#include "common/grpc_log.h"
+#include "common/host_port.h"
 #include "common/listen_check.h"
+#include "common/listening_line.h"
 #include "common/log.h"
+#include "common/plaintext_warning.h"
+#include "common/service_process.h"
 #include "common/tls.h"
 #include "gateway/gateway.h"
 #include "gateway/http_server.h"
@@ -77,11 +79,7 @@ namespace omnistage {
 namespace {
 
 int Run() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  StopSignals signals;
   // A client that closes its socket mid-write must not end the process.
   signal(SIGPIPE, SIG_IGN);
   // Every client is a connection (a file descriptor): as many as the system
@@ -92,18 +90,14 @@ int Run() {
     setrlimit(RLIMIT_NOFILE, &files);
   }
 
-  absl::StatusOr<LogOptions> logging = LogOptionsFromFlags(
-      "gateway", absl::GetFlag(FLAGS_log_format), absl::GetFlag(FLAGS_log_level));
-  if (!logging.ok()) {
-    std::cerr << "gateway: " << logging.status().message() << "\n";
-    return 2;
+  if (absl::Status s = SetUpLogging("gateway", absl::GetFlag(FLAGS_log_format),
+                                    absl::GetFlag(FLAGS_log_level));
+      !s.ok()) {
+    return StartRefused("gateway", s.message());
   }
-  InitLogging(*logging);
-  RouteGrpcLogs();
   const std::string listen = absl::GetFlag(FLAGS_listen);
   if (absl::Status s = CheckCanListenAll({{"--listen", listen}}); !s.ok()) {
-    std::cerr << "gateway: " << s.message() << "\n";
-    return 2;
+    return StartRefused("gateway", s.message());
   }
   GatewayOptions options;
   options.model.id = absl::GetFlag(FLAGS_model);
@@ -114,32 +108,25 @@ int Run() {
                                       absl::GetFlag(FLAGS_orchestrator_tls_key),
                                       absl::GetFlag(FLAGS_orchestrator_tls_ca)};
   options.orchestrator_tls_name = absl::GetFlag(FLAGS_orchestrator_tls_server_name);
-  if (options.model.id.empty()) {
-    std::cerr << "gateway: --model is empty\n";
-    return 2;
-  }
+  if (options.model.id.empty()) return StartRefused("gateway", "--model is empty");
   if (absl::Status s = CheckTlsFiles(options.orchestrator_tls, TlsSide::kClient); !s.ok()) {
-    std::cerr << "gateway: --orchestrator_tls_*: " << s.message() << "\n";
-    return 2;
+    return StartRefused("gateway", absl::StrCat("--orchestrator_tls_*: ", s.message()));
   }
   const std::string tls_cert = absl::GetFlag(FLAGS_tls_cert);
   const std::string tls_key = absl::GetFlag(FLAGS_tls_key);
   if (tls_cert.empty() != tls_key.empty()) {
-    std::cerr << "gateway: --tls_cert and --tls_key go together\n";
-    return 2;
+    return StartRefused("gateway", "--tls_cert and --tls_key go together");
   }
   std::unique_ptr<HttpTls> tls;
   if (!tls_cert.empty()) {
     absl::StatusOr<std::unique_ptr<HttpTls>> loaded = HttpTls::Load(tls_cert, tls_key);
-    if (!loaded.ok()) {
-      std::cerr << "gateway: " << loaded.status().message() << "\n";
-      return 2;
-    }
+    if (!loaded.ok()) return StartRefused("gateway", loaded.status().message());
     tls = *std::move(loaded);
-  } else if (!IsLoopbackHost(listen.substr(0, listen.rfind(':')))) {
-    LogWarning(absl::StrCat("PLAINTEXT: serving HTTP on ", listen, " without TLS: bearer tokens "
-                            "cross the network in the clear unless TLS ends in front of the "
-                            "gateway. Set --tls_cert and --tls_key; see docs/openai.md"));
+  } else {
+    WarnIfPlaintextExposed("the gateway", listen, false,
+                           {"bearer tokens cross the network in the clear unless TLS ends in "
+                            "front of the gateway",
+                            "Set --tls_cert and --tls_key; see docs/openai.md"});
   }
   HttpLimits limits;
   limits.max_connections = absl::GetFlag(FLAGS_max_connections);
@@ -150,18 +137,15 @@ int Run() {
   if (limits.max_connections < 0 || limits.max_connections_per_address < 0 ||
       limits.request_read_timeout < absl::ZeroDuration() || limits.max_headers < 0 ||
       max_header_bytes < 256) {
-    std::cerr << "gateway: --max_connections, --max_connections_per_address, "
-                 "--request_read_timeout_ms and --max_headers take 0 or more, "
-                 "--max_header_bytes 256 or more\n";
-    return 2;
+    return StartRefused("gateway",
+                        "--max_connections, --max_connections_per_address, "
+                        "--request_read_timeout_ms and --max_headers take 0 or more, "
+                        "--max_header_bytes 256 or more");
   }
   limits.max_header_bytes = static_cast<size_t>(max_header_bytes);
   absl::StatusOr<std::unique_ptr<HttpServer>> server =
       HttpServer::Listen(listen, limits, tls.get());
-  if (!server.ok()) {
-    std::cerr << "gateway: " << server.status().message() << "\n";
-    return 2;
-  }
+  if (!server.ok()) return StartRefused("gateway", server.status().message());
   Gateway gateway(options, [http = server->get()](std::function<void()> task) {
     http->Post(std::move(task));
   });
@@ -169,27 +153,25 @@ int Run() {
   (*server)->Serve([&gateway](std::shared_ptr<HttpExchange> exchange) {
     gateway.Handle(std::move(exchange));
   });
-  const std::string host = listen.substr(0, listen.rfind(':'));
-  std::cout << "listening port=" << (*server)->port() << " address=" << host << ":"
-            << (*server)->port() << std::endl;
+  // --listen parsed when CheckCanListenAll passed.
+  const std::string address =
+      FormatHostPort(ParseHostPort(listen, PortRule::kListen)->host, (*server)->port());
+  PrintListeningLine({(*server)->port(), address, {}});
   LogInfo(absl::StrCat("serving model '", options.model.id, "' on ", tls ? "https://" : "http://",
-                       host, ":",
-                       (*server)->port(), " for the orchestrator at ", options.orchestrator));
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
+                       address, " for the orchestrator at ", options.orchestrator));
+  const int signal_number = signals.Wait();
   // Drain: no new connection or completion; /health turns 503 so the load
   // balancer stops sending clients; running streams may finish.
   const absl::Duration drain = absl::Milliseconds(absl::GetFlag(FLAGS_drain_timeout_ms));
-  LogInfo(absl::StrCat(signal_number == SIGTERM ? "SIGTERM" : "SIGINT", ", draining: ",
+  LogInfo(absl::StrCat(StopSignals::Name(signal_number), ", draining: ",
                        gateway.in_flight(), " chat completion(s) get up to ",
                        absl::FormatDuration(drain), " (signal again to stop at once)"));
   gateway.Drain();
   (*server)->StopListening();
   // A second signal ends the wait.
-  timespec poll{0, 50 * 1000 * 1000};
   const absl::Time deadline = absl::Now() + drain;
   while (gateway.in_flight() > 0 && absl::Now() < deadline) {
-    if (sigtimedwait(&signals, nullptr, &poll) > 0) break;
+    if (signals.WaitFor(absl::Milliseconds(50)) != 0) break;
   }
   if (gateway.in_flight() > 0) {
     LogWarning(absl::StrCat("stopping with ", gateway.in_flight(),

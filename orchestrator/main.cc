@@ -11,28 +11,23 @@
 // with " node=<node id>".
 // SIGTERM/SIGINT: stop admitting, let in-flight requests finish (drain_timeout),
 // abort the rest, stop the workers it spawned, exit 0.
-#include <signal.h>
-
-#include <csignal>
-#include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/field_error.h"
 #include "common/flags_usage.h"
-#include "common/grpc_log.h"
+#include "common/host_port.h"
 #include "common/listen_check.h"
+#include "common/listening_line.h"
 #include "common/log.h"
+#include "common/service_process.h"
 #include "common/tls.h"
-#include "orchestrator/replicas/local_workers.h"
-#include "orchestrator/orchestrator.h"
 #include "orchestrator/config/pipeline_config.h"
-#include "orchestrator/service/token_file.h"
+#include "orchestrator/orchestrator.h"
 
 ABSL_FLAG(std::string, config, "", "pipeline config file (YAML); see docs/pipeline_config.md");
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "host:port for clients; port 0 picks one");
@@ -83,15 +78,10 @@ ABSL_FLAG(std::string, stage_worker, "",
 namespace omnistage {
 namespace {
 
-// How long start-up waits for the spawned workers to accept their sessions.
-constexpr absl::Duration kHandshakeTimeout = absl::Seconds(10);
-
 // "<config>: <field>: <message>" for errors about the config's content.
 int ConfigError(const std::string& path, const absl::Status& status) {
-  const std::string field = ErrorField(status);
-  std::cerr << "orchestrator: " << path << ": " << (field.empty() ? "" : field + ": ")
-            << status.message() << "\n";
-  return 2;
+  return StartRefused("orchestrator",
+                      absl::StrCat(path, ": ", ErrorField(status), ": ", status.message()));
 }
 
 // "thinker (thinker, spawned x1), talker (talker, dns:omnistage-talker:50061), ...".
@@ -119,31 +109,16 @@ std::string PeersSummary(const PipelineConfig& config, int peer_port) {
 }
 
 int Run() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  absl::StatusOr<LogOptions> logging = LogOptionsFromFlags(
-      "orchestrator", absl::GetFlag(FLAGS_log_format), absl::GetFlag(FLAGS_log_level));
-  if (!logging.ok()) {
-    std::cerr << "orchestrator: " << logging.status().message() << "\n";
-    return 2;
+  StopSignals signals;
+  if (absl::Status s = SetUpLogging("orchestrator", absl::GetFlag(FLAGS_log_format),
+                                    absl::GetFlag(FLAGS_log_level));
+      !s.ok()) {
+    return StartRefused("orchestrator", s.message());
   }
-  InitLogging(*logging);
-  RouteGrpcLogs();
-
   const std::string path = absl::GetFlag(FLAGS_config);
-  if (path.empty()) {
-    std::cerr << "orchestrator: --config is required\n";
-    return 2;
-  }
+  if (path.empty()) return StartRefused("orchestrator", "--config is required");
   absl::StatusOr<PipelineConfig> config = LoadPipelineConfig(path);
-  if (!config.ok()) {
-    std::cerr << "orchestrator: " << config.status().message() << "\n";
-    return 2;
-  }
+  if (!config.ok()) return StartRefused("orchestrator", config.status().message());
   // A taken or unknown address stops start-up here, before any worker is
   // spawned, with one line.
   if (absl::Status s = CheckCanListenAll({{"--listen", absl::GetFlag(FLAGS_listen)},
@@ -151,56 +126,21 @@ int Run() {
                                           {"--health_listen", absl::GetFlag(FLAGS_health_listen)},
                                           {"--peer_listen", absl::GetFlag(FLAGS_peer_listen)}});
       !s.ok()) {
-    std::cerr << "orchestrator: " << s.message() << "\n";
-    return 2;
-  }
-  const TlsFiles client_tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
-                            absl::GetFlag(FLAGS_tls_client_ca)};
-  const TlsFiles worker_tls{absl::GetFlag(FLAGS_worker_tls_cert),
-                            absl::GetFlag(FLAGS_worker_tls_key),
-                            absl::GetFlag(FLAGS_worker_tls_ca)};
-  if (absl::Status s = CheckTlsFiles(client_tls, TlsSide::kServer); !s.ok()) {
-    std::cerr << "orchestrator: --tls_cert/--tls_key/--tls_client_ca: " << s.message() << "\n";
-    return 2;
-  }
-  if (absl::Status s = CheckTlsFiles(worker_tls, TlsSide::kClient); !s.ok()) {
-    std::cerr << "orchestrator: --worker_tls_cert/--worker_tls_key/--worker_tls_ca: "
-              << s.message() << "\n";
-    return 2;
-  }
-  if (const std::string tokens = absl::GetFlag(FLAGS_tokens_file); !tokens.empty()) {
-    if (absl::Status s = TokenFile::Load(tokens).status(); !s.ok()) {
-      std::cerr << "orchestrator: --tokens_file: " << s.message() << "\n";
-      return 2;
-    }
-  }
-  std::string binary = absl::GetFlag(FLAGS_stage_worker);
-  if (binary.empty()) binary = DefaultWorkerBinary();
-  std::vector<std::string> worker_args = {
-      absl::StrCat("--log_format=", absl::GetFlag(FLAGS_log_format)),
-      absl::StrCat("--log_level=", absl::GetFlag(FLAGS_log_level))};
-  if (!worker_tls.cert.empty()) {
-    // Spawned workers serve with the orchestrator's own certificate (it must
-    // name 127.0.0.1) and take sessions only from holders of the CA's.
-    worker_args.push_back("--tls_cert=" + worker_tls.cert);
-    worker_args.push_back("--tls_key=" + worker_tls.key);
-    worker_args.push_back("--tls_client_ca=" + worker_tls.ca);
-  }
-  absl::StatusOr<std::unique_ptr<LocalWorkers>> workers =
-      LocalWorkers::Start(*config, binary, worker_args);
-  if (!workers.ok()) {
-    if (!ErrorField(workers.status()).empty()) return ConfigError(path, workers.status());
-    std::cerr << "orchestrator: " << workers.status().message() << "\n";
-    return 2;
+    return StartRefused("orchestrator", s.message());
   }
   OrchestratorOptions options;
   options.config = *config;
-  options.addresses = (*workers)->addresses();
+  options.worker_binary = absl::GetFlag(FLAGS_stage_worker);
+  options.worker_args = {absl::StrCat("--log_format=", absl::GetFlag(FLAGS_log_format)),
+                         absl::StrCat("--log_level=", absl::GetFlag(FLAGS_log_level))};
   options.listen = absl::GetFlag(FLAGS_listen);
   options.dns_server = absl::GetFlag(FLAGS_dns_server);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  options.tls = client_tls;
-  options.worker_tls = worker_tls;
+  options.tls = TlsFiles{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                         absl::GetFlag(FLAGS_tls_client_ca)};
+  options.worker_tls = TlsFiles{absl::GetFlag(FLAGS_worker_tls_cert),
+                                absl::GetFlag(FLAGS_worker_tls_key),
+                                absl::GetFlag(FLAGS_worker_tls_ca)};
   options.tokens_file = absl::GetFlag(FLAGS_tokens_file);
   options.health_listen = absl::GetFlag(FLAGS_health_listen);
   options.peer_listen = absl::GetFlag(FLAGS_peer_listen);
@@ -208,55 +148,34 @@ int Run() {
                               absl::GetFlag(FLAGS_peer_tls_ca)};
   absl::StatusOr<std::unique_ptr<Orchestrator>> orchestrator = Orchestrator::Start(options);
   if (!orchestrator.ok()) {
-    std::cerr << "orchestrator: " << orchestrator.status().message() << "\n";
-    (*workers)->Stop();
-    return 2;
+    if (!ErrorField(orchestrator.status()).empty()) return ConfigError(path, orchestrator.status());
+    return StartRefused("orchestrator", orchestrator.status().message());
   }
-  // Spawned workers check the stage defaults at their first Hello: a refusal is
-  // a config error, reported before serving anyone.
-  std::vector<int> spawned;
-  for (const StageConfig& stage : config->stages) {
-    if (stage.spawn_replicas > 0) spawned.push_back(stage.id);
+  // --listen parsed when CheckCanListenAll passed.
+  const std::string address = FormatHostPort(
+      ParseHostPort(options.listen, PortRule::kListen)->host, (*orchestrator)->port());
+  ListeningLine listening{(*orchestrator)->port(), address, {}};
+  for (const auto& [key, port] : {std::pair<const char*, int>{"metrics_port",
+                                                              (*orchestrator)->metrics_port()},
+                                  {"health_port", (*orchestrator)->health_port()},
+                                  {"peer_port", (*orchestrator)->peer_port()}}) {
+    if (port > 0) listening.fields.push_back({key, absl::StrCat(port)});
   }
-  if (absl::Status refused = (*orchestrator)->AwaitHandshakes(spawned, kHandshakeTimeout);
-      !refused.ok()) {
-    (*orchestrator)->Shutdown();
-    (*workers)->Stop();
-    return ConfigError(path, refused);
-  }
-  const std::string host = options.listen.substr(0, options.listen.rfind(':'));
-  std::cout << "listening port=" << (*orchestrator)->port() << " address=" << host << ":"
-            << (*orchestrator)->port();
-  if ((*orchestrator)->metrics_port() > 0) {
-    std::cout << " metrics_port=" << (*orchestrator)->metrics_port();
-  }
-  if ((*orchestrator)->health_port() > 0) {
-    std::cout << " health_port=" << (*orchestrator)->health_port();
-  }
-  if ((*orchestrator)->peer_port() > 0) std::cout << " peer_port=" << (*orchestrator)->peer_port();
-  std::cout << " node=" << (*orchestrator)->node_id();
-  std::cout << std::endl;
-  LogInfo(absl::StrCat("serving pipeline '", config->name, "' from ", path, " on ",
-                       options.listen.substr(0, options.listen.rfind(':') + 1),
-                       (*orchestrator)->port(),
+  listening.fields.push_back({"node", (*orchestrator)->node_id()});
+  PrintListeningLine(listening);
+  LogInfo(absl::StrCat("serving pipeline '", config->name, "' from ", path, " on ", address,
                        (*orchestrator)->metrics_port() > 0
                            ? absl::StrCat(", metrics on port ", (*orchestrator)->metrics_port())
                            : std::string(""),
                        ": ", StagesSummary(*config), "; node ", (*orchestrator)->node_id(),
                        PeersSummary(*config, (*orchestrator)->peer_port())));
 
-  int signal = 0;
-  sigwait(&signals, &signal);
-  LogInfo(absl::StrCat(signal == SIGTERM ? "SIGTERM" : "SIGINT",
-                       ", draining (signal again to stop at once)"));
-  // A second signal takes the default action on this thread: the process ends
-  // (and the spawned workers with it).
-  std::signal(SIGTERM, SIG_DFL);
-  std::signal(SIGINT, SIG_DFL);
-  pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
-  (*orchestrator)->Shutdown();
-  (*workers)->Stop();
-  return 0;
+  const int signal = signals.Wait();
+  LogInfo(absl::StrCat(StopSignals::Name(signal), ", draining (signal again to stop at once)"));
+  // A second signal ends the process (and the spawned workers with it).
+  signals.StopAtOnceOnNext();
+  (*orchestrator)->Drain();
+  return 0;  // `orchestrator` stops every part as it goes.
 }
 
 }  // namespace

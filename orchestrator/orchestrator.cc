@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/field_error.h"
-#include "common/grpc_util.h"
 #include "common/limits.h"
 #include "orchestrator/core/request_id.h"
 
@@ -15,152 +14,70 @@ namespace omnistage {
 Orchestrator::Orchestrator(OrchestratorOptions options) : options_(std::move(options)) {}
 
 absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(OrchestratorOptions options) {
-  if (options.addresses.size() != options.config.stages.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("addresses for ", options.addresses.size(),
-                                                   " stages; the pipeline has ",
-                                                   options.config.stages.size()));
-  }
   std::unique_ptr<Orchestrator> o(new Orchestrator(std::move(options)));
-  const PipelineConfig& config = o->options_.config;
-  // Every stage starts with no replica; they join on the loop, below.
-  o->core_ = std::make_unique<PipelineCore>(
-      config, std::vector<std::vector<ReplicaClient*>>(config.stages.size()), &o->loop_);
-  o->node_id_ = o->options_.node_id.empty() ? NewNodeId() : o->options_.node_id;
-  o->core_->set_node_id(o->node_id_);
-  if (absl::Status s = CheckTlsFiles(o->options_.worker_tls, TlsSide::kClient); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("worker TLS: ", s.message()));
-  }
-  o->replicas_ = std::make_unique<ReplicaSet>(
-      &config, o->core_.get(), &o->loop_,
-      o->options_.worker_tls.enabled() ? ChannelCredentialsFor(o->options_.worker_tls) : nullptr);
-  o->memberships_.resize(config.stages.size());
   std::vector<DnsTarget> targets;
-  for (const StageConfig& stage : config.stages) {
+  for (const StageConfig& stage : o->options_.config.stages) {
     if (!stage.discovery.has_value()) continue;
-    o->memberships_[stage.id] = std::make_unique<StageMembership>(
-        o->core_->shared_pool(stage.id), absl::StrCat("stage ", stage.id, " (", stage.name, ")"),
-        stage.origin(), o->replicas_.get(), &o->loop_);
     targets.push_back({stage.id, stage.discovery->name, stage.discovery->port,
                        stage.discovery->refresh});
   }
-  if (absl::Status s = o->StartPeers(&targets); !s.ok()) return s;
-  o->loop_.set_lag_observer(
-      [metrics = &o->core_->metrics()](absl::Duration lag) { metrics->LoopLag(lag); });
-  // A scrape takes a snapshot on the loop (in flight, per replica up and
-  // bound) and renders on its own thread; a loop that does not answer within a
-  // second leaves the last snapshot's values.
-  o->core_->metrics_registry().OnRender([o = o.get()] {
-    auto done = std::make_shared<absl::Notification>();
-    o->loop_.Post([o, done] {
-      o->core_->SnapshotMetrics();
-      done->Notify();
-    });
-    done->WaitForNotificationWithTimeout(absl::Seconds(1));
-  });
-  if (!o->options_.metrics_listen.empty()) {
-    absl::StatusOr<std::unique_ptr<MetricsServer>> metrics =
-        MetricsServer::Start(o->options_.metrics_listen, &o->core_->metrics_registry());
-    if (!metrics.ok()) return metrics.status();
-    o->metrics_ = *std::move(metrics);
+  // A failure returns here and destroys `o`: the parts made so far stop.
+  if (absl::Status s = o->MakeCore(); !s.ok()) return s;
+  if (absl::Status s = o->MakePeers(&targets); !s.ok()) return s;
+  if (absl::Status s = o->MakeServices(); !s.ok()) return s;
+  if (absl::Status s = o->Serve(); !s.ok()) return s;
+  if (absl::Status s = o->SpawnWorkers(); !s.ok()) return s;
+  o->JoinReplicas();
+  if (absl::Status s = o->WatchDns(std::move(targets)); !s.ok()) return s;
+  // Spawned workers check the stage defaults at their first Hello: a refusal
+  // is a config error, reported before serving anyone.
+  std::vector<int> spawned;
+  for (const StageConfig& stage : o->options_.config.stages) {
+    if (stage.spawn_replicas > 0) spawned.push_back(stage.id);
   }
-  std::unique_ptr<TokenFile> tokens;
-  if (!o->options_.tokens_file.empty()) {
-    absl::StatusOr<std::unique_ptr<TokenFile>> loaded = TokenFile::Load(o->options_.tokens_file);
-    if (!loaded.ok()) return loaded.status();
-    tokens = *std::move(loaded);
-  }
-  o->auth_ = std::make_unique<ClientAuth>(std::move(tokens), o->options_.tls.enabled());
-  o->router_ = std::make_unique<AbortRouter>(
-      o->node_id_,
-      LocalAborts{[core = o->core_.get()](const std::string& id, const Caller& caller) {
-                    return core->Holds(id, caller);
-                  },
-                  [core = o->core_.get()](const v1::AbortRequest& request, absl::Time deadline,
-                                          AbortDone done, const Caller& caller) {
-                    core->Abort(request, deadline, std::move(done), caller);
-                  }},
-      o->peers_.get(), config.peer_timeout, &o->loop_,
-      [metrics = &o->core_->metrics()](absl::StatusCode code) {
-        metrics->PeerCall("abort", code);
-      });
-  o->service_ = std::make_unique<OrchestratorService>(o->core_.get(), &o->loop_, o->auth_.get(),
-                                                      o->router_.get(), o->peers_.get(),
-                                                      config.peer_timeout);
-  o->health_ = std::make_unique<OrchestratorHealth>(o->core_.get(), &o->loop_);
-  GrpcServerOptions server_options;
-  server_options.address = o->options_.listen;
-  server_options.tls = o->options_.tls;
-  server_options.name = "the orchestrator";
-  server_options.plaintext_health_address = o->options_.health_listen;
-  server_options.max_streams_per_connection = config.max_streams_per_connection;
-  server_options.min_ping_interval = config.min_client_ping_interval;
-  server_options.max_connection_age = config.max_connection_age;
-  server_options.max_connection_age_grace = config.max_connection_age_grace;
-  // Room for the largest prompt plus the request's other fields; a larger
-  // message is refused by gRPC itself (RESOURCE_EXHAUSTED).
-  server_options.max_receive_message_bytes = static_cast<int>(
-      std::max<int64_t>(4 << 20, static_cast<int64_t>(config.max_prompt_bytes) +
-                                     kAddRequestEnvelopeBytes));
-  // No built-in health service (readiness_service stays empty): ours answers
-  // from the loop (health_service.h).
-  absl::StatusOr<StartedServer> started =
-      StartGrpcServer(server_options, {o->service_.get(), o->health_.get()});
-  if (!started.ok()) return started.status();
-  o->server_ = std::move(started->server);
-  o->port_ = started->port;
-  o->health_port_ = started->health_port;
-  if (!o->options_.peer_listen.empty()) {
-    o->peer_service_ = std::make_unique<PeerService>(o->core_.get(), &o->loop_);
-    GrpcServerOptions peer_options;
-    peer_options.address = o->options_.peer_listen;
-    peer_options.tls = o->options_.peer_tls;
-    peer_options.name = "the orchestrator's peer port";
-    absl::StatusOr<StartedServer> peer_started =
-        StartGrpcServer(peer_options, {o->peer_service_.get()});
-    if (!peer_started.ok()) {
-      o->server_->Shutdown();
-      return peer_started.status();
-    }
-    o->peer_server_ = std::move(peer_started->server);
-    o->peer_port_ = peer_started->port;
-  }
-  o->loop_thread_ = std::thread([loop = &o->loop_] { loop->Run(); });
-  o->loop_.Post([o = o.get()] {
-    if (!o->options_.config.peers.addresses.empty()) {
-      o->peers_->Apply(o->options_.config.peers.addresses);
-    }
-    for (const StageConfig& stage : o->options_.config.stages) {
-      StagePool& pool = *o->core_->shared_pool(stage.id);
-      for (const std::string& address : o->options_.addresses[stage.id]) {
-        ReplicaClient* client = o->replicas_->Create(stage.id, pool.size(), address);
-        o->replicas_->Start(stage.id, pool.Add(client, address, stage.origin()));
-      }
-    }
-  });
-  if (!targets.empty()) {
-    DnsResolverOptions resolver;
-    resolver.server = o->options_.dns_server;
-    absl::StatusOr<std::unique_ptr<DnsWatcher>> watcher = DnsWatcher::Start(
-        resolver, std::move(targets),
-        [o = o.get()](int stage, const absl::StatusOr<std::vector<std::string>>& addresses) {
-          o->loop_.Post([o, stage, addresses] {
-            if (stage == kPeersTarget) {
-              o->peers_->Apply(addresses);
-            } else {
-              o->memberships_[stage]->Apply(addresses);
-            }
-          });
-        });
-    if (!watcher.ok()) {
-      o->Shutdown();
-      return watcher.status();
-    }
-    o->watcher_ = *std::move(watcher);
+  if (absl::Status s = o->AwaitHandshakes(spawned, o->options_.handshake_timeout); !s.ok()) {
+    return s;
   }
   return o;
 }
 
-absl::Status Orchestrator::StartPeers(std::vector<DnsTarget>* targets) {
+absl::Status Orchestrator::MakeCore() {
+  const PipelineConfig& config = options_.config;
+  node_id_ = options_.node_id.empty() ? NewNodeId() : options_.node_id;
+  // Every stage starts with no replica; they join on the loop (JoinReplicas,
+  // and the DNS watcher for discovered stages).
+  core_ = std::make_unique<PipelineCore>(
+      config, std::vector<std::vector<ReplicaClient*>>(config.stages.size()), &loop_);
+  core_->set_node_id(node_id_);
+  absl::StatusOr<std::unique_ptr<ReplicaSet>> replicas =
+      ReplicaSet::Create(&config, core_.get(), &loop_, options_.worker_tls);
+  if (!replicas.ok()) return replicas.status();
+  replicas_ = *std::move(replicas);
+  memberships_.resize(config.stages.size());
+  for (const StageConfig& stage : config.stages) {
+    if (!stage.discovery.has_value()) continue;
+    memberships_[stage.id] = std::make_unique<StageMembership>(
+        core_->shared_pool(stage.id), absl::StrCat("stage ", stage.id, " (", stage.name, ")"),
+        stage.origin(), replicas_.get(), &loop_);
+  }
+  loop_.set_lag_observer(
+      [metrics = &core_->metrics()](absl::Duration lag) { metrics->LoopLag(lag); });
+  // A scrape takes a snapshot on the loop (in flight, per replica up and
+  // bound) and renders on its own thread; a loop that does not answer within a
+  // second leaves the last snapshot's values.
+  core_->metrics_registry().OnRender([this] {
+    auto done = std::make_shared<absl::Notification>();
+    loop_.Post([this, done] {
+      core_->SnapshotMetrics();
+      done->Notify();
+    });
+    done->WaitForNotificationWithTimeout(absl::Seconds(1));
+  });
+  loop_thread_ = std::make_unique<LoopThread>(&loop_);
+  return absl::OkStatus();
+}
+
+absl::Status Orchestrator::MakePeers(std::vector<DnsTarget>* targets) {
   const PeersConfig& peers = options_.config.peers;
   if (!peers.enabled()) return absl::OkStatus();
   if (options_.peer_listen.empty()) {
@@ -188,15 +105,131 @@ absl::Status Orchestrator::StartPeers(std::vector<DnsTarget>* targets) {
   return absl::OkStatus();
 }
 
-Orchestrator::~Orchestrator() { Shutdown(); }
+absl::Status Orchestrator::MakeServices() {
+  absl::StatusOr<std::unique_ptr<ClientAuth>> auth =
+      ClientAuth::Create(options_.tokens_file, options_.tls.enabled());
+  if (!auth.ok()) return auth.status();
+  auth_ = *std::move(auth);
+  router_ = std::make_unique<AbortRouter>(
+      node_id_,
+      LocalAborts{[core = core_.get()](const std::string& id, const Caller& caller) {
+                    return core->Holds(id, caller);
+                  },
+                  [core = core_.get()](const v1::AbortRequest& request, absl::Time deadline,
+                                       AbortDone done, const Caller& caller) {
+                    core->Abort(request, deadline, std::move(done), caller);
+                  }},
+      peers_.get(), options_.config.peer_timeout, &loop_,
+      [metrics = &core_->metrics()](absl::StatusCode code) { metrics->PeerCall("abort", code); });
+  service_ = std::make_unique<OrchestratorService>(core_.get(), &loop_, auth_.get(), router_.get(),
+                                                   peers_.get(), options_.config.peer_timeout);
+  health_ = std::make_unique<OrchestratorHealth>(core_.get(), &loop_);
+  if (!options_.peer_listen.empty()) {
+    peer_service_ = std::make_unique<PeerService>(core_.get(), &loop_);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Orchestrator::Serve() {
+  const PipelineConfig& config = options_.config;
+  if (!options_.metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsServer>> metrics =
+        MetricsServer::Start(options_.metrics_listen, &core_->metrics_registry());
+    if (!metrics.ok()) return metrics.status();
+    metrics_ = *std::move(metrics);
+  }
+  GrpcServerOptions server;
+  server.address = options_.listen;
+  server.tls = options_.tls;
+  server.tls_flags = options_.tls_flags;
+  server.name = "the orchestrator";
+  server.plaintext_health_address = options_.health_listen;
+  server.max_streams_per_connection = config.max_streams_per_connection;
+  server.min_ping_interval = config.min_client_ping_interval;
+  server.max_connection_age = config.max_connection_age;
+  server.max_connection_age_grace = config.max_connection_age_grace;
+  // Room for the largest prompt plus the request's other fields; a larger
+  // message is refused by gRPC itself (RESOURCE_EXHAUSTED).
+  server.max_receive_message_bytes = static_cast<int>(std::max<int64_t>(
+      4 << 20, static_cast<int64_t>(config.max_prompt_bytes) + kAddRequestEnvelopeBytes));
+  // No built-in health service (readiness_service stays empty): ours answers
+  // from the loop (health_service.h).
+  absl::StatusOr<StartedServer> started =
+      StartGrpcServer(server, {service_.get(), health_.get()});
+  if (!started.ok()) return started.status();
+  server_ = {ServingServer(started->server.release()), started->port, started->health_port};
+  if (peer_service_ == nullptr) return absl::OkStatus();
+  GrpcServerOptions peer;
+  peer.address = options_.peer_listen;
+  peer.tls = options_.peer_tls;
+  peer.tls_flags = "peer TLS";
+  peer.name = "the orchestrator's peer port";
+  absl::StatusOr<StartedServer> peer_started = StartGrpcServer(peer, {peer_service_.get()});
+  if (!peer_started.ok()) return peer_started.status();
+  peer_server_ = {ServingServer(peer_started->server.release()), peer_started->port, 0};
+  return absl::OkStatus();
+}
+
+absl::Status Orchestrator::SpawnWorkers() {
+  std::vector<std::string> args = options_.worker_args;
+  const TlsFiles& tls = options_.worker_tls;
+  if (!tls.cert.empty()) {
+    // Spawned workers serve with the orchestrator's own certificate (it must
+    // name 127.0.0.1) and take sessions only from holders of the CA's.
+    args.push_back("--tls_cert=" + tls.cert);
+    args.push_back("--tls_key=" + tls.key);
+    args.push_back("--tls_client_ca=" + tls.ca);
+  }
+  absl::StatusOr<std::unique_ptr<LocalWorkers>> workers = LocalWorkers::Start(
+      options_.config,
+      options_.worker_binary.empty() ? DefaultWorkerBinary() : options_.worker_binary, args);
+  if (!workers.ok()) return workers.status();
+  workers_ = *std::move(workers);
+  return absl::OkStatus();
+}
+
+void Orchestrator::JoinReplicas() {
+  loop_.Post([this] {
+    if (!options_.config.peers.addresses.empty()) peers_->Apply(options_.config.peers.addresses);
+    for (const StageConfig& stage : options_.config.stages) {
+      StagePool& pool = *core_->shared_pool(stage.id);
+      for (const std::string& address : workers_->addresses()[stage.id]) {
+        ReplicaClient* client = replicas_->Create(stage.id, pool.size(), address);
+        replicas_->Start(stage.id, pool.Add(client, address, stage.origin()));
+      }
+    }
+  });
+}
+
+absl::Status Orchestrator::WatchDns(std::vector<DnsTarget> targets) {
+  if (targets.empty()) return absl::OkStatus();
+  DnsResolverOptions resolver;
+  resolver.server = options_.dns_server;
+  absl::StatusOr<std::unique_ptr<DnsWatcher>> watcher = DnsWatcher::Start(
+      resolver, std::move(targets),
+      [this](int stage, const absl::StatusOr<std::vector<std::string>>& addresses) {
+        loop_.Post([this, stage, addresses] {
+          if (stage == kPeersTarget) {
+            peers_->Apply(addresses);
+          } else {
+            memberships_[stage]->Apply(addresses);
+          }
+        });
+      });
+  if (!watcher.ok()) return watcher.status();
+  watcher_ = *std::move(watcher);
+  return absl::OkStatus();
+}
+
+Orchestrator::~Orchestrator() {
+  if (loop_thread_ == nullptr) return;  // Nothing ran yet.
+  Drain();
+  // Calls to peers end before the servers and the loop they answer on.
+  if (peers_ != nullptr) loop_thread_->RunAndWait([this] { peers_->Stop(); });
+}
 
 void Orchestrator::RunOnLoop(std::function<void(PipelineCore&)> task) {
-  absl::Notification done;
-  loop_.Post([&] {
-    task(*core_);
-    done.Notify();
-  });
-  done.WaitForNotification();
+  loop_thread_->RunAndWait([&] { task(*core_); });
 }
 
 absl::Status Orchestrator::AwaitHandshakes(const std::vector<int>& stages,
@@ -229,28 +262,17 @@ absl::Status Orchestrator::AwaitHandshakes(const std::vector<int>& stages,
   }
 }
 
-void Orchestrator::Shutdown() {
-  if (shut_down_) return;
-  shut_down_ = true;
-  if (!loop_thread_.joinable()) return;  // Start() failed before anything ran.
-  // Drain while the loop and the server still run: in-flight streams end with
-  // their terminal responses, late ones with an abort. Readiness turns
+void Orchestrator::Drain() {
+  if (drained_ || loop_thread_ == nullptr) return;
+  drained_ = true;
+  // In-flight streams end with their terminal responses, late ones with an
+  // abort, while the loop and the server still run. Readiness turns
   // NOT_SERVING as the drain begins.
   auto drained = std::make_shared<absl::Notification>();
   loop_.Post([this, drained] {
     core_->Drain(absl::Now() + options_.config.drain_timeout, [drained] { drained->Notify(); });
   });
   drained->WaitForNotificationWithTimeout(options_.config.drain_timeout + absl::Seconds(5));
-  if (watcher_ != nullptr) watcher_->Stop();
-  metrics_.reset();  // Its scrapes post to the loop: stop them first.
-  if (peers_ != nullptr) RunOnLoop([this](PipelineCore&) { peers_->Stop(); });
-  server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
-  if (peer_server_ != nullptr) {
-    peer_server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
-  }
-  loop_.Stop();
-  loop_thread_.join();
-  replicas_->ShutdownAll();
 }
 
 }  // namespace omnistage

@@ -20,7 +20,6 @@
 #include <signal.h>
 
 #include <atomic>
-#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -28,19 +27,19 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/field_error.h"
 #include "common/flags_usage.h"
-#include "common/grpc_log.h"
-#include "common/listen_check.h"
+#include "common/host_port.h"
 #include "common/limits.h"
+#include "common/listen_check.h"
+#include "common/listening_line.h"
 #include "common/log.h"
-#include "common/tls.h"
 #include "common/metrics_server.h"
+#include "common/service_process.h"
+#include "common/tls.h"
 #include "stage_worker/engines/registry.h"
 #include "stage_worker/worker.h"
 #include "stage_worker/worker_service.h"
@@ -106,40 +105,28 @@ absl::StatusOr<std::map<std::string, std::string>> ParseEngineParams(absl::strin
 
 // A refused flag: a line for people on stderr, one for the spawner on stdout.
 int Refuse(const absl::Status& status) {
-  std::cerr << "stage_worker: " << status.message() << "\n";
   const std::string field = ErrorField(status);
   if (!field.empty()) {
     std::cout << "refused field=" << field << " reason=" << status.message() << std::endl;
   }
-  return 2;
+  return StartRefused("stage_worker", status.message());
 }
 
 int Run() {
-  // Signals go to the main thread's sigwait() only; every thread started from here
-  // on inherits the blocked mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGUSR1);  // Sent by the monitor thread when the loop ends.
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  absl::StatusOr<LogOptions> logging = LogOptionsFromFlags(
-      "stage_worker", absl::GetFlag(FLAGS_log_format), absl::GetFlag(FLAGS_log_level));
-  if (!logging.ok()) {
-    std::cerr << "stage_worker: " << logging.status().message() << "\n";
-    return 2;
+  // SIGUSR1: sent by the monitor thread when the busy loop ends.
+  StopSignals signals(SIGUSR1);
+  if (absl::Status s = SetUpLogging("stage_worker", absl::GetFlag(FLAGS_log_format),
+                                    absl::GetFlag(FLAGS_log_level));
+      !s.ok()) {
+    return StartRefused("stage_worker", s.message());
   }
-  InitLogging(*logging);
-  RouteGrpcLogs();
   // A taken or unknown address stops start-up here, before the engine loads,
   // with one line that says why and what to do (not gRPC's error block).
   if (absl::Status s = CheckCanListenAll({{"--listen", absl::GetFlag(FLAGS_listen)},
                                           {"--health_listen", absl::GetFlag(FLAGS_health_listen)},
                                           {"--metrics_listen", absl::GetFlag(FLAGS_metrics_listen)}});
       !s.ok()) {
-    std::cerr << "stage_worker: " << s.message() << "\n";
-    return 2;
+    return StartRefused("stage_worker", s.message());
   }
 
   absl::StatusOr<std::map<std::string, std::string>> params =
@@ -172,42 +159,36 @@ int Run() {
   server_options.min_ping_interval = absl::Milliseconds(absl::GetFlag(FLAGS_min_ping_interval_ms));
   server_options.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                         absl::GetFlag(FLAGS_tls_client_ca)};
-  if (absl::Status s = CheckTlsFiles(server_options.tls, TlsSide::kServer); !s.ok()) {
-    std::cerr << "stage_worker: --tls_cert/--tls_key/--tls_client_ca: " << s.message() << "\n";
-    return 2;
-  }
+  server_options.tls_flags = "--tls_cert/--tls_key/--tls_client_ca";
+  absl::StatusOr<std::unique_ptr<WorkerServer>> server =
+      WorkerServer::Start(server_options, &worker);
+  if (!server.ok()) return StartRefused("stage_worker", server.status().message());
   if (server_options.tls.enabled() && server_options.tls.ca.empty()) {
     LogWarning("--tls_client_ca is not set: any client that reaches this port may open "
                "sessions; set it to the CA of the orchestrators' certificates (mTLS)");
-  }
-  absl::StatusOr<std::unique_ptr<WorkerServer>> server =
-      WorkerServer::Start(server_options, &worker);
-  if (!server.ok()) {
-    std::cerr << "stage_worker: " << server.status().message() << "\n";
-    return 2;
   }
   std::unique_ptr<MetricsServer> metrics;
   if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
     absl::StatusOr<std::unique_ptr<MetricsServer>> started =
         MetricsServer::Start(listen, &worker.metrics_registry());
-    if (!started.ok()) {
-      std::cerr << "stage_worker: " << started.status().message() << "\n";
-      return 2;
-    }
+    if (!started.ok()) return StartRefused("stage_worker", started.status().message());
     metrics = *std::move(started);
   }
   worker.Start();
 
-  const std::string host = server_options.address.substr(0, server_options.address.rfind(':'));
-  std::cout << "listening port=" << (*server)->port() << " address=" << host << ":"
-            << (*server)->port() << " instance=" << worker.instance_id();
-  if (metrics != nullptr) std::cout << " metrics_port=" << metrics->port();
-  if ((*server)->health_port() > 0) std::cout << " health_port=" << (*server)->health_port();
-  std::cout << std::endl;
+  // The host as given; --listen parsed when CheckCanListenAll passed.
+  const std::string host = ParseHostPort(server_options.address, PortRule::kListen)->host;
+  const std::string address = FormatHostPort(host, (*server)->port());
+  ListeningLine listening{(*server)->port(), address, {{"instance", worker.instance_id()}}};
+  if (metrics != nullptr) listening.fields.push_back({"metrics_port", absl::StrCat(metrics->port())});
+  if ((*server)->health_port() > 0) {
+    listening.fields.push_back({"health_port", absl::StrCat((*server)->health_port())});
+  }
+  PrintListeningLine(listening);
   LogInfo({"", options.stage_id, -1, ""},
           absl::StrCat("serving stage ", options.stage_id, " with engine ", engine_name,
-                       " (capacity ", worker.engine().capacity(), ") on ", host, ":",
-                       (*server)->port(), ", instance ", worker.instance_id(),
+                       " (capacity ", worker.engine().capacity(), ") on ", address,
+                       ", instance ", worker.instance_id(),
                        metrics != nullptr ? absl::StrCat(", metrics on port ", metrics->port())
                                           : std::string("")));
 
@@ -221,19 +202,11 @@ int Run() {
   });
   int signal = 0;
   do {
-    sigwait(&signals, &signal);
+    signal = signals.Wait();
   } while (signal == SIGUSR1 && !loop_ended);
   if (signal != SIGUSR1) {
-    LogInfo(absl::StrCat(signal == SIGTERM ? "SIGTERM" : "SIGINT",
-                         ", draining (signal again to stop at once)"));
-    // A second signal ends the drain: default action from here on.
-    std::signal(SIGTERM, SIG_DFL);
-    std::signal(SIGINT, SIG_DFL);
-    sigset_t stop_now;  // Not SIGUSR1: the monitor still sends it when the loop ends.
-    sigemptyset(&stop_now);
-    sigaddset(&stop_now, SIGTERM);
-    sigaddset(&stop_now, SIGINT);
-    pthread_sigmask(SIG_UNBLOCK, &stop_now, nullptr);
+    LogInfo(absl::StrCat(StopSignals::Name(signal), ", draining (signal again to stop at once)"));
+    signals.StopAtOnceOnNext();
     worker.Drain(absl::Milliseconds(absl::GetFlag(FLAGS_drain_timeout_ms)));
     worker.RequestShutdown();
   }

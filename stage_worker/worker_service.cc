@@ -153,6 +153,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
   grpc_options.max_streams_per_connection = options.max_streams_per_connection;
   grpc_options.min_ping_interval = options.min_ping_interval;
   grpc_options.plaintext_health_address = options.health_address;
+  grpc_options.tls_flags = options.tls_flags;
   absl::StatusOr<StartedServer> started = StartGrpcServer(grpc_options, {&server->service_});
   if (!started.ok()) return started.status();
   server->server_ = std::move(started->server);

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/grpc_util.h"
+#include "common/limits.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/stage_worker.grpc.pb.h"
 #include "stage_worker/worker.h"
@@ -45,10 +46,12 @@ struct WorkerServerOptions {
   // host:port; port 0 picks a free port.
   std::string address = "127.0.0.1:0";
   // Largest message accepted from a client; larger ones fail with RESOURCE_EXHAUSTED.
-  int max_receive_message_bytes = 16 << 20;
+  int max_receive_message_bytes = static_cast<int>(kDefaultWorkerMaxMessageBytes);
   // TLS; with tls.ca, only clients whose certificate chains to it may connect
   // (mTLS). Plaintext when empty.
   TlsFiles tls;
+  // How `tls` was given, named in its errors (common/grpc_util.h).
+  std::string tls_flags;
   // Concurrent streams one connection may open, and the shortest interval
   // between a client's keepalive pings (common/grpc_util.h). The
   // orchestrator's keepalive_ms is at least 100 ms.

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
@@ -87,31 +86,9 @@ std::optional<int> ChildProcess::Wait(absl::Duration timeout) {
   return exit_code_;
 }
 
-int ParseNumberAfter(const std::string& line, const std::string& key) {
-  const std::string prefix = key + "=";
-  const size_t at = line.find(prefix);
-  if (at == std::string::npos) return 0;
-  const size_t begin = at + prefix.size();
-  const size_t end = line.find(' ', begin);
-  int number = 0;
-  if (!absl::SimpleAtoi(
-          line.substr(begin, end == std::string::npos ? std::string::npos : end - begin),
-          &number)) {
-    return 0;
-  }
-  return number;
-}
-
-int ParsePort(const std::string& line) {
-  const size_t at = line.find("port=");
-  if (at == std::string::npos) return 0;
-  const size_t end = line.find(' ', at);
-  int port = 0;
-  if (!absl::SimpleAtoi(line.substr(at + 5, end == std::string::npos ? end : end - at - 5),
-                        &port)) {
-    return 0;
-  }
-  return port;
+ListeningLine ListeningLineIn(const std::string& output) {
+  absl::StatusOr<ListeningLine> line = FindListeningLine(output);
+  return line.ok() ? *std::move(line) : ListeningLine{};
 }
 
 }  // namespace omnistage

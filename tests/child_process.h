@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/listening_line.h"
 
 namespace omnistage {
 
@@ -47,10 +48,9 @@ class ChildProcess {
   std::optional<int> exit_code_;
 };
 
-// The port in a "listening port=<N> ..." line, or 0.
-int ParsePort(const std::string& line);
-// The number after "<key>=" in a line ("metrics_port=9090"); 0 when absent.
-int ParseNumberAfter(const std::string& line, const std::string& key);
+// The listening line (common/listening_line.h) in `output`, a line or a
+// process's output; one with port 0 and no fields when there is none.
+ListeningLine ListeningLineIn(const std::string& output);
 
 }  // namespace omnistage
 

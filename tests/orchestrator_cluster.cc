@@ -8,13 +8,6 @@
 
 namespace omnistage {
 
-std::string NodeIdOf(const std::string& line) {
-  const size_t at = line.find("node=");
-  if (at == std::string::npos) return "";
-  const size_t end = line.find_first_of(" \n", at);
-  return line.substr(at + 5, end == std::string::npos ? std::string::npos : end - at - 5);
-}
-
 absl::StatusOr<std::unique_ptr<OrchestratorCluster>> OrchestratorCluster::Start(
     PipelineSpec spec, int orchestrators, std::vector<std::string> flags) {
   std::unique_ptr<OrchestratorCluster> cluster(new OrchestratorCluster());
@@ -32,7 +25,7 @@ absl::StatusOr<std::unique_ptr<OrchestratorCluster>> OrchestratorCluster::Start(
   if (!pipeline.ok()) return pipeline.status();
   cluster->pipeline_ = *std::move(pipeline);
   Member first;
-  first.node_id = NodeIdOf(cluster->pipeline_->orchestrator()->output());
+  first.node_id = ListeningLineIn(cluster->pipeline_->orchestrator()->output()).Field("node");
   first.metrics_port = cluster->pipeline_->orchestrator_metrics_port();
   first.peer_port = peer_ports[0];
   first.stub = cluster->pipeline_->stub();
@@ -92,12 +85,13 @@ absl::Status OrchestratorCluster::StartMember(int peer_port,
                         absl::StrCat("orchestrator ", members_.size(),
                                      " did not start: ", line.status().message()));
   }
-  member.node_id = NodeIdOf(*line);
-  member.metrics_port = ParseNumberAfter(*line, "metrics_port");
+  const ListeningLine listening = ListeningLineIn(*line);
+  member.node_id = listening.Field("node");
+  member.metrics_port = listening.Number("metrics_port");
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   member.stub = v1::Orchestrator::NewStub(grpc::CreateCustomChannel(
-      absl::StrCat("127.0.0.1:", ParsePort(*line)), grpc::InsecureChannelCredentials(), args));
+      absl::StrCat("127.0.0.1:", listening.port), grpc::InsecureChannelCredentials(), args));
   members_.push_back(std::move(member));
   // Serving once every replica is alive in its own status.
   const int i = size() - 1;

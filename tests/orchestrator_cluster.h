@@ -67,9 +67,6 @@ class OrchestratorCluster {
   std::vector<Member> members_;
 };
 
-// The node id a port line ends with ("... node=<id>"); "" when absent.
-std::string NodeIdOf(const std::string& line);
-
 }  // namespace omnistage
 
 #endif  // OMNISTAGE_TESTS_ORCHESTRATOR_CLUSTER_H_

@@ -19,15 +19,6 @@ std::chrono::system_clock::time_point DeadlineIn(absl::Duration timeout) {
   return absl::ToChronoTime(absl::Now() + timeout);
 }
 
-// The value after "instance=" in a worker's port line.
-std::string ParseInstance(const std::string& line) {
-  const size_t at = line.find("instance=");
-  if (at == std::string::npos) return "";
-  const size_t begin = at + 9;
-  const size_t end = line.find(' ', begin);
-  return line.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-}
-
 std::string TempDir() {
   const char* dir = std::getenv("TEST_TMPDIR");
   return dir != nullptr && *dir != '\0' ? dir : "/tmp";
@@ -242,10 +233,11 @@ absl::Status PipelineHarness::SpawnWorker(Worker& worker, int port) {
     if (!process.ok()) return process.status();
     absl::StatusOr<std::string> line =
         (*process)->WaitForLine("listening port=", absl::Seconds(20));
-    if (line.ok() && ParsePort(*line) > 0) {
-      worker.port = ParsePort(*line);
-      worker.metrics_port = ParseNumberAfter(*line, "metrics_port");
-      worker.instance = ParseInstance(*line);
+    const ListeningLine listening = ListeningLineIn(line.ok() ? *line : "");
+    if (listening.port > 0) {
+      worker.port = listening.port;
+      worker.metrics_port = listening.Number("metrics_port");
+      worker.instance = listening.Field("instance");
       worker.process = *std::move(process);
       return absl::OkStatus();
     }
@@ -304,8 +296,9 @@ absl::Status PipelineHarness::StartOrchestrator() {
     return absl::Status(line.status().code(),
                         absl::StrCat("orchestrator did not start: ", line.status().message()));
   }
-  orchestrator_port_ = ParsePort(*line);
-  orchestrator_metrics_port_ = ParseNumberAfter(*line, "metrics_port");
+  const ListeningLine listening = ListeningLineIn(*line);
+  orchestrator_port_ = listening.port;
+  orchestrator_metrics_port_ = listening.Number("metrics_port");
   if (orchestrator_port_ <= 0) return absl::InternalError(absl::StrCat("bad port line: ", *line));
   stub_ = v1::Orchestrator::NewStub(NewChannel());
   return WaitAllAlive(absl::Seconds(30), /*listed_as_specified=*/true);

@@ -235,7 +235,7 @@ grpc::health::v1::HealthCheckResponse::ServingStatus PlaintextHealth(int port,
 // The kubelet's gRPC probes cannot speak TLS: a plaintext port answers health
 // checks, and refuses everything else.
 TEST_F(SecurityProcessTest, ThePlaintextHealthPortAnswersProbesAndNothingElse) {
-  const int health = ParseNumberAfter(pipeline_->orchestrator()->output(), "health_port");
+  const int health = ListeningLineIn(pipeline_->orchestrator()->output()).Number("health_port");
   ASSERT_GT(health, 0) << pipeline_->orchestrator()->output();
   EXPECT_EQ(PlaintextHealth(health, ""), grpc::health::v1::HealthCheckResponse::SERVING);
   EXPECT_EQ(PlaintextHealth(health, "omnistage.v1.Orchestrator"),
@@ -262,7 +262,7 @@ TEST_F(SecurityProcessTest, ThePlaintextHealthPortAnswersProbesAndNothingElse) {
        "--tls_client_ca=" + pki_.ca_file()});
   absl::StatusOr<std::string> line = worker->WaitForLine("listening port=", absl::Seconds(10));
   ASSERT_TRUE(line.ok()) << line.status();
-  const int worker_health = ParseNumberAfter(*line, "health_port");
+  const int worker_health = ListeningLineIn(*line).Number("health_port");
   ASSERT_GT(worker_health, 0) << *line;
   EXPECT_EQ(PlaintextHealth(worker_health, "omnistage.v1.StageWorker"),
             grpc::health::v1::HealthCheckResponse::SERVING);

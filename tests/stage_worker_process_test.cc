@@ -32,7 +32,7 @@ RunningWorker StartWorker(const std::vector<std::string>& flags) {
   RunningWorker worker{*std::move(process), nullptr};
   absl::StatusOr<std::string> line = worker.process->WaitForLine("listening", absl::Seconds(20));
   EXPECT_TRUE(line.ok()) << line.status();
-  const int port = line.ok() ? ParsePort(*line) : 0;
+  const int port = line.ok() ? ListeningLineIn(*line).port : 0;
   EXPECT_GT(port, 0) << (line.ok() ? *line : "");
   worker.channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
                                        grpc::InsecureChannelCredentials());

@@ -1,12 +1,11 @@
 #include "orchestrator/config/address_fields.h"
 
-#include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/host_port.h"
 #include "orchestrator/config/yaml_fields.h"
 
 namespace omnistage {
@@ -21,27 +20,6 @@ constexpr int64_t kMinRefreshMs = 100;
 
 }  // namespace
 
-bool IsAddress(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  absl::string_view host = absl::string_view(address).substr(0, colon);
-  const absl::string_view port = colon == std::string::npos
-                                     ? absl::string_view()
-                                     : absl::string_view(address).substr(colon + 1);
-  bool host_ok = !host.empty();
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    for (char c : host.substr(1, host.size() - 2)) {
-      host_ok &= absl::ascii_isxdigit(c) || c == ':' || c == '.';
-    }
-  } else {
-    for (char c : host) host_ok &= absl::ascii_isalnum(c) || c == '.' || c == '-' || c == '_';
-  }
-  int value = 0;
-  const bool port_ok = !port.empty() && port.size() <= 5 &&
-                       std::all_of(port.begin(), port.end(), absl::ascii_isdigit) &&
-                       absl::SimpleAtoi(port, &value) && value >= 1 && value <= 65535;
-  return host_ok && port_ok;
-}
-
 absl::Status ReadAddresses(const YAML::Node& list, const std::string& path,
                            std::vector<std::string>* out) {
   if (!list.IsSequence() || list.size() == 0) {
@@ -51,7 +29,7 @@ absl::Status ReadAddresses(const YAML::Node& list, const std::string& path,
     const std::string item_path = absl::StrCat(path, "[", i, "]");
     const YAML::Node item = list[i];
     if (!item.IsScalar()) return Expected(item, item_path, "text");
-    if (!IsAddress(item.Scalar())) {
+    if (!ParseHostPort(item.Scalar(), PortRule::kDial).ok()) {
       return Expected(item, item_path,
                       "host:port with a port in 1..65535 (e.g. 127.0.0.1:7001)");
     }

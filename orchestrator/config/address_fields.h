@@ -15,9 +15,6 @@
 
 namespace omnistage {
 
-// host:port, host a name, an IPv4 address or a bracketed IPv6 address, port in
-// 1..65535.
-bool IsAddress(const std::string& address);
 // A DNS name: dot-separated labels of a-z, 0-9 and '-', at most 253 characters.
 bool IsDnsName(absl::string_view name);
 // A non-empty list of host:port, appended to `out`.

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/host_port.h"
 
 namespace omnistage {
 
@@ -35,11 +35,6 @@ void DnsWatcher::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::string DnsWatcher::HostPort(const std::string& ip, int port) {
-  if (ip.find(':') != std::string::npos) return absl::StrCat("[", ip, "]:", port);
-  return absl::StrCat(ip, ":", port);
-}
-
 void DnsWatcher::Run() {
   std::vector<absl::Time> due(targets_.size(), absl::Now());
   while (true) {
@@ -59,7 +54,7 @@ void DnsWatcher::Run() {
     absl::StatusOr<std::vector<std::string>> addresses;
     if (ips.ok()) {
       addresses.emplace();
-      for (const std::string& ip : *ips) addresses->push_back(HostPort(ip, target.port));
+      for (const std::string& ip : *ips) addresses->push_back(FormatHostPort(ip, target.port));
     } else {
       addresses = ips.status();
     }

@@ -57,9 +57,6 @@ class DnsWatcher {
   // Idempotent; no report runs after it returns.
   void Stop();
 
-  // "ip:port", with IPv6 addresses in brackets.
-  static std::string HostPort(const std::string& ip, int port);
-
  private:
   DnsWatcher(std::unique_ptr<DnsResolver> resolver, std::vector<DnsTarget> targets,
              Report report);

@@ -87,11 +87,6 @@ class DnsWatcherTest : public ::testing::Test {
   Reports reports_;
 };
 
-TEST(DnsWatcherHostPortTest, BracketsIpv6) {
-  EXPECT_EQ(DnsWatcher::HostPort("10.1.2.3", 50061), "10.1.2.3:50061");
-  EXPECT_EQ(DnsWatcher::HostPort("fd00::7", 50061), "[fd00::7]:50061");
-}
-
 TEST_F(DnsWatcherTest, ReportsAddressesAndSeesChangesWithinARefresh) {
   ASSERT_TRUE(dns_->Set("talker.omni.test", {"127.0.0.3", "127.0.0.2", "::1"}).ok());
   auto watcher = DnsWatcher::Start(

@@ -7,6 +7,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_util.h"
+#include "common/limits.h"
 #include "common/stream_writer.h"
 #include "google/protobuf/arena.h"
 
@@ -209,7 +210,7 @@ GrpcWorkerStub::GrpcWorkerStub(const WorkerChannelOptions& options, Scheduler* l
               absl::ToInt64Milliseconds(options.reconnect_initial_backoff));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               absl::ToInt64Milliseconds(options.reconnect_max_backoff));
-  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetMaxReceiveMessageSize(kMaxReceivedResponseBytes);
   if (!options.tls_name.empty()) args.SetSslTargetNameOverride(options.tls_name);
   channel_ = grpc::CreateCustomChannel(
       options.address,

@@ -12,11 +12,11 @@
 #include <climits>
 #include <iostream>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/field_error.h"
+#include "common/listening_line.h"
 #include "common/log.h"
 
 namespace omnistage {
@@ -37,7 +37,7 @@ absl::Status RefusalIn(const std::string& output) {
   return AtField(absl::InvalidArgumentError(line.substr(reason + 8)), line.substr(0, reason));
 }
 
-// Reads from `fd` until a line with "listening port=" arrives; returns the port.
+// Reads from `fd` until its listening line arrives; returns the port.
 // A "refused field=" line is returned as the worker's refusal. Sets `*reaped`
 // when the child exited (and was reaped) before either.
 absl::StatusOr<int> ReadPort(int fd, pid_t pid, bool* reaped) {
@@ -45,13 +45,13 @@ absl::StatusOr<int> ReadPort(int fd, pid_t pid, bool* reaped) {
   const absl::Time deadline = absl::Now() + kStartTimeout;
   while (true) {
     if (absl::Status refused = RefusalIn(output); !refused.ok()) return refused;
-    const size_t at = output.find("listening port=");
-    if (at != std::string::npos && output.find('\n', at) != std::string::npos) {
-      int port = 0;
-      const size_t start = at + 15;
-      const size_t end = output.find_first_of(" \n", start);
-      if (absl::SimpleAtoi(output.substr(start, end - start), &port) && port > 0) return port;
-      return absl::InternalError(absl::StrCat("unreadable port line: ", output));
+    // Only a whole line: a partial one may still be missing digits.
+    const size_t last_newline = output.rfind('\n');
+    if (last_newline != std::string::npos) {
+      absl::StatusOr<ListeningLine> line =
+          FindListeningLine(absl::string_view(output).substr(0, last_newline + 1));
+      if (line.ok()) return line->port;
+      if (!absl::IsNotFound(line.status())) return absl::InternalError(line.status().message());
     }
     const int64_t left = absl::ToInt64Milliseconds(deadline - absl::Now());
     if (left <= 0) return absl::DeadlineExceededError("did not report its port within 30 s");

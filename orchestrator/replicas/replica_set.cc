@@ -1,6 +1,7 @@
 #include "orchestrator/replicas/replica_set.h"
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/limits.h"
 
 namespace omnistage {
@@ -8,6 +9,18 @@ namespace omnistage {
 ReplicaSet::ReplicaSet(const PipelineConfig* config, ReplicaListener* listener, Scheduler* loop,
                        std::shared_ptr<grpc::ChannelCredentials> credentials)
     : config_(config), credentials_(std::move(credentials)), listener_(listener), loop_(loop) {}
+
+absl::StatusOr<std::unique_ptr<ReplicaSet>> ReplicaSet::Create(const PipelineConfig* config,
+                                                               ReplicaListener* listener,
+                                                               Scheduler* loop,
+                                                               const TlsFiles& worker_tls) {
+  if (absl::Status s = CheckTlsFiles(worker_tls, TlsSide::kClient); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("worker TLS: ", s.message()));
+  }
+  return std::make_unique<ReplicaSet>(
+      config, listener, loop,
+      worker_tls.enabled() ? ChannelCredentialsFor(worker_tls) : nullptr);
+}
 
 ReplicaSet::~ReplicaSet() { ShutdownAll(); }
 

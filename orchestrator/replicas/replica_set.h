@@ -17,7 +17,9 @@
 #include <string>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "common/scheduler.h"
+#include "common/tls.h"
 #include "orchestrator/replicas/grpc_worker_stub.h"
 #include "orchestrator/config/pipeline_config.h"
 #include "orchestrator/core/replica_client.h"
@@ -28,6 +30,12 @@ namespace omnistage {
 
 class ReplicaSet : public ReplicaFactory {
  public:
+  // The set for workers reached with `worker_tls` (plaintext when empty):
+  // INVALID_ARGUMENT "worker TLS: ..." when its files do not load.
+  static absl::StatusOr<std::unique_ptr<ReplicaSet>> Create(const PipelineConfig* config,
+                                                            ReplicaListener* listener,
+                                                            Scheduler* loop,
+                                                            const TlsFiles& worker_tls);
   // Not owned; all must outlive the set. `listener` hears every session.
   // `credentials`: for every worker channel (null: plaintext).
   ReplicaSet(const PipelineConfig* config, ReplicaListener* listener, Scheduler* loop,

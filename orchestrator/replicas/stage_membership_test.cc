@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include "common/host_port.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "orchestrator/discovery/dns_families.h"
-#include "orchestrator/discovery/dns_watcher.h"
 #include "orchestrator/core/stage_pool.h"
 #include "tests/fake_replica_client.h"
 #include "tests/manual_scheduler.h"
@@ -202,7 +202,7 @@ TEST_F(StageMembershipTest, TheReplicasOfAFamilyWhoseLookupFailsStay) {
       return;
     }
     Addresses addresses;
-    for (const std::string& ip : *ips) addresses.push_back(DnsWatcher::HostPort(ip, 9000));
+    for (const std::string& ip : *ips) addresses.push_back(FormatHostPort(ip, 9000));
     Answer(addresses);
   };
   DnsAnswer both;

@@ -7,6 +7,17 @@
 
 namespace omnistage {
 
+absl::StatusOr<std::unique_ptr<ClientAuth>> ClientAuth::Create(const std::string& tokens_file,
+                                                               bool require_tls) {
+  std::unique_ptr<TokenFile> tokens;
+  if (!tokens_file.empty()) {
+    absl::StatusOr<std::unique_ptr<TokenFile>> loaded = TokenFile::Load(tokens_file);
+    if (!loaded.ok()) return loaded.status();
+    tokens = *std::move(loaded);
+  }
+  return std::make_unique<ClientAuth>(std::move(tokens), require_tls);
+}
+
 absl::StatusOr<Caller> ClientAuth::Authenticate(const grpc::ServerContextBase& context) const {
   if (require_tls_ && !ArrivedOverTls(context)) return PlaintextRefused();
   if (tokens_ == nullptr) {

@@ -24,6 +24,10 @@ namespace omnistage {
 
 class ClientAuth {
  public:
+  // Loads `tokens_file` (none when empty: calls need no token). Its errors
+  // name the file and the entry (token_file.h).
+  static absl::StatusOr<std::unique_ptr<ClientAuth>> Create(const std::string& tokens_file,
+                                                            bool require_tls);
   // `tokens`: null when calls need no token. `require_tls`: calls that did not
   // come over TLS (the plaintext health port) are refused.
   ClientAuth(std::unique_ptr<TokenFile> tokens, bool require_tls)

@@ -1,7 +1,6 @@
 #include "orchestrator/service/token_file.h"
 
 #include <openssl/evp.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -103,23 +102,17 @@ absl::StatusOr<std::unique_ptr<TokenFile>> TokenFile::Load(const std::string& pa
 
 void TokenFile::set_reload_interval(absl::Duration interval) {
   absl::MutexLock lock(&mu_);
-  reload_interval_ = interval;
+  watch_.set_interval(interval);
 }
 
 void TokenFile::MaybeReload() {
-  const absl::Time now = absl::Now();
-  if (now - last_look_ < reload_interval_) return;
-  last_look_ = now;
-  struct stat info;
+  // A version that does not load is not read again until it changes again.
+  if (!watch_.Changed()) return;
   std::string error;
-  Version version;
-  if (stat(path_.c_str(), &info) != 0) {
+  std::ifstream in(path_);
+  if (!in.is_open()) {
     error = absl::StrCat("cannot read ", path_, ": ", std::strerror(errno));
   } else {
-    version = {info.st_ino, int64_t{info.st_mtim.tv_sec} * 1000000000 + info.st_mtim.tv_nsec,
-               info.st_size};
-    if (version == version_) return;
-    std::ifstream in(path_);
     std::stringstream text;
     text << in.rdbuf();
     if (!in) {
@@ -128,7 +121,6 @@ void TokenFile::MaybeReload() {
       absl::StatusOr<std::vector<Entry>> entries = Parse(path_, text.str());
       if (entries.ok()) {
         entries_ = *std::move(entries);
-        version_ = version;
         last_error_.clear();
         if (loaded_) LogInfo(absl::StrCat(path_, " changed: ", entries_.size(), " token(s) now"));
         loaded_ = true;
@@ -137,7 +129,6 @@ void TokenFile::MaybeReload() {
       error = std::string(entries.status().message());
     }
   }
-  version_ = version;  // Not read again until it changes again.
   if (error != last_error_) {
     last_error_ = error;
     if (loaded_) LogError(absl::StrCat(error, "; the tokens loaded before stay in force"));

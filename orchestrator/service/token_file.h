@@ -17,8 +17,6 @@
 #ifndef OMNISTAGE_ORCHESTRATOR_SERVICE_TOKEN_FILE_H_
 #define OMNISTAGE_ORCHESTRATOR_SERVICE_TOKEN_FILE_H_
 
-#include <sys/types.h>
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +27,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/file_watch.h"
 #include "orchestrator/core/caller.h"
 
 namespace omnistage {
@@ -57,17 +56,7 @@ class TokenFile {
     std::string digest;  // SHA-256 of the token
     Caller caller;
   };
-  // What identifies a version of the file: inode, modification time, size.
-  struct Version {
-    ino_t inode = 0;
-    int64_t mtime_ns = 0;
-    off_t size = 0;
-    bool operator==(const Version& o) const {
-      return inode == o.inode && mtime_ns == o.mtime_ns && size == o.size;
-    }
-  };
-
-  explicit TokenFile(std::string path) : path_(std::move(path)) {}
+  explicit TokenFile(std::string path) : path_(path), watch_({std::move(path)}, absl::Seconds(1)) {}
   // Parses the file's text into entries.
   static absl::StatusOr<std::vector<Entry>> Parse(const std::string& path,
                                                   const std::string& text);
@@ -76,9 +65,7 @@ class TokenFile {
   const std::string path_;
   absl::Mutex mu_;
   std::vector<Entry> entries_ ABSL_GUARDED_BY(mu_);
-  Version version_ ABSL_GUARDED_BY(mu_);
-  absl::Time last_look_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  absl::Duration reload_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
+  FileWatch watch_ ABSL_GUARDED_BY(mu_);
   // Whether a version of the file ever loaded.
   bool loaded_ ABSL_GUARDED_BY(mu_) = false;
   // The last error reading the file, so a broken file is reported once.

@@ -1,9 +1,6 @@
 #include "tests/bench/baseline_server.h"
 
-#include <signal.h>
-
 #include <functional>
-#include <iostream>
 #include <memory>
 #include <queue>
 #include <thread>
@@ -15,7 +12,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/grpc_util.h"
+#include "common/host_port.h"
+#include "common/listening_line.h"
 #include "common/production_stamp.h"
+#include "common/service_process.h"
 #include "protos/orchestrator.grpc.pb.h"
 #include "tests/bench/load_generator.h"
 
@@ -244,22 +244,14 @@ v1::GenerateRequest BaselineRequest(const std::string& request_id, uint32_t toke
 }
 
 int RunBaselineServer() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  StopSignals signals;
 
   auto pacer = std::make_unique<Pacer>();
   BaselineService service(pacer.get());
   absl::StatusOr<StartedServer> server = StartGrpcServer(GrpcServerOptions(), {&service});
-  if (!server.ok()) {
-    std::cerr << "baseline: " << server.status().message() << "\n";
-    return 2;
-  }
-  std::cout << "listening port=" << server->port << std::endl;
-  int signal = 0;
-  sigwait(&signals, &signal);
+  if (!server.ok()) return StartRefused("baseline", server.status().message());
+  PrintListeningLine({server->port, FormatHostPort("127.0.0.1", server->port), {}});
+  signals.Wait();
   // Paced streams need the pacer to reach their end, so it stops after the server.
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   server->server.reset();

@@ -31,7 +31,7 @@ namespace bench {
 v1::GenerateRequest BaselineRequest(const std::string& request_id, uint32_t tokens,
                                     int64_t pace_us, bool stamp = false);
 
-// Serves on 127.0.0.1:0, prints "listening port=<N>" on stdout, and runs until
+// Serves on 127.0.0.1:0, prints its listening line (common/listening_line.h), and runs until
 // SIGTERM or SIGINT. Returns the exit code.
 int RunBaselineServer();
 

@@ -217,7 +217,7 @@ absl::StatusOr<Server> StartBaseline(const Binaries& binaries) {
   absl::StatusOr<std::string> line = (*process)->WaitForLine("listening port=", absl::Seconds(10));
   if (!line.ok()) return line.status();
   Server server;
-  server.port = ParsePort(*line);
+  server.port = ListeningLineIn(*line).port;
   server.process = std::move(*process);
   return server;
 }
@@ -331,7 +331,7 @@ absl::StatusOr<Server> StartOrchestrator(const Binaries& binaries, const std::st
   absl::StatusOr<std::string> line = (*process)->WaitForLine("listening port=", absl::Seconds(30));
   if (!line.ok()) return line.status();
   Server server;
-  server.port = ParsePort(*line);
+  server.port = ListeningLineIn(*line).port;
   server.process = std::move(*process);
   return server;
 }

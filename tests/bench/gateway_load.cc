@@ -110,7 +110,7 @@ absl::StatusOr<std::unique_ptr<GatewayStack>> GatewayStack::Start(const Binaries
   absl::StatusOr<std::string> line =
       (*orchestrator)->WaitForLine("listening port=", absl::Seconds(30));
   if (!line.ok()) return line.status();
-  stack->orchestrator.port = ParsePort(*line);
+  stack->orchestrator.port = ListeningLineIn(*line).port;
   stack->orchestrator.process = std::move(*orchestrator);
   std::shared_ptr<grpc::Channel> channel =
       ConnectLoopback(stack->orchestrator.port, absl::Seconds(10));
@@ -130,7 +130,7 @@ absl::StatusOr<std::unique_ptr<GatewayStack>> GatewayStack::Start(const Binaries
   if (!gateway.ok()) return gateway.status();
   line = (*gateway)->WaitForLine("listening port=", absl::Seconds(10));
   if (!line.ok()) return line.status();
-  stack->gateway.port = ParsePort(*line);
+  stack->gateway.port = ListeningLineIn(*line).port;
   stack->gateway.process = std::move(*gateway);
   // The gateway dials the orchestrator on its first request.
   for (const Caller& warm : {GrpcCaller(stack->stub, 1), SseCaller(stack->gateway.port, 1)}) {

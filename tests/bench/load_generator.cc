@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/limits.h"
 #include "common/production_stamp.h"
 
 namespace omnistage {
@@ -18,7 +19,7 @@ int64_t NowNs() { return MonotonicNowNs(); }
 std::shared_ptr<grpc::Channel> ConnectLoopback(int port, absl::Duration timeout) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetMaxReceiveMessageSize(kMaxReceivedResponseBytes);
   std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
       absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials(), args);
   if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + timeout))) return nullptr;

@@ -25,14 +25,6 @@ std::string QuotedAddresses(const std::vector<int>& ports) {
   return absl::StrCat("[", absl::StrJoin(quoted, ", "), "]");
 }
 
-// The word after "node=" in the orchestrator's port line; "" when absent.
-std::string NodeId(const std::string& line) {
-  const size_t at = line.find("node=");
-  if (at == std::string::npos) return "";
-  const size_t end = line.find(' ', at);
-  return line.substr(at + 5, end == std::string::npos ? std::string::npos : end - at - 5);
-}
-
 // Whether every replica the orchestrator lists is alive and, with `peers`
 // orchestrators in all, every one of them answers its cluster status.
 bool Ready(v1::Orchestrator::Stub* stub, int peers) {
@@ -73,7 +65,7 @@ absl::StatusOr<std::unique_ptr<WorkerSet>> WorkerSet::Start(const Binaries& bina
                           absl::StrCat("worker ", i, ": ", line.status().message()));
     }
     Server& worker = set->workers_.emplace_back();
-    worker.port = ParsePort(*line);
+    worker.port = ListeningLineIn(*line).port;
     worker.process = std::move(*process);
     set->ports_.push_back(worker.port);
   }
@@ -141,7 +133,7 @@ absl::StatusOr<std::unique_ptr<PeerCluster>> PeerCluster::Start(
                           absl::StrCat("orchestrator ", i, ": ", line.status().message()));
     }
     auto member = std::make_unique<Pipeline>();
-    member->server.port = ParsePort(*line);
+    member->server.port = ListeningLineIn(*line).port;
     member->server.process = std::move(*process);
     std::shared_ptr<grpc::Channel> channel =
         ConnectLoopback(member->server.port, absl::Seconds(10));
@@ -150,7 +142,7 @@ absl::StatusOr<std::unique_ptr<PeerCluster>> PeerCluster::Start(
     }
     member->stub = std::make_shared<v1::Orchestrator::Stub>(channel);
     cluster->members_.push_back(std::move(member));
-    cluster->node_ids_.push_back(NodeId(*line));
+    cluster->node_ids_.push_back(ListeningLineIn(*line).Field("node"));
   }
   // A peer probed before it listened is reached on its channel's next attempt.
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
