@@ -2,8 +2,9 @@
 // runs them on the toy engine) on sim_llm's Python port through the python engine: the
 // loop's FIFO order, utility errors per call, a fatal step, blocking when idle
 // and a wakeable shutdown hold for a Python engine. A request's max_tokens is
-// its step count, as in the toy engine. The fatal step is an exception raised
-// in Python (test_engines.FaultySimLlm).
+// its step count, as in the toy engine. The examples' utility div is the
+// registry's test utility (test_utilities, around the Python engine); the fatal
+// step is an exception raised in Python (test_engines.FaultySimLlm).
 #include <map>
 #include <string>
 #include <thread>
@@ -75,6 +76,7 @@ class PythonWorkedExampleTest : public ::testing::Test {
     params["path"] = "stage_worker/engines/python:stage_worker/engines/python/testdata";
     params.insert({"module", "omnistage_engines.sim_llm"});
     params.insert({"class", "SimLlm"});
+    params["test_utilities"] = "true";
     absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine("python", params);
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
@@ -134,7 +136,7 @@ TEST_F(PythonWorkedExampleTest, Example1PrequeuedMessagesLateAddThenShutdown) {
   core_->RequestShutdown();
   ASSERT_TRUE(returned_.WaitForNotificationWithTimeout(kDeadline));
   EXPECT_THAT(sink_.events(),
-              ElementsAre("utility 7 error INVALID_ARGUMENT: engine sim_llm: utility div: "
+              ElementsAre("utility 7 error INVALID_ARGUMENT: engine python: utility div: "
                           "division by zero",
                           "utility 8 = 2", "step 1: (a)", "step 2: (a,finished)",
                           "step 3: (c,finished)", "shutdown"));

@@ -3,8 +3,8 @@
 // killed with SIGKILL fails exactly its own requests; an exception in its step
 // is fatal, with the exception's type and message in the requests' errors; a
 // step that hangs in Python is reported as stalled and nothing more goes there.
-// The exception and the hang happen in the interpreter, raised by a test engine
-// (test_engines.FaultySimLlm).
+// The exception and the hang happen in the interpreter (test_engines.FaultySimLlm),
+// not in the worker's fault hooks around it.
 #include <string>
 #include <vector>
 

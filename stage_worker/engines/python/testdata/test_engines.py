@@ -155,9 +155,10 @@ class Ticker(SimLlm):
 
 class FaultySimLlm(SimLlm):
     """SimLlm whose step goes wrong inside the interpreter, for the tests of
-    what a Python exception or hang does to a worker. `raise_at_step` N: the
-    N-th step raises RuntimeError; `sleep_at_step` N: the N-th step sleeps for
-    good."""
+    what a Python exception or hang does to a worker (the worker's own
+    fail_at_step and hang_at_step act outside Python, around any engine).
+    `raise_at_step` N: the N-th step raises RuntimeError; `sleep_at_step` N:
+    the N-th step sleeps for good."""
 
     def __init__(self, params):
         self.raise_at_step = int(params.pop("raise_at_step", "0"))
