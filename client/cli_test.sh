@@ -6,7 +6,11 @@ set -euo pipefail
 
 omni=client/omni
 source tests/orchestrator_process.sh
-start_orchestrator orchestrator/configs/local_omni.yaml
+# The demo pipeline, its thinker with the test utility div for `utility --args`.
+sed 's/engine_params: {batch_size: 64, step_time_us: 2000}/engine_params: {batch_size: 64, step_time_us: 2000, test_utilities: true}/' \
+  orchestrator/configs/local_omni.yaml >"$out/omni.yaml"
+grep -q 'test_utilities: true' "$out/omni.yaml" || fail "the thinker's engine_params changed: update this test"
+start_orchestrator "$out/omni.yaml"
 
 "$omni" generate "$server" --prompt="Hello CLI" --wav="$out/a.wav" >"$out/text" 2>"$out/err" ||
   fail "generate exited $?: $(cat "$out/err")"

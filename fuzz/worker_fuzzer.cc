@@ -49,7 +49,8 @@ class WorkerFuzzer {
     std::map<std::string, std::string> params = {
         {"batch_size", absl::StrCat(1 + in_.Below(4))},
         {"max_tokens", absl::StrCat(1 + in_.Below(4))},
-        {"output", in_.Bool() ? "text" : "tokens"}};
+        {"output", in_.Bool() ? "text" : "tokens"},
+        {"test_utilities", "true"}};  // div, one of the utilities it calls
     const bool fail = in_.Below(8) == 0;
     const uint32_t fail_at = 1 + in_.Below(30);
     if (fail) params["fail_at_step"] = absl::StrCat(fail_at);

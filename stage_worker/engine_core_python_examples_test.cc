@@ -2,7 +2,10 @@
 // runs them on the toy engine) on sim_llm's Python port through the python engine: the
 // loop's FIFO order, utility errors per call, a fatal step, blocking when idle
 // and a wakeable shutdown hold for a Python engine. A request's max_tokens is
-// its step count, as in the toy engine.
+// its step count, as in the toy engine. The examples' utility div is the
+// registry's test utility (test_utilities, around the Python engine); the fatal
+// step is an exception raised in Python (test_engines.FaultySimLlm).
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,10 +71,12 @@ class Sink : public CoreSink {
 
 class PythonWorkedExampleTest : public ::testing::Test {
  protected:
+  // sim_llm's port unless `params` name another class.
   void Start(std::map<std::string, std::string> params = {}) {
-    params["path"] = "stage_worker/engines/python";
-    params["module"] = "omnistage_engines.sim_llm";
-    params["class"] = "SimLlm";
+    params["path"] = "stage_worker/engines/python:stage_worker/engines/python/testdata";
+    params.insert({"module", "omnistage_engines.sim_llm"});
+    params.insert({"class", "SimLlm"});
+    params["test_utilities"] = "true";
     absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine("python", params);
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
@@ -131,7 +136,7 @@ TEST_F(PythonWorkedExampleTest, Example1PrequeuedMessagesLateAddThenShutdown) {
   core_->RequestShutdown();
   ASSERT_TRUE(returned_.WaitForNotificationWithTimeout(kDeadline));
   EXPECT_THAT(sink_.events(),
-              ElementsAre("utility 7 error INVALID_ARGUMENT: engine sim_llm: utility div: "
+              ElementsAre("utility 7 error INVALID_ARGUMENT: engine python: utility div: "
                           "division by zero",
                           "utility 8 = 2", "step 1: (a)", "step 2: (a,finished)",
                           "step 3: (c,finished)", "shutdown"));
@@ -139,7 +144,7 @@ TEST_F(PythonWorkedExampleTest, Example1PrequeuedMessagesLateAddThenShutdown) {
 }
 
 TEST_F(PythonWorkedExampleTest, Example2StepErrorIsFatal) {
-  Start({{"fail_at_step", "2"}});
+  Start({{"module", "test_engines"}, {"class", "FaultySimLlm"}, {"raise_at_step", "2"}});
   Prequeue();
   StartLoop();
   ASSERT_TRUE(returned_.WaitForNotificationWithTimeout(kDeadline));
@@ -149,10 +154,10 @@ TEST_F(PythonWorkedExampleTest, Example2StepErrorIsFatal) {
   EXPECT_THAT(events[0], StartsWith("utility 7 error INVALID_ARGUMENT"));
   EXPECT_EQ(events[1], "utility 8 = 2");
   EXPECT_EQ(events[2], "step 1: (a)");
-  EXPECT_THAT(events[3], StartsWith("fatal INTERNAL: python engine omnistage_engines.sim_llm."
-                                    "SimLlm: step raised RuntimeError: engine sim_llm: injected "
-                                    "failure at step 2 (fail_at_step)\nTraceback"));
-  EXPECT_THAT(events[3], HasSubstr("batching.py"));
+  EXPECT_THAT(events[3], StartsWith("fatal INTERNAL: python engine test_engines.FaultySimLlm: "
+                                    "step raised RuntimeError: raised at step 2 (raise_at_step)"
+                                    "\nTraceback"));
+  EXPECT_THAT(events[3], HasSubstr("test_engines.py"));
   EXPECT_EQ(core_->steps(), 1u);
 }
 

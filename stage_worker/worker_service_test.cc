@@ -161,7 +161,7 @@ TEST_F(WorkerServiceTest, DroppedSessionLeavesNoWork) {
 }
 
 TEST_F(WorkerServiceTest, UtilityResultsAndErrorsByCallId) {
-  StartWorker({});
+  StartWorker({{"test_utilities", "true"}});  // div
   auto client = NewClient();
   auto call = [&](uint64_t id, const std::string& name, std::vector<double> args) {
     v1::WorkerCommand command;

@@ -3,6 +3,8 @@
 // killed with SIGKILL fails exactly its own requests; an exception in its step
 // is fatal, with the exception's type and message in the requests' errors; a
 // step that hangs in Python is reported as stalled and nothing more goes there.
+// The exception and the hang happen in the interpreter (test_engines.FaultySimLlm),
+// not in the worker's fault hooks around it.
 #include <string>
 #include <vector>
 
@@ -15,13 +17,27 @@
 namespace omnistage {
 namespace {
 
+// A Python class as a stage: `engine_params` name it, `params` are its own.
+StageSpec PythonStage(const std::string& name, const std::string& engine_params,
+                      const std::string& params, int replicas) {
+  return Stage(name, "python", absl::StrCat(engine_params, ",", params), replicas, true, "tokens");
+}
+
 // sim_llm's Python port as a stage; `params` are sim_llm's own.
 StageSpec PythonSimLlm(const std::string& name, const std::string& params, int replicas) {
-  return Stage(name, "python",
-               absl::StrCat("path=stage_worker/engines/python,module=omnistage_engines.sim_llm,"
-                            "class=SimLlm,",
-                            params),
-               replicas, true, "tokens");
+  return PythonStage(name,
+                     "path=stage_worker/engines/python,module=omnistage_engines.sim_llm,"
+                     "class=SimLlm",
+                     params, replicas);
+}
+
+// The port with a step that raises (raise_at_step) or sleeps for good
+// (sleep_at_step) in Python; `params` are sim_llm's and those.
+StageSpec FaultyPythonSimLlm(const std::string& name, const std::string& params, int replicas) {
+  return PythonStage(name,
+                     "path=stage_worker/engines/python:stage_worker/engines/python/testdata,"
+                     "module=test_engines,class=FaultySimLlm",
+                     params, replicas);
 }
 
 // SimSpec() with its second stage in Python.
@@ -99,11 +115,11 @@ TEST(PythonStageProcessTest, KilledPythonReplicaFailsOnlyItsOwnRequests) {
   EXPECT_EQ(TotalBound(*after), 0);
 }
 
-// fail_at_step makes the Python step raise RuntimeError: the worker's fatal
-// event carries it, its requests fail naming it, and the process exits 1.
+// The Python step raises RuntimeError: the worker's fatal event carries it, its
+// requests fail naming it, and the process exits 1.
 TEST(PythonStageProcessTest, ExceptionInAPythonStepIsFatalAndNamed) {
   PipelineSpec spec = MixedSpec();
-  spec.stages[1] = PythonSimLlm("llm", "batch_size=64,step_time_us=2000,fail_at_step=30", 1);
+  spec.stages[1] = FaultyPythonSimLlm("llm", "batch_size=64,step_time_us=2000,raise_at_step=30", 1);
   std::unique_ptr<PipelineHarness> pipeline = StartPipeline(spec);
   ASSERT_NE(pipeline, nullptr);
   GenerateResult r = pipeline->Generate(
@@ -112,8 +128,8 @@ TEST(PythonStageProcessTest, ExceptionInAPythonStepIsFatalAndNamed) {
   EXPECT_EQ(r.terminal.finish_reason(), v1::FINISH_REASON_ERROR) << r.Summary();
   EXPECT_EQ(r.terminal.error().stage_id(), 1) << r.Summary();
   EXPECT_TRUE(absl::StrContains(r.terminal.error().message(),
-                                "step raised RuntimeError: engine sim_llm: injected failure at "
-                                "step 30 (fail_at_step)"))
+                                "python engine test_engines.FaultySimLlm: step raised "
+                                "RuntimeError: raised at step 30 (raise_at_step)"))
       << r.Summary();
   EXPECT_EQ(pipeline->worker_process(1, 0)->Wait(absl::Seconds(10)), 1);
 }
@@ -124,7 +140,7 @@ TEST(PythonStageProcessTest, StepHangingInPythonIsReportedAndNothingMoreGoesTher
   spec.keepalive_ms = 600000;
   spec.keepalive_timeout_ms = 600000;
   spec.request_idle_timeout_ms = 600000;
-  StageSpec llm = PythonSimLlm("llm", "batch_size=64,step_time_us=2000,hang_at_step=100", 2);
+  StageSpec llm = FaultyPythonSimLlm("llm", "batch_size=64,step_time_us=2000,sleep_at_step=100", 2);
   llm.worker_flags = {"--stall_timeout_ms=300", "--stall_exit_ms=0"};
   spec.stages.push_back(llm);
   std::unique_ptr<PipelineHarness> pipeline = StartPipeline(spec);

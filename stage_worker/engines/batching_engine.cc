@@ -1,25 +1,19 @@
 #include "stage_worker/engines/batching_engine.h"
 
-#include "common/error_proto.h"
-#include "common/production_stamp.h"
-#include "common/field_error.h"
-
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/error_proto.h"
 #include "common/field_error.h"
 
 namespace omnistage {
 namespace {
 
 constexpr int kMaxBatchSize = 65536;
-constexpr int64_t kMaxFaultStep = 1000000000;
 
 std::string KindName(v1::Payload::KindCase kind) {
   switch (kind) {
@@ -69,11 +63,6 @@ BatchingOptions BatchingOptions::Read(EngineParams* params) {
                                                                                 : StepMode::kSleep;
   o.default_max_tokens =
       static_cast<uint32_t>(params->Int("max_tokens", o.default_max_tokens, 1, kMaxTokensLimit));
-  o.fail_at_step = params->Int("fail_at_step", 0, 0, kMaxFaultStep);
-  o.crash_at_step = params->Int("crash_at_step", 0, 0, kMaxFaultStep);
-  o.hang_at_step = params->Int("hang_at_step", 0, 0, kMaxFaultStep);
-  o.fail_utilities = params->Bool("fail_utilities", false);
-  o.stamp_outputs = params->Bool("stamp_outputs", false);
   return o;
 }
 
@@ -233,22 +222,6 @@ void BatchingEngine::Admit() {
 
 absl::StatusOr<std::vector<v1::RequestOutput>> BatchingEngine::Step() {
   ++steps_;
-  if (steps_ == options_.crash_at_step) {
-    std::fprintf(stderr, "engine %s: crashing at step %lld (crash_at_step)\n", name_.c_str(),
-                 static_cast<long long>(steps_));
-    std::abort();
-  }
-  if (steps_ == options_.hang_at_step) {
-    // Models a wedged GPU kernel: the busy loop stops dead while the process
-    // stays up. Only multi-process tests, which kill the process, should use it.
-    std::fprintf(stderr, "engine %s: hanging at step %lld (hang_at_step)\n", name_.c_str(),
-                 static_cast<long long>(steps_));
-    for (;;) absl::SleepFor(absl::Hours(1));
-  }
-  if (steps_ == options_.fail_at_step) {
-    return absl::InternalError(
-        absl::StrCat("engine ", name_, ": injected failure at step ", steps_, " (fail_at_step)"));
-  }
   const int64_t start_ns = SteadyNowNs();
 
   std::vector<v1::RequestOutput> outputs = std::move(failed_);
@@ -281,12 +254,6 @@ absl::StatusOr<std::vector<v1::RequestOutput>> BatchingEngine::Step() {
   running_.resize(kept);
 
   WaitOutStepTime(start_ns);
-  if (options_.stamp_outputs) {
-    const v1::Payload stamp = StampPayload(MonotonicNowNs());
-    for (v1::RequestOutput& output : outputs) {
-      if (output.payloads_size() > 0) *output.add_payloads() = stamp;
-    }
-  }
   return outputs;
 }
 
@@ -304,10 +271,6 @@ void BatchingEngine::WaitOutStepTime(int64_t start_ns) const {
 
 absl::StatusOr<google::protobuf::Value> BatchingEngine::Utility(
     const std::string& name, const google::protobuf::ListValue& args) {
-  if (options_.fail_utilities) {
-    return absl::InternalError(
-        absl::StrCat("engine ", name_, ": utility '", name, "' failed (fail_utilities is set)"));
-  }
   google::protobuf::Value result;
   if (name == "ping") {
     result.set_string_value("pong");
@@ -319,20 +282,9 @@ absl::StatusOr<google::protobuf::Value> BatchingEngine::Utility(
     // Each worker Abort RPC is one engine Abort call (tests count them).
     fields["abort_calls"].set_number_value(static_cast<double>(abort_calls_));
     fields["capacity"].set_number_value(options_.batch_size);
-  } else if (name == "div") {
-    if (args.values_size() != 2 || !args.values(0).has_number_value() ||
-        !args.values(1).has_number_value()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("engine ", name_, ": utility div: expected two numbers [a, b]"));
-    }
-    if (args.values(1).number_value() == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("engine ", name_, ": utility div: division by zero"));
-    }
-    result.set_number_value(args.values(0).number_value() / args.values(1).number_value());
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("engine ", name_, ": unknown utility '", name, "' (known: div, ping, stats)"));
+        absl::StrCat("engine ", name_, ": unknown utility '", name, "' (known: ping, stats)"));
   }
   return result;
 }

@@ -9,9 +9,9 @@
 //   is aborted.
 // - Streamed input: text and token payloads are concatenated per kind in arrival
 //   order into a RequestInput, so generators cannot see how input was chunked.
-// - Modelled step time (`step_time_us`, `step_mode` sleep or busy), fault
-//   injection (`fail_at_step`, `crash_at_step`, `hang_at_step`,
-//   `fail_utilities`) and the utilities "ping", "stats" and "div".
+// - Modelled step time (`step_time_us`, `step_mode` sleep or busy) and the
+//   utilities "ping" and "stats". (The fault and benchmark hooks, fail_at_step
+//   and the rest, are no part of an engine: fault_injection.h.)
 //
 // Streamed input that breaks the contract (a payload kind the engine does not
 // accept, or input after `last`) fails only that request: its next output is
@@ -40,7 +40,6 @@
 
 namespace omnistage {
 
-
 // The parameters every built-in engine accepts.
 struct BatchingOptions {
   enum class StepMode { kSleep, kBusy };
@@ -55,20 +54,6 @@ struct BatchingOptions {
   StepMode step_mode = StepMode::kSleep;
   // max_tokens for requests that do not set it. Parameter `max_tokens`.
   uint32_t default_max_tokens = 32;
-  // The N-th Step() returns INTERNAL (0 = never). Parameter `fail_at_step`.
-  int64_t fail_at_step = 0;
-  // The N-th Step() calls std::abort() (0 = never). Parameter `crash_at_step`.
-  int64_t crash_at_step = 0;
-  // The N-th Step() never returns (0 = never). For multi-process tests only: it
-  // wedges the calling thread forever. Parameter `hang_at_step`.
-  int64_t hang_at_step = 0;
-  // Every Utility() call fails. Parameter `fail_utilities`.
-  bool fail_utilities = false;
-  // Benchmarks only: each output with payloads also carries a raw payload with
-  // the CLOCK_MONOTONIC time the step returned it (common/production_stamp.h),
-  // for one-way latency. For a pipeline's last stage only: a later stage would
-  // get it as input. Parameter `stamp_outputs`.
-  bool stamp_outputs = false;
 
   // Reads the shared parameters; errors stay in `params` for Finish().
   static BatchingOptions Read(EngineParams* params);

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/field_error.h"
+#include "stage_worker/engines/fault_injection.h"
 #include "stage_worker/engines/python/python_engine.h"
 #include "stage_worker/engines/sim_llm.h"
 #include "stage_worker/engines/talker.h"
@@ -37,9 +38,14 @@ absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
     const std::string& name, const std::map<std::string, std::string>& params) {
   for (const Registration& engine : kEngines) {
     if (name != engine.name) continue;
-    absl::StatusOr<std::unique_ptr<Engine>> created = engine.create(params);
+    // The fault and benchmark hooks are the decorator's: the engine never sees
+    // their keys.
+    std::map<std::string, std::string> own = params;
+    absl::StatusOr<FaultOptions> faults = TakeFaultOptions(name, &own);
+    if (!faults.ok()) return AtField(faults.status(), "engine_params");
+    absl::StatusOr<std::unique_ptr<Engine>> created = engine.create(own);
     if (!created.ok()) return AtField(created.status(), "engine_params");
-    return created;
+    return WithFaults(name, *faults, *std::move(created));
   }
   return AtField(absl::InvalidArgumentError(absl::StrCat("unknown engine '", name, "' (known: ",
                                                          absl::StrJoin(EngineNames(), ", "), ")")),

@@ -19,9 +19,12 @@
 
 namespace omnistage {
 
-// Creates engine `name` with `params`. INVALID_ARGUMENT for an unknown engine
-// name, an unknown parameter or a bad value, with a message naming it and the
-// field path "engine" or "engine_params.<key>" (common/field_error.h).
+// Creates engine `name` with `params`. The keys of the fault and benchmark hooks
+// (fault_injection.h: fail_at_step, stamp_outputs, ...) are taken out of `params`
+// first; the engine gets the rest, and comes wrapped in a FaultInjectingEngine
+// when one of them turns a hook on. INVALID_ARGUMENT for an unknown engine name,
+// an unknown parameter or a bad value, with a message naming it and the field
+// path "engine" or "engine_params.<key>" (common/field_error.h).
 absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
     const std::string& name, const std::map<std::string, std::string>& params);
 

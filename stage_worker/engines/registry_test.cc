@@ -1,7 +1,10 @@
 #include "stage_worker/engines/registry.h"
 
+#include "absl/strings/str_cat.h"
+#include "common/field_error.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "stage_worker/engines/fault_injection.h"
 #include "stage_worker/engines/test_util.h"
 
 namespace omnistage {
@@ -25,6 +28,42 @@ TEST(RegistryTest, KnowsTheBuiltInEngines) {
     ASSERT_TRUE(engine.ok()) << name << ": " << engine.status();
     EXPECT_EQ((*engine)->capacity(), 3);
     EXPECT_EQ((*engine)->Utility("ping", {})->string_value(), "pong");
+  }
+}
+
+// The fault hooks (fault_injection.h) wrap any engine that asks, C++ or python,
+// and only those; the engine never sees their keys.
+TEST(RegistryTest, WrapsEnginesThatAskForFaultHooks) {
+  for (const std::string& name : EngineNames()) {
+    SCOPED_TRACE(name);
+    std::map<std::string, std::string> params;
+    if (name == "python") {
+      params = {{"path", "stage_worker/engines/python"},
+                {"module", "omnistage_engines.sim_llm"},
+                {"class", "SimLlm"}};
+    }
+    std::unique_ptr<Engine> bare = engine_testing::MustCreate(name, params);
+    ASSERT_NE(bare, nullptr);
+    EXPECT_EQ(dynamic_cast<FaultInjectingEngine*>(bare.get()), nullptr);
+
+    params["fail_at_step"] = "1";
+    params["test_utilities"] = "true";
+    std::unique_ptr<Engine> wrapped = engine_testing::MustCreate(name, params);
+    ASSERT_NE(wrapped, nullptr);
+    EXPECT_NE(dynamic_cast<FaultInjectingEngine*>(wrapped.get()), nullptr);
+    google::protobuf::ListValue args;
+    args.add_values()->set_number_value(6);
+    args.add_values()->set_number_value(3);
+    EXPECT_EQ(wrapped->Utility("div", args)->number_value(), 2);
+    EXPECT_EQ(wrapped->Step().status(),
+              absl::InternalError(
+                  absl::StrCat("engine ", name, ": injected failure at step 1 (fail_at_step)")));
+
+    params["fail_at_step"] = "x";
+    absl::Status refused = CreateEngine(name, params).status();
+    EXPECT_EQ(ErrorField(refused), "engine_params.fail_at_step");
+    EXPECT_THAT(std::string(refused.message()),
+                ::testing::StartsWith(absl::StrCat("engine ", name, ": parameter fail_at_step: ")));
   }
 }
 

@@ -1,7 +1,8 @@
 // The python engine adapter: start-up refusals naming module, class and
 // method; payload and value conversions; each method's errors (validate:
-// that request; utility: that call; the rest: fatal, with the traceback); and
-// the Python sim_llm port against the C++ sim_llm, output for output.
+// that request; utility: that call; the rest: fatal, with the traceback); the
+// registry's fault hooks around a Python engine; and the Python sim_llm port
+// against the C++ sim_llm, output for output.
 #include "stage_worker/engines/python/python_engine.h"
 
 #include <map>
@@ -262,7 +263,34 @@ TEST(PythonEngineTest, SimLlmPortMatchesTheCppEngineTokenForToken) {
   ExpectSameAsCpp({{"batch_size", "3"}, {"output", "text"}, {"vocab_size", "500"}});
 }
 
-TEST(PythonEngineTest, SimLlmPortStampsOutputsLikeTheCppEngine) {
+// The fault hooks wrap a Python engine as any other: Echo, which refuses every
+// parameter it does not know, never sees theirs.
+TEST(PythonEngineTest, FaultHooksWrapThePythonEngine) {
+  std::unique_ptr<Engine> engine = Echo({{"fail_at_step", "2"}, {"test_utilities", "true"}});
+  ASSERT_NE(engine, nullptr);
+  absl::StatusOr<google::protobuf::Value> div = engine->Utility("div", [] {
+    google::protobuf::ListValue args;
+    args.add_values()->set_number_value(1);
+    args.add_values()->set_number_value(0);
+    return args;
+  }());
+  EXPECT_EQ(div.status(),
+            absl::InvalidArgumentError("engine python: utility div: division by zero"));
+  EXPECT_EQ(engine->Utility("nope", {}).status().message(),
+            "unknown utility 'nope'; also div (test_utilities)");
+  EXPECT_EQ(engine->Utility("threads", {})->number_value(), 1);  // Echo's own
+  ASSERT_TRUE(Submit(*engine, TextRequest("a", "x")).ok());
+  EXPECT_TRUE(engine->Step().ok());
+  EXPECT_EQ(engine->Step().status(),
+            absl::InternalError("engine python: injected failure at step 2 (fail_at_step)"));
+
+  absl::Status refused = Python("test_engines", "Echo", {{"fail_at_step", "x"}}).status();
+  EXPECT_EQ(ErrorField(refused), "engine_params.fail_at_step");
+  EXPECT_THAT(refused.message(), HasSubstr("engine python: parameter fail_at_step: expected an "
+                                           "integer"));
+}
+
+TEST(PythonEngineTest, StampOutputsStampsAPythonEnginesOutputs) {
   absl::StatusOr<std::unique_ptr<Engine>> py =
       Python("omnistage_engines.sim_llm", "SimLlm", {{"stamp_outputs", "true"}});
   ASSERT_TRUE(py.ok()) << py.status();
@@ -288,16 +316,9 @@ TEST(PythonEngineTest, SimLlmPortRefusesParametersAsTheCppEngineDoes) {
     EXPECT_EQ(ErrorField(py.status()), ErrorField(cpp.status()));
     EXPECT_THAT(py.status().message(), HasSubstr(cpp.status().message()));
   }
-  absl::Status utility = Python("omnistage_engines.sim_llm", "SimLlm")
-                             .value()
-                             ->Utility("div", [] {
-                               google::protobuf::ListValue args;
-                               args.add_values()->set_number_value(1);
-                               args.add_values()->set_number_value(0);
-                               return args;
-                             }())
-                             .status();
-  EXPECT_EQ(utility, absl::InvalidArgumentError("engine sim_llm: utility div: division by zero"));
+  google::protobuf::ListValue none;
+  EXPECT_EQ(Python("omnistage_engines.sim_llm", "SimLlm").value()->Utility("div", none).status(),
+            CreateEngine("sim_llm", {}).value()->Utility("div", none).status());
 }
 
 }  // namespace

@@ -6,11 +6,10 @@ request produces in one step.
   admitted at the start of a step when a slot is free and their generator is
   ready (a request waiting for streamed input holds no slot).
 - Streamed text and token input is concatenated per kind in arrival order.
-- Modelled step time (`step_time_us`, `step_mode` sleep or busy), fault knobs
-  (`fail_at_step`: step raises; `crash_at_step`: the process aborts;
-  `hang_at_step`: step never returns; `fail_utilities`), `stamp_outputs`
-  (benchmarks: a CLOCK_MONOTONIC production stamp on each output) and the
-  utilities "ping", "stats" and "div".
+- Modelled step time (`step_time_us`, `step_mode` sleep or busy) and the
+  utilities "ping" and "stats". (The worker's fault and benchmark hooks,
+  `fail_at_step`, `stamp_outputs` and the rest, wrap any engine from outside:
+  the engine never sees those parameters; docs/engines.md.)
 - Streamed input that breaks the contract (a kind the engine does not take,
   input after `last`) fails only that request, with an "error" output.
 
@@ -18,17 +17,12 @@ The worker calls every method on its busy-loop thread only.
 """
 
 import collections
-import os
-import sys
 import time
 
 from omnistage_engines.params import Params
 
 MAX_BATCH_SIZE = 65536
-MAX_FAULT_STEP = 1000000000
 MAX_TOKENS_LIMIT = 1000000
-# common/production_stamp.h: a raw payload of this and CLOCK_MONOTONIC ns.
-_STAMP_PREFIX = b"omnistage-stamp:"
 
 
 class Input:
@@ -86,11 +80,6 @@ class Batching:
         self.step_us = reader.micros("step_time_us", 0, 60 * 1000000)
         self.busy = reader.enum("step_mode", "sleep", ["sleep", "busy"]) == "busy"
         self.default_max_tokens = reader.int("max_tokens", 32, 1, MAX_TOKENS_LIMIT)
-        self.fail_at_step = reader.int("fail_at_step", 0, 0, MAX_FAULT_STEP)
-        self.crash_at_step = reader.int("crash_at_step", 0, 0, MAX_FAULT_STEP)
-        self.hang_at_step = reader.int("hang_at_step", 0, 0, MAX_FAULT_STEP)
-        self.fail_utilities = reader.bool("fail_utilities", False)
-        self.stamp_outputs = reader.bool("stamp_outputs", False)
         if read_own is not None:
             read_own(reader)
         reader.finish()
@@ -186,19 +175,6 @@ class Batching:
 
     def step(self):
         self._steps += 1
-        if self._steps == self.crash_at_step:
-            print(f"engine {self.name}: crashing at step {self._steps} (crash_at_step)",
-                  file=sys.stderr, flush=True)
-            os.abort()
-        if self._steps == self.hang_at_step:
-            # A wedged GPU kernel: the loop stops dead, the process stays up.
-            print(f"engine {self.name}: hanging at step {self._steps} (hang_at_step)",
-                  file=sys.stderr, flush=True)
-            while True:
-                time.sleep(3600)
-        if self._steps == self.fail_at_step:
-            raise RuntimeError(f"engine {self.name}: injected failure at step "
-                               f"{self._steps} (fail_at_step)")
         start = time.monotonic_ns()
         outputs = self._failed
         self._failed = []
@@ -217,30 +193,17 @@ class Batching:
                 del self._requests[live.id]
         self._running = kept
         self._wait_out_step_time(start)
-        if self.stamp_outputs:
-            stamp = _STAMP_PREFIX + time.monotonic_ns().to_bytes(8, "little")
-            outputs = [(out[0], out[1] + [stamp]) + tuple(out[2:]) if out[1] else out
-                       for out in outputs]
         return outputs
 
     def utility(self, name, args):
-        if self.fail_utilities:
-            raise RuntimeError(
-                f"engine {self.name}: utility '{name}' failed (fail_utilities is set)")
         if name == "ping":
             return "pong"
         if name == "stats":
             return {"running": len(self._running), "waiting": len(self._waiting),
                     "steps": self._steps, "abort_calls": self._abort_calls,
                     "capacity": self.batch_size}
-        if name == "div":
-            if len(args) != 2 or not all(isinstance(a, float) for a in args):
-                raise ValueError(f"engine {self.name}: utility div: expected two numbers [a, b]")
-            if args[1] == 0:
-                raise ValueError(f"engine {self.name}: utility div: division by zero")
-            return args[0] / args[1]
         raise ValueError(
-            f"engine {self.name}: unknown utility '{name}' (known: div, ping, stats)")
+            f"engine {self.name}: unknown utility '{name}' (known: ping, stats)")
 
     def load(self):
         return len(self._running), len(self._waiting)

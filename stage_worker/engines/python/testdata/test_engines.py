@@ -1,5 +1,6 @@
 """Engines for the python engine's tests: broken classes, exceptions from a
-chosen method, malformed outputs, and a recorder of threads and calls."""
+chosen method, malformed outputs, a recorder of threads and calls, and a
+sim_llm that fails or hangs in Python."""
 
 import ctypes
 import threading
@@ -150,6 +151,29 @@ class Ticker(SimLlm):
         if name == "ticks":
             return self.ticks
         return super().utility(name, args)
+
+
+class FaultySimLlm(SimLlm):
+    """SimLlm whose step goes wrong inside the interpreter, for the tests of
+    what a Python exception or hang does to a worker (the worker's own
+    fail_at_step and hang_at_step act outside Python, around any engine).
+    `raise_at_step` N: the N-th step raises RuntimeError; `sleep_at_step` N:
+    the N-th step sleeps for good."""
+
+    def __init__(self, params):
+        self.raise_at_step = int(params.pop("raise_at_step", "0"))
+        self.sleep_at_step = int(params.pop("sleep_at_step", "0"))
+        self.step_calls = 0
+        super().__init__(params)
+
+    def step(self):
+        self.step_calls += 1
+        if self.step_calls == self.raise_at_step:
+            raise RuntimeError(f"raised at step {self.step_calls} (raise_at_step)")
+        if self.step_calls == self.sleep_at_step:
+            while True:
+                time.sleep(3600)
+        return super().step()
 
 
 class Constant:
