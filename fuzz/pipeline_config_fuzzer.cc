@@ -21,9 +21,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/host_port.h"
 #include "common/limits.h"
 #include "fuzz/fuzz_check.h"
 #include "orchestrator/config/pipeline_config.h"
@@ -130,12 +130,8 @@ void CheckAccepted(const PipelineConfig& config) {
     }
     for (const std::string& address : stage.addresses) {
       FUZZ_CHECK(addresses.insert(address).second, "address ", address, " used twice");
-      const size_t colon = address.rfind(':');
-      FUZZ_CHECK(colon != std::string::npos && colon > 0, "address '",
-                 absl::CHexEscape(address), "' has no host:port");
-      int port = 0;
-      FUZZ_CHECK(absl::SimpleAtoi(address.substr(colon + 1), &port) && port >= 1 && port <= 65535,
-                 "address '", absl::CHexEscape(address), "' has a bad port");
+      FUZZ_CHECK(ParseHostPort(address, PortRule::kDial).ok(), "address '",
+                 absl::CHexEscape(address), "' is not host:port");
     }
     if (stage.discovery.has_value()) {
       FUZZ_CHECK(!stage.discovery->name.empty() && stage.discovery->port >= 1 &&

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/host_port.h"
 
 namespace omnistage {
 
@@ -37,7 +38,7 @@ std::string PipelineConfigYaml(const PipelineSpec& spec,
     if (!stage.dns_name.empty()) {
       const std::string& first = addresses[s].at(0);
       absl::StrAppend(&yaml, "    discovery: {dns: ", stage.dns_name,
-                      ", port: ", first.substr(first.rfind(':') + 1),
+                      ", port: ", ParseHostPort(first, PortRule::kDial)->port,
                       ", refresh_ms: ", stage.refresh_ms, "}\n");
     } else {
       std::vector<std::string> quoted;
