@@ -69,6 +69,9 @@ ABSL_FLAG(std::vector<std::string>, max_tokens, {},
           "generate: per-stage max_tokens as stage:N, comma-separated (e.g. 0:64)");
 ABSL_FLAG(std::vector<std::string>, seed, {},
           "generate: per-stage seeds as stage:N, comma-separated (e.g. 0:7)");
+ABSL_FLAG(int, priority, -1,
+          "generate: 0..9, higher first when the orchestrator queues requests (-1: the "
+          "identity's default)");
 ABSL_FLAG(int, timeout_s, 0, "deadline for the call in seconds (0: none)");
 ABSL_FLAG(std::string, traceparent, "",
           "generate: a W3C traceparent (00-<trace id>-<parent id>-<flags>) sent as gRPC "
@@ -213,6 +216,9 @@ int Generate(v1::Orchestrator::Stub& stub) {
       return kUsage;
     }
     ParamsOf(request, stage)->set_max_tokens(tokens);
+  }
+  if (const int priority = absl::GetFlag(FLAGS_priority); priority >= 0) {
+    request.set_priority(priority);
   }
   for (const std::string& spec : absl::GetFlag(FLAGS_seed)) {
     std::pair<std::string, std::string> kv = absl::StrSplit(spec, absl::MaxSplits(':', 1));

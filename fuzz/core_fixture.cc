@@ -35,7 +35,9 @@ CoreFixture::CoreFixture(PipelineConfig config, bool hold_aborts) {
 
 void CoreFixture::Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> sink,
                            std::string caller) {
-  core_->Generate(std::move(request), std::move(sink), "", std::move(caller));
+  Caller who;
+  who.identity = std::move(caller);
+  core_->Generate(std::move(request), std::move(sink), "", who);
 }
 
 void CoreFixture::Cancel(const std::string& request_id, const ResponseSink* sink) {

@@ -40,6 +40,7 @@
 #include "fuzz/fuzz_check.h"
 #include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "orchestrator/core/caller.h"
 #include "orchestrator/core/generate_request.h"
 #include "orchestrator/config/pipeline_config.h"
 
@@ -112,6 +113,9 @@ std::set<std::string> WrongFields(const PipelineConfig& config,
         config.stages.begin(), config.stages.end(),
         [m](const StageConfig& s) { return s.final_output && s.output_modality == m; });
     if (!produced) wrong.insert("output_modalities");
+  }
+  if (request.has_priority() && (request.priority() < 0 || request.priority() > kMaxPriority)) {
+    wrong.insert("priority");
   }
   std::set<int> seen;
   for (const v1::StageParameters& p : request.stage_params()) {

@@ -131,6 +131,16 @@ struct PipelineConfig {
   // clients together are one) beyond this many in flight get
   // RESOURCE_EXHAUSTED; 0: only max_in_flight applies.
   int max_in_flight_per_identity = 0;
+  // The admission queue (docs/architecture.md, "The admission queue"): a new
+  // request goes to stage 0 only while it has a free slot — its live replicas'
+  // reported capacity plus `admission_headroom` requests each, against their
+  // reported load and what was sent since — and otherwise waits here, ordered
+  // by priority, then fair share between identities, then arrival. At most
+  // `max_queued` wait (0: no queue, every request is sent at once) and each at
+  // most `max_queue_wait`; both are refused with RESOURCE_EXHAUSTED.
+  int max_queued = 1000;
+  absl::Duration max_queue_wait = absl::Milliseconds(30000);
+  int admission_headroom = 2;
   // The client connections: concurrent streams one connection may open (more
   // wait in the client), the shortest interval between a client's keepalive
   // pings (closer pings count as strikes; past two the connection is closed),

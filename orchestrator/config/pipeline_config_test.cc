@@ -282,7 +282,7 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {"limits: {max_inflight: 5}\n" + OneStage(""),
        "limits.max_inflight: unknown key (known: max_in_flight, max_prompt_bytes, "
        "max_client_queued_bytes, max_in_flight_per_identity, max_streams_per_connection, "
-       "min_client_ping_interval_ms, max_connection_age_ms, max_connection_age_grace_ms)"},
+       "min_client_ping_interval_ms, max_connection_age_ms, max_connection_age_grace_ms, max_queued, max_queue_ms, admission_headroom)"},
       {"limits: {max_in_flight: 10, max_in_flight_per_identity: 11}\n" + OneStage(""),
        "limits.max_in_flight_per_identity: must be <= max_in_flight (10), got 11"},
       {"limits: {min_client_ping_interval_ms: 10}\n" + OneStage(""),

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/limits.h"
 #include "common/modality.h"
+#include "orchestrator/core/caller.h"
 #include "orchestrator/core/request_id.h"
 
 namespace omnistage {
@@ -69,6 +70,11 @@ absl::Status CheckStageParams(const PipelineConfig& config, const v1::GenerateRe
 absl::Status ValidateGenerateRequest(const PipelineConfig& config,
                                      const v1::GenerateRequest& request) {
   const std::string& id = request.request_id();
+  if (request.has_priority() &&
+      (request.priority() < 0 || request.priority() > kMaxPriority)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("priority: ", request.priority(), " is not in 0..", kMaxPriority));
+  }
   if (id.size() > kMaxRequestIdBytes) {
     return absl::InvalidArgumentError(absl::StrCat("request_id is ", id.size(),
                                                    " bytes; the limit is ", kMaxRequestIdBytes));

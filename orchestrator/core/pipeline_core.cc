@@ -144,21 +144,27 @@ LogContext PipelineCore::ContextOf(const InFlightRequest& r, int stage, int repl
 }
 
 void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> client,
-                            std::string traceparent, std::string caller) {
+                            std::string traceparent, const Caller& caller) {
   CheckInLoop();
   const ResponseSink* owner = client.get();
   std::string trace_id = TraceIdOf(traceparent);
   // What the client gets is logged and measured on its way.
   auto sink = std::make_shared<MeteredSink>(
       std::make_shared<LoggedSink>(std::move(client), trace_id), &metrics_, scheduler_);
-  absl::StatusOr<std::string> id = AdmitId(request, caller);
+  absl::StatusOr<std::string> id = AdmitId(request, caller.identity);
+  if (id.ok() && request.has_priority() && request.priority() > caller.max_priority) {
+    id = absl::PermissionDeniedError(absl::StrCat(
+        "priority ", request.priority(), " is above the highest ",
+        caller.identity.empty() ? "these clients" : "'" + caller.identity + "'",
+        " may ask for (", caller.max_priority, ")"));
+  }
   if (!id.ok()) {
     sink->Fail(id.status());
     return;
   }
   std::unique_ptr<InFlightRequest> fresh =
       NewInFlightRequest(config_, request, *id, std::move(sink), scheduler_->Now());
-  fresh->caller = std::move(caller);
+  fresh->caller = caller.identity;
   InFlightRequest* added = table_.Add(std::move(fresh));
   if (added == nullptr) return;  // A broken invariant; the call has failed.
   InFlightRequest& r = *added;
@@ -166,9 +172,14 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   r.trace_id = std::move(trace_id);
   if (!r.trace_id.empty()) r.traceparent = std::move(traceparent);
   Log(LogLevel::kDebug, ContextOf(r), "admitted");
-  std::vector<v1::Payload> input(1);
-  input[0].mutable_text()->set_text(std::move(*request.mutable_prompt()));
-  if (std::optional<v1::Error> error = StartStage(r, 0, std::move(input), /*complete=*/true)) {
+  if (MustQueue()) {
+    const int priority = request.has_priority() ? request.priority() : caller.priority;
+    if (Enqueue(r, std::move(*request.mutable_prompt()), priority, caller.weight)) {
+      PumpQueue();  // Behind its betters, it may still leave at once.
+    }
+    return;
+  }
+  if (std::optional<v1::Error> error = StartFirstStage(r, std::move(*request.mutable_prompt()))) {
     // Nothing started anywhere: the call itself fails.
     std::shared_ptr<ResponseSink> failed = r.sink;
     table_.Remove(*id);
@@ -242,6 +253,7 @@ void PipelineCore::OnStepOutputs(int stage, int replica, v1::StepOutputs& output
     }
     HandleOutput(*r, stage, replica, output);
   }
+  if (stage == 0) PumpQueue();  // Its load report or its finished requests freed slots.
 }
 
 void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
@@ -370,11 +382,13 @@ void PipelineCore::EndRequests(
   for (const std::string& id : ids) {
     const InFlightRequest* r = table_.Find(id);
     if (r == nullptr) continue;  // Ended already (or a duplicate id).
+    if (r->queued) queue_.Remove(id);
     table_.Finish(id, terminal_for(*r));
     ended.push_back(id);
   }
   // Before the drain check: a completed drain may stop the process.
   abort_.CleanUp(ended);
+  PumpQueue();  // What ended on stage 0 left its slot.
   CheckDrained();
 }
 

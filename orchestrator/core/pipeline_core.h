@@ -30,6 +30,8 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "orchestrator/core/abort_coordinator.h"
+#include "orchestrator/core/admission_queue.h"
+#include "orchestrator/core/caller.h"
 #include "orchestrator/config/pipeline_config.h"
 #include "orchestrator/core/pipeline_metrics.h"
 #include "orchestrator/core/replica_client.h"
@@ -50,12 +52,14 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   ~PipelineCore() override;
 
   // Starts a request; its responses go to `sink`. Errors before it starts go to
-  // sink->Fail(): INVALID_ARGUMENT, ALREADY_EXISTS, UNAVAILABLE, RESOURCE_EXHAUSTED.
-  // `traceparent`: the client's W3C trace context, passed to every stage.
-  // `caller`: the client's authenticated identity, the only one that may Abort
-  // the request ("" without authentication).
+  // sink->Fail(): INVALID_ARGUMENT, PERMISSION_DENIED (a priority above the
+  // caller's ceiling), ALREADY_EXISTS, UNAVAILABLE, RESOURCE_EXHAUSTED (also a
+  // full admission queue). `traceparent`: the client's W3C trace context,
+  // passed to every stage. `caller`: the client's authenticated identity, the
+  // only one that may Abort the request ("" without authentication), with its
+  // priority and weight in the admission queue.
   void Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> sink,
-                std::string traceparent = "", std::string caller = "");
+                std::string traceparent = "", const Caller& caller = Caller());
   // The client of `request_id` went away (cancel, disconnect, deadline): abort it
   // everywhere. Only acts if the request still belongs to `sink`.
   void Cancel(const std::string& request_id, const ResponseSink* sink);
@@ -119,6 +123,21 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   absl::StatusOr<std::string> AdmitId(const v1::GenerateRequest& request,
                                       const std::string& caller);
 
+  // The admission queue (pipeline_core_queue.cc). Whether a new request waits:
+  // the queue is on, and others wait or stage 0 has no free slot (but a live
+  // replica: with none, the request fails at once as it always did).
+  bool MustQueue() const;
+  // Queues `r` with its prompt; false when the queue refused it (its call has
+  // failed and it is gone).
+  bool Enqueue(InFlightRequest& r, std::string prompt, int priority, int weight);
+  // Sends queued requests to stage 0 while it has free slots.
+  void PumpQueue();
+  void OnQueueTimer(const std::string& id);
+  // Ends every queued request with `error` (a drain).
+  void RefuseQueued(const v1::Error& error);
+  // Starts `r` on stage 0 with `prompt`; false when it could not (and failed).
+  std::optional<v1::Error> StartFirstStage(InFlightRequest& r, std::string prompt);
+
   // Routing. Sends `input` to a replica of `stage`; the error when it could not.
   std::optional<v1::Error> StartStage(InFlightRequest& request, int stage,
                                       std::vector<v1::Payload> input, bool complete);
@@ -153,6 +172,8 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   AbortCoordinator abort_;
   bool accepting_ = true;
   std::string node_id_;
+  AdmissionQueue queue_;
+  bool pumping_ = false;
   std::function<void()> on_drained_;
   Scheduler::TimerId drain_timer_ = 0;
   // Expires with the core, so late timers do nothing.

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/error_proto.h"
 #include "common/invariant.h"
 #include "common/log.h"
 #include "orchestrator/core/pipeline_core.h"
@@ -80,6 +81,9 @@ void PipelineCore::Drain(absl::Time deadline, std::function<void()> done) {
   CheckInLoop();
   accepting_ = false;
   on_drained_ = std::move(done);
+  RefuseQueued(ErrorProto(absl::UnavailableError(
+      "the orchestrator is draining; this request waited in its admission queue and never "
+      "started: try another one")));
   LogInfo(absl::StrCat("draining: admitting no more requests; ", table_.size(),
                        " in flight get until ", absl::FormatTime(deadline), ", then are aborted"));
   drain_timer_ = scheduler_->PostAt(deadline, [this, alive = std::weak_ptr<bool>(alive_)] {

@@ -34,6 +34,7 @@ void PipelineCore::OnReplicaReady(int stage, int replica, const v1::Ready& ready
   LogInfo({"", stage, replica, ""},
           absl::StrCat("up: instance ", ready.instance_id(), " at ", pool.state(replica).address,
                        " (", pool.state(replica).origin, ", capacity ", ready.capacity(), ")"));
+  if (stage == 0) PumpQueue();
 }
 
 void PipelineCore::OnReplicaDown(int stage, int replica, const absl::Status& reason) {

@@ -132,7 +132,9 @@ class PipelineCoreTest : public ::testing::Test {
                                         const std::string& caller = "") {
     auto sink = std::make_shared<FakeResponseSink>();
     sinks_.push_back(sink);
-    core_->Generate(std::move(request), sink, "", caller);
+    Caller who;
+    who.identity = caller;
+    core_->Generate(std::move(request), sink, "", who);
     return sink;
   }
   std::shared_ptr<FakeResponseSink> Gen(const std::string& id,

@@ -45,6 +45,7 @@ void RequestTable::Finish(const std::string& id, v1::Terminal terminal) {
   requests_.erase(it);
   Forget(*ended);
   scheduler_->Cancel(ended->idle_timer);
+  scheduler_->Cancel(ended->queue_timer);
   ended->sink->Finish(ended->id, std::move(terminal));
 }
 
@@ -52,6 +53,7 @@ void RequestTable::Remove(const std::string& id) {
   auto it = requests_.find(id);
   if (it == requests_.end()) return;
   scheduler_->Cancel(it->second->idle_timer);
+  scheduler_->Cancel(it->second->queue_timer);
   Forget(*it->second);
   requests_.erase(it);
 }

@@ -74,6 +74,13 @@ struct InFlightRequest {
   bool abort_asked = false;
   absl::Time last_activity;
   Scheduler::TimerId idle_timer = 0;
+  // While it waits in the admission queue (pipeline_core_queue.cc): since
+  // when, its prompt (stage 0's input once it leaves), and the timer that
+  // ends a wait past limits.max_queue_ms.
+  bool queued = false;
+  absl::Time queued_at;
+  std::string queued_prompt;
+  Scheduler::TimerId queue_timer = 0;
 };
 
 class RequestTable {

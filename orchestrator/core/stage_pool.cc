@@ -81,6 +81,18 @@ void StagePool::ReportLoad(int replica, int requests, absl::Time at) {
   state.load_requests = std::max(requests, 0);
   state.load_at = at;
   state.sent_since_load = 0;
+  // A request just sent may not be counted yet, one just finished may be
+  // counted still: others' share is an estimate, never below zero.
+  state.others_load = std::max(0, state.load_requests - BoundCount(replica));
+}
+
+bool StagePool::HasFreeSlot(int headroom) const {
+  for (int r : LiveReplicas()) {
+    const ReplicaState& state = states_[r];
+    if (state.capacity <= 0) return true;
+    if (BoundCount(r) + state.others_load < state.capacity + headroom) return true;
+  }
+  return false;
 }
 
 std::optional<int> StagePool::Bound(const std::string& request_id) const {
@@ -235,6 +247,7 @@ void StagePool::Admit(int replica, const v1::Ready& ready) {
   state.max_message_bytes = ready.max_message_bytes();
   state.down_reason = absl::OkStatus();
   state.last_error.clear();
+  state.others_load = 0;  // Until its first report.
   Revive(replica);
 }
 

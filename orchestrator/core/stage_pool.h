@@ -89,6 +89,9 @@ struct ReplicaState {
   int load_requests = 0;
   absl::Time load_at = absl::InfinitePast();
   int sent_since_load = 0;
+  // Of that report, the requests that were not this pool's (other
+  // orchestrators' sharing the worker), as far as it can tell.
+  int others_load = 0;
 };
 
 
@@ -170,6 +173,10 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
 
   // Ascending indices of live replicas (alive, not draining, not retiring).
   std::vector<int> LiveReplicas() const;
+  // Whether a live replica has room for one more request: what this pool has
+  // bound to it plus what others hold there (its last report) is below its
+  // capacity plus `headroom`. A replica that reports no capacity always has.
+  bool HasFreeSlot(int headroom) const;
   int BoundCount(int replica) const { return static_cast<int>(bound_[replica].size()); }
   size_t bindings() const { return bindings_.size(); }
 

@@ -18,7 +18,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
                               public ClientStream::Transport {
  public:
   GenerateReactor(grpc::CallbackServerContext* context, PipelineCore* core, EventLoop* loop,
-                  v1::GenerateRequest request, std::string caller)
+                  v1::GenerateRequest request, Caller caller)
       : context_(context),
         stream_(std::make_shared<ClientStream>(
             this,
@@ -84,7 +84,7 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* OrchestratorService::Generate(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
   absl::StatusOr<Caller> caller = Authenticated(*context, "Generate");
   if (!caller.ok()) return new RefusedGenerate(caller.status());
-  return new GenerateReactor(context, core_, loop_, *request, std::move(caller->identity));
+  return new GenerateReactor(context, core_, loop_, *request, *std::move(caller));
 }
 
 grpc::ServerUnaryReactor* OrchestratorService::Abort(grpc::CallbackServerContext* context,

@@ -48,14 +48,29 @@ absl::StatusOr<std::vector<TokenFile::Entry>> TokenFile::Parse(const std::string
     }
     for (size_t i = 0; status.ok() && i < list->size(); ++i) {
       const std::string at = absl::StrCat("tokens[", i, "]");
-      yaml::Fields fields((*list)[i], at, {"identity", "role", "token"});
+      yaml::Fields fields((*list)[i], at,
+                          {"identity", "role", "token", "priority", "max_priority", "weight"});
       Entry entry;
       std::string role;
       std::string token;
       fields.String("identity", &entry.caller.identity, /*required=*/true);
       fields.OneOf("role", {"user", "admin"}, &role, /*required=*/true);
       fields.String("token", &token, /*required=*/true);
+      int64_t priority = 0;
+      int64_t max_priority = -1;
+      int64_t weight = 1;
+      fields.Int("priority", 0, kMaxPriority, &priority);
+      fields.Int("max_priority", 0, kMaxPriority, &max_priority);
+      fields.Int("weight", 1, kMaxWeight, &weight);
       status = fields.status();
+      if (status.ok() && max_priority >= 0 && max_priority < priority) {
+        status = yaml::Invalid(fields.PathOf("max_priority"),
+                               absl::StrCat("below priority (", priority, ")"));
+      }
+      entry.caller.priority = static_cast<int>(priority);
+      // Without a ceiling, an identity may not ask for more than its default.
+      entry.caller.max_priority = static_cast<int>(max_priority >= 0 ? max_priority : priority);
+      entry.caller.weight = static_cast<int>(weight);
       if (!status.ok()) break;
       if (entry.caller.identity.empty() || entry.caller.identity.size() > 128 ||
           !std::all_of(entry.caller.identity.begin(), entry.caller.identity.end(), IdentityChar)) {

@@ -9,6 +9,9 @@
 //     - identity: ops
 //       role: admin              # admin: also status and stage utilities
 //       token: "<16+ characters>"
+//       priority: 5              # optional: its requests' default priority (0..9,
+//       max_priority: 7          #   default 0) and the most they may ask (default:
+//       weight: 3                #   priority), its share when queued (default 1)
 //
 // Only SHA-256 digests of the tokens are kept in memory, and a presented token
 // is compared with every entry's digest in constant time.
@@ -36,6 +39,8 @@ class TokenFile {
  public:
   // Tokens shorter than this are refused: they could be guessed.
   static constexpr size_t kMinTokenLength = 16;
+  // An identity's weight in the admission queue lies in [1, kMaxWeight].
+  static constexpr int64_t kMaxWeight = 1000;
 
   // Reads `path`. INVALID_ARGUMENT naming the file and the field
   // ("tokens[1].role: expected user or admin, got 'root'").

@@ -43,6 +43,35 @@ class TokenFileTest : public ::testing::Test {
   const std::string path_;
 };
 
+TEST_F(TokenFileTest, GivesEachIdentityItsPriorityCeilingAndWeight) {
+  Write(Tokens(Entry("alice", "user", kAlice) + "    priority: 2\n    max_priority: 5\n" +
+               "    weight: 3\n" + Entry("ops", "admin", kOps)));
+  absl::StatusOr<std::unique_ptr<TokenFile>> file = TokenFile::Load(path_);
+  ASSERT_TRUE(file.ok()) << file.status();
+  absl::StatusOr<Caller> alice = (*file)->Find(kAlice);
+  ASSERT_TRUE(alice.ok());
+  EXPECT_EQ(alice->priority, 2);
+  EXPECT_EQ(alice->max_priority, 5);
+  EXPECT_EQ(alice->weight, 3);
+  // Left out: priority 0, no raising it, weight 1.
+  absl::StatusOr<Caller> ops = (*file)->Find(kOps);
+  ASSERT_TRUE(ops.ok());
+  EXPECT_EQ(ops->priority, 0);
+  EXPECT_EQ(ops->max_priority, 0);
+  EXPECT_EQ(ops->weight, 1);
+}
+
+TEST_F(TokenFileTest, RefusesPrioritiesAndWeightsOutOfRange) {
+  EXPECT_EQ(LoadError(Tokens(Entry("a", "user", kAlice) + "    priority: 10\n")).message(),
+            path_ + ": tokens[0].priority: expected an integer in [0, 9], got '10'");
+  EXPECT_EQ(LoadError(Tokens(Entry("a", "user", kAlice) + "    weight: 0\n")).message(),
+            path_ + ": tokens[0].weight: expected an integer in [1, 1000], got '0'");
+  EXPECT_EQ(
+      LoadError(Tokens(Entry("a", "user", kAlice) + "    priority: 4\n    max_priority: 3\n"))
+          .message(),
+      path_ + ": tokens[0].max_priority: below priority (4)");
+}
+
 TEST_F(TokenFileTest, MapsTokensToIdentityAndRole) {
   Write(Tokens(Entry("alice", "user", kAlice) + Entry("ops", "admin", kOps)));
   absl::StatusOr<std::unique_ptr<TokenFile>> file = TokenFile::Load(path_);

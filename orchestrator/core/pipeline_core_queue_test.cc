@@ -1,0 +1,277 @@
+// Tests for PipelineCore's admission queue on the manual clock: below
+// saturation every request goes straight to stage 0 as before; past it they
+// wait in the orchestrator and leave by priority, then fair share, then
+// arrival; the queue is bounded in size and in time, sheds for a higher
+// priority, ends a queued request at once on abort or cancel, and refuses
+// what waits when draining. Fakes only.
+#include <string>
+#include <vector>
+
+#include "orchestrator/core/pipeline_core.h"
+#include "orchestrator/core/pipeline_core_test_harness.h"
+
+namespace omnistage {
+namespace pipeline_core_test {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// One replica of capacity 8 (the harness's Ready) with a headroom of 2: ten
+// requests run at once.
+constexpr int kSlots = 10;
+
+class PipelineCoreQueueTest : public PipelineCoreTest {
+ protected:
+  void BuildOne(int max_queued = 100) {
+    PipelineConfig config;
+    config.name = "one-stage";
+    config.stages.push_back(
+        Stage(0, "thinker", v1::MODALITY_TEXT, true, InputMode::kOnFinish, /*replicas=*/1));
+    config.max_prompt_bytes = 32;
+    config.max_in_flight = 1000;
+    config.max_queued = max_queued;
+    config.max_queue_wait = absl::Seconds(30);
+    config.admission_headroom = 2;
+    // Requests that run stay running until a test ends them.
+    config.request_idle_timeout = absl::ZeroDuration();
+    Build(config);
+  }
+
+  std::shared_ptr<FakeResponseSink> GenAs(const std::string& id, const std::string& identity,
+                                          std::optional<int> priority = std::nullopt,
+                                          int weight = 1, int default_priority = 0,
+                                          int max_priority = kMaxPriority) {
+    v1::GenerateRequest request;
+    request.set_request_id(id);
+    request.set_prompt("Hi there");
+    if (priority.has_value()) request.set_priority(*priority);
+    Caller caller;
+    caller.identity = identity;
+    caller.priority = default_priority;
+    caller.max_priority = max_priority;
+    caller.weight = weight;
+    auto sink = std::make_shared<FakeResponseSink>();
+    sinks_.push_back(sink);
+    core().Generate(std::move(request), sink, "", caller);
+    return sink;
+  }
+
+  // Fills every slot with "run0".."run9" (sent at once).
+  void FillSlots() {
+    for (int i = 0; i < kSlots; ++i) GenAs(absl::StrCat("run", i), "filler");
+    ASSERT_EQ(LogWith(".add ").size(), static_cast<size_t>(kSlots));
+  }
+
+  // The ids sent to stage 0 since the last ClearLog, in order.
+  std::vector<std::string> Sent() const {
+    std::vector<std::string> ids;
+    for (const std::string& line : LogWith("T0.add ")) {
+      const std::string rest = line.substr(line.find(".add ") + 5);
+      ids.push_back(rest.substr(0, rest.find(' ')));
+    }
+    return ids;
+  }
+};
+
+TEST_F(PipelineCoreQueueTest, BelowSaturationEveryRequestGoesStraightToStageZero) {
+  BuildOne();
+  auto sink = GenAs("a", "alice");
+  EXPECT_THAT(Sent(), ElementsAre("a"));
+  Done(0, 0, "a", {Text("ok")});
+  EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_STOP);
+}
+
+TEST_F(PipelineCoreQueueTest, PastTheSlotsRequestsWaitStartedAndLeaveAsSlotsFree) {
+  BuildOne();
+  FillSlots();
+  ClearLog();
+  auto waiting = GenAs("w", "alice");
+  // Its call started (the client has its id), but no worker has it.
+  EXPECT_EQ(waiting->fail_count(), 0);
+  EXPECT_THAT(Sent(), IsEmpty());
+  EXPECT_EQ(core().in_flight(), static_cast<size_t>(kSlots + 1));
+  Done(0, 0, "run0", {Text("ok")});
+  EXPECT_THAT(Sent(), ElementsAre("w"));
+  Done(0, 0, "w", {Text("done")});
+  EXPECT_EQ(waiting->Text("w"), "done");
+  for (int i = 1; i < kSlots; ++i) Done(0, 0, absl::StrCat("run", i));
+}
+
+TEST_F(PipelineCoreQueueTest, OthersLoadOnASharedWorkerCountsAgainstItsSlots) {
+  BuildOne();
+  // Another orchestrator's 7 requests on the worker: of its 10 slots
+  // (capacity 8, headroom 2), 3 are left for this one.
+  v1::StepOutputs report;
+  report.mutable_load()->set_requests(7);
+  core().OnStepOutputs(0, 0, report);
+  for (const char* id : {"a", "b", "c", "d"}) GenAs(id, "alice");
+  EXPECT_THAT(Sent(), ElementsAre("a", "b", "c"));
+  // The others' requests end: the worker holds only this one's 3 now.
+  ClearLog();
+  report.mutable_load()->set_requests(3);
+  core().OnStepOutputs(0, 0, report);
+  EXPECT_THAT(Sent(), ElementsAre("d"));
+  for (const char* id : {"a", "b", "c", "d"}) Done(0, 0, id);
+}
+
+TEST_F(PipelineCoreQueueTest, HigherPriorityLeavesFirst) {
+  BuildOne();
+  FillSlots();
+  ClearLog();
+  GenAs("low", "alice", 1);
+  GenAs("high", "bob", 7);
+  GenAs("mid", "carol", 4);
+  Done(0, 0, "run0");
+  Done(0, 0, "run1");
+  Done(0, 0, "run2");
+  EXPECT_THAT(Sent(), ElementsAre("high", "mid", "low"));
+  for (int i = 3; i < kSlots; ++i) Done(0, 0, absl::StrCat("run", i));
+  for (const char* id : {"low", "high", "mid"}) Done(0, 0, id);
+}
+
+TEST_F(PipelineCoreQueueTest, AQuietIdentityIsNotStuckBehindAFlood) {
+  BuildOne();
+  FillSlots();
+  ClearLog();
+  for (int i = 0; i < 30; ++i) GenAs(absl::StrCat("flood", i), "flood");
+  GenAs("quiet", "quiet");
+  // The next two free slots: the flood's turn, then the quiet one's.
+  Done(0, 0, "run0");
+  Done(0, 0, "run1");
+  EXPECT_THAT(Sent(), ElementsAre("flood0", "quiet"));
+  Done(0, 0, "quiet");
+  // Then the flood has the slots to itself, in arrival order: the quiet
+  // one's and the 8 left by the fillers.
+  for (int i = 2; i < kSlots; ++i) Done(0, 0, absl::StrCat("run", i));
+  std::vector<std::string> sent = Sent();
+  EXPECT_EQ(sent.size(), 11u);
+  EXPECT_EQ(sent.back(), "flood9");
+  for (int i = 0; i < 30; ++i) {
+    const std::string id = absl::StrCat("flood", i);
+    if (core().in_flight() > 0) Done(0, 0, id);
+  }
+}
+
+TEST_F(PipelineCoreQueueTest, WeightsShareTheFreedSlots) {
+  BuildOne();
+  FillSlots();
+  ClearLog();
+  for (int i = 0; i < 12; ++i) {
+    GenAs(absl::StrCat("a", i), "alice", std::nullopt, /*weight=*/3);
+    GenAs(absl::StrCat("b", i), "bob", std::nullopt, /*weight=*/1);
+  }
+  for (int i = 0; i < 8; ++i) Done(0, 0, absl::StrCat("run", i));
+  int alice = 0;
+  for (const std::string& id : Sent()) alice += id[0] == 'a';
+  EXPECT_EQ(alice, 6);  // 3 of every 4.
+  LeaveOpen("the rest of the queue is not the point");
+}
+
+TEST_F(PipelineCoreQueueTest, PriorityAboveTheCeilingIsRefusedAndBelowIsTheCallersDefault) {
+  BuildOne();
+  auto above = GenAs("too-high", "alice", 6, 1, /*default_priority=*/2, /*max_priority=*/5);
+  EXPECT_EQ(above->fail_status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(above->fail_status().message()),
+              HasSubstr("priority 6 is above the highest 'alice' may ask for (5)"));
+  auto out_of_range = GenAs("eleven", "alice", 11);
+  EXPECT_EQ(out_of_range->fail_status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out_of_range->fail_status().message()), HasSubstr("priority"));
+  // Lowering is allowed; unset takes the identity's default (2 > 1 here).
+  FillSlots();
+  ClearLog();
+  GenAs("lowered", "alice", 1, 1, 2, 5);
+  GenAs("default", "alice", std::nullopt, 1, 2, 5);
+  Done(0, 0, "run0");
+  EXPECT_THAT(Sent(), ElementsAre("default"));
+  Done(0, 0, "run1");
+  for (int i = 2; i < kSlots; ++i) Done(0, 0, absl::StrCat("run", i));
+  Done(0, 0, "default");
+  Done(0, 0, "lowered");
+}
+
+TEST_F(PipelineCoreQueueTest, AFullQueueRefusesOrShedsForAHigherPriority) {
+  BuildOne(/*max_queued=*/2);
+  FillSlots();
+  ClearLog();
+  auto first = GenAs("q1", "alice", 3);
+  auto second = GenAs("q2", "bob", 3);
+  auto refused = GenAs("q3", "carol", 3);
+  EXPECT_EQ(refused->fail_status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused->fail_status().message()),
+              HasSubstr("admission queue is full: 2 requests wait (limits.max_queued)"));
+  EXPECT_THAT(std::string(refused->fail_status().message()), HasSubstr("retry after"));
+  auto urgent = GenAs("urgent", "dave", 8);
+  EXPECT_EQ(urgent->fail_count(), 0);
+  // The newest of the lower priority made room; it ends with a terminal.
+  EXPECT_EQ(second->terminal().finish_reason(), v1::FINISH_REASON_ERROR);
+  EXPECT_EQ(second->terminal().error().code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(second->terminal().error().message(), HasSubstr("shed"));
+  Done(0, 0, "run0");
+  Done(0, 0, "run1");
+  EXPECT_THAT(Sent(), ElementsAre("urgent", "q1"));
+  for (int i = 2; i < kSlots; ++i) Done(0, 0, absl::StrCat("run", i));
+  Done(0, 0, "urgent");
+  Done(0, 0, "q1");
+}
+
+TEST_F(PipelineCoreQueueTest, AWaitPastTheBoundEndsWithRetryHint) {
+  BuildOne();
+  FillSlots();
+  ClearLog();
+  auto waiting = GenAs("w", "alice");
+  scheduler_.AdvanceBy(absl::Seconds(29));
+  EXPECT_EQ(waiting->end_count(), 0);
+  scheduler_.AdvanceBy(absl::Seconds(2));
+  ASSERT_EQ(waiting->terminal_count(), 1);
+  EXPECT_EQ(waiting->terminal().error().code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(waiting->terminal().error().message(),
+              HasSubstr("in the admission queue (limits.max_queue_ms)"));
+  EXPECT_THAT(Sent(), IsEmpty());
+  for (int i = 0; i < kSlots; ++i) Done(0, 0, absl::StrCat("run", i));
+  EXPECT_THAT(Sent(), IsEmpty());
+}
+
+TEST_F(PipelineCoreQueueTest, AbortAndCancelEndAQueuedRequestAtOnceWithoutAWorkerCall) {
+  BuildOne();
+  FillSlots();
+  ClearLog();
+  auto aborted = GenAs("aborted", "alice");
+  auto cancelled = GenAs("cancelled", "alice");
+  absl::StatusOr<v1::AbortResponse> response = AbortNow({"aborted"}, "alice");
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(aborted->terminal().finish_reason(), v1::FINISH_REASON_ABORT);
+  core().Cancel("cancelled", cancelled.get());
+  EXPECT_EQ(cancelled->terminal_count() + cancelled->fail_count(), 1);
+  EXPECT_THAT(LogWith(".abort"), IsEmpty());
+  // Neither leaves the queue later.
+  for (int i = 0; i < kSlots; ++i) Done(0, 0, absl::StrCat("run", i));
+  EXPECT_THAT(Sent(), IsEmpty());
+}
+
+TEST_F(PipelineCoreQueueTest, DrainingRefusesWhatWaitsAndLetsTheRestFinish) {
+  BuildOne();
+  FillSlots();
+  ClearLog();
+  auto waiting = GenAs("w", "alice");
+  bool drained = false;
+  core().Drain(scheduler_.Now() + absl::Seconds(10), [&] { drained = true; });
+  ASSERT_EQ(waiting->terminal_count(), 1);
+  EXPECT_EQ(waiting->terminal().error().code(), static_cast<int>(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(waiting->terminal().error().message(), HasSubstr("try another one"));
+  for (int i = 0; i < kSlots; ++i) Done(0, 0, absl::StrCat("run", i));
+  EXPECT_TRUE(drained);
+  EXPECT_THAT(Sent(), IsEmpty());
+}
+
+TEST_F(PipelineCoreQueueTest, OffItSendsEverythingAtOnce) {
+  BuildOne(/*max_queued=*/0);
+  for (int i = 0; i < 3 * kSlots; ++i) GenAs(absl::StrCat("r", i), "alice");
+  EXPECT_EQ(Sent().size(), static_cast<size_t>(3 * kSlots));
+  for (int i = 0; i < 3 * kSlots; ++i) Done(0, 0, absl::StrCat("r", i));
+}
+
+}  // namespace
+}  // namespace pipeline_core_test
+}  // namespace omnistage
