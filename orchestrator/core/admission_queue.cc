@@ -73,6 +73,21 @@ std::vector<std::string> AdmissionQueue::Ids() const {
   return ids;
 }
 
+std::vector<QueueLevel> AdmissionQueue::Levels() const {
+  std::vector<QueueLevel> levels;
+  for (auto band = bands_.rbegin(); band != bands_.rend(); ++band) {
+    // From the identity whose turn it is.
+    const Band& b = band->second;
+    std::list<Flow>::const_iterator flow = b.cursor;
+    if (flow == b.ring.end()) flow = b.ring.begin();
+    for (size_t i = 0; i < b.ring.size(); ++i) {
+      levels.push_back({band->first, flow->identity, flow->requests.size()});
+      if (++flow == b.ring.end()) flow = b.ring.begin();
+    }
+  }
+  return levels;
+}
+
 void AdmissionQueue::Erase(const std::string& id) {
   auto place = where_.find(id);
   auto band_it = bands_.find(place->second.priority);

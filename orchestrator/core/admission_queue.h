@@ -45,6 +45,13 @@ struct QueuedRequest {
   int weight = 1;
 };
 
+// How many requests of one identity wait at one priority.
+struct QueueLevel {
+  int priority = 0;
+  std::string identity;
+  size_t waiting = 0;
+};
+
 struct QueueAddResult {
   // False: the queue is full of requests of at least the arrival's priority;
   // the arrival is refused.
@@ -70,6 +77,8 @@ class AdmissionQueue {
   size_t CountAt(int priority) const;
   // Every queued id, in no particular order.
   std::vector<std::string> Ids() const;
+  // Per priority (highest first) and identity (in round-robin order).
+  std::vector<QueueLevel> Levels() const;
 
  private:
   // One identity's waiting requests within one priority.

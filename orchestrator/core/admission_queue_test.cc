@@ -43,6 +43,11 @@ TEST(AdmissionQueueTest, HigherPriorityAlwaysFirst) {
   queue.Add({"high2", "alice", 5, 1}, kRoomy);
   EXPECT_EQ(queue.CountAt(0), 2u);
   EXPECT_EQ(queue.CountAt(5), 2u);
+  std::vector<std::string> levels;
+  for (const QueueLevel& level : queue.Levels()) {
+    levels.push_back(absl::StrCat(level.priority, ":", level.identity, "=", level.waiting));
+  }
+  EXPECT_THAT(levels, ElementsAre("5:bob=1", "5:alice=1", "2:carol=1", "0:alice=1", "0:bob=1"));
   EXPECT_THAT(Drain(queue), ElementsAre("high1", "high2", "mid", "low1", "low2"));
 }
 

@@ -54,7 +54,9 @@ void PipelineCore::Abort(const v1::AbortRequest& request, absl::Time deadline,
 
 void PipelineCore::SnapshotMetrics() {
   CheckInLoop();
-  metrics_.Snapshot(table_.size(), pools_);
+  std::vector<size_t> queued(kMaxPriority + 1);
+  for (int p = 0; p <= kMaxPriority; ++p) queued[p] = queue_.CountAt(p);
+  metrics_.Snapshot(table_.size(), pools_, queued);
 }
 
 v1::PipelineStatus PipelineCore::Status() const {
@@ -65,6 +67,12 @@ v1::PipelineStatus PipelineCore::Status() const {
   status.set_invariant_violations(InvariantViolations());
   DescribeStages(config_, pools_, scheduler_->Now(), &status);
   status.set_node_id(node_id_);
+  for (const QueueLevel& level : queue_.Levels()) {
+    v1::QueuedRequests* queued = status.add_queued();
+    queued->set_priority(level.priority);
+    queued->set_identity(level.identity);
+    queued->set_waiting(static_cast<int>(level.waiting));
+  }
   return status;
 }
 

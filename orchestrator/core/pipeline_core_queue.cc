@@ -51,6 +51,7 @@ bool PipelineCore::Enqueue(InFlightRequest& r, std::string prompt, int priority,
         absl::StrCat("the admission queue is full: ", config_.max_queued,
                      " requests wait (limits.max_queued) for stage 0 (", config_.stages[0].name,
                      "), none of a priority below ", priority))));
+    metrics_.QueueRefused("full");
     CheckDrained();
     return false;
   }
@@ -65,6 +66,7 @@ bool PipelineCore::Enqueue(InFlightRequest& r, std::string prompt, int priority,
       absl::StrCat("queued at priority ", priority, " (", queue_.size(), " waiting)"));
   r.sink->Started(id);
   if (added.shed.has_value()) {
+    metrics_.QueueRefused("shed");
     FailRequests({*added.shed},
                  QueueError(absl::StatusCode::kResourceExhausted,
                             absl::StrCat("shed from the full admission queue (limits.max_queued "
@@ -90,6 +92,7 @@ void PipelineCore::PumpQueue() {
     r->queued = false;
     scheduler_->Cancel(r->queue_timer);
     r->queue_timer = 0;
+    metrics_.LeftQueue(scheduler_->Now() - r->queued_at);
     Log(LogLevel::kDebug, ContextOf(*r),
         absl::StrCat("leaves the admission queue after ",
                      absl::FormatDuration(scheduler_->Now() - r->queued_at)));
@@ -106,16 +109,20 @@ void PipelineCore::OnQueueTimer(const std::string& id) {
   InFlightRequest* r = table_.Find(id);
   if (r == nullptr || !r->queued) return;
   r->queue_timer = 0;
-  FailRequests({id}, QueueError(absl::StatusCode::kResourceExhausted,
-                                absl::StrCat("waited ", absl::FormatDuration(config_.max_queue_wait),
-                                             " in the admission queue (limits.max_queue_ms) for "
-                                             "a free slot on stage 0 (",
-                                             config_.stages[0].name, ")")));
+  metrics_.QueueRefused("expired");
+  FailRequests({id},
+               QueueError(absl::StatusCode::kResourceExhausted,
+                          absl::StrCat("waited ", absl::FormatDuration(config_.max_queue_wait),
+                                       " in the admission queue (limits.max_queue_ms) for a free "
+                                       "slot on stage 0 (",
+                                       config_.stages[0].name, ")")));
 }
 
 void PipelineCore::RefuseQueued(const v1::Error& error) {
   std::vector<std::string> ids = queue_.Ids();
-  if (!ids.empty()) FailRequests(ids, error);
+  if (ids.empty()) return;
+  for (size_t i = 0; i < ids.size(); ++i) metrics_.QueueRefused("draining");
+  FailRequests(ids, error);
 }
 
 std::optional<v1::Error> PipelineCore::StartFirstStage(InFlightRequest& r, std::string prompt) {

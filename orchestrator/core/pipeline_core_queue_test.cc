@@ -21,6 +21,9 @@ using ::testing::IsEmpty;
 // One replica of capacity 8 (the harness's Ready) with a headroom of 2: ten
 // requests run at once.
 constexpr int kSlots = 10;
+// v1::Error codes.
+constexpr int kResourceExhausted = static_cast<int>(absl::StatusCode::kResourceExhausted);
+constexpr int kUnavailable = static_cast<int>(absl::StatusCode::kUnavailable);
 
 class PipelineCoreQueueTest : public PipelineCoreTest {
  protected:
@@ -206,7 +209,7 @@ TEST_F(PipelineCoreQueueTest, AFullQueueRefusesOrShedsForAHigherPriority) {
   EXPECT_EQ(urgent->fail_count(), 0);
   // The newest of the lower priority made room; it ends with a terminal.
   EXPECT_EQ(second->terminal().finish_reason(), v1::FINISH_REASON_ERROR);
-  EXPECT_EQ(second->terminal().error().code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(second->terminal().error().code(), kResourceExhausted);
   EXPECT_THAT(second->terminal().error().message(), HasSubstr("shed"));
   Done(0, 0, "run0");
   Done(0, 0, "run1");
@@ -225,7 +228,7 @@ TEST_F(PipelineCoreQueueTest, AWaitPastTheBoundEndsWithRetryHint) {
   EXPECT_EQ(waiting->end_count(), 0);
   scheduler_.AdvanceBy(absl::Seconds(2));
   ASSERT_EQ(waiting->terminal_count(), 1);
-  EXPECT_EQ(waiting->terminal().error().code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(waiting->terminal().error().code(), kResourceExhausted);
   EXPECT_THAT(waiting->terminal().error().message(),
               HasSubstr("in the admission queue (limits.max_queue_ms)"));
   EXPECT_THAT(Sent(), IsEmpty());
@@ -258,11 +261,39 @@ TEST_F(PipelineCoreQueueTest, DrainingRefusesWhatWaitsAndLetsTheRestFinish) {
   bool drained = false;
   core().Drain(scheduler_.Now() + absl::Seconds(10), [&] { drained = true; });
   ASSERT_EQ(waiting->terminal_count(), 1);
-  EXPECT_EQ(waiting->terminal().error().code(), static_cast<int>(absl::StatusCode::kUnavailable));
+  EXPECT_EQ(waiting->terminal().error().code(), kUnavailable);
   EXPECT_THAT(waiting->terminal().error().message(), HasSubstr("try another one"));
   for (int i = 0; i < kSlots; ++i) Done(0, 0, absl::StrCat("run", i));
   EXPECT_TRUE(drained);
   EXPECT_THAT(Sent(), IsEmpty());
+}
+
+TEST_F(PipelineCoreQueueTest, StatusAndMetricsShowTheQueue) {
+  BuildOne(/*max_queued=*/3);
+  FillSlots();
+  ClearLog();
+  GenAs("a1", "alice", 3);
+  GenAs("a2", "alice", 3);
+  GenAs("b1", "bob", 0);
+  auto refused = GenAs("c1", "carol", 0);  // Full, and nothing lower: refused.
+  v1::PipelineStatus status = core().Status();
+  ASSERT_EQ(status.queued_size(), 2);
+  EXPECT_EQ(status.queued(0).priority(), 3);
+  EXPECT_EQ(status.queued(0).identity(), "alice");
+  EXPECT_EQ(status.queued(0).waiting(), 2);
+  EXPECT_EQ(status.queued(1).identity(), "bob");
+  scheduler_.AdvanceBy(absl::Seconds(2));
+  Done(0, 0, "run0");  // a1 leaves after 2 s.
+  core().SnapshotMetrics();
+  const std::string metrics = core().metrics_registry().Render();
+  EXPECT_THAT(metrics, HasSubstr("omnistage_admission_queued_requests{priority=\"3\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("omnistage_admission_queued_requests{priority=\"0\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("omnistage_admission_queued_requests{priority=\"9\"} 0"));
+  EXPECT_THAT(metrics, HasSubstr("omnistage_admission_refusals_total{reason=\"full\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("omnistage_admission_refusals_total{reason=\"shed\"} 0"));
+  EXPECT_THAT(metrics, HasSubstr("omnistage_admission_queue_wait_seconds_count 1"));
+  EXPECT_THAT(metrics, HasSubstr("omnistage_admission_queue_wait_seconds_sum 2"));
+  LeaveOpen("the queue's state is the point");
 }
 
 TEST_F(PipelineCoreQueueTest, OffItSendsEverythingAtOnce) {

@@ -28,6 +28,8 @@ constexpr absl::StatusCode kRefusalCodes[] = {
 constexpr const char* kAuthenticatedCalls[] = {"Generate", "Abort", "GetPipelineStatus",
                                                 "CallStageUtility"};
 constexpr const char* kEvictionReasons[] = {"stream_ended", "stalled", "send_failed"};
+// Why the admission queue refused or ended a request (QueueRefused()).
+constexpr const char* kQueueRefusalReasons[] = {"full", "shed", "expired", "draining"};
 
 }  // namespace
 
@@ -96,6 +98,21 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
                                    "Response bytes queued for clients that read slower than "
                                    "the pipeline writes.")
                         .With({})),
+      queued_(registry->AddGauge(
+          "omnistage_admission_queued_requests",
+          "Requests waiting in the admission queue for a free slot on stage 0, by priority.",
+          {"priority"})),
+      queue_wait_(registry
+                      ->AddHistogram("omnistage_admission_queue_wait_seconds",
+                                     "How long requests that left the admission queue for "
+                                     "stage 0 waited in it.",
+                                     {}, LatencyBuckets())
+                      .With({})),
+      queue_refusals_(registry->AddCounter(
+          "omnistage_admission_refusals_total",
+          "Requests the admission queue refused or ended: full (the call failed), shed (for a "
+          "higher priority), expired (limits.max_queue_ms) or draining.",
+          {"reason"})),
       loop_lag_(registry
                     ->AddHistogram("omnistage_event_loop_lag_seconds",
                                    "From posting a task to the event loop to its start.", {},
@@ -118,6 +135,11 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
   for (const std::string& stage : stage_names_) {
     for (const char* reason : kEvictionReasons) evictions_.With({stage, reason});
   }
+  for (const char* reason : kQueueRefusalReasons) queue_refusals_.With({reason});
+}
+
+void PipelineMetrics::QueueRefused(absl::string_view reason) {
+  queue_refusals_.With({std::string(reason)}).Increment();
 }
 
 void PipelineMetrics::Finished(v1::FinishReason reason, absl::Duration since_admission) {
@@ -158,8 +180,12 @@ void PipelineMetrics::WorkerAbortCall(int stage, int replica) {
 }
 
 void PipelineMetrics::Snapshot(size_t in_flight,
-                               const std::vector<std::shared_ptr<StagePool>>& pools) {
+                               const std::vector<std::shared_ptr<StagePool>>& pools,
+                               const std::vector<size_t>& queued_by_priority) {
   in_flight_.Set(static_cast<double>(in_flight));
+  for (size_t p = 0; p < queued_by_priority.size(); ++p) {
+    queued_.With({absl::StrCat(p)}).Set(static_cast<double>(queued_by_priority[p]));
+  }
   // Built aside and swapped in whole: a scrape rendering meanwhile sees every
   // replica (the previous snapshot's or this one's), never a half-built set.
   std::map<std::vector<std::string>, double> up, bound;

@@ -41,6 +41,13 @@ class PipelineMetrics {
   // Bytes of responses waiting for slow clients (+ queued, - written).
   void QueuedBytes(int64_t delta) { queued_bytes_.Add(static_cast<double>(delta)); }
 
+  // ---- The admission queue ----
+  // A request left the queue for stage 0 after `waited`.
+  void LeftQueue(absl::Duration waited) { queue_wait_.Observe(absl::ToDoubleSeconds(waited)); }
+  // A request the queue refused or ended: `reason` full, shed, expired or
+  // draining.
+  void QueueRefused(absl::string_view reason);
+
   // ---- Stages and replicas ----
   void StageDone(int stage, absl::Duration since_sent);
   // `reason`: stream_ended, stalled or send_failed.
@@ -52,9 +59,11 @@ class PipelineMetrics {
   void PeerCall(absl::string_view call, absl::StatusCode code);
 
   // ---- Gauges of loop-owned state, set at scrape time on the loop ----
-  // The in-flight count, and up and bound for every replica `pools` list
-  // (removed ones disappear).
-  void Snapshot(size_t in_flight, const std::vector<std::shared_ptr<StagePool>>& pools);
+  // The in-flight count, up and bound for every replica `pools` list (removed
+  // ones disappear), and the requests queued at each priority
+  // (`queued_by_priority[p]`; every priority is listed, 0 when none waits).
+  void Snapshot(size_t in_flight, const std::vector<std::shared_ptr<StagePool>>& pools,
+                const std::vector<size_t>& queued_by_priority);
 
   // The event loop's post-to-run delay (EventLoop::set_lag_observer).
   void LoopLag(absl::Duration lag) { loop_lag_.Observe(absl::ToDoubleSeconds(lag)); }
@@ -77,6 +86,9 @@ class PipelineMetrics {
   Histogram& abort_duration_;
   Counter& client_cancellations_;
   Gauge& queued_bytes_;
+  Family<Gauge>& queued_;
+  Histogram& queue_wait_;
+  Family<Counter>& queue_refusals_;
   Histogram& loop_lag_;
 };
 
