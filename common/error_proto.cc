@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/field_error.h"
+#include "common/retry_hint.h"
 
 namespace omnistage {
 
@@ -15,6 +16,9 @@ v1::Error ErrorProto(const absl::Status& status, int stage, int replica,
   error.set_replica(replica);
   error.set_instance_id(std::string(instance_id));
   error.set_field(ErrorField(status));
+  if (std::optional<absl::Duration> after = RetryAfterOf(status)) {
+    error.set_retry_after_ms(absl::ToInt64Milliseconds(*after));
+  }
   return error;
 }
 
@@ -23,7 +27,11 @@ absl::Status StatusFromErrorProto(const v1::Error& error) {
   if (error.code() <= 0 || error.code() > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
     code = absl::StatusCode::kInternal;
   }
-  return AtField(absl::Status(code, error.message()), error.field());
+  absl::Status status = AtField(absl::Status(code, error.message()), error.field());
+  if (error.retry_after_ms() > 0) {
+    status = WithRetryAfter(std::move(status), absl::Milliseconds(error.retry_after_ms()));
+  }
+  return status;
 }
 
 }  // namespace omnistage

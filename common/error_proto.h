@@ -14,7 +14,8 @@
 namespace omnistage {
 
 // `status` (not OK) as a v1::Error. A field path the status carries
-// (field_error.h) travels in `field`.
+// (field_error.h) travels in `field`, a retry hint (retry_hint.h) in
+// `retry_after_ms`; StatusFromErrorProto restores both.
 v1::Error ErrorProto(const absl::Status& status, int stage = -1, int replica = -1,
                      absl::string_view instance_id = "");
 

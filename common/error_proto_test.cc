@@ -1,6 +1,7 @@
 #include "common/error_proto.h"
 
 #include "common/field_error.h"
+#include "common/retry_hint.h"
 #include "gtest/gtest.h"
 
 namespace omnistage {
@@ -33,6 +34,16 @@ TEST(ErrorProtoTest, CarriesWhereAndWhyBothWays) {
   EXPECT_EQ(back.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(back.message(), "unknown extra parameter 'voice'");
   EXPECT_EQ(ErrorField(back), "params.extra.voice");
+}
+
+TEST(ErrorProtoTest, CarriesARetryHintBothWays) {
+  const v1::Error error = ErrorProto(
+      WithRetryAfter(absl::ResourceExhaustedError("full"), absl::Milliseconds(250)));
+  EXPECT_EQ(error.retry_after_ms(), 250);
+  EXPECT_EQ(RetryAfterOf(StatusFromErrorProto(error)), absl::Milliseconds(250));
+  EXPECT_EQ(ErrorProto(absl::ResourceExhaustedError("full")).retry_after_ms(), 0);
+  EXPECT_EQ(RetryAfterOf(StatusFromErrorProto(ErrorProto(absl::InternalError("x")))),
+            std::nullopt);
 }
 
 TEST(ErrorProtoTest, DefaultsSayNoStageOrReplica) {

@@ -1,20 +1,51 @@
 #include "common/grpc_util.h"
 
+#include <optional>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/plaintext_warning.h"
+#include "common/retry_hint.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "protos/rpc_status.pb.h"
 
 namespace omnistage {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
+  std::optional<absl::Duration> after = RetryAfterOf(status);
+  if (!after.has_value()) {
+    return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                        std::string(status.message()));
+  }
+  google::rpc::RetryInfo retry;
+  retry.mutable_retry_delay()->set_seconds(absl::ToInt64Seconds(*after));
+  retry.mutable_retry_delay()->set_nanos(
+      static_cast<int32_t>(absl::ToInt64Nanoseconds(*after % absl::Seconds(1))));
+  google::rpc::Status details;
+  details.set_code(static_cast<int>(status.code()));
+  details.set_message(std::string(status.message()));
+  details.add_details()->PackFrom(retry);
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+                      std::string(status.message()), details.SerializeAsString());
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  absl::Status converted(static_cast<absl::StatusCode>(status.error_code()),
+                         status.error_message());
+  google::rpc::Status details;
+  if (status.error_details().empty() || !details.ParseFromString(status.error_details())) {
+    return converted;
+  }
+  for (const google::protobuf::Any& detail : details.details()) {
+    google::rpc::RetryInfo retry;
+    if (!detail.UnpackTo(&retry)) continue;
+    converted = WithRetryAfter(std::move(converted),
+                               absl::Seconds(retry.retry_delay().seconds()) +
+                                   absl::Nanoseconds(retry.retry_delay().nanos()));
+  }
+  return converted;
 }
 
 void ShutDownServer::operator()(grpc::Server* server) const {

@@ -21,6 +21,8 @@
 
 namespace omnistage {
 
+// A retry hint (retry_hint.h) travels as google.rpc.RetryInfo in the status
+// details (grpc-status-details-bin), and comes back from them.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 absl::Status FromGrpcStatus(const grpc::Status& status);
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/retry_hint.h"
 #include "nlohmann/json.hpp"
 
 namespace omnistage {
@@ -15,12 +16,19 @@ std::string ApiError::Json() const {
 
 ApiError InvalidRequest(const std::string& param, const std::string& message,
                         const std::string& code) {
-  return ApiError{400, "invalid_request_error", message, param, code};
+  return ApiError{400, "invalid_request_error", message, param, code, std::nullopt};
+}
+
+std::vector<std::pair<std::string, std::string>> ApiError::Headers() const {
+  if (!retry_after.has_value()) return {};
+  const int64_t ms = absl::ToInt64Milliseconds(*retry_after);
+  return {{"Retry-After", absl::StrCat((ms + 999) / 1000)}, {"retry-after-ms", absl::StrCat(ms)}};
 }
 
 ApiError FromStatus(const absl::Status& status) {
   ApiError error;
   error.message = std::string(status.message());
+  error.retry_after = RetryAfterOf(status);
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kAlreadyExists:

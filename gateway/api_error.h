@@ -7,10 +7,14 @@
 #ifndef OMNISTAGE_GATEWAY_API_ERROR_H_
 #define OMNISTAGE_GATEWAY_API_ERROR_H_
 
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace omnistage {
 
@@ -24,6 +28,13 @@ struct ApiError {
   std::string param;
   // A machine-readable code ("" -> null), e.g. model_not_found.
   std::string code;
+  // When the same request may be tried again (a full queue, a rate limit):
+  // sent as `Retry-After` (whole seconds, rounded up) and `retry-after-ms`,
+  // the headers OpenAI's SDKs wait by.
+  std::optional<absl::Duration> retry_after;
+
+  // The response headers the error adds: the retry ones, when there is a hint.
+  std::vector<std::pair<std::string, std::string>> Headers() const;
 
   // {"error": {...}}.
   std::string Json() const;
@@ -35,7 +46,8 @@ ApiError InvalidRequest(const std::string& param, const std::string& message,
 // The HTTP status and type for an orchestrator's gRPC status: INVALID_ARGUMENT
 // 400, UNAUTHENTICATED 401, PERMISSION_DENIED 403, NOT_FOUND 404,
 // RESOURCE_EXHAUSTED 429, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, others 500;
-// the message is the orchestrator's.
+// the message is the orchestrator's, and its retry hint (common/retry_hint.h)
+// becomes `retry_after`.
 ApiError FromStatus(const absl::Status& status);
 
 // gRPC's message for an orchestrator it could not reach, with the fix added

@@ -108,6 +108,11 @@ void ChatCall::Deliver(const v1::GenerateResponse& response) {
   exchange_->Send(events, [this] { ReadNext(); });
 }
 
+void ChatCall::AnswerError(const ApiError& error) {
+  for (const auto& [name, value] : error.Headers()) exchange_->AddHeader(name, value);
+  Answer(error.http_status, error.Json());
+}
+
 void ChatCall::Answer(int http_status, const std::string& body) {
   exchange_->Respond(http_status, kJson, body);
   observer_(http_status);
@@ -139,7 +144,7 @@ void ChatCall::Finish(const grpc::Status& status) {
     }
     const ApiError error = FromStatus(failed);
     if (!exchange_->streaming()) {
-      Answer(error.http_status, error.Json());
+      AnswerError(error);
       return;
     }
     // Events went out already: say that this one broke the stream.
@@ -154,7 +159,7 @@ void ChatCall::Finish(const grpc::Status& status) {
     std::variant<std::string, ApiError> body = encoder_.Completion(terminal_);
     if (std::holds_alternative<ApiError>(body)) {
       const ApiError& error = std::get<ApiError>(body);
-      Answer(error.http_status, error.Json());
+      AnswerError(error);
     } else {
       Answer(200, std::get<std::string>(body));
     }
@@ -164,7 +169,7 @@ void ChatCall::Finish(const grpc::Status& status) {
     // Nothing streamed yet: a failure is still the call's own status.
     if (terminal_.finish_reason() == v1::FINISH_REASON_ERROR) {
       const ApiError error = FromStatus(StatusFromErrorProto(terminal_.error()));
-      Answer(error.http_status, error.Json());
+      AnswerError(error);
       return;
     }
     exchange_->StartStream(200, kEventStream);

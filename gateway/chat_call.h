@@ -21,6 +21,7 @@
 #include <string>
 
 #include "common/metrics.h"
+#include "gateway/api_error.h"
 #include "gateway/chat_request.h"
 #include "gateway/chat_response.h"
 #include "gateway/http_server.h"
@@ -70,6 +71,8 @@ class ChatCall final : public grpc::ClientReadReactor<v1::GenerateResponse> {
   void ClientGone();
   void Finish(const grpc::Status& status);
   void Answer(int http_status, const std::string& body);
+  // `error`'s status, headers and body.
+  void AnswerError(const ApiError& error);
 
   // For the fallback's second try.
   const ChatRequest request_;

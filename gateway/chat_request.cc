@@ -165,7 +165,7 @@ Part ReadModel(const json& parsed, const ServedModel& model, ChatRequest* reques
     return ApiError{404, "invalid_request_error",
                     absl::StrCat("The model '", model_it->get<std::string>(),
                                  "' does not exist; this gateway serves '", model.id, "'."),
-                    "model", "model_not_found"};
+                    "model", "model_not_found", std::nullopt};
   }
   return std::nullopt;
 }

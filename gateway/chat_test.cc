@@ -5,6 +5,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "common/retry_hint.h"
 #include "gateway/api_error.h"
 #include "gateway/chat_request.h"
 #include "gateway/chat_response.h"
@@ -157,6 +158,17 @@ TEST(ChatRequestTest, RefusesWhatItCannotDoNamingTheField) {
       EXPECT_TRUE(shaped["error"].contains(key)) << key << " in " << e.Json();
     }
   }
+}
+
+TEST(ApiErrorTest, ARetryHintBecomesTheHeadersOpenAIsSdksWaitBy) {
+  const ApiError error = FromStatus(
+      WithRetryAfter(absl::ResourceExhaustedError("the queue is full"), absl::Milliseconds(1500)));
+  EXPECT_EQ(error.http_status, 429);
+  EXPECT_EQ(error.type, "rate_limit_error");
+  using Header = std::pair<std::string, std::string>;
+  EXPECT_EQ(error.Headers(),
+            (std::vector<Header>{{"Retry-After", "2"}, {"retry-after-ms", "1500"}}));
+  EXPECT_TRUE(FromStatus(absl::ResourceExhaustedError("x")).Headers().empty());
 }
 
 TEST(ApiErrorTest, OrchestratorStatusesBecomeHttpStatuses) {

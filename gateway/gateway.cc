@@ -153,7 +153,8 @@ void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
     Respond(*exchange, 200, "text/plain; version=0.0.4", registry_.Render());
   } else {
     ApiError error{404, "invalid_request_error",
-                   absl::StrCat("Invalid URL (", method, " ", path, ")"), "", "unknown_url"};
+                   absl::StrCat("Invalid URL (", method, " ", path, ")"), "", "unknown_url",
+                   std::nullopt};
     exchange->Respond(404, kJson, error.Json());
     Count("other", 404);
   }
@@ -180,7 +181,7 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
       CleanAuthorization(exchange->Header("Authorization"));
   if (!authorization.ok()) {
     const ApiError error{401, "authentication_error", std::string(authorization.status().message()),
-                         "", "invalid_api_key"};
+                         "", "invalid_api_key", std::nullopt};
     Respond(*exchange, error.http_status, kJson, error.Json());
     return;
   }

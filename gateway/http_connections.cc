@@ -42,7 +42,7 @@ namespace {
 
 // A refusal's answer, as the OpenAI API shapes errors.
 std::string RefusalBody(HttpEvent why, const std::string& address, const HttpLimits& limits) {
-  ApiError error{503, "server_error", "", "", "too_many_connections"};
+  ApiError error{503, "server_error", "", "", "too_many_connections", std::nullopt};
   switch (why) {
     case HttpEvent::kRefusedMaxConnections:
       error.message = absl::StrCat("the gateway holds as many connections as it takes (",
@@ -56,7 +56,7 @@ std::string RefusalBody(HttpEvent why, const std::string& address, const HttpLim
     default:
       error = ApiError{431, "invalid_request_error",
                        absl::StrCat("more than ", limits.max_headers, " header lines"), "",
-                       "request_header_fields_too_large"};
+                       "request_header_fields_too_large", std::nullopt};
       break;
   }
   return error.Json();

@@ -92,6 +92,11 @@ std::string HttpExchange::Header(const char* name) const {
   return value == nullptr ? "" : value;
 }
 
+void HttpExchange::AddHeader(const std::string& name, const std::string& value) {
+  if (request_ == nullptr || streaming_) return;
+  evhttp_add_header(evhttp_request_get_output_headers(request_), name.c_str(), value.c_str());
+}
+
 void HttpExchange::Respond(int status, const std::string& content_type,
                            const std::string& body) {
   if (request_ == nullptr) return;

@@ -47,6 +47,8 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   // A request header's value ("" when absent).
   std::string Header(const char* name) const;
 
+  // A header of the response to come (before Respond or StartStream).
+  void AddHeader(const std::string& name, const std::string& value);
   // A whole response.
   void Respond(int status, const std::string& content_type, const std::string& body);
   // A response streamed in chunks (Transfer-Encoding: chunked).

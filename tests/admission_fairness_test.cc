@@ -11,11 +11,13 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "protos/rpc_status.pb.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
 
@@ -35,7 +37,11 @@ std::string TestDir() {
 
 class AdmissionFairnessTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Start({}); }
+
+  // Restarts the pipeline with these `limits:` entries.
+  void Start(std::vector<std::string> limits) {
+    pipeline_.reset();
     const std::string tokens = TestDir() + "/tokens.yaml";
     // The quiet identity may ask for a higher priority than it gets by default.
     std::ofstream(tokens) << "tokens:\n"
@@ -47,6 +53,7 @@ class AdmissionFairnessTest : public ::testing::Test {
     spec.stages = {Stage("llm", "sim_llm", "step_time_us=10000,batch_size=8", 1, true, "tokens")};
     spec.orchestrator_flags = {"--tokens_file=" + tokens};
     spec.token = kQuiet;
+    spec.limits = std::move(limits);
     pipeline_ = StartPipeline(spec);
   }
 
@@ -123,6 +130,37 @@ TEST_F(AdmissionFairnessTest, AHigherPriorityLeavesTheQueueFirst) {
   ExpectWhole(*urgent, 2);
   for (auto& call : normal) ExpectWhole(*call, 2);
   for (auto& call : flood) ExpectWhole(*call, kLongTokens);
+}
+
+TEST_F(AdmissionFairnessTest, AFullQueueRefusesWithAHintOfWhenToRetry) {
+  Start({"max_queued: 4"});
+  ASSERT_NE(pipeline_, nullptr);
+  std::vector<std::unique_ptr<GenerateCall>> running;
+  for (int i = 0; i < 14; ++i) {  // 10 slots (8 and a headroom of 2), 4 queued.
+    running.push_back(Call(absl::StrCat("held-", i), kLongTokens, kFlood));
+  }
+  ASSERT_TRUE(running[0]->WaitForOutput(absl::Seconds(10)));
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", absl::StrCat("Bearer ", kFlood));
+  std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader =
+      pipeline_->stub()->Generate(&context, MakeRequest("refused", "hello", {StageParams(0, 2)}));
+  v1::GenerateResponse response;
+  while (reader->Read(&response)) {
+  }
+  const grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  EXPECT_NE(status.error_message().find("admission queue is full"), std::string::npos);
+  google::rpc::Status details;
+  ASSERT_TRUE(details.ParseFromString(status.error_details()));
+  google::rpc::RetryInfo retry;
+  ASSERT_EQ(details.details_size(), 1);
+  ASSERT_TRUE(details.details(0).UnpackTo(&retry));
+  EXPECT_EQ(retry.retry_delay().seconds(), 1);
+  const auto& trailers = context.GetServerTrailingMetadata();
+  auto hint = trailers.find("retry-after-ms");
+  ASSERT_NE(hint, trailers.end());
+  EXPECT_EQ(std::string(hint->second.data(), hint->second.size()), "1000");
+  for (auto& call : running) ExpectWhole(*call, kLongTokens);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "common/error_proto.h"
 #include "common/invariant.h"
 #include "common/log.h"
+#include "common/retry_hint.h"
 #include "orchestrator/core/pipeline_core.h"
 
 namespace omnistage {
@@ -24,9 +25,10 @@ namespace {
 constexpr absl::Duration kRetryHint = absl::Seconds(1);
 
 v1::Error QueueError(absl::StatusCode code, absl::string_view why) {
-  return ErrorProto(absl::Status(code, absl::StrCat(why, "; retry after ",
-                                                    absl::ToInt64Milliseconds(kRetryHint),
-                                                    " ms, or at another orchestrator")));
+  return ErrorProto(WithRetryAfter(
+      absl::Status(code, absl::StrCat(why, "; retry after ", absl::ToInt64Milliseconds(kRetryHint),
+                                      " ms, or at another orchestrator")),
+      kRetryHint));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/retry_hint.h"
 #include "orchestrator/core/pipeline_core.h"
 #include "orchestrator/core/pipeline_core_test_harness.h"
 
@@ -205,12 +206,14 @@ TEST_F(PipelineCoreQueueTest, AFullQueueRefusesOrShedsForAHigherPriority) {
   EXPECT_THAT(std::string(refused->fail_status().message()),
               HasSubstr("admission queue is full: 2 requests wait (limits.max_queued)"));
   EXPECT_THAT(std::string(refused->fail_status().message()), HasSubstr("retry after"));
+  EXPECT_EQ(RetryAfterOf(refused->fail_status()), absl::Seconds(1));
   auto urgent = GenAs("urgent", "dave", 8);
   EXPECT_EQ(urgent->fail_count(), 0);
   // The newest of the lower priority made room; it ends with a terminal.
   EXPECT_EQ(second->terminal().finish_reason(), v1::FINISH_REASON_ERROR);
   EXPECT_EQ(second->terminal().error().code(), kResourceExhausted);
   EXPECT_THAT(second->terminal().error().message(), HasSubstr("shed"));
+  EXPECT_EQ(second->terminal().error().retry_after_ms(), 1000);
   Done(0, 0, "run0");
   Done(0, 0, "run1");
   EXPECT_THAT(Sent(), ElementsAre("urgent", "q1"));

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_util.h"
+#include "common/retry_hint.h"
 #include "orchestrator/service/client_stream.h"
 #include "orchestrator/peers/cluster_status.h"
 #include "orchestrator/service/unary_finish.h"
@@ -42,7 +45,15 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
 
   // ClientStream::Transport.
   void BeginWrite(const v1::GenerateResponse* response) override { StartWrite(response); }
-  void FinishStream(const absl::Status& status) override { Finish(ToGrpcStatus(status)); }
+  void FinishStream(const absl::Status& status) override {
+    // A refusal of the moment says when to come back (also in the status
+    // details, as google.rpc.RetryInfo).
+    if (std::optional<absl::Duration> after = RetryAfterOf(status)) {
+      context_->AddTrailingMetadata(kRetryAfterMsTrailer,
+                                    absl::StrCat(absl::ToInt64Milliseconds(*after)));
+    }
+    Finish(ToGrpcStatus(status));
+  }
   void CancelStream() override { context_->TryCancel(); }
 
   // Reactor.
