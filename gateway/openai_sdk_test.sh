@@ -10,6 +10,8 @@
 # - a client that goes away mid-stream: the pipeline shows 0 in flight after;
 # - 512 streams at once through the gateway, none lost;
 # - the orchestrator's admission limit as 429, no orchestrator as 503;
+# - an identity's request rate (tokens file) as 429 with Retry-After, which the
+#   SDK's own retries wait by;
 # - SIGTERM drains: a running stream ends whole.
 # Needs node and gateway/sdk_test/node_modules (./setup.sh runs npm ci there).
 # Stops what it starts, by PID.
@@ -26,6 +28,7 @@ command -v "$NODE" >/dev/null || fail "node not found (set NODE=/path/to/node)"
 
 token="gateway-test-token-$RANDOM$RANDOM"
 admin="gateway-test-admin-$RANDOM$RANDOM"
+slow="gateway-test-slow-$RANDOM$RANDOM"
 cat >"$out/tokens.yaml" <<YAML
 tokens:
   - identity: sdk-user
@@ -34,6 +37,11 @@ tokens:
   - identity: ops
     role: admin
     token: "$admin"
+  - identity: one-per-2s
+    role: user
+    token: "$slow"
+    requests_per_second: 0.5
+    requests_burst: 1
 YAML
 start_orchestrator orchestrator/configs/local_omni.yaml --tokens_file="$out/tokens.yaml"
 export OMNISTAGE_TOKEN="$token"
@@ -108,6 +116,8 @@ for _ in $(seq 1 50); do
   sleep 0.1
 done
 [ "$(in_flight)" = 0 ] || fail "after the disconnect $(in_flight) request(s) still in flight"
+
+OMNISTAGE_TOKEN="$slow" sdk rate_limited
 
 sdk concurrent
 # (Read whole, then searched: `curl | grep -q` under pipefail fails when grep

@@ -10,6 +10,9 @@
 //   disconnect  stops reading after the first chunk (the gateway must abort)
 //   concurrent  512 streams at once, every one complete
 //   limited     (an orchestrator admitting one request) a second one is 429
+//   rate_limited (a token allowed one request per 2 s) a second one at once is
+//               RateLimitError with Retry-After and retry-after-ms; the SDK's own
+//               retries wait that long and then succeed
 //   unavailable (no orchestrator answers) a request is 503
 import fs from "node:fs";
 import path from "node:path";
@@ -156,6 +159,31 @@ async function limited() {
   return { status: 429 };
 }
 
+async function rate_limited() {
+  const small = { ...request, modalities: ["text"], max_tokens: 2 };
+  await client.chat.completions.create(small);
+  let hint_ms = 0;
+  try {
+    await client.chat.completions.create(small);
+    fail("a second request within the rate was admitted");
+  } catch (e) {
+    if (!(e instanceof OpenAI.RateLimitError) || e.status !== 429) {
+      fail(`second request: ${e.constructor.name} ${e.status} ${JSON.stringify(e.error)}`);
+    }
+    hint_ms = Number(e.headers?.get?.("retry-after-ms") ?? e.headers?.["retry-after-ms"]);
+    const seconds = Number(e.headers?.get?.("retry-after") ?? e.headers?.["retry-after"]);
+    if (!(hint_ms > 0 && hint_ms <= 2000 && seconds === Math.ceil(hint_ms / 1000))) {
+      fail(`no usable retry headers: retry-after-ms ${hint_ms}, retry-after ${seconds}`);
+    }
+    if (!e.message.includes("per second")) fail(`the message does not name the rate: ${e.message}`);
+  }
+  // The SDK retries a 429 by itself, after the time the headers say.
+  const patient = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 3, timeout: 120000 });
+  const start = Date.now();
+  await patient.chat.completions.create(small);
+  return { status: 429, retry_after_ms: hint_ms, retried_after_ms: Date.now() - start };
+}
+
 // With no orchestrator behind the gateway.
 async function unavailable() {
   try {
@@ -170,7 +198,8 @@ async function unavailable() {
   return { status: 503 };
 }
 
-const checks = { stream, whole, errors, disconnect, concurrent, limited, unavailable };
+const checks = { stream, whole, errors, disconnect, concurrent, limited, rate_limited,
+                 unavailable };
 if (!checks[check]) fail(`unknown check '${check}'`);
 try {
   console.log(JSON.stringify({ check, ok: true, ...(await checks[check]()) }));

@@ -8,6 +8,7 @@
 #ifndef OMNISTAGE_ORCHESTRATOR_CONFIG_YAML_FIELDS_H_
 #define OMNISTAGE_ORCHESTRATOR_CONFIG_YAML_FIELDS_H_
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -105,6 +106,19 @@ class Fields {
     Fail(Expected(*node, PathOf(key),
                   max == kNoMax ? absl::StrCat(noun, " >= ", min)
                                 : absl::StrCat(noun, " in [", min, ", ", max, "]")));
+  }
+
+  // A finite decimal number in [min, max].
+  void Number(const std::string& key, double min, double max, double* out) {
+    const YAML::Node* node = Find(key);
+    if (node == nullptr) return;
+    double value = 0;
+    if (node->IsScalar() && absl::SimpleAtod(node->Scalar(), &value) && std::isfinite(value) &&
+        value >= min && value <= max) {
+      *out = value;
+      return;
+    }
+    Fail(Expected(*node, PathOf(key), absl::StrCat("a number in [", min, ", ", max, "]")));
   }
 
   // A duration given in whole milliseconds.

@@ -10,6 +10,19 @@ namespace omnistage {
 // Priorities run from 0 to this.
 inline constexpr int kMaxPriority = 9;
 
+// An identity's rates (the tokens file); 0: no limit. Token buckets: a
+// request takes one of `requests_burst`, refilled at `requests_per_second`;
+// the output tokens its requests produce are charged to `output_tokens_burst`,
+// refilled at `output_tokens_per_minute`, and a new request waits while that
+// bucket is below empty (rate_limiter.h).
+struct RateLimits {
+  double requests_per_second = 0;
+  double requests_burst = 0;
+  double output_tokens_per_minute = 0;
+  double output_tokens_burst = 0;
+  bool any() const { return requests_per_second > 0 || output_tokens_per_minute > 0; }
+};
+
 struct Caller {
   // "" when authentication is off. It owns the requests it starts.
   std::string identity;
@@ -25,6 +38,7 @@ struct Caller {
   int priority = 0;
   int max_priority = kMaxPriority;
   int weight = 1;
+  RateLimits rate_limits;
 };
 
 }  // namespace omnistage

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/error_proto.h"
 #include "common/invariant.h"
@@ -20,6 +21,21 @@ AbortOptions AbortOptionsFor(const PipelineConfig& config) {
   AbortOptions options;
   options.worker_abort_timeout = config.worker_abort_timeout;
   return options;
+}
+
+// What an output costs against its identity's output-token rate
+// (rate_limiter.h): a tokens payload its ids, a text payload its words.
+int64_t OutputTokensOf(const v1::Payload& payload) {
+  if (payload.has_tokens()) return payload.tokens().ids_size();
+  if (!payload.has_text()) return 0;
+  int64_t words = 0;
+  bool in_word = false;
+  for (char c : payload.text().text()) {
+    const bool space = absl::ascii_isspace(static_cast<unsigned char>(c));
+    if (!space && !in_word) ++words;
+    in_word = !space;
+  }
+  return words;
 }
 
 v1::Terminal ErrorTerminal(const v1::Error& error) {
@@ -158,6 +174,12 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
         caller.identity.empty() ? "these clients" : "'" + caller.identity + "'",
         " may ask for (", caller.max_priority, ")"));
   }
+  if (id.ok()) {
+    if (absl::Status limited = rate_limiter_.Admit(caller, scheduler_->Now()); !limited.ok()) {
+      metrics_.QueueRefused("rate_limited");
+      id = std::move(limited);
+    }
+  }
   if (!id.ok()) {
     sink->Fail(id.status());
     return;
@@ -263,7 +285,9 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
   if (r.to_client[stage] && output.payloads_size() > 0) {
     std::vector<v1::OutputChunk> chunks;
     chunks.reserve(output.payloads_size());
+    int64_t output_tokens = 0;
     for (const v1::Payload& p : output.payloads()) {
+      output_tokens += OutputTokensOf(p);
       if (p.has_text()) r.partial_text[stage] += p.text().text();
       if (p.has_tokens()) {
         r.partial_tokens[stage].insert(r.partial_tokens[stage].end(), p.tokens().ids().begin(),
@@ -274,6 +298,7 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
       chunk.set_modality(config_.stages[stage].output_modality);
       *chunk.mutable_payload() = p;
     }
+    if (output_tokens > 0) rate_limiter_.ChargeOutput(r.caller, output_tokens, scheduler_->Now());
     r.sink->Send(id, std::move(chunks));
   }
   if (output.finished()) metrics_.StageDone(stage, scheduler_->Now() - r.stages[stage].sent_at);

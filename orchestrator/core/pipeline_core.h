@@ -34,6 +34,7 @@
 #include "orchestrator/core/caller.h"
 #include "orchestrator/config/pipeline_config.h"
 #include "orchestrator/core/pipeline_metrics.h"
+#include "orchestrator/core/rate_limiter.h"
 #include "orchestrator/core/replica_client.h"
 #include "orchestrator/core/request_table.h"
 #include "orchestrator/core/response_sink.h"
@@ -173,6 +174,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   bool accepting_ = true;
   std::string node_id_;
   AdmissionQueue queue_;
+  RateLimiter rate_limiter_;
   bool pumping_ = false;
   std::function<void()> on_drained_;
   Scheduler::TimerId drain_timer_ = 0;

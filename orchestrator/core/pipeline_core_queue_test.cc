@@ -299,6 +299,51 @@ TEST_F(PipelineCoreQueueTest, StatusAndMetricsShowTheQueue) {
   LeaveOpen("the queue's state is the point");
 }
 
+TEST_F(PipelineCoreQueueTest, AnIdentitysRatesRefuseWithAHint) {
+  BuildOne();
+  auto Send = [&](const std::string& id, const RateLimits& limits) {
+    v1::GenerateRequest request;
+    request.set_request_id(id);
+    request.set_prompt("Hi there");
+    Caller caller;
+    caller.identity = "alice";
+    caller.rate_limits = limits;
+    auto sink = std::make_shared<FakeResponseSink>();
+    sinks_.push_back(sink);
+    core().Generate(std::move(request), sink, "", caller);
+    return sink;
+  };
+  // One request per second, no burst.
+  const RateLimits one_per_second{1, 1, 0, 0};
+  auto first = Send("r1", one_per_second);
+  auto second = Send("r2", one_per_second);
+  EXPECT_EQ(first->fail_count(), 0);
+  EXPECT_EQ(second->fail_status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(second->fail_status().message()),
+              HasSubstr("the requests of 'alice' exceed the 1 per second"));
+  EXPECT_EQ(RetryAfterOf(second->fail_status()), absl::Seconds(1));
+  scheduler_.AdvanceBy(absl::Seconds(1));
+  auto third = Send("r3", one_per_second);
+  EXPECT_EQ(third->fail_count(), 0);
+  Done(0, 0, "r1");
+  Done(0, 0, "r3");
+  // 60 output tokens a minute, a burst of 5: a request that writes 8 words
+  // leaves the identity 3 below empty, 3 s from the next request.
+  const RateLimits tokens{0, 0, 60, 5};
+  auto wordy = Send("w1", tokens);
+  Done(0, 0, "w1", {Text("one two three four five six seven eight")});
+  auto next = Send("w2", tokens);
+  EXPECT_EQ(next->fail_status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(RetryAfterOf(next->fail_status()), absl::Seconds(3));
+  scheduler_.AdvanceBy(absl::Seconds(3));
+  auto later = Send("w3", tokens);
+  EXPECT_EQ(later->fail_count(), 0);
+  Done(0, 0, "w3");
+  core().SnapshotMetrics();
+  EXPECT_THAT(core().metrics_registry().Render(),
+              HasSubstr("omnistage_admission_refusals_total{reason=\"rate_limited\"} 2"));
+}
+
 TEST_F(PipelineCoreQueueTest, OffItSendsEverythingAtOnce) {
   BuildOne(/*max_queued=*/0);
   for (int i = 0; i < 3 * kSlots; ++i) GenAs(absl::StrCat("r", i), "alice");

@@ -29,7 +29,8 @@ constexpr const char* kAuthenticatedCalls[] = {"Generate", "Abort", "GetPipeline
                                                 "CallStageUtility"};
 constexpr const char* kEvictionReasons[] = {"stream_ended", "stalled", "send_failed"};
 // Why the admission queue refused or ended a request (QueueRefused()).
-constexpr const char* kQueueRefusalReasons[] = {"full", "shed", "expired", "draining"};
+constexpr const char* kQueueRefusalReasons[] = {"full", "shed", "expired", "draining",
+                                                "rate_limited"};
 
 }  // namespace
 
@@ -111,7 +112,8 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
       queue_refusals_(registry->AddCounter(
           "omnistage_admission_refusals_total",
           "Requests the admission queue refused or ended: full (the call failed), shed (for a "
-          "higher priority), expired (limits.max_queue_ms) or draining.",
+          "higher priority), expired (limits.max_queue_ms), draining, or rate_limited (the "
+          "identity's rates in the tokens file; the call failed).",
           {"reason"})),
       loop_lag_(registry
                     ->AddHistogram("omnistage_event_loop_lag_seconds",

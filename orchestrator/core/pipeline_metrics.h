@@ -44,8 +44,8 @@ class PipelineMetrics {
   // ---- The admission queue ----
   // A request left the queue for stage 0 after `waited`.
   void LeftQueue(absl::Duration waited) { queue_wait_.Observe(absl::ToDoubleSeconds(waited)); }
-  // A request the queue refused or ended: `reason` full, shed, expired or
-  // draining.
+  // A request the queue refused or ended: `reason` full, shed, expired,
+  // draining or rate_limited.
   void QueueRefused(absl::string_view reason);
 
   // ---- Stages and replicas ----

@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -49,7 +50,9 @@ absl::StatusOr<std::vector<TokenFile::Entry>> TokenFile::Parse(const std::string
     for (size_t i = 0; status.ok() && i < list->size(); ++i) {
       const std::string at = absl::StrCat("tokens[", i, "]");
       yaml::Fields fields((*list)[i], at,
-                          {"identity", "role", "token", "priority", "max_priority", "weight"});
+                          {"identity", "role", "token", "priority", "max_priority", "weight",
+                           "requests_per_second", "requests_burst", "output_tokens_per_minute",
+                           "output_tokens_burst"});
       Entry entry;
       std::string role;
       std::string token;
@@ -62,6 +65,22 @@ absl::StatusOr<std::vector<TokenFile::Entry>> TokenFile::Parse(const std::string
       fields.Int("priority", 0, kMaxPriority, &priority);
       fields.Int("max_priority", 0, kMaxPriority, &max_priority);
       fields.Int("weight", 1, kMaxWeight, &weight);
+      RateLimits& rates = entry.caller.rate_limits;
+      int64_t requests_burst = 0;
+      int64_t tokens_per_minute = 0;
+      int64_t tokens_burst = 0;
+      fields.Number("requests_per_second", 0.001, 1e6, &rates.requests_per_second);
+      fields.Int("requests_burst", 1, 1000000, &requests_burst);
+      fields.Int("output_tokens_per_minute", 1, int64_t{1} << 40, &tokens_per_minute);
+      fields.Int("output_tokens_burst", 1, int64_t{1} << 40, &tokens_burst);
+      // A burst defaults to one second's requests (at least one) and one
+      // minute's output tokens.
+      rates.requests_burst = requests_burst > 0
+                                 ? static_cast<double>(requests_burst)
+                                 : std::max(1.0, std::ceil(rates.requests_per_second));
+      rates.output_tokens_per_minute = static_cast<double>(tokens_per_minute);
+      rates.output_tokens_burst = static_cast<double>(tokens_burst > 0 ? tokens_burst
+                                                                       : tokens_per_minute);
       status = fields.status();
       if (status.ok() && max_priority >= 0 && max_priority < priority) {
         status = yaml::Invalid(fields.PathOf("max_priority"),

@@ -61,6 +61,28 @@ TEST_F(TokenFileTest, GivesEachIdentityItsPriorityCeilingAndWeight) {
   EXPECT_EQ(ops->weight, 1);
 }
 
+TEST_F(TokenFileTest, GivesEachIdentityItsRates) {
+  Write(Tokens(Entry("alice", "user", kAlice) + "    requests_per_second: 2.5\n" +
+               "    output_tokens_per_minute: 6000\n" + Entry("ops", "admin", kOps) +
+               "    requests_per_second: 0.5\n    requests_burst: 4\n" +
+               "    output_tokens_per_minute: 60\n    output_tokens_burst: 10\n"));
+  absl::StatusOr<std::unique_ptr<TokenFile>> file = TokenFile::Load(path_);
+  ASSERT_TRUE(file.ok()) << file.status();
+  const RateLimits alice = (*file)->Find(kAlice)->rate_limits;
+  EXPECT_EQ(alice.requests_per_second, 2.5);
+  EXPECT_EQ(alice.requests_burst, 3);  // A second's worth, rounded up.
+  EXPECT_EQ(alice.output_tokens_per_minute, 6000);
+  EXPECT_EQ(alice.output_tokens_burst, 6000);  // A minute's worth.
+  const RateLimits ops = (*file)->Find(kOps)->rate_limits;
+  EXPECT_EQ(ops.requests_per_second, 0.5);
+  EXPECT_EQ(ops.requests_burst, 4);
+  EXPECT_EQ(ops.output_tokens_burst, 10);
+  EXPECT_EQ(LoadError(Tokens(Entry("a", "user", kAlice) + "    requests_per_second: 0\n"))
+                .message(),
+            path_ + ": tokens[0].requests_per_second: expected a number in [0.001, 1e+06], got "
+                    "'0'");
+}
+
 TEST_F(TokenFileTest, RefusesPrioritiesAndWeightsOutOfRange) {
   EXPECT_EQ(LoadError(Tokens(Entry("a", "user", kAlice) + "    priority: 10\n")).message(),
             path_ + ": tokens[0].priority: expected an integer in [0, 9], got '10'");
