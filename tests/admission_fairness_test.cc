@@ -73,6 +73,22 @@ class AdmissionFairnessTest : public ::testing::Test {
     return flood;
   }
 
+  // Waits (up to 10 s) until `identity` has `n` requests queued; returns how
+  // many it has then.
+  int WaitQueued(const std::string& identity, int n) {
+    int waiting = 0;
+    for (const absl::Time deadline = absl::Now() + absl::Seconds(10);
+         waiting < n && absl::Now() < deadline; absl::SleepFor(absl::Milliseconds(10))) {
+      absl::StatusOr<v1::PipelineStatus> status = pipeline_->Status();
+      waiting = 0;
+      if (!status.ok()) continue;
+      for (const v1::QueuedRequests& queued : status->queued()) {
+        if (queued.identity() == identity) waiting += queued.waiting();
+      }
+    }
+    return waiting;
+  }
+
   static void ExpectWhole(GenerateCall& call, size_t tokens) {
     GenerateResult result = call.Wait(absl::Seconds(60));
     ExpectOneTerminal(result);
@@ -115,6 +131,8 @@ TEST_F(AdmissionFairnessTest, AHigherPriorityLeavesTheQueueFirst) {
   // requests at its default priority.
   std::vector<std::unique_ptr<GenerateCall>> normal;
   for (int i = 0; i < 10; ++i) normal.push_back(Call(absl::StrCat("normal-", i), 2, kQuiet));
+  // All ten wait before the urgent one comes (at most one may have left).
+  ASSERT_GE(WaitQueued("quiet", 9), 9);
   const absl::Time start = absl::Now();
   std::unique_ptr<GenerateCall> urgent = Call("urgent", 2, kQuiet, /*priority=*/5);
   ASSERT_TRUE(urgent->WaitForOutput(absl::Seconds(30)));
@@ -140,6 +158,8 @@ TEST_F(AdmissionFairnessTest, AFullQueueRefusesWithAHintOfWhenToRetry) {
     running.push_back(Call(absl::StrCat("held-", i), kLongTokens, kFlood));
   }
   ASSERT_TRUE(running[0]->WaitForOutput(absl::Seconds(10)));
+  // Once all 14 have arrived: 4 wait.
+  ASSERT_EQ(WaitQueued("flood", 4), 4);
   grpc::ClientContext context;
   context.AddMetadata("authorization", absl::StrCat("Bearer ", kFlood));
   std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader =

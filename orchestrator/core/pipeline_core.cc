@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/error_proto.h"
 #include "common/invariant.h"
+#include "common/retry_hint.h"
 #include "orchestrator/core/generate_request.h"
 #include "orchestrator/core/logged_sink.h"
 #include "orchestrator/core/metered_sink.h"
@@ -113,16 +114,22 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
                                                   const std::string& caller) {
   if (!accepting_) return absl::UnavailableError("the orchestrator is draining; try another one");
   if (absl::Status s = ValidateGenerateRequest(config_, request); !s.ok()) return s;
+  // Refusals of the moment: a request that ends makes room.
   if (static_cast<int>(table_.size()) >= config_.max_in_flight) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        table_.size(), " requests in flight; the limit is ", config_.max_in_flight));
+    return WithRetryAfter(absl::ResourceExhaustedError(absl::StrCat(
+                              table_.size(), " requests in flight; the limit is ",
+                              config_.max_in_flight, "; retry after 1000 ms")),
+                          absl::Seconds(1));
   }
   if (config_.max_in_flight_per_identity > 0 &&
       table_.InFlightOf(caller) >= config_.max_in_flight_per_identity) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        caller.empty() ? "the unauthenticated clients have " : "'" + caller + "' has ",
-        table_.InFlightOf(caller), " requests in flight; limits.max_in_flight_per_identity is ",
-        config_.max_in_flight_per_identity));
+    return WithRetryAfter(
+        absl::ResourceExhaustedError(absl::StrCat(
+            caller.empty() ? "the unauthenticated clients have " : "'" + caller + "' has ",
+            table_.InFlightOf(caller),
+            " requests in flight; limits.max_in_flight_per_identity is ",
+            config_.max_in_flight_per_identity, "; retry after 1000 ms")),
+        absl::Seconds(1));
   }
   std::string id = request.request_id();
   // Generated ids cannot be guessed (128 random bits).

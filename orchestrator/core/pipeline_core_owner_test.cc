@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
 
+#include "common/retry_hint.h"
 #include "orchestrator/core/pipeline_core_test_harness.h"
 
 namespace omnistage {
@@ -96,7 +97,9 @@ TEST_F(PipelineCoreTest, EachIdentityHasItsOwnInFlightCap) {
   auto a3 = Gen("a3", {v1::MODALITY_TEXT}, "alice");
   EXPECT_EQ(a3->fail_status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(a3->fail_status().message(),
-            "'alice' has 2 requests in flight; limits.max_in_flight_per_identity is 2");
+            "'alice' has 2 requests in flight; limits.max_in_flight_per_identity is 2; retry "
+            "after 1000 ms");
+  EXPECT_EQ(RetryAfterOf(a3->fail_status()), absl::Seconds(1));
   // Bob is not held back by alice, nor alice's requests by the refusal.
   auto b1 = Gen("b1", {v1::MODALITY_TEXT}, "bob");
   EXPECT_EQ(b1->end_count(), 0);
@@ -106,7 +109,7 @@ TEST_F(PipelineCoreTest, EachIdentityHasItsOwnInFlightCap) {
   auto u3 = Gen("u3", {v1::MODALITY_TEXT});
   EXPECT_EQ(u3->fail_status().message(),
             "the unauthenticated clients have 2 requests in flight; "
-            "limits.max_in_flight_per_identity is 2");
+            "limits.max_in_flight_per_identity is 2; retry after 1000 ms");
   // One of alice's ends: she may start another.
   Done(0, 0, "a1", {Text("ok")});
   auto a4 = Gen("a4", {v1::MODALITY_TEXT}, "alice");
