@@ -4,6 +4,7 @@
 #define OMNISTAGE_ORCHESTRATOR_CORE_CALLER_H_
 
 #include <string>
+#include <utility>
 
 namespace omnistage {
 
@@ -24,6 +25,15 @@ struct RateLimits {
 };
 
 struct Caller {
+  // A caller with the default priority, weight and no rates.
+  static Caller Of(std::string identity, bool admin = false, bool abort_any = false) {
+    Caller caller;
+    caller.identity = std::move(identity);
+    caller.admin = admin;
+    caller.abort_any = abort_any;
+    return caller;
+  }
+
   // "" when authentication is off. It owns the requests it starts.
   std::string identity;
   // The operator's calls (GetPipelineStatus, CallStageUtility).

@@ -101,7 +101,7 @@ class AbortRouterTest : public ::testing::Test {
   std::vector<Outcome> AbortAs(const std::vector<std::string>& ids,
                                absl::Time deadline = absl::InfiniteFuture(),
                                std::vector<v1::AbortResult>* results = nullptr,
-                               const Caller& caller = Caller{"alice", false, false}) {
+                               const Caller& caller = Caller::Of("alice", false, false)) {
     v1::AbortRequest request;
     for (const std::string& id : ids) request.add_request_ids(id);
     std::optional<absl::StatusOr<v1::AbortResponse>> answer;
@@ -161,7 +161,7 @@ TEST_F(AbortRouterTest, AnAdminsAbortIsForwardedAsAnAdmins) {
   b.holds = {on_b};
   local_holds_ = {"here"};
   EXPECT_EQ(AbortAs({on_b, "here"}, absl::InfiniteFuture(), nullptr,
-                    Caller{"ops", true, true}),
+                    Caller::Of("ops", true, true)),
             (std::vector<Outcome>{kAborted, kAborted}));
   ASSERT_EQ(b.calls.size(), 1u);
   EXPECT_EQ(b.calls[0].caller(), "ops");
@@ -236,7 +236,7 @@ TEST_F(AbortRouterTest, TooManyIdsAreTheLocalAbortsToRefuse) {
   v1::AbortRequest request;
   for (int i = 0; i <= kMaxAbortIdsPerCall; ++i) request.add_request_ids("id");
   router_.Abort(request, absl::InfiniteFuture(), [](absl::StatusOr<v1::AbortResponse>) {},
-                Caller{"alice", false, false});
+                Caller::Of("alice", false, false));
   loop_.RunPending();
   ASSERT_EQ(local_calls_.size(), 1u);
   EXPECT_TRUE(peers_.at("10.0.0.2:50052").calls.empty());

@@ -20,7 +20,7 @@ grpc::ServerUnaryReactor* PeerService::PeerAbort(grpc::CallbackServerContext* co
         absl::StrCat("abort of ", abort.request_ids_size(), " id(s) forwarded by node ",
                      request->from_node()));
     core->Abort(abort, deadline, FinishWith(reactor, response),
-                Caller{request->caller(), false, request->caller_aborts_any()});
+                Caller::Of(request->caller(), false, request->caller_aborts_any()));
   });
   return reactor;
 }

@@ -23,7 +23,7 @@ absl::StatusOr<Caller> ClientAuth::Authenticate(const grpc::ServerContextBase& c
   if (tokens_ == nullptr) {
     // A certificate's name (or "" without security): an admin for the
     // operator's calls, owning only its own requests.
-    return Caller{PeerIdentity(context), /*admin=*/true, /*abort_any=*/false};
+    return Caller::Of(PeerIdentity(context), /*admin=*/true, /*abort_any=*/false);
   }
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");

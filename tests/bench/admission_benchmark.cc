@@ -159,16 +159,18 @@ void Light(PipelineHarness& pipeline, const std::string& tag, int requests, Figu
   }
 }
 
-std::string Spread(const std::vector<Figures>& runs, double Figures::*field, const char* format) {
+// Each run's value with `decimals` digits, then (min..max).
+std::string Spread(const std::vector<Figures>& runs, double Figures::*field, int decimals) {
   std::string per_run;
   double lo = 1e300, hi = -1e300;
   for (const Figures& f : runs) {
-    absl::StrAppend(&per_run, per_run.empty() ? "" : " ", absl::StrFormat(format, f.*field));
+    absl::StrAppend(&per_run, per_run.empty() ? "" : " ",
+                    absl::StrFormat("%.*f", decimals, f.*field));
     lo = std::min(lo, f.*field);
     hi = std::max(hi, f.*field);
   }
-  return absl::StrCat(per_run, "  (", absl::StrFormat(format, lo), "..",
-                      absl::StrFormat(format, hi), ")");
+  return absl::StrCat(per_run, "  (", absl::StrFormat("%.*f", decimals, lo), "..",
+                      absl::StrFormat("%.*f", decimals, hi), ")");
 }
 
 int Run() {
@@ -207,15 +209,15 @@ int Run() {
     int failed = 0;
     for (const Figures& f : r) failed += f.failed;
     std::cout << "queue " << (queue ? "on" : "off") << ":\n"
-              << "  quiet TTFT p50 ms       " << Spread(r, &Figures::quiet_p50_ms, "%.0f") << "\n"
-              << "  quiet TTFT p90 ms       " << Spread(r, &Figures::quiet_p90_ms, "%.0f") << "\n"
-              << "  quiet TTFT max ms       " << Spread(r, &Figures::quiet_max_ms, "%.0f") << "\n"
-              << "  flood alone s           " << Spread(r, &Figures::flood_alone_s, "%.2f") << "\n"
-              << "  flood beside quiet s    " << Spread(r, &Figures::flood_beside_s, "%.2f")
+              << "  quiet TTFT p50 ms       " << Spread(r, &Figures::quiet_p50_ms, 0) << "\n"
+              << "  quiet TTFT p90 ms       " << Spread(r, &Figures::quiet_p90_ms, 0) << "\n"
+              << "  quiet TTFT max ms       " << Spread(r, &Figures::quiet_max_ms, 0) << "\n"
+              << "  flood alone s           " << Spread(r, &Figures::flood_alone_s, 2) << "\n"
+              << "  flood beside quiet s    " << Spread(r, &Figures::flood_beside_s, 2)
               << "\n"
-              << "  light latency p50 us    " << Spread(r, &Figures::light_p50_us, "%.0f") << "\n"
-              << "  light latency p99 us    " << Spread(r, &Figures::light_p99_us, "%.0f") << "\n"
-              << "  orch CPU per request us " << Spread(r, &Figures::cpu_per_request_us, "%.0f")
+              << "  light latency p50 us    " << Spread(r, &Figures::light_p50_us, 0) << "\n"
+              << "  light latency p99 us    " << Spread(r, &Figures::light_p99_us, 0) << "\n"
+              << "  orch CPU per request us " << Spread(r, &Figures::cpu_per_request_us, 0)
               << "\n"
               << "  requests not ended whole: " << failed << "\n";
   }
