@@ -311,13 +311,14 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
   if (output.finished()) metrics_.StageDone(stage, scheduler_->Now() - r.stages[stage].sent_at);
   if (output.finished() && output.finish_reason() == v1::FINISH_REASON_ABORT && r.abort_asked) {
     // Stopped by an abort of ours whose answer did not come in time (the
-    // client heard it failed): that stop is the abort's commit.
+    // client heard it failed): the abort goes on from here. The stages that
+    // still run it are stopped, and once they confirm it ends ABORT, as any
+    // abort commits: never while a stage may still run it.
     pools_[stage]->Release(id);
     LogInfo(ContextOf(r, stage, replica),
-            "stopped by an earlier abort whose answer had not come: ends as aborted");
-    EndRequests({id}, [this](const InFlightRequest& ended) {
-      return AbortTerminal(config_, ended);
-    });
+            "stopped by an earlier abort whose answer had not come: stopping it on the other "
+            "stages, then it ends as aborted");
+    abort_.Cancel(id);
     return;
   }
   if (output.finished() && (output.finish_reason() == v1::FINISH_REASON_ERROR ||

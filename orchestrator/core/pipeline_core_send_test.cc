@@ -238,6 +238,33 @@ TEST_F(PipelineCoreTest, AbortThatTimedOutButWasAppliedLaterEndsAborted) {
   EXPECT_THAT(log_, ElementsAre("W0.abort [r1]"));
 }
 
+// The same, with the downstream stage slow to confirm: the request ends ABORT
+// only once every stage that ran it confirmed the stop (found by the core
+// fuzzer: it used to end at the talker's report, with the vocoder still
+// running it).
+TEST_F(PipelineCoreTest, AStopReportedAfterAFailedAbortCommitsOnlyOnceEveryStageConfirms) {
+  Build();
+  auto sink = Gen("r1");
+  Out(0, 0, "r1", {Text("partial")});
+  Out(1, 0, "r1", {Codes({1})});
+  fake(1, 0).set_hold_aborts(true);
+  v1::AbortRequest request;
+  request.add_request_ids("r1");
+  core().Abort(request, absl::InfiniteFuture(), [](absl::StatusOr<v1::AbortResponse>) {});
+  ASSERT_TRUE(fake(1, 0).CompleteAbort(absl::DeadlineExceededError("deadline passed")));
+  fake(2, 0).set_hold_aborts(true);
+  v1::StepOutputs step = StoppedByTheWorker("r1");
+  core().OnStepOutputs(1, 0, step);
+  // The vocoder is asked to stop it; until it confirms, no terminal.
+  ASSERT_EQ(fake(2, 0).held_aborts(), 1u);
+  EXPECT_EQ(sink->end_count(), 0);
+  EXPECT_TRUE(core().pool(2).Bound("r1").has_value());
+  ASSERT_TRUE(fake(2, 0).CompleteAbort(absl::OkStatus()));
+  ASSERT_EQ(sink->terminal_count(), 1);
+  EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_ABORT);
+  EXPECT_EQ(PartialText(sink->terminal()), "partial");
+}
+
 // A hung engine must not poison its replica: when the worker reports a stalled
 // step, the requests it held fail at once naming the stall, nothing more is sent
 // there, and once the step returns the same instance serves again.
