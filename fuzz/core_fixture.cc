@@ -11,7 +11,7 @@ std::string InstanceId(int stage, int replica, int n) {
   return absl::StrCat(stage, ".", replica, "#", n);
 }
 
-CoreFixture::CoreFixture(PipelineConfig config, bool hold_aborts) {
+CoreFixture::CoreFixture(PipelineConfig config, bool hold_aborts, int capacity) {
   std::vector<std::vector<ReplicaClient*>> replicas(config.stages.size());
   for (size_t s = 0; s < config.stages.size(); ++s) {
     fakes_.emplace_back();
@@ -27,7 +27,7 @@ CoreFixture::CoreFixture(PipelineConfig config, bool hold_aborts) {
       v1::Ready ready;
       ready.set_stage_id(s);
       ready.set_instance_id(InstanceId(s, r, 1));
-      ready.set_capacity(8);
+      ready.set_capacity(capacity);
       core_->OnReplicaReady(s, r, ready);
     }
   }

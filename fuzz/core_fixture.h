@@ -37,8 +37,9 @@ namespace fuzz {
 class CoreFixture {
  public:
   // Every replica of `config` (addresses: one fake each) is made ready as
-  // instance "<stage>.<replica>#1".
-  explicit CoreFixture(PipelineConfig config, bool hold_aborts = false);
+  // instance "<stage>.<replica>#1", of `capacity` (its batch slots, which the
+  // admission queue counts).
+  explicit CoreFixture(PipelineConfig config, bool hold_aborts = false, int capacity = 8);
 
   PipelineCore& core() { return *core_; }
   ManualScheduler& scheduler() { return scheduler_; }

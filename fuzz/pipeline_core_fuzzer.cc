@@ -41,6 +41,9 @@ namespace {
 
 constexpr absl::Duration kWorkerAbortTimeout = absl::Seconds(2);
 
+// Batch slots of every replica: few, so that the admission queue fills.
+constexpr int kCapacity = 2;
+
 // Stages text (final) -> tokens -> audio (final), as many as asked. The first
 // byte is the number of stages and, from 3 on, whether callers have
 // identities (`*identities`: then Generate and Abort read one more byte, who
@@ -70,13 +73,19 @@ PipelineConfig Pipeline(FuzzInput& in, bool* identities) {
   config.worker_abort_timeout = kWorkerAbortTimeout;
   config.max_in_flight = 6;
   config.max_prompt_bytes = 16;
+  // A small admission queue, so that requests wait, leave, are shed, expire
+  // and are aborted while queued (replicas have kCapacity slots: past them,
+  // new requests wait).
+  config.admission_headroom = 0;
+  config.max_queued = 2;
+  config.max_queue_wait = absl::Seconds(1);
   return config;
 }
 
 class CoreFuzzer {
  public:
   CoreFuzzer(PipelineConfig config, bool identities, FuzzInput* in)
-      : fixture_(std::move(config), /*hold_aborts=*/true),
+      : fixture_(std::move(config), /*hold_aborts=*/true, kCapacity),
         checker_(&fixture_),
         in_(*in),
         identities_(identities),
@@ -273,7 +282,7 @@ class CoreFuzzer {
     v1::Ready ready;
     ready.set_stage_id(stage);
     ready.set_instance_id(InstanceId(stage, replica, incarnation_[stage][replica]));
-    ready.set_capacity(4);
+    ready.set_capacity(kCapacity);
     Trace(absl::StrCat("replica ready ", ready.instance_id()));
     fixture_.core().OnReplicaReady(stage, replica, ready);
   }

@@ -432,6 +432,9 @@ void PipelineCore::FailRequests(const std::vector<std::string>& ids, const v1::E
 void PipelineCore::ResumeRequest(const std::string& id) {
   InFlightRequest* r = table_.Find(id);
   if (r == nullptr) return;
+  RequeueIfParked(*r);
+  r = table_.Find(id);
+  if (r == nullptr) return;
   std::vector<DeferredOutput> deferred = std::move(r->deferred);
   r->deferred.clear();
   for (DeferredOutput& d : deferred) {

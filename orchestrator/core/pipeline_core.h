@@ -131,8 +131,11 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // Queues `r` with its prompt; false when the queue refused it (its call has
   // failed and it is gone).
   bool Enqueue(InFlightRequest& r, std::string prompt, int priority, int weight);
-  // Sends queued requests to stage 0 while it has free slots.
+  // Sends queued requests to stage 0 while it has free slots; one being
+  // aborted is taken out without being sent (parked).
   void PumpQueue();
+  // A parked request whose abort did not end it goes back into the queue.
+  void RequeueIfParked(InFlightRequest& r);
   void OnQueueTimer(const std::string& id);
   // Ends every queued request with `error` (a drain).
   void RefuseQueued(const v1::Error& error);

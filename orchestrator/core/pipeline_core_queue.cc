@@ -58,6 +58,8 @@ bool PipelineCore::Enqueue(InFlightRequest& r, std::string prompt, int priority,
     return false;
   }
   r.queued = true;
+  r.priority = priority;
+  r.weight = weight;
   r.queued_at = scheduler_->Now();
   r.queued_prompt = std::move(prompt);
   r.queue_timer = scheduler_->PostAt(r.queued_at + config_.max_queue_wait,
@@ -91,6 +93,10 @@ void PipelineCore::PumpQueue() {
                                    "a queued id that is not a queued request")) {
       continue;
     }
+    // Being aborted: it must not start anywhere behind its abort's back. It
+    // stays out of the queue; the abort ends it (or, failing, requeues it:
+    // RequeueIfParked).
+    if (r->aborting > 0) continue;
     r->queued = false;
     scheduler_->Cancel(r->queue_timer);
     r->queue_timer = 0;
@@ -105,6 +111,13 @@ void PipelineCore::PumpQueue() {
     ArmIdleTimer(*r);
   }
   pumping_ = false;
+}
+
+void PipelineCore::RequeueIfParked(InFlightRequest& r) {
+  if (!r.queued || queue_.Contains(r.id)) return;
+  // Back where it was in its priority: behind its identity's others.
+  queue_.Add({r.id, r.caller, r.priority, r.weight}, static_cast<size_t>(-1));
+  PumpQueue();
 }
 
 void PipelineCore::OnQueueTimer(const std::string& id) {

@@ -256,6 +256,32 @@ TEST_F(PipelineCoreQueueTest, AbortAndCancelEndAQueuedRequestAtOnceWithoutAWorke
   EXPECT_THAT(Sent(), IsEmpty());
 }
 
+// Found by the core fuzzer: a queued request whose abort waits on another
+// request's worker call must not leave the queue for a worker meanwhile (it
+// would end ABORT while bound there).
+TEST_F(PipelineCoreQueueTest, AQueuedRequestBeingAbortedIsNotSent) {
+  BuildOne();
+  FillSlots();
+  ClearLog();
+  auto queued = GenAs("q", "alice");
+  fake(0, 0).set_hold_aborts(true);
+  v1::AbortRequest request;
+  request.add_request_ids("run0");
+  request.add_request_ids("q");
+  absl::StatusOr<v1::AbortResponse> answer = absl::UnknownError("pending");
+  core().Abort(
+      request, absl::InfiniteFuture(),
+      [&](absl::StatusOr<v1::AbortResponse> r) { answer = std::move(r); },
+      Caller::Of("ops", /*admin=*/true, /*abort_any=*/true));
+  Done(0, 0, "run1");  // A slot frees while the abort waits.
+  EXPECT_THAT(Sent(), IsEmpty());
+  ASSERT_TRUE(fake(0, 0).CompleteAbort(absl::OkStatus()));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(queued->terminal().finish_reason(), v1::FINISH_REASON_ABORT);
+  EXPECT_THAT(Sent(), IsEmpty());
+  for (int i = 2; i < kSlots; ++i) Done(0, 0, absl::StrCat("run", i));
+}
+
 TEST_F(PipelineCoreQueueTest, DrainingRefusesWhatWaitsAndLetsTheRestFinish) {
   BuildOne();
   FillSlots();

@@ -78,6 +78,8 @@ struct InFlightRequest {
   // when, its prompt (stage 0's input once it leaves), and the timer that
   // ends a wait past limits.max_queue_ms.
   bool queued = false;
+  int priority = 0;
+  int weight = 1;
   absl::Time queued_at;
   std::string queued_prompt;
   Scheduler::TimerId queue_timer = 0;
