@@ -264,6 +264,9 @@ void PipelineCore::OnStepOutputs(int stage, int replica, v1::StepOutputs& output
     pools_[stage]->ReportLoad(replica, outputs.load().requests(), scheduler_->Now());
   }
   FoldOutputs(&outputs);
+  // Nothing leaves the admission queue until the whole batch is handled: a
+  // request sent now could take an id whose older outputs are still below.
+  holding_queue_ = true;
   for (v1::RequestOutput& output : *outputs.mutable_outputs()) {
     // Not ours any more (ended, or re-bound after this replica was evicted).
     if (pools_[stage]->Bound(output.request_id()) != replica) continue;
@@ -282,7 +285,8 @@ void PipelineCore::OnStepOutputs(int stage, int replica, v1::StepOutputs& output
     }
     HandleOutput(*r, stage, replica, output);
   }
-  if (stage == 0) PumpQueue();  // Its load report or its finished requests freed slots.
+  holding_queue_ = false;
+  PumpQueue();  // The load report or the requests that ended freed slots.
 }
 
 void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,

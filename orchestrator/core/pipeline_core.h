@@ -179,6 +179,9 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   AdmissionQueue queue_;
   RateLimiter rate_limiter_;
   bool pumping_ = false;
+  // While a batch of worker outputs is handled (OnStepOutputs): nothing
+  // leaves the queue until its end.
+  bool holding_queue_ = false;
   std::function<void()> on_drained_;
   Scheduler::TimerId drain_timer_ = 0;
   // Expires with the core, so late timers do nothing.

@@ -84,7 +84,7 @@ bool PipelineCore::Enqueue(InFlightRequest& r, std::string prompt, int priority,
 void PipelineCore::PumpQueue() {
   // A send that fails ends its request, which may come back here: the loop
   // below goes on instead.
-  if (pumping_) return;
+  if (pumping_ || holding_queue_) return;
   pumping_ = true;
   while (!queue_.empty() && pools_[0]->HasFreeSlot(config_.admission_headroom)) {
     const std::string id = *queue_.Pop();
