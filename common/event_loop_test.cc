@@ -1,5 +1,5 @@
 // Tests for EventLoop. The loop waits on real time, so these tests use short real
-// timeouts (the exception STYLE.md allows for code whose job is to block); every
+// timeouts (code whose job is to block cannot be tested on a manual clock); every
 // bound is generous because the test machines are small and noisy.
 #include "common/event_loop.h"
 

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace omnistage {
@@ -25,6 +26,10 @@ inline constexpr char kRetryAfterMsTrailer[] = "retry-after-ms";
 // `status` (not OK) carrying `after` (rounded up to whole milliseconds, at
 // least 1).
 absl::Status WithRetryAfter(absl::Status status, absl::Duration after);
+
+// A refusal of the moment: `code` with "<why>; retry after N ms" and the
+// hint (N: `after` rounded up to whole milliseconds).
+absl::Status RetryLater(absl::StatusCode code, absl::string_view why, absl::Duration after);
 
 // The hint `status` carries; nullopt when none.
 std::optional<absl::Duration> RetryAfterOf(const absl::Status& status);

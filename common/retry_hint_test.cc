@@ -15,6 +15,14 @@ TEST(RetryHintTest, RidesOnTheStatusRoundedUpToMilliseconds) {
             absl::Milliseconds(1));
 }
 
+TEST(RetryHintTest, RetryLaterSaysWhenInTheMessageToo) {
+  const absl::Status status =
+      RetryLater(absl::StatusCode::kResourceExhausted, "the queue is full", absl::Seconds(1));
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(status.message(), "the queue is full; retry after 1000 ms");
+  EXPECT_EQ(RetryAfterOf(status), absl::Seconds(1));
+}
+
 TEST(RetryHintTest, NoneUnlessGiven) {
   EXPECT_EQ(RetryAfterOf(absl::ResourceExhaustedError("full")), std::nullopt);
   EXPECT_EQ(RetryAfterOf(absl::OkStatus()), std::nullopt);

@@ -153,9 +153,12 @@ TEST_F(AdmissionFairnessTest, AHigherPriorityLeavesTheQueueFirst) {
 TEST_F(AdmissionFairnessTest, AFullQueueRefusesWithAHintOfWhenToRetry) {
   Start({"max_queued: 4"});
   ASSERT_NE(pipeline_, nullptr);
+  // 10 slots (8 and a headroom of 2), 4 queued; 3 s each, so that they are
+  // all in before the first ones end, also on a loaded machine.
+  constexpr uint32_t kHeldTokens = 300;
   std::vector<std::unique_ptr<GenerateCall>> running;
-  for (int i = 0; i < 14; ++i) {  // 10 slots (8 and a headroom of 2), 4 queued.
-    running.push_back(Call(absl::StrCat("held-", i), kLongTokens, kFlood));
+  for (int i = 0; i < 14; ++i) {
+    running.push_back(Call(absl::StrCat("held-", i), kHeldTokens, kFlood));
   }
   ASSERT_TRUE(running[0]->WaitForOutput(absl::Seconds(10)));
   // Once all 14 have arrived: 4 wait.
@@ -180,7 +183,7 @@ TEST_F(AdmissionFairnessTest, AFullQueueRefusesWithAHintOfWhenToRetry) {
   auto hint = trailers.find("retry-after-ms");
   ASSERT_NE(hint, trailers.end());
   EXPECT_EQ(std::string(hint->second.data(), hint->second.size()), "1000");
-  for (auto& call : running) ExpectWhole(*call, kLongTokens);
+  for (auto& call : running) ExpectWhole(*call, kHeldTokens);
 }
 
 }  // namespace

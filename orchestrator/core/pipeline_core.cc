@@ -116,19 +116,19 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
   if (absl::Status s = ValidateGenerateRequest(config_, request); !s.ok()) return s;
   // Refusals of the moment: a request that ends makes room.
   if (static_cast<int>(table_.size()) >= config_.max_in_flight) {
-    return WithRetryAfter(absl::ResourceExhaustedError(absl::StrCat(
-                              table_.size(), " requests in flight; the limit is ",
-                              config_.max_in_flight, "; retry after 1000 ms")),
-                          absl::Seconds(1));
+    return RetryLater(absl::StatusCode::kResourceExhausted,
+                      absl::StrCat(table_.size(), " requests in flight; the limit is ",
+                                   config_.max_in_flight),
+                      absl::Seconds(1));
   }
   if (config_.max_in_flight_per_identity > 0 &&
       table_.InFlightOf(caller) >= config_.max_in_flight_per_identity) {
-    return WithRetryAfter(
-        absl::ResourceExhaustedError(absl::StrCat(
-            caller.empty() ? "the unauthenticated clients have " : "'" + caller + "' has ",
-            table_.InFlightOf(caller),
-            " requests in flight; limits.max_in_flight_per_identity is ",
-            config_.max_in_flight_per_identity, "; retry after 1000 ms")),
+    return RetryLater(
+        absl::StatusCode::kResourceExhausted,
+        absl::StrCat(caller.empty() ? "the unauthenticated clients have " : "'" + caller + "' has ",
+                     table_.InFlightOf(caller),
+                     " requests in flight; limits.max_in_flight_per_identity is ",
+                     config_.max_in_flight_per_identity),
         absl::Seconds(1));
   }
   std::string id = request.request_id();
@@ -296,9 +296,12 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
   if (r.to_client[stage] && output.payloads_size() > 0) {
     std::vector<v1::OutputChunk> chunks;
     chunks.reserve(output.payloads_size());
+    // Counted only for an identity with an output-token rate: the words of
+    // every text would cost each output a scan.
+    const bool charged = rate_limiter_.ChargesOutputOf(r.caller);
     int64_t output_tokens = 0;
     for (const v1::Payload& p : output.payloads()) {
-      output_tokens += OutputTokensOf(p);
+      if (charged) output_tokens += OutputTokensOf(p);
       if (p.has_text()) r.partial_text[stage] += p.text().text();
       if (p.has_tokens()) {
         r.partial_tokens[stage].insert(r.partial_tokens[stage].end(), p.tokens().ids().begin(),

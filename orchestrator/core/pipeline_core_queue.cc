@@ -25,10 +25,8 @@ namespace {
 constexpr absl::Duration kRetryHint = absl::Seconds(1);
 
 v1::Error QueueError(absl::StatusCode code, absl::string_view why) {
-  return ErrorProto(WithRetryAfter(
-      absl::Status(code, absl::StrCat(why, "; retry after ", absl::ToInt64Milliseconds(kRetryHint),
-                                      " ms, or at another orchestrator")),
-      kRetryHint));
+  return ErrorProto(
+      RetryLater(code, absl::StrCat(why, " (another orchestrator may take it now)"), kRetryHint));
 }
 
 }  // namespace
@@ -37,7 +35,7 @@ bool PipelineCore::MustQueue() const {
   if (config_.max_queued == 0) return false;
   if (!queue_.empty()) return true;
   const StagePool& first = *pools_[0];
-  return !first.LiveReplicas().empty() && !first.HasFreeSlot(config_.admission_headroom);
+  return first.HasLiveReplica() && !first.HasFreeSlot(config_.admission_headroom);
 }
 
 bool PipelineCore::Enqueue(InFlightRequest& r, std::string prompt, int priority, int weight) {

@@ -38,12 +38,11 @@ absl::Status RateLimiter::Admit(const Caller& caller, absl::Time now) {
     identity.tokens.Refill(per_second, limits.output_tokens_burst, now);
     if (identity.tokens.level < 0) {
       const absl::Duration wait = absl::Seconds(-identity.tokens.level / per_second);
-      return WithRetryAfter(
-          absl::ResourceExhaustedError(absl::StrCat(
-              "the output tokens of ", Who(caller.identity), " exceed the ",
-              limits.output_tokens_per_minute, " per minute the tokens file allows; retry after ",
-              absl::ToInt64Milliseconds(absl::Ceil(wait, absl::Milliseconds(1))), " ms")),
-          wait);
+      return RetryLater(absl::StatusCode::kResourceExhausted,
+                        absl::StrCat("the output tokens of ", Who(caller.identity), " exceed the ",
+                                     limits.output_tokens_per_minute,
+                                     " per minute the tokens file allows"),
+                        wait);
     }
   }
   if (limits.requests_per_second > 0) {
@@ -51,17 +50,21 @@ absl::Status RateLimiter::Admit(const Caller& caller, absl::Time now) {
     if (identity.requests.level < 1) {
       const absl::Duration wait =
           absl::Seconds((1 - identity.requests.level) / limits.requests_per_second);
-      return WithRetryAfter(
-          absl::ResourceExhaustedError(absl::StrCat(
-              "the requests of ", Who(caller.identity), " exceed the ",
-              limits.requests_per_second, " per second (burst ", limits.requests_burst,
-              ") the tokens file allows; retry after ",
-              absl::ToInt64Milliseconds(absl::Ceil(wait, absl::Milliseconds(1))), " ms")),
-          wait);
+      return RetryLater(absl::StatusCode::kResourceExhausted,
+                        absl::StrCat("the requests of ", Who(caller.identity), " exceed the ",
+                                     limits.requests_per_second, " per second (burst ",
+                                     limits.requests_burst, ") the tokens file allows"),
+                        wait);
     }
     identity.requests.level -= 1;
   }
   return absl::OkStatus();
+}
+
+bool RateLimiter::ChargesOutputOf(const std::string& identity) const {
+  if (identities_.empty()) return false;
+  auto it = identities_.find(identity);
+  return it != identities_.end() && it->second.limits.output_tokens_per_minute > 0;
 }
 
 void RateLimiter::ChargeOutput(const std::string& identity, int64_t tokens, absl::Time now) {

@@ -34,6 +34,8 @@ class RateLimiter {
   // retry hint (common/retry_hint.h) naming the limit. `caller`'s limits
   // replace those seen before (the tokens file may have changed).
   absl::Status Admit(const Caller& caller, absl::Time now);
+  // Whether `identity`'s output is counted (it has an output-token rate).
+  bool ChargesOutputOf(const std::string& identity) const;
   // `identity` produced `tokens` output tokens at `now`.
   void ChargeOutput(const std::string& identity, int64_t tokens, absl::Time now);
 

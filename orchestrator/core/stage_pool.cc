@@ -87,7 +87,9 @@ void StagePool::ReportLoad(int replica, int requests, absl::Time at) {
 }
 
 bool StagePool::HasFreeSlot(int headroom) const {
-  for (int r : LiveReplicas()) {
+  // Per admitted request: no list is built.
+  for (int r = 0; r < size(); ++r) {
+    if (!IsLive(r)) continue;
     const ReplicaState& state = states_[r];
     if (state.capacity <= 0) return true;
     if (BoundCount(r) + state.others_load < state.capacity + headroom) return true;
@@ -128,12 +130,18 @@ void StagePool::Revive(int replica) {
 }
 
 std::vector<int> StagePool::LiveReplicas() const {
-  std::vector<int> live;
+  std::vector<int> replicas;
   for (int i = 0; i < size(); ++i) {
-    const ReplicaState& state = states_[i];
-    if (state.alive && !state.draining && !state.retiring) live.push_back(i);
+    if (IsLive(i)) replicas.push_back(i);
   }
-  return live;
+  return replicas;
+}
+
+bool StagePool::HasLiveReplica() const {
+  for (int i = 0; i < size(); ++i) {
+    if (IsLive(i)) return true;
+  }
+  return false;
 }
 
 // ---- Membership ------------------------------------------------------------------

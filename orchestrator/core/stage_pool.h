@@ -173,6 +173,11 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
 
   // Ascending indices of live replicas (alive, not draining, not retiring).
   std::vector<int> LiveReplicas() const;
+  bool IsLive(int replica) const {
+    const ReplicaState& state = states_[replica];
+    return state.alive && !state.draining && !state.retiring;
+  }
+  bool HasLiveReplica() const;
   // Whether a live replica has room for one more request: what this pool has
   // bound to it plus what others hold there (its last report) is below its
   // capacity plus `headroom`. A replica that reports no capacity always has.
