@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/production_stamp.h"
 
 namespace omnistage {
 namespace {
@@ -114,6 +116,7 @@ void GenerateCall::Run(v1::GenerateRequest request) {
         r.tokens.insert(r.tokens.end(), payload.tokens().ids().begin(),
                         payload.tokens().ids().end());
       }
+      if (std::optional<int64_t> stamp = StampOf(payload)) r.stamps.push_back(*stamp);
     }
     if (response.has_terminal()) {
       if (r.terminals == 0) {

@@ -71,6 +71,7 @@ struct GenerateResult {
   std::string text;             // TEXT payloads, concatenated
   std::string audio;            // AUDIO pcm_s16le, concatenated
   std::vector<int32_t> tokens;  // TOKENS ids, concatenated
+  std::vector<int64_t> stamps;  // production stamps (engines with stamp_outputs), in order
   int responses = 0;            // messages read
   int output_chunks = 0;        // OutputChunks over all messages
   int responses_with_outputs_before_terminal = 0;
