@@ -48,6 +48,8 @@ constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr int kMaxStages = 64;
 // Each spawned replica is a process on this machine.
 constexpr int64_t kMaxSpawnReplicas = 256;
+// A request resumed more often than this is failing for its own reasons.
+constexpr int64_t kMaxFailoverAttempts = 16;
 
 const std::vector<std::string> kTopKeys = {"name",
                                            "keepalive_ms",
@@ -63,7 +65,7 @@ const std::vector<std::string> kTopKeys = {"name",
 const std::vector<std::string> kStageKeys = {
     "name",         "engine",          "engine_params", "replicas",  "addresses",
     "discovery",    "final_output",    "output_modality", "input_mode", "defaults",
-    "pick"};
+    "pick",         "failover"};
 const std::vector<std::string> kPeersKeys = {"addresses", "discovery", "timeout_ms"};
 const std::vector<std::string> kDefaultsKeys = {"max_tokens", "seed", "temperature", "extra"};
 
@@ -164,6 +166,16 @@ absl::Status ReadStage(const YAML::Node& node, int id, StageConfig* stage) {
   std::string pick;
   fields.OneOf("pick", {"round_robin", "least_loaded"}, &pick);
   if (pick == "least_loaded") stage->pick = PickPolicy::kLeastLoaded;
+  if (const YAML::Node* failover = fields.Find("failover")) {
+    Fields attempts(*failover, fields.PathOf("failover"), {"max_attempts"});
+    int64_t max_attempts = 0;
+    attempts.Int("max_attempts", 1, kMaxFailoverAttempts, &max_attempts);
+    if (attempts.status().ok() && !attempts.Has("max_attempts")) {
+      attempts.Fail(Invalid(attempts.PathOf("max_attempts"), "required"));
+    }
+    fields.Fail(attempts.status());
+    stage->failover_max_attempts = static_cast<int>(max_attempts);
+  }
   if (const YAML::Node* defaults = fields.Find("defaults")) {
     fields.Fail(ReadDefaults(*defaults, fields.PathOf("defaults"), &stage->defaults));
   }

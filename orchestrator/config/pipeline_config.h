@@ -72,6 +72,10 @@ struct StageConfig {
   InputMode input_mode = InputMode::kOnFinish;
   // How a request not yet bound here picks its replica.
   PickPolicy pick = PickPolicy::kRoundRobin;
+  // `failover: {max_attempts: N}` (docs/reliability.md): a request whose
+  // replica here goes away is resumed on another live replica of this stage,
+  // at most N times; 0 (the default): it fails, naming the replica.
+  int failover_max_attempts = 0;
   // Per-request parameters used where a request leaves a field unset;
   // defaults.stage_id() == id.
   v1::StageParameters defaults;
@@ -141,6 +145,11 @@ struct PipelineConfig {
   int max_queued = 1000;
   absl::Duration max_queue_wait = absl::Milliseconds(30000);
   int admission_headroom = 2;
+  // Failover (docs/reliability.md): per request, the most bytes of stage
+  // input (and, for engines that resume by continuation, of stage output) the
+  // orchestrator keeps to resume it on another replica. Past it the request
+  // no longer fails over; it fails as without failover, and says so.
+  int64_t max_replay_bytes = 1 << 20;
   // The client connections: concurrent streams one connection may open (more
   // wait in the client), the shortest interval between a client's keepalive
   // pings (closer pings count as strikes; past two the connection is closed),

@@ -39,6 +39,7 @@ limits:
   min_client_ping_interval_ms: 10000
   max_connection_age_ms: 600000
   max_connection_age_grace_ms: 0
+  max_replay_bytes: 65536
 stages:
   - name: thinker
     engine: thinker
@@ -54,6 +55,7 @@ stages:
     output_modality: tokens
     input_mode: streaming
     pick: least_loaded
+    failover: {max_attempts: 3}
   - name: vocoder
     engine: vocoder
     discovery: {dns: omnistage-vocoder.default.svc.cluster.local, port: 9000, refresh_ms: 250}
@@ -95,6 +97,7 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
   EXPECT_EQ(config->min_client_ping_interval, absl::Seconds(10));
   EXPECT_EQ(config->max_connection_age, absl::Minutes(10));
   EXPECT_EQ(config->max_connection_age_grace, absl::ZeroDuration());
+  EXPECT_EQ(config->max_replay_bytes, 65536);
   ASSERT_EQ(config->stages.size(), 3u);
 
   const StageConfig& thinker = config->stages[0];
@@ -125,6 +128,8 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
   EXPECT_EQ(talker.output_modality, v1::MODALITY_TOKENS);
   EXPECT_EQ(talker.input_mode, InputMode::kStreaming);
   EXPECT_EQ(talker.pick, PickPolicy::kLeastLoaded);
+  EXPECT_EQ(talker.failover_max_attempts, 3);
+  EXPECT_EQ(thinker.failover_max_attempts, 0);
   EXPECT_EQ(thinker.pick, PickPolicy::kRoundRobin);
   EXPECT_EQ(talker.defaults.stage_id(), 1);
   EXPECT_FALSE(talker.defaults.has_max_tokens());
@@ -156,6 +161,7 @@ TEST(PipelineConfigTest, AppliesDefaults) {
   EXPECT_EQ(config->worker_abort_timeout, absl::Milliseconds(2000));
   EXPECT_EQ(config->max_in_flight, 10000);
   EXPECT_EQ(config->max_prompt_bytes, 65536u);
+  EXPECT_EQ(config->max_replay_bytes, 1 << 20);
   ASSERT_EQ(config->stages.size(), 1u);
   const StageConfig& stage = config->stages[0];
   EXPECT_TRUE(stage.engine_params.empty());
@@ -282,7 +288,15 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {"limits: {max_inflight: 5}\n" + OneStage(""),
        "limits.max_inflight: unknown key (known: max_in_flight, max_prompt_bytes, "
        "max_client_queued_bytes, max_in_flight_per_identity, max_streams_per_connection, "
-       "min_client_ping_interval_ms, max_connection_age_ms, max_connection_age_grace_ms, max_queued, max_queue_ms, admission_headroom)"},
+       "min_client_ping_interval_ms, max_connection_age_ms, max_connection_age_grace_ms, max_queued, max_queue_ms, admission_headroom, max_replay_bytes)"},
+      {"limits: {max_replay_bytes: 10}\n" + OneStage(""),
+       "limits.max_replay_bytes: expected an integer in [1024, 1073741824], got '10'"},
+      {OneStage("failover: {max_attempts: 0}"),
+       "stages[0].failover.max_attempts: expected an integer in [1, 16], got '0'"},
+      {OneStage("failover: {}"), "stages[0].failover.max_attempts: required"},
+      {OneStage("failover: {max_attempt: 2}"),
+       "stages[0].failover.max_attempt: unknown key (known: max_attempts)"},
+      {OneStage("failover: 2"), "stages[0].failover: expected a map"},
       {"limits: {max_in_flight: 10, max_in_flight_per_identity: 11}\n" + OneStage(""),
        "limits.max_in_flight_per_identity: must be <= max_in_flight (10), got 11"},
       {"limits: {min_client_ping_interval_ms: 10}\n" + OneStage(""),

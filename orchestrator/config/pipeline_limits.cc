@@ -14,7 +14,7 @@ const std::vector<std::string> kLimitsKeys = {
     "max_in_flight",           "max_prompt_bytes",           "max_client_queued_bytes",
     "max_in_flight_per_identity", "max_streams_per_connection", "min_client_ping_interval_ms",
     "max_connection_age_ms",   "max_connection_age_grace_ms", "max_queued",
-    "max_queue_ms",            "admission_headroom"};
+    "max_queue_ms",            "admission_headroom",          "max_replay_bytes"};
 
 // A prompt travels to stage 0 inside one AddRequest, which a worker accepts only
 // up to its message limit (16 MiB by default): a larger limit here would let one
@@ -41,6 +41,8 @@ absl::Status ReadLimits(const YAML::Node& node, PipelineConfig* config) {
   limits.Int("max_queued", 0, 1 << 20, &max_queued);
   limits.Millis("max_queue_ms", 1, &config->max_queue_wait);
   limits.Int("admission_headroom", 0, 1 << 10, &headroom);
+  // At least a prompt's worth; at most 1 GiB per request.
+  limits.Int("max_replay_bytes", 1024, int64_t{1} << 30, &config->max_replay_bytes);
   // Pings closer than 100 ms would cost more than they tell.
   limits.Millis("min_client_ping_interval_ms", 100, &config->min_client_ping_interval);
   limits.Millis("max_connection_age_ms", 0, &config->max_connection_age);
