@@ -11,7 +11,8 @@ std::string InstanceId(int stage, int replica, int n) {
   return absl::StrCat(stage, ".", replica, "#", n);
 }
 
-CoreFixture::CoreFixture(PipelineConfig config, bool hold_aborts, int capacity) {
+CoreFixture::CoreFixture(PipelineConfig config, bool hold_aborts, int capacity,
+                         v1::ResumeMode resume) {
   std::vector<std::vector<ReplicaClient*>> replicas(config.stages.size());
   for (size_t s = 0; s < config.stages.size(); ++s) {
     fakes_.emplace_back();
@@ -28,6 +29,7 @@ CoreFixture::CoreFixture(PipelineConfig config, bool hold_aborts, int capacity) 
       ready.set_stage_id(s);
       ready.set_instance_id(InstanceId(s, r, 1));
       ready.set_capacity(capacity);
+      ready.set_resume(resume);
       core_->OnReplicaReady(s, r, ready);
     }
   }

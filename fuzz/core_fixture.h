@@ -38,8 +38,9 @@ class CoreFixture {
  public:
   // Every replica of `config` (addresses: one fake each) is made ready as
   // instance "<stage>.<replica>#1", of `capacity` (its batch slots, which the
-  // admission queue counts).
-  explicit CoreFixture(PipelineConfig config, bool hold_aborts = false, int capacity = 8);
+  // admission queue counts), its engine resuming by `resume` (failover).
+  explicit CoreFixture(PipelineConfig config, bool hold_aborts = false, int capacity = 8,
+                       v1::ResumeMode resume = v1::RESUME_MODE_UNSPECIFIED);
 
   PipelineCore& core() { return *core_; }
   ManualScheduler& scheduler() { return scheduler_; }

@@ -47,13 +47,17 @@ constexpr int kCapacity = 2;
 // Stages text (final) -> tokens -> audio (final), as many as asked. The first
 // byte is the number of stages and, from 3 on, whether callers have
 // identities (`*identities`: then Generate and Abort read one more byte, who
-// calls; inputs from before identities start with 0 to 2 and read as then).
-PipelineConfig Pipeline(FuzzInput& in, bool* identities) {
+// calls; inputs from before identities start with 0 to 2 and read as then),
+// and from 6 on, whether every stage fails over (`*failover`: then a replica
+// that comes up reads one more byte, how its engine resumes; inputs from
+// before failover start below 6).
+PipelineConfig Pipeline(FuzzInput& in, bool* identities, bool* failover) {
   PipelineConfig config;
   config.name = "fuzz";
   const uint8_t first = in.Byte();
   const int stages = 1 + first % 3;
   *identities = (first / 3) % 2 == 1;
+  *failover = (first / 6) % 2 == 1;
   const v1::Modality modalities[] = {v1::MODALITY_TEXT, v1::MODALITY_TOKENS, v1::MODALITY_AUDIO};
   for (int s = 0; s < stages; ++s) {
     StageConfig stage;
@@ -66,6 +70,7 @@ PipelineConfig Pipeline(FuzzInput& in, bool* identities) {
     stage.final_output = s == 0 || s == stages - 1;
     stage.input_mode = in.Bool() ? InputMode::kStreaming : InputMode::kOnFinish;
     stage.defaults.set_stage_id(s);
+    if (*failover) stage.failover_max_attempts = 2;
     config.stages.push_back(std::move(stage));
   }
   const absl::Duration idle[] = {absl::ZeroDuration(), absl::Milliseconds(500), absl::Seconds(30)};
@@ -73,6 +78,8 @@ PipelineConfig Pipeline(FuzzInput& in, bool* identities) {
   config.worker_abort_timeout = kWorkerAbortTimeout;
   config.max_in_flight = 6;
   config.max_prompt_bytes = 16;
+  // Little room to keep a request's input, so that some stop failing over.
+  config.max_replay_bytes = 64;
   // A small admission queue, so that requests wait, leave, are shed, expire
   // and are aborted while queued (replicas have kCapacity slots: past them,
   // new requests wait).
@@ -84,11 +91,13 @@ PipelineConfig Pipeline(FuzzInput& in, bool* identities) {
 
 class CoreFuzzer {
  public:
-  CoreFuzzer(PipelineConfig config, bool identities, FuzzInput* in)
-      : fixture_(std::move(config), /*hold_aborts=*/true, kCapacity),
+  CoreFuzzer(PipelineConfig config, bool identities, bool failover, FuzzInput* in)
+      : fixture_(std::move(config), /*hold_aborts=*/true, kCapacity,
+                 failover ? v1::RESUME_MODE_REPLAY : v1::RESUME_MODE_UNSPECIFIED),
         checker_(&fixture_),
         in_(*in),
         identities_(identities),
+        failover_(failover),
         trace_(std::getenv("FUZZ_TRACE") != nullptr) {
     for (int s = 0; s < fixture_.stages(); ++s) incarnation_.emplace_back(fixture_.replicas(s), 1);
     fixture_.set_on_answer([this](int stage, int replica, const absl::Status& status) {
@@ -283,6 +292,11 @@ class CoreFuzzer {
     ready.set_stage_id(stage);
     ready.set_instance_id(InstanceId(stage, replica, incarnation_[stage][replica]));
     ready.set_capacity(kCapacity);
+    if (failover_) {
+      const v1::ResumeMode modes[] = {v1::RESUME_MODE_REPLAY, v1::RESUME_MODE_CONTINUATION,
+                                      v1::RESUME_MODE_UNSPECIFIED};
+      ready.set_resume(modes[in_.Below(3)]);
+    }
     Trace(absl::StrCat("replica ready ", ready.instance_id()));
     fixture_.core().OnReplicaReady(stage, replica, ready);
   }
@@ -408,6 +422,7 @@ class CoreFuzzer {
   CoreChecker checker_;
   FuzzInput& in_;
   const bool identities_;
+  const bool failover_;
   std::vector<std::vector<int>> incarnation_;
   uint32_t aborts_ = 0;
   const bool trace_;
@@ -427,8 +442,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   omnistage::fuzz::FuzzInput in(data, size);
   bool identities = false;
-  omnistage::PipelineConfig config = omnistage::fuzz::Pipeline(in, &identities);
-  omnistage::fuzz::CoreFuzzer fuzzer(std::move(config), identities, &in);
+  bool failover = false;
+  omnistage::PipelineConfig config = omnistage::fuzz::Pipeline(in, &identities, &failover);
+  omnistage::fuzz::CoreFuzzer fuzzer(std::move(config), identities, failover, &in);
   fuzzer.Run();
   return 0;
 }

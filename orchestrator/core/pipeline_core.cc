@@ -194,6 +194,11 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   std::unique_ptr<InFlightRequest> fresh =
       NewInFlightRequest(config_, request, *id, std::move(sink), scheduler_->Now());
   fresh->caller = caller.identity;
+  if (!request.disable_failover() &&
+      std::any_of(config_.stages.begin(), config_.stages.begin() + fresh->last_stage + 1,
+                  [](const StageConfig& stage) { return stage.failover_max_attempts > 0; })) {
+    fresh->failover = std::make_unique<FailoverState>(config_.stages.size());
+  }
   InFlightRequest* added = table_.Add(std::move(fresh));
   if (added == nullptr) return;  // A broken invariant; the call has failed.
   InFlightRequest& r = *added;
@@ -231,7 +236,10 @@ std::optional<v1::Error> PipelineCore::StartStage(InFlightRequest& r, int stage,
   }
   v1::AddRequest add;
   add.set_request_id(r.id);
-  for (v1::Payload& p : input) *add.add_input() = std::move(p);
+  for (v1::Payload& p : input) {
+    KeepInput(r, stage, p, complete);
+    *add.add_input() = std::move(p);
+  }
   add.set_input_complete(complete);
   *add.mutable_params() = r.params[stage];
   add.set_traceparent(r.traceparent);
@@ -293,6 +301,7 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
                                 v1::RequestOutput& output) {
   r.last_activity = scheduler_->Now();
   const std::string id = r.id;
+  if (!PassOnOutput(r, stage, replica, output)) return;  // It failed.
   if (r.to_client[stage] && output.payloads_size() > 0) {
     std::vector<v1::OutputChunk> chunks;
     chunks.reserve(output.payloads_size());
@@ -335,6 +344,14 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
     // Either way it cannot go on: it ends now, saying so.
     const bool stopped = output.finish_reason() == v1::FINISH_REASON_ABORT;
     pools_[stage]->Release(id);  // The worker holds nothing for it any more.
+    if (stopped && pools_[stage]->state(replica).draining) {
+      // The worker's drain timeout stopped it: the replica is going away, as
+      // if its stream had broken.
+      LoseRequests(stage, replica, {id},
+                   StageErrorAt(absl::StatusCode::kUnavailable, stage, replica,
+                                absl::StrCat("stopped the request: ", output.error().message())));
+      return;
+    }
     FailRequests({id}, StageErrorAt(stopped ? absl::StatusCode::kAborted
                                             : StatusFromErrorProto(output.error()).code(),
                                     stage, replica,
@@ -382,6 +399,10 @@ std::optional<v1::Error> PipelineCore::SendMoreInput(InFlightRequest& r, int sta
   v1::AppendInput append;
   append.set_request_id(r.id);
   *append.mutable_chunks() = output.payloads();
+  for (const v1::Payload& p : output.payloads()) KeepInput(r, stage, p, last);
+  if (output.payloads_size() == 0 && last && FailsOver(r, stage)) {
+    r.failover->stages[stage].input_complete = true;
+  }
   append.set_last(last);
   std::optional<ReplicaLoss> lost;
   const absl::Status sent = pools_[stage]->Append(std::move(append), &lost);
@@ -451,6 +472,8 @@ void PipelineCore::ResumeRequest(const std::string& id) {
     if (pools_[d.stage]->Bound(id) != d.replica) continue;
     HandleOutput(*r, d.stage, d.replica, d.output);
   }
+  r = table_.Find(id);
+  if (r != nullptr) ResumeLostStages(*r);
 }
 
 // ---- Idle timeout -------------------------------------------------------------------

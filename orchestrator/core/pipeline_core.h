@@ -156,10 +156,34 @@ class PipelineCore : public ReplicaListener, private AbortListener {
                                          const v1::RequestOutput& output, bool last);
   void MaybeComplete(InFlightRequest& request);
 
+  // Failover (pipeline_core_failover.cc, docs/reliability.md). Whether `r`
+  // fails over on `stage` (the stage has it on, the request did not opt out,
+  // and what it keeps stayed within limits.max_replay_bytes).
+  bool FailsOver(const InFlightRequest& r, int stage) const;
+  // Keeps `payload`, handed to `stage` as input, to resume the stage with.
+  void KeepInput(InFlightRequest& r, int stage, const v1::Payload& payload, bool complete);
+  // Before anyone sees `output` of `stage`: drops what a replayed run repeats
+  // and counts what goes on. False when the request failed (a replay that
+  // differs from what was delivered).
+  bool PassOnOutput(InFlightRequest& r, int stage, int replica, v1::RequestOutput& output);
+  // Replica `replica` of `stage` lost `ids` (their bindings are gone): each
+  // fails over where it can and fails with `error` otherwise.
+  void LoseRequests(int stage, int replica, const std::vector<std::string>& ids,
+                    const v1::Error& error);
+  // Resumes `r` on another replica of `stage`; the error to fail it with when
+  // it cannot. Deferred (nullopt) while an abort holds the request.
+  std::optional<v1::Error> FailOver(InFlightRequest& r, int stage, int lost_replica,
+                                    const v1::Error& error);
+  // After an abort of `r` failed: resumes the stages it lost meanwhile; may
+  // end the request.
+  void ResumeLostStages(InFlightRequest& r);
+
   // Endings.
   void FailRequests(const std::vector<std::string>& ids, const v1::Error& error);
-  // A replica went away: its bound requests fail, naming it.
+  // A replica went away: its bound requests fail over or fail, naming it.
   void HandleReplicaLoss(int stage, const ReplicaLoss& loss);
+  // What happens to a lost replica's requests, for its log line.
+  const char* LossVerb(int stage) const;
   void ArmIdleTimer(InFlightRequest& request);
   void OnIdleTimer(const std::string& id);
   void CheckDrained();

@@ -13,9 +13,15 @@
 
 namespace omnistage {
 
+const char* PipelineCore::LossVerb(int stage) const {
+  return config_.stages[stage].failover_max_attempts > 0 ? "resuming elsewhere (failover)"
+                                                          : "failing";
+}
+
 void PipelineCore::HandleReplicaLoss(int stage, const ReplicaLoss& loss) {
-  FailRequests(loss.evicted, StageErrorAt(absl::StatusCode::kUnavailable, stage, loss.replica,
-                                          absl::StrCat("died: ", loss.reason.message())));
+  LoseRequests(stage, loss.replica, loss.evicted,
+               StageErrorAt(absl::StatusCode::kUnavailable, stage, loss.replica,
+                            absl::StrCat("died: ", loss.reason.message())));
 }
 
 void PipelineCore::OnReplicaReady(int stage, int replica, const v1::Ready& ready) {
@@ -45,7 +51,7 @@ void PipelineCore::OnReplicaDown(int stage, int replica, const absl::Status& rea
   if (pools_[stage]->alive(replica)) {
     metrics_.Evicted(stage, "stream_ended");
     LogWarning({"", stage, replica, ""},
-               absl::StrCat("down: ", reason.message(), "; failing its ",
+               absl::StrCat("down: ", reason.message(), "; ", LossVerb(stage), " its ",
                             pools_[stage]->BoundCount(replica), " request(s)"));
   } else if (pools_[stage]->state(replica).last_error != reason.message()) {
     LogWarning({"", stage, replica, ""},
@@ -67,12 +73,14 @@ void PipelineCore::OnReplicaStalled(int stage, int replica, const v1::Stalled& s
   if (pools_[stage]->alive(replica)) {
     metrics_.Evicted(stage, "stalled");
     LogWarning({"", stage, replica, ""},
-               absl::StrCat(what, "; failing its ", pools_[stage]->BoundCount(replica),
+               absl::StrCat(what, "; ", LossVerb(stage), " its ",
+                            pools_[stage]->BoundCount(replica),
                             " request(s), not picking it until it recovers"));
   }
   const std::vector<std::string> lost =
       pools_[stage]->MarkDown(replica, absl::UnavailableError(what));
-  FailRequests(lost, StageErrorAt(absl::StatusCode::kUnavailable, stage, replica, what));
+  LoseRequests(stage, replica, lost,
+               StageErrorAt(absl::StatusCode::kUnavailable, stage, replica, what));
 }
 
 void PipelineCore::OnReplicaDraining(int stage, int replica, const v1::Draining& draining) {

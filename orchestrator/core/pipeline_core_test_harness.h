@@ -121,6 +121,7 @@ class PipelineCoreTest : public ::testing::Test {
     ready.set_stage_id(stage);
     ready.set_instance_id(absl::StrCat(Prefix(stage), replica, suffix));
     ready.set_capacity(8);
+    ready.set_resume(resume_);
     core_->OnReplicaReady(stage, replica, ready);
   }
 
@@ -225,6 +226,8 @@ class PipelineCoreTest : public ::testing::Test {
   std::unique_ptr<PipelineCore> core_;
   std::vector<std::shared_ptr<FakeResponseSink>> sinks_;
   std::string leave_open_;
+  // How every replica made ready says its engine resumes (failover).
+  v1::ResumeMode resume_ = v1::RESUME_MODE_UNSPECIFIED;
 };
 
 // The text of an ABORT terminal's partial output.

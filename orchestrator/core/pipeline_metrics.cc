@@ -28,6 +28,10 @@ constexpr absl::StatusCode kRefusalCodes[] = {
 constexpr const char* kAuthenticatedCalls[] = {"Generate", "Abort", "GetPipelineStatus",
                                                 "CallStageUtility"};
 constexpr const char* kEvictionReasons[] = {"stream_ended", "stalled", "send_failed"};
+// What became of a request a replica lost on a stage with failover on.
+constexpr const char* kFailoverOutcomes[] = {"resumed",          "no_live_replica",
+                                             "attempts_exhausted", "replay_too_large",
+                                             "not_resumable",    "replay_mismatch"};
 // Why the admission queue refused or ended a request (QueueRefused()).
 constexpr const char* kQueueRefusalReasons[] = {"full", "shed", "expired", "draining",
                                                 "rate_limited"};
@@ -79,6 +83,10 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
       worker_aborts_(registry->AddCounter("omnistage_worker_abort_calls_total",
                                           "Abort calls sent to each replica.",
                                           {"stage", "replica"})),
+      failovers_(registry->AddCounter(
+          "omnistage_failovers_total",
+          "Requests a replica lost on a stage with failover on, by what became of them.",
+          {"stage", "outcome"})),
       peer_calls_(registry->AddCounter(
           "omnistage_peer_calls_total",
           "Calls to peer orchestrators: forwarded aborts and status, by outcome.",
@@ -136,6 +144,7 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
   }
   for (const std::string& stage : stage_names_) {
     for (const char* reason : kEvictionReasons) evictions_.With({stage, reason});
+    for (const char* outcome : kFailoverOutcomes) failovers_.With({stage, outcome});
   }
   for (const char* reason : kQueueRefusalReasons) queue_refusals_.With({reason});
 }
@@ -175,6 +184,10 @@ void PipelineMetrics::StageDone(int stage, absl::Duration since_sent) {
 
 void PipelineMetrics::Evicted(int stage, absl::string_view reason) {
   evictions_.With({stage_names_[stage], std::string(reason)}).Increment();
+}
+
+void PipelineMetrics::Failover(int stage, absl::string_view outcome) {
+  failovers_.With({stage_names_[stage], std::string(outcome)}).Increment();
 }
 
 void PipelineMetrics::WorkerAbortCall(int stage, int replica) {

@@ -53,6 +53,10 @@ class PipelineMetrics {
   // `reason`: stream_ended, stalled or send_failed.
   void Evicted(int stage, absl::string_view reason);
   void WorkerAbortCall(int stage, int replica);
+  // A request a replica of `stage` lost, on a stage with failover on:
+  // `outcome` resumed, no_live_replica, attempts_exhausted, replay_too_large,
+  // not_resumable or replay_mismatch (docs/reliability.md, "Failover").
+  void Failover(int stage, absl::string_view outcome);
 
   // ---- Peer orchestrators ----
   // A call to a peer (`call`: abort or status) ended; `code` its status.
@@ -82,6 +86,7 @@ class PipelineMetrics {
   Family<Gauge>& up_;
   Family<Counter>& evictions_;
   Family<Counter>& worker_aborts_;
+  Family<Counter>& failovers_;
   Family<Counter>& peer_calls_;
   Histogram& abort_duration_;
   Counter& client_cancellations_;

@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "common/scheduler.h"
+#include "orchestrator/core/replay.h"
 #include "orchestrator/core/response_sink.h"
 #include "protos/common.pb.h"
 #include "protos/orchestrator.pb.h"
@@ -83,6 +84,9 @@ struct InFlightRequest {
   absl::Time queued_at;
   std::string queued_prompt;
   Scheduler::TimerId queue_timer = 0;
+  // What failover keeps to resume it on another replica (replay.h); null when
+  // no stage it runs on fails over, or it asked not to.
+  std::unique_ptr<FailoverState> failover;
 };
 
 class RequestTable {

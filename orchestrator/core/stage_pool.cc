@@ -253,6 +253,7 @@ void StagePool::Admit(int replica, const v1::Ready& ready) {
   state.instance_id = ready.instance_id();
   state.capacity = ready.capacity();
   state.max_message_bytes = ready.max_message_bytes();
+  state.resume = ready.resume();
   state.down_reason = absl::OkStatus();
   state.last_error.clear();
   state.others_load = 0;  // Until its first report.
@@ -293,7 +294,7 @@ void StagePool::AppendStatus(v1::StageStatus* stage, absl::Time now) const {
 
 // ---- Sends ------------------------------------------------------------------------
 
-SubmitResult StagePool::Submit(v1::AddRequest* add) {
+SubmitResult StagePool::Submit(v1::AddRequest* add, const Prepare& prepare) {
   const std::string id = add->request_id();
   SubmitResult result;
   while (true) {
@@ -304,6 +305,13 @@ SubmitResult StagePool::Submit(v1::AddRequest* add) {
       return result;
     }
     result.replica = *replica;
+    if (prepare) {
+      result.status = prepare(states_[*replica], add);
+      if (!result.status.ok()) {
+        Release(id);
+        return result;
+      }
+    }
     result.status = replicas_[*replica]->Add(add);
     if (result.status.ok()) return result;
     Release(id);  // A failed send leaves no binding.

@@ -79,6 +79,8 @@ struct ReplicaState {
   std::string instance_id;
   int capacity = 0;
   int64_t max_message_bytes = 0;
+  // How its engine takes over a request another replica lost (failover).
+  v1::ResumeMode resume = v1::RESUME_MODE_UNSPECIFIED;
   // Why it went down last (OK while it has not), and that reason's message
   // while it is not alive.
   absl::Status down_reason;
@@ -206,7 +208,11 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   // ---- Sends ----
   // Picks a replica for add->request_id() and sends it there (see above). On
   // success `*add` was moved from and the request is bound to result.replica.
-  SubmitResult Submit(v1::AddRequest* add);
+  // `prepare`, when given, runs for the picked replica before the send and may
+  // change `*add` for it; a non-OK status refuses that replica (nothing is
+  // sent, no binding stays) and is the result.
+  using Prepare = std::function<absl::Status(const ReplicaState& replica, v1::AddRequest* add)>;
+  SubmitResult Submit(v1::AddRequest* add, const Prepare& prepare = nullptr);
   // Sends more input to the replica `input.request_id()` is bound to. NOT_FOUND
   // when it is bound nowhere (nothing sent); a lost replica lands in `*lost`.
   absl::Status Append(v1::AppendInput input, std::optional<ReplicaLoss>* lost);
