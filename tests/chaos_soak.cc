@@ -9,11 +9,18 @@
 //   - the orchestrator's memory (within 10%), file descriptors and own threads are
 //     back where they were before the faults; gRPC's thread pools may have grown
 //     by a few threads (bounded, not per request).
+// With --failover every stage of 2+ replicas has `failover:` on
+// (docs/reliability.md), and one more check holds: no request ends with an
+// ERROR terminal except when a whole stage was down — as many ERROR terminals
+// at most as the orchestrator counted failovers that found no live replica —
+// and each such error names its stage.
 // It prints what happened and exits 1 if any check failed.
 //
 //   bazel run -c opt //tests:chaos_soak -- --requests=1000000   # the long soak
+//   bazel run -c opt //tests:chaos_soak -- --requests=1000000 --failover
 //
-// `bazel test //tests:chaos_soak_test` runs a few thousand requests.
+// `bazel test //tests:chaos_soak_test` runs a few thousand requests, and
+// `//tests:chaos_soak_failover_test` the same with --failover.
 #include <dirent.h>
 #include <signal.h>
 
@@ -36,6 +43,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "tests/failover_metrics.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
 
@@ -46,9 +54,16 @@ ABSL_FLAG(uint64_t, seed, 1, "seed of every random choice");
 ABSL_FLAG(int, step_time_us, 500, "engine step time in both stages");
 ABSL_FLAG(int, fault_every_ms, 250, "mean pause between replica faults");
 ABSL_FLAG(int, fatal_every_steps, 4000, "replica 1 of stage 1 fails fatally at this step");
+ABSL_FLAG(bool, failover, false,
+          "failover on for every stage of 2+ replicas; then only a whole stage down may fail "
+          "a request");
 
 namespace omnistage {
 namespace {
+
+// A request resumed this often would be failing for its own reasons; the
+// config's ceiling, so that only a whole stage down can fail one.
+constexpr int kFailoverAttempts = 16;
 
 // Under AddressSanitizer freed memory is held in quarantine (256 MiB by default),
 // so RSS says nothing about leaks there; the sanitizer build checks everything
@@ -91,6 +106,12 @@ PipelineSpec ChaosSpec() {
   second.replica_flags = {{}, {absl::StrCat("--engine_params=", params, ",fail_at_step=",
                                             absl::GetFlag(FLAGS_fatal_every_steps))}};
   spec.stages.push_back(second);
+  if (absl::GetFlag(FLAGS_failover)) {
+    for (StageSpec& stage : spec.stages) {
+      if (stage.replicas >= 2) stage.failover_max_attempts = kFailoverAttempts;
+    }
+    spec.orchestrator_flags.push_back("--metrics_listen=127.0.0.1:0");
+  }
   return spec;
 }
 
@@ -255,11 +276,44 @@ std::string Check(const Outcome& o, const std::vector<std::vector<int32_t>>& exp
         return absl::StrCat("aborted though nobody asked: ", who);
       }
       return "";
-    case v1::FINISH_REASON_ERROR:
-      if (r.terminal.error().message().empty()) return absl::StrCat("error says nothing: ", who);
+    case v1::FINISH_REASON_ERROR: {
+      const v1::Error& error = r.terminal.error();
+      if (error.message().empty()) return absl::StrCat("error says nothing: ", who);
+      // With failover only a whole stage down fails a request (counted in Run),
+      // and its error names that stage.
+      const char* stage_names[] = {"first", "second"};
+      if (absl::GetFlag(FLAGS_failover) &&
+          (error.stage_id() < 0 || error.stage_id() > 1 ||
+           !absl::StrContains(error.message(), stage_names[error.stage_id()]))) {
+        return absl::StrCat("error names no stage: ", who);
+      }
       return "";
+    }
     default:
       return absl::StrCat("no finish reason: ", who);
+  }
+}
+
+// With failover: the orchestrator's failovers by outcome, printed; an ERROR
+// terminal that does not say "no live replica" is allowed only for a failover
+// that found none.
+void CheckFailovers(int metrics_port, int error_terminals, std::vector<std::string>* problems) {
+  absl::StatusOr<std::string> metrics = ScrapeMetrics(metrics_port);
+  if (!metrics.ok()) {
+    problems->push_back(absl::StrCat("no failover counts: ", metrics.status().message()));
+    return;
+  }
+  std::printf("failovers:");
+  for (const char* outcome : {"resumed", "no_live_replica", "attempts_exhausted",
+                              "replay_too_large", "not_resumable", "replay_mismatch"}) {
+    std::printf(" %s %lld", outcome, static_cast<long long>(FailoverCountIn(*metrics, outcome)));
+  }
+  std::printf("\n");
+  const int64_t stage_down = FailoverCountIn(*metrics, "no_live_replica");
+  if (error_terminals > stage_down) {
+    problems->push_back(absl::StrCat(error_terminals, " ERROR terminals with failover on (not "
+                                     "entering a stage with no live replica), but only ",
+                                     stage_down, " failovers found their stage down"));
   }
 }
 
@@ -311,6 +365,7 @@ int Run() {
   std::atomic<int> next{0};
   absl::Mutex mu;
   std::map<std::string, int> tally;
+  int error_terminals = 0;  // Those that do not say "no live replica".
   std::vector<std::string> problems;
   std::vector<std::thread> clients;
   for (int c = 0; c < absl::GetFlag(FLAGS_clients); ++c) {
@@ -324,6 +379,12 @@ int Run() {
                                  : absl::StrCat("call error ", o.result.status.error_code()));
         absl::MutexLock lock(&mu);
         ++tally[kind];
+        // A request entering a stage with no live replica fails there without
+        // any failover (docs/reliability.md): a whole stage down, self-evident.
+        error_terminals += o.result.status.ok() &&
+                           o.result.terminal.finish_reason() == v1::FINISH_REASON_ERROR &&
+                           !absl::StrContains(o.result.terminal.error().message(),
+                                              "no live replica");
         if (!problem.empty()) problems.push_back(problem);
       }
     });
@@ -344,6 +405,9 @@ int Run() {
   if (!Eventually([&] { return PipelineIsIdle(pipeline, &why); }, absl::Seconds(60),
                   absl::Milliseconds(100))) {
     problems.push_back(absl::StrCat("not idle after the run: ", why));
+  }
+  if (absl::GetFlag(FLAGS_failover)) {
+    CheckFailovers(pipeline.orchestrator_metrics_port(), error_terminals, &problems);
   }
   // The allocator may keep a little; descriptors and the orchestrator's own threads
   // must come back. gRPC sizes its pools (event engine, timers) by load and keeps

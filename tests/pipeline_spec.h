@@ -39,6 +39,9 @@ struct StageSpec {
   int refresh_ms = 200;
   // The stage's `pick:` (round_robin or least_loaded); empty: the default.
   std::string pick;
+  // > 0: the stage's `failover: {max_attempts: N}` (docs/reliability.md); 0: no
+  // `failover:` key, so a dead replica fails its requests.
+  int failover_max_attempts = 0;
 };
 
 // The pipeline and the orchestrator's timing. The defaults make a dead replica
@@ -57,7 +60,8 @@ struct PipelineSpec {
   int max_prompt_bytes = 0;
   // 0: the config's default.
   int max_client_queued_bytes = 0;
-  // More `limits:` entries as "key: value", e.g. "max_streams_per_connection: 2".
+  // More `limits:` entries as "key: value", e.g. "max_streams_per_connection: 2"
+  // or "max_replay_bytes: 65536".
   std::vector<std::string> limits;
   // The config's `peers:` as a YAML flow map, e.g. "{addresses: [...]}"; empty:
   // none (OrchestratorCluster sets it).
