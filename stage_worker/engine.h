@@ -33,9 +33,10 @@ struct EngineRequest {
   // False when more input will arrive through AppendInput().
   bool input_complete = true;
   v1::StageParameters params;
-  // What the request already produced on a replica that was lost, one payload
-  // per kind (all its text, all its token ids, all its audio, each
-  // concatenated), when it resumes here by continuation (ResumeMode below).
+  // What the request already produced on a replica that was lost, when it
+  // resumes here by continuation (ResumeMode below): one payload per kind (all
+  // its text, all its token ids, all its audio, each concatenated), then its
+  // raw payloads in order, as AddRequest.produced carries them.
   // Empty otherwise: the worker refuses `produced` for an engine that does not
   // resume by continuation, so other engines never see it.
   std::vector<v1::Payload> produced;

@@ -13,6 +13,19 @@
 namespace omnistage {
 namespace {
 
+// Ready.resume: how the engine takes over a request another replica lost.
+v1::ResumeMode ResumeModeProto(ResumeMode mode) {
+  switch (mode) {
+    case ResumeMode::kReplay:
+      return v1::RESUME_MODE_REPLAY;
+    case ResumeMode::kContinuation:
+      return v1::RESUME_MODE_CONTINUATION;
+    case ResumeMode::kNone:
+      break;
+  }
+  return v1::RESUME_MODE_UNSPECIFIED;
+}
+
 // A request with no input and only `hello`'s stage defaults, for the engine's checks.
 EngineRequest DefaultsProbe(const v1::Hello& hello) {
   EngineRequest probe;
@@ -108,6 +121,7 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   ready->set_protocol_version(kProtocolVersion);
   ready->set_max_message_bytes(options_.max_message_bytes);
   ready->mutable_load()->set_requests(static_cast<int>(live_requests()));
+  ready->set_resume(ResumeModeProto(engine_->resume_mode()));
   LogInfo({"", options_.stage_id, -1, ""},
           absl::StrCat("session ", session->number(), " opened",
                        session->peer().empty() ? "" : absl::StrCat(" by '", session->peer(), "'")));

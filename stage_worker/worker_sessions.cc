@@ -25,6 +25,19 @@ absl::Status CheckRequestId(const std::string& id) {
   return absl::OkStatus();
 }
 
+// AddRequest.produced is what a continuation continues after; any other engine
+// would ignore it and produce the whole output again, which the client would
+// then receive twice.
+absl::Status CheckProduced(const v1::AddRequest& add, ResumeMode mode) {
+  if (add.produced().empty() || mode == ResumeMode::kContinuation) return absl::OkStatus();
+  return AtField(
+      absl::InvalidArgumentError(absl::StrCat(
+          "produced is only for an engine that resumes by continuation; this worker's engine ",
+          mode == ResumeMode::kReplay ? "resumes by replay (send the whole input again instead)"
+                                      : "cannot resume a request")),
+      "produced");
+}
+
 }  // namespace
 
 void Worker::Reject(Session& session, const v1::WorkerCommand& command,
@@ -94,12 +107,15 @@ absl::StatusOr<EngineRequest> Worker::AcceptAdd(const Session& session, v1::AddR
   if (const uint64_t stalled = stall_.stalled_step(); stalled != 0) {
     return absl::UnavailableError(absl::StrCat("the engine is stalled in step ", stalled));
   }
+  if (absl::Status s = CheckProduced(add, engine_->resume_mode()); !s.ok()) return s;
   EngineRequest request;
   request.id = EngineRequestId(session.number(), add.request_id());
   request.input.assign(std::make_move_iterator(add.mutable_input()->begin()),
                        std::make_move_iterator(add.mutable_input()->end()));
   request.input_complete = add.input_complete();
   request.params = std::move(*add.mutable_params());
+  request.produced.assign(std::make_move_iterator(add.mutable_produced()->begin()),
+                          std::make_move_iterator(add.mutable_produced()->end()));
   if (absl::Status s = engine_->Validate(request); !s.ok()) return s;
   return request;
 }
