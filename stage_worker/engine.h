@@ -33,6 +33,32 @@ struct EngineRequest {
   // False when more input will arrive through AppendInput().
   bool input_complete = true;
   v1::StageParameters params;
+  // What the request already produced on a replica that was lost, when it
+  // resumes here by continuation (ResumeMode below): one payload per kind (all
+  // its text, all its token ids, all its audio, each concatenated), then its
+  // raw payloads in order, as AddRequest.produced carries them.
+  // Empty otherwise: the worker refuses `produced` for an engine that does not
+  // resume by continuation, so other engines never see it.
+  std::vector<v1::Payload> produced;
+};
+
+// How an engine takes over a request that another replica of its stage lost
+// (failover, docs/engines.md#failover). The orchestrator must deliver exactly
+// what a fault-free run would have, so it needs to know which of two promises
+// the engine keeps:
+enum class ResumeMode {
+  // Neither: a lost request that had produced anything fails.
+  kNone,
+  // The output is a function of the request's input and parameters (seed
+  // included) alone: not of its batch mates, of how its input was chunked or
+  // when streamed input arrived, of step boundaries or timing, nor of the
+  // replica. The request runs again from its whole input, and the orchestrator
+  // drops the part already delivered, counted per payload kind.
+  kReplay,
+  // The request arrives with EngineRequest.produced, and the engine produces
+  // only what follows it (as a vLLM-style engine appends the tokens it emitted
+  // to the prompt and continues).
+  kContinuation,
 };
 
 // How many requests an engine holds: in its batch, and admitted but waiting
@@ -89,6 +115,11 @@ class Engine {
 
   // How many requests run concurrently (the batch capacity). Constant.
   virtual int capacity() const = 0;
+
+  // How the engine takes over a lost request (ResumeMode). Constant; the worker
+  // announces it in Ready.resume. kNone by default: replay is a promise about
+  // every output the engine makes, which an engine must opt into.
+  virtual ResumeMode resume_mode() const { return ResumeMode::kNone; }
 
   // What it holds now (metrics). Called on the busy-loop thread.
   virtual EngineLoad load() const = 0;

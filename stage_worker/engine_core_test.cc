@@ -54,6 +54,21 @@ TEST_F(EngineCoreTest, MetricsHooksSeeStepsAbortsAndIdleTime) {
   EXPECT_GE(sink_.idles(), 2);
 }
 
+// A request that resumes by continuation reaches the engine with what it
+// already produced (EngineRequest.produced): the loop moves the whole request.
+TEST_F(EngineCoreTest, AddHandsTheEngineWhatTheRequestProduced) {
+  EngineRequest request = Request("a", 1);
+  request.produced.resize(2);
+  request.produced[0].mutable_text()->set_text("It was");
+  request.produced[1].mutable_tokens()->add_ids(7);
+  ASSERT_TRUE(core_.Submit(CoreMessage::Add(std::move(request))));
+  StartLoop();
+  ASSERT_TRUE(sink_.WaitFor("step 1: (a,0)", kDeadline));
+  core_.RequestShutdown();
+  JoinLoop();
+  EXPECT_THAT(engine_.calls(), Contains("add a produced=2"));
+}
+
 TEST_F(EngineCoreTest, FatalAndShutdownAreExclusive) {
   engine_.FailStep(2);
   engine_.AllowSteps(1);

@@ -96,7 +96,10 @@ absl::Status FakeEngine::ValidateInLoop(const EngineRequest& request) {
 
 absl::Status FakeEngine::Add(EngineRequest request) {
   absl::MutexLock lock(&mu_);
-  calls_.push_back(absl::StrCat("add ", request.id));
+  calls_.push_back(absl::StrCat("add ", request.id,
+                                 request.produced.empty()
+                                     ? ""
+                                     : absl::StrCat(" produced=", request.produced.size())));
   if (request.id == fail_add_id_) {
     return absl::InternalError(absl::StrCat("cannot add ", request.id));
   }

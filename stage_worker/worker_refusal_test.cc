@@ -1,6 +1,7 @@
 // What a stage worker refuses and how it says so: bad Hellos (stage, protocol,
 // stage defaults its engine would refuse, naming the field), bad commands and
-// aborts, requests naming their bad field, messages over the size limit.
+// aborts, requests naming their bad field, `produced` for an engine that
+// resumes by replay, messages over the size limit.
 #include <map>
 #include <set>
 #include <string>
@@ -12,23 +13,6 @@
 
 namespace omnistage {
 namespace {
-
-// Expects the next event other than step outputs to reject command `seq` with
-// `code`, naming `words`.
-void ExpectRejected(WorkerTestClient& client, uint64_t seq, absl::StatusCode code,
-                    const std::string& words) {
-  std::optional<v1::WorkerEvent> event;
-  do {
-    event = client.Next(absl::Seconds(5));
-    ASSERT_TRUE(event.has_value());
-  } while (event->has_step());
-  ASSERT_TRUE(event->has_rejected()) << event->DebugString();
-  EXPECT_EQ(event->rejected().seq(), seq);
-  EXPECT_NE(event->rejected().command(), v1::CommandRejected::KIND_UNSPECIFIED);
-  EXPECT_EQ(event->rejected().error().code(), static_cast<int>(code));
-  EXPECT_NE(event->rejected().error().message().find(words), std::string::npos)
-      << event->rejected().error().message();
-}
 
 TEST_F(WorkerServiceTest, HelloIsChecked) {
   StartWorker({}, /*stage_id=*/1);
@@ -148,6 +132,25 @@ TEST_F(WorkerServiceTest, BadCommandsAreRejectedAndTheSessionGoesOn) {
   EXPECT_EQ(*client->Abort({"dup"}), std::vector<std::string>{"dup"});
   client->Add("fine", "x", 2);
   EXPECT_FALSE(client->CollectUntilFinished("fine", absl::Seconds(5)).empty());
+}
+
+// A replay engine given what a request already produced would produce it all
+// again, and the client would receive that part twice: the Add is refused,
+// naming the field, and the session goes on.
+TEST_F(WorkerServiceTest, ProducedIsRefusedByAnEngineThatResumesByReplay) {
+  StartWorker({});
+  auto client = NewClient();
+  v1::WorkerCommand command;
+  v1::AddRequest* add = command.mutable_add();
+  add->set_request_id("resumed");
+  add->set_input_complete(true);
+  add->add_input()->mutable_text()->set_text("x");
+  add->add_produced()->mutable_tokens()->add_ids(7);
+  ExpectRejected(*client, client->Send(command), absl::StatusCode::kInvalidArgument,
+                 "resumes by replay", "produced");
+  // The same id, without `produced`, runs: the refused Add never started.
+  client->Add("resumed", "x", 2);
+  EXPECT_FALSE(client->CollectUntilFinished("resumed", absl::Seconds(5)).empty());
 }
 
 TEST_F(WorkerServiceTest, BadAbortsAreRefusedClearly) {

@@ -30,6 +30,8 @@ TEST_F(WorkerServiceTest, HandshakeReportsIdentity) {
   EXPECT_FALSE(ready->instance_id().empty());
   EXPECT_FALSE(ready->session_id().empty());
   EXPECT_EQ(ready->protocol_version(), 1u);
+  // sim_llm, in C++ and in Python, is deterministic given its seed.
+  EXPECT_EQ(ready->resume(), v1::RESUME_MODE_REPLAY);
 }
 
 TEST_F(WorkerServiceTest, OutputsOfOneStepTravelAsOneMessage) {

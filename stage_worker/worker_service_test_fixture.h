@@ -5,8 +5,10 @@
 #ifndef OMNISTAGE_STAGE_WORKER_WORKER_SERVICE_TEST_FIXTURE_H_
 #define OMNISTAGE_STAGE_WORKER_WORKER_SERVICE_TEST_FIXTURE_H_
 
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -115,6 +117,26 @@ class WorkerServiceTest : public ::testing::Test {
   std::unique_ptr<WorkerServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
 };
+
+// Expects the next event other than step outputs to reject command `seq` with
+// `code`, naming `words` and, when `field` is given, that field.
+inline void ExpectRejected(WorkerTestClient& client, uint64_t seq, absl::StatusCode code,
+                           const std::string& words, const std::string& field = "") {
+  std::optional<v1::WorkerEvent> event;
+  do {
+    event = client.Next(absl::Seconds(5));
+    ASSERT_TRUE(event.has_value());
+  } while (event->has_step());
+  ASSERT_TRUE(event->has_rejected()) << event->DebugString();
+  EXPECT_EQ(event->rejected().seq(), seq);
+  EXPECT_NE(event->rejected().command(), v1::CommandRejected::KIND_UNSPECIFIED);
+  EXPECT_EQ(event->rejected().error().code(), static_cast<int>(code));
+  EXPECT_NE(event->rejected().error().message().find(words), std::string::npos)
+      << event->rejected().error().message();
+  if (!field.empty()) {
+    EXPECT_EQ(event->rejected().error().field(), field);
+  }
+}
 
 // The worker's readiness ("omnistage.v1.StageWorker"), or with service "" its
 // liveness.

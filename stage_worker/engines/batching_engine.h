@@ -9,6 +9,12 @@
 //   is aborted.
 // - Streamed input: text and token payloads are concatenated per kind in arrival
 //   order into a RequestInput, so generators cannot see how input was chunked.
+// - Replay (Engine::resume_mode()): a request's whole output is a function of
+//   its input and settings only, since its generator sees neither its batch
+//   mates nor how its input was chunked (above), and must be deterministic in
+//   what it sees (RequestGenerator). A lost request can therefore run again on
+//   another replica and produce the same output (docs/engines.md#failover,
+//   where the test that checks every built-in engine is named).
 // - Modelled step time (`step_time_us`, `step_mode` sleep or busy) and the
 //   utilities "ping" and "stats". (The fault and benchmark hooks, fail_at_step
 //   and the rest, are no part of an engine: fault_injection.h.)
@@ -89,7 +95,10 @@ class RequestGenerator {
   virtual ~RequestGenerator() = default;
   // Whether Step() can make progress with `input` (false: waiting for input).
   virtual bool Ready(const RequestInput& input) const = 0;
-  // One step; called only when Ready(). Must be deterministic in `input`.
+  // One step; called only when Ready(). Must be deterministic in `input` and
+  // the request's settings, and the output of all its steps together must not
+  // depend on when the input arrived (how much of it the earlier steps saw):
+  // BatchingEngine promises replay for every engine built on it.
   virtual GeneratedStep Step(const RequestInput& input) = 0;
 };
 
@@ -113,6 +122,7 @@ class BatchingEngine : public Engine {
   EngineLoad load() const override {
     return {static_cast<int>(running_.size()), static_cast<int>(waiting_.size())};
   }
+  ResumeMode resume_mode() const override { return ResumeMode::kReplay; }
 
   const std::string& name() const { return name_; }
 

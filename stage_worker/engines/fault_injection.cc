@@ -143,6 +143,8 @@ int FaultInjectingEngine::capacity() const { return inner_->capacity(); }
 
 EngineLoad FaultInjectingEngine::load() const { return inner_->load(); }
 
+ResumeMode FaultInjectingEngine::resume_mode() const { return inner_->resume_mode(); }
+
 std::unique_ptr<Engine> WithFaults(std::string name, const FaultOptions& options,
                                    std::unique_ptr<Engine> engine) {
   if (!options.any()) return engine;

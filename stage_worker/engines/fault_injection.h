@@ -100,6 +100,10 @@ class FaultInjectingEngine : public Engine {
                                                   const google::protobuf::ListValue& args) override;
   int capacity() const override;
   EngineLoad load() const override;
+  // The inner engine's: no hook changes what a request's content is (the
+  // production stamps of stamp_outputs are raw payloads, which failover counts
+  // but does not compare).
+  ResumeMode resume_mode() const override;
 
  private:
   absl::StatusOr<google::protobuf::Value> Div(const google::protobuf::ListValue& args) const;

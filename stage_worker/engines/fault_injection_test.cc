@@ -39,6 +39,7 @@ class FakeEngine : public Engine {
   bool validates_in_loop() const override { return true; }
   absl::Status Add(EngineRequest request) override {
     live.push_back(request.id);
+    produced_payloads += static_cast<int>(request.produced.size());
     return absl::OkStatus();
   }
   absl::Status AppendInput(const std::string& id, std::vector<v1::Payload> chunks,
@@ -73,6 +74,7 @@ class FakeEngine : public Engine {
   }
   int capacity() const override { return 7; }
   EngineLoad load() const override { return {static_cast<int>(live.size()), 2}; }
+  ResumeMode resume_mode() const override { return resume; }
 
   std::vector<std::string> live;
   std::vector<std::vector<std::string>> aborted;
@@ -80,6 +82,8 @@ class FakeEngine : public Engine {
   int appended = 0;
   int utility_calls = 0;
   int validate_in_loop_calls = 0;
+  int produced_payloads = 0;  // in every Add() so far
+  ResumeMode resume = ResumeMode::kNone;
 };
 
 // The decorator around a FakeEngine, which the test keeps a pointer to.
@@ -296,6 +300,24 @@ TEST(FaultInjectingEngineTest, ForwardsEverythingElse) {
   ASSERT_TRUE(outputs.ok());
   ASSERT_EQ(outputs->size(), 1u);
   EXPECT_EQ((*outputs)[0].payloads_size(), 1);  // no stamp unless asked
+}
+
+// Failover asks the wrapped engine how it resumes: a hook must not hide a
+// continuation engine, nor make one of a replay engine.
+TEST(FaultInjectingEngineTest, ResumesAsTheEngineItWrapsAndPassesProducedOn) {
+  FaultOptions options;
+  options.stamp_outputs = true;
+  for (ResumeMode mode : {ResumeMode::kNone, ResumeMode::kReplay, ResumeMode::kContinuation}) {
+    Wrapped w(options);
+    w.fake->resume = mode;
+    EXPECT_EQ(w.engine->resume_mode(), mode);
+  }
+  Wrapped w(options);
+  EngineRequest request = Request("a");
+  request.produced.push_back(v1::Payload());
+  request.produced.back().mutable_tokens()->add_ids(7);
+  ASSERT_TRUE(w.engine->Add(std::move(request)).ok());
+  EXPECT_EQ(w.fake->produced_payloads, 1);
 }
 
 }  // namespace

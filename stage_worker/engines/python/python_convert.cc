@@ -260,6 +260,12 @@ py::dict ParamsToPython(const v1::StageParameters& params) {
   return dict;
 }
 
+py::dict RequestParamsToPython(const EngineRequest& request) {
+  py::dict dict = ParamsToPython(request.params);
+  dict["produced"] = PayloadsToPython(request.produced);
+  return dict;
+}
+
 py::list ListToPython(const google::protobuf::ListValue& list) {
   py::list out(list.values_size());
   for (int i = 0; i < list.values_size(); ++i) {

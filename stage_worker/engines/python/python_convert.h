@@ -12,6 +12,9 @@
 //
 //   StageParameters dict(max_tokens=int|None, seed=int|None,
 //                        temperature=float|None, extra=dict[str, str])
+//   (a request's)   the same, and produced=list of payloads: what it already
+//                   produced when it resumes by continuation
+//                   (EngineRequest.produced, engine.h); else []
 //   Value           None, bool, float (numbers), str, list, dict
 //
 // A step's outputs are a list of tuples (request_id, payloads[, finish[,
@@ -31,12 +34,15 @@
 #include "google/protobuf/struct.pb.h"
 #include "protos/common.pb.h"
 #include "protos/stage_worker.pb.h"
+#include "stage_worker/engine.h"
 #include "stage_worker/engines/python/python_runtime.h"
 
 namespace omnistage {
 
 pybind11::list PayloadsToPython(const std::vector<v1::Payload>& payloads);
 pybind11::dict ParamsToPython(const v1::StageParameters& params);
+// The params dict validate and add get: ParamsToPython() and "produced".
+pybind11::dict RequestParamsToPython(const EngineRequest& request);
 pybind11::list ListToPython(const google::protobuf::ListValue& list);
 
 // INVALID_ARGUMENT naming what in `value` is not a JSON-like value.

@@ -35,11 +35,13 @@ struct Prepared {
 
 class PythonEngine : public Engine {
  public:
-  PythonEngine(std::string label, py::object instance, Methods methods, int capacity)
+  PythonEngine(std::string label, py::object instance, Methods methods, int capacity,
+               ResumeMode resume)
       : label_(std::move(label)),
         instance_(std::move(instance)),
         methods_(std::move(methods)),
-        capacity_(capacity) {}
+        capacity_(capacity),
+        resume_(resume) {}
 
   ~PythonEngine() override {
     PythonLock gil;
@@ -51,21 +53,15 @@ class PythonEngine : public Engine {
   // On gRPC threads: only what needs no interpreter.
   absl::Status Validate(const EngineRequest& request) const override {
     if (request.id.empty()) return absl::InvalidArgumentError(label_ + ": empty request id");
-    for (size_t i = 0; i < request.input.size(); ++i) {
-      if (request.input[i].kind_case() == v1::Payload::KIND_NOT_SET) {
-        return AtField(absl::InvalidArgumentError(
-                           absl::StrCat(label_, ": input payload ", i, " is empty (no kind set)")),
-                       absl::StrCat("input[", i, "]"));
-      }
-    }
-    return absl::OkStatus();
+    if (absl::Status s = CheckKinds(request.input, "input"); !s.ok()) return s;
+    return CheckKinds(request.produced, "produced");
   }
 
   absl::Status ValidateInLoop(const EngineRequest& request) override {
     PythonLock gil;
     try {
       prepared_ = Prepared{request.id, PayloadsToPython(request.input),
-                           ParamsToPython(request.params)};
+                           RequestParamsToPython(request)};
       methods_.validate(request.id, prepared_->inputs, request.input_complete,
                         prepared_->params);
       return absl::OkStatus();
@@ -86,7 +82,7 @@ class PythonEngine : public Engine {
       Prepared args = prepared_.has_value() && prepared_->id == request.id
                           ? *std::move(prepared_)
                           : Prepared{request.id, PayloadsToPython(request.input),
-                                     ParamsToPython(request.params)};
+                                     RequestParamsToPython(request)};
       prepared_.reset();
       methods_.add(request.id, args.inputs, request.input_complete, args.params);
     } catch (py::error_already_set& e) {
@@ -189,6 +185,7 @@ class PythonEngine : public Engine {
   }
 
   int capacity() const override { return capacity_; }
+  ResumeMode resume_mode() const override { return resume_; }
 
   EngineLoad load() const override {
     if (broken_.ok()) {
@@ -210,6 +207,19 @@ class PythonEngine : public Engine {
   }
 
  private:
+  // INVALID_ARGUMENT at "<field>[i]" for the first payload with no kind: no
+  // Python value stands for it.
+  absl::Status CheckKinds(const std::vector<v1::Payload>& payloads, const char* field) const {
+    for (size_t i = 0; i < payloads.size(); ++i) {
+      if (payloads[i].kind_case() == v1::Payload::KIND_NOT_SET) {
+        return AtField(absl::InvalidArgumentError(absl::StrCat(label_, ": ", field, " payload ", i,
+                                                               " is empty (no kind set)")),
+                       absl::StrCat(field, "[", i, "]"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // A fatal error: the exception, its traceback, and where it came from.
   absl::Status Raised(const char* method, const py::error_already_set& e) const {
     return absl::InternalError(absl::StrCat(label_, ": ", method, " raised ", ExceptionLine(e),
@@ -237,6 +247,7 @@ class PythonEngine : public Engine {
   py::object instance_;
   Methods methods_;
   const int capacity_;
+  const ResumeMode resume_;
   std::optional<Prepared> prepared_;
   absl::flat_hash_set<std::string> live_;
   mutable absl::Status broken_;
@@ -245,6 +256,23 @@ class PythonEngine : public Engine {
 absl::Status Refused(std::string message, const std::string& field) {
   absl::Status status = absl::InvalidArgumentError(absl::StrCat("engine python: ", message));
   return field.empty() ? status : AtField(status, field);
+}
+
+// The class attribute `resume`: how the engine takes over a lost request.
+// Read from the class, before the constructor loads anything, so that a typo
+// costs no model load.
+absl::StatusOr<ResumeMode> ReadResume(const py::object& cls, const std::string& qualified) {
+  py::object resume = py::getattr(cls, "resume", py::none());
+  if (resume.is_none()) return ResumeMode::kNone;
+  if (PyUnicode_Check(resume.ptr())) {
+    const std::string value = py::str(resume);
+    if (value == "replay") return ResumeMode::kReplay;
+    if (value == "continuation") return ResumeMode::kContinuation;
+  }
+  return Refused(absl::StrCat("class ", qualified, ".resume is ", std::string(py::repr(resume)),
+                              " (expected \"replay\" or \"continuation\", or None or no "
+                              "attribute for an engine that cannot resume a lost request)"),
+                 "class");
 }
 
 void PrependToSysPath(const std::string& path) {
@@ -300,6 +328,8 @@ absl::StatusOr<std::unique_ptr<Engine>> CreatePythonEngine(
                        "class");
       }
     }
+    absl::StatusOr<ResumeMode> resume = ReadResume(cls, qualified);
+    if (!resume.ok()) return resume.status();
     py::dict engine_params;
     for (const auto& [key, value] : own) engine_params[py::str(key)] = py::str(value);
     py::object instance;
@@ -328,7 +358,7 @@ absl::StatusOr<std::unique_ptr<Engine>> CreatePythonEngine(
                     py::getattr(instance, "load", py::none())};
     return std::make_unique<PythonEngine>(absl::StrCat("python engine ", qualified),
                                           std::move(instance), std::move(methods),
-                                          capacity.cast<int>());
+                                          capacity.cast<int>(), *resume);
   } catch (py::error_already_set& e) {
     return Refused(absl::StrCat(qualified, ": ", ExceptionLine(e)), "");
   }

@@ -21,6 +21,12 @@
 //   step(self) -> list of outputs
 //   utility(self, name, args) -> value
 //   load(self) -> (running, waiting)          optional (metrics)
+//   resume = "replay" | "continuation"        optional class attribute: how it
+//                                             takes over a request another
+//                                             replica lost (Engine::resume_mode());
+//                                             absent or None: it cannot
+// A continuation engine finds what the request already produced in
+// params["produced"] (python_convert.h); docs/engines.md#failover.
 // Errors: an exception from validate rejects that request (INVALID_ARGUMENT,
 // its message; a `field` attribute names the field); from utility, fails that
 // call (ValueError/TypeError: INVALID_ARGUMENT, NotImplementedError:
@@ -41,8 +47,9 @@ namespace omnistage {
 inline constexpr char kPythonEngineName[] = "python";
 
 // INVALID_ARGUMENT at field "module", "class" or "<param>" when the module does
-// not import, the class or one of its methods is missing, or the constructor
-// refuses a parameter; the message names module, class and method.
+// not import, the class or one of its methods is missing, its `resume` is not
+// one of the values above, or the constructor refuses a parameter; the message
+// names module, class and method (or attribute).
 absl::StatusOr<std::unique_ptr<Engine>> CreatePythonEngine(
     const std::map<std::string, std::string>& params);
 

@@ -78,6 +78,10 @@ class _SimLlmGenerator(Generator):
 
 class SimLlm(Batching):
     ACCEPTS = ("text", "tokens")
+    # A request's tokens depend on its whole input and seed only (not on its
+    # batch, its input's chunks or timing), so a lost request runs again on
+    # another replica and produces them again (docs/engines.md#failover).
+    resume = "replay"
 
     def __init__(self, params):
         def read_own(reader):

@@ -1,13 +1,13 @@
 """Engines for the python engine's tests: broken classes, exceptions from a
-chosen method, malformed outputs, a recorder of threads and calls, and a
-sim_llm that fails or hangs in Python."""
+chosen method, malformed outputs, a recorder of threads and calls, a sim_llm
+that fails or hangs in Python, and an engine that resumes by continuation."""
 
 import ctypes
 import threading
 import time
 
 from omnistage_engines.params import ParamError
-from omnistage_engines.sim_llm import SimLlm
+from omnistage_engines.sim_llm import SimLlm, hash_bytes, hash_combine, mix64
 
 
 class Echo:
@@ -131,6 +131,70 @@ class NoStep:
 
 class BadCapacity(Echo):
     capacity = "lots"
+
+
+class BadResume(Echo):
+    resume = "rerun"
+
+
+class Continuing:
+    """Resumes by continuation, as a vLLM-style engine does: a request's output
+    is tokens 0 .. max_tokens - 1 of a sequence fixed by its text and seed, one
+    token per step; one that arrives with params["produced"] starts after the
+    tokens it already produced (and, having them all, ends at once)."""
+
+    resume = "continuation"
+    capacity = 8
+
+    def __init__(self, params):
+        if params:
+            key = sorted(params)[0]
+            raise ParamError(key, f"engine continuing: unknown parameter '{key}'")
+        self.requests = {}  # request_id -> [sequence seed, next index, max_tokens]
+
+    def validate(self, request_id, inputs, complete, params):
+        if not complete or not all(isinstance(p, str) for p in inputs):
+            raise ValueError("continuing: the input must be whole text")
+        for i, payload in enumerate(params["produced"]):
+            if not isinstance(payload, list):
+                error = ValueError("continuing: it produces tokens only")
+                error.field = f"produced[{i}]"
+                raise error
+
+    def add(self, request_id, inputs, complete, params):
+        key = hash_combine(hash_bytes("".join(inputs).encode()), params["seed"] or 0)
+        done = sum(len(p) for p in params["produced"])
+        self.requests[request_id] = [key, done, params["max_tokens"] or 16]
+
+    def append_input(self, request_id, chunks, last):
+        pass
+
+    def abort(self, request_ids):
+        for request_id in request_ids:
+            self.requests.pop(request_id, None)
+
+    def has_work(self):
+        return bool(self.requests)
+
+    def step(self):
+        outputs = []
+        for request_id, state in list(self.requests.items()):
+            key, index, max_tokens = state
+            if index >= max_tokens:
+                del self.requests[request_id]
+                outputs.append((request_id, [], "length"))
+                continue
+            state[1] = index + 1
+            token = mix64((key + index) & ((1 << 64) - 1)) % 1000
+            if state[1] >= max_tokens:
+                del self.requests[request_id]
+                outputs.append((request_id, [[token]], "length"))
+            else:
+                outputs.append((request_id, [[token]]))
+        return outputs
+
+    def utility(self, name, args):
+        return None
 
 
 class Ticker(SimLlm):
