@@ -41,6 +41,10 @@ grep -q 'of audio; not saved (pass --wav=FILE)' "$out/nowav" || fail "no-wav mes
 # Engine parameters per stage (--extra), checked by the engine.
 "$omni" generate "$server" --prompt="Short" --modalities=text --extra=0:sentences=1 >/dev/null \
   2>"$out/extra" || fail "--extra: $(cat "$out/extra")"
+# A request may opt out of failover (its stages have none here: it just runs).
+"$omni" generate "$server" --prompt="Short" --modalities=text --extra=0:sentences=1 \
+  --disable_failover >/dev/null 2>"$out/nofailover" ||
+  fail "--disable_failover: $(cat "$out/nofailover")"
 set +e
 "$omni" generate "$server" --prompt="x" --extra=0:colour=red >/dev/null 2>"$out/badextra"
 rc=$?

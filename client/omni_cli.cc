@@ -72,6 +72,9 @@ ABSL_FLAG(std::vector<std::string>, seed, {},
 ABSL_FLAG(int, priority, -1,
           "generate: 0..9, higher first when the orchestrator queues requests (-1: the "
           "identity's default)");
+ABSL_FLAG(bool, disable_failover, false,
+          "generate: the request does not fail over: a replica that dies fails it, also on a "
+          "stage with failover on");
 ABSL_FLAG(int, timeout_s, 0, "deadline for the call in seconds (0: none)");
 ABSL_FLAG(std::string, traceparent, "",
           "generate: a W3C traceparent (00-<trace id>-<parent id>-<flags>) sent as gRPC "
@@ -220,6 +223,7 @@ int Generate(v1::Orchestrator::Stub& stub) {
   if (const int priority = absl::GetFlag(FLAGS_priority); priority >= 0) {
     request.set_priority(priority);
   }
+  request.set_disable_failover(absl::GetFlag(FLAGS_disable_failover));
   for (const std::string& spec : absl::GetFlag(FLAGS_seed)) {
     std::pair<std::string, std::string> kv = absl::StrSplit(spec, absl::MaxSplits(':', 1));
     int stage = 0;

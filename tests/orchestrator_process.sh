@@ -67,6 +67,8 @@ start_orchestrator() {
 
 stop_orchestrator() {
   kill -TERM "$pid"
-  wait "$pid" || fail "orchestrator exit code $?"
+  local rc=0
+  wait "$pid" || rc=$?
+  [ "$rc" -eq 0 ] || fail "orchestrator exit code $rc; its last lines: $(tail -n 20 "$out/orch.err")"
   trap - EXIT
 }

@@ -344,19 +344,17 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
     // Either way it cannot go on: it ends now, saying so.
     const bool stopped = output.finish_reason() == v1::FINISH_REASON_ABORT;
     pools_[stage]->Release(id);  // The worker holds nothing for it any more.
+    const v1::Error error = StageErrorAt(
+        stopped ? absl::StatusCode::kAborted : StatusFromErrorProto(output.error()).code(),
+        stage, replica,
+        absl::StrCat(stopped ? "stopped the request: " : "failed: ", output.error().message()));
     if (stopped && pools_[stage]->state(replica).draining) {
       // The worker's drain timeout stopped it: the replica is going away, as
-      // if its stream had broken.
-      LoseRequests(stage, replica, {id},
-                   StageErrorAt(absl::StatusCode::kUnavailable, stage, replica,
-                                absl::StrCat("stopped the request: ", output.error().message())));
+      // if its stream had broken (with failover on, the request moves).
+      LoseRequests(stage, replica, {id}, error);
       return;
     }
-    FailRequests({id}, StageErrorAt(stopped ? absl::StatusCode::kAborted
-                                            : StatusFromErrorProto(output.error()).code(),
-                                    stage, replica,
-                                    absl::StrCat(stopped ? "stopped the request: " : "failed: ",
-                                                 output.error().message())));
+    FailRequests({id}, error);
     return;
   }
   // The worker holds nothing for a finished request: release before a failed
