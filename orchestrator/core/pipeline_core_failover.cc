@@ -37,9 +37,8 @@ void PipelineCore::KeepInput(InFlightRequest& r, int stage, const v1::Payload& p
   if (!FailsOver(r, stage)) return;
   FailoverState& state = *r.failover;
   StageReplay& replay = state.stages[stage];
-  replay.input.push_back(payload);
   replay.input_complete = complete;
-  state.kept_bytes += static_cast<int64_t>(payload.ByteSizeLong());
+  state.kept_bytes += replay.KeepInput(payload);
   if (state.kept_bytes <= config_.max_replay_bytes) return;
   // Keeping more would let one request hold any amount of memory: it goes on
   // without failover, and says so if a replica loses it.

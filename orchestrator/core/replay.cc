@@ -131,6 +131,38 @@ absl::Status ReplayFilter::CheckEnded() const {
       " raw payloads delivered before"));
 }
 
+namespace {
+
+// Whether `next` can be joined to `last` without changing what an engine reads.
+bool Joinable(const v1::Payload& last, const v1::Payload& next) {
+  if (last.kind_case() != next.kind_case()) return false;
+  switch (next.kind_case()) {
+    case v1::Payload::kText:
+    case v1::Payload::kTokens:
+      return true;
+    case v1::Payload::kAudio:
+      return last.audio().sample_rate_hz() == next.audio().sample_rate_hz() &&
+             last.audio().channels() == next.audio().channels();
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+int64_t StageReplay::KeepInput(const v1::Payload& payload) {
+  if (input.empty() || !Joinable(input.back(), payload)) {
+    input.push_back(payload);
+  } else if (payload.has_text()) {
+    input.back().mutable_text()->mutable_text()->append(payload.text().text());
+  } else if (payload.has_tokens()) {
+    input.back().mutable_tokens()->mutable_ids()->MergeFrom(payload.tokens().ids());
+  } else {
+    input.back().mutable_audio()->mutable_pcm_s16le()->append(payload.audio().pcm_s16le());
+  }
+  return static_cast<int64_t>(payload.ByteSizeLong());
+}
+
 int64_t StageReplay::KeepProduced(const v1::Payload& payload) {
   auto into = [&payload](std::optional<v1::Payload>* kept) -> v1::Payload& {
     if (!kept->has_value()) {

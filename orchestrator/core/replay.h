@@ -77,6 +77,7 @@ class ReplayFilter {
 // the stage received (stage 0: the prompt) and, for an engine that resumes by
 // continuation, what it produced, one payload per kind.
 struct StageReplay {
+  // The input, each run of one kind joined into one payload.
   std::vector<v1::Payload> input;
   bool input_complete = false;
   ContentMark delivered;
@@ -96,6 +97,11 @@ struct StageReplay {
   int attempts = 0;
   bool lost_while_aborting = false;
 
+  // Appends `payload` to the input, joined to the last kept payload when both
+  // are text, tokens or audio of one format (engines see their input as one
+  // run per kind, docs/engines.md): a stream of one-token chunks is kept as
+  // one payload, not thousands. Returns the bytes kept.
+  int64_t KeepInput(const v1::Payload& payload);
   // Appends `payload` to the produced output; returns the bytes kept.
   int64_t KeepProduced(const v1::Payload& payload);
   // The produced output as AddRequest.produced carries it.

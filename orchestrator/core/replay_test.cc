@@ -109,6 +109,25 @@ TEST(ReplayFilterTest, AReplayThatEndsShortIsDataLoss) {
   EXPECT_THAT(status.message(), HasSubstr("2 of 5 bytes of text"));
 }
 
+TEST(StageReplayTest, JoinsInputOfOneKindInOrder) {
+  StageReplay replay;
+  for (const v1::Payload& p : {Text("a"), Text("b"), Tokens({1}), Tokens({2}), Text("c"),
+                               Audio("xy"), Audio("z"), Raw("r"), Raw("s")}) {
+    replay.KeepInput(p);
+  }
+  v1::Payload other_rate = Audio("q");
+  other_rate.mutable_audio()->set_sample_rate_hz(16000);
+  replay.KeepInput(other_rate);
+  ASSERT_EQ(replay.input.size(), 7u);
+  EXPECT_EQ(replay.input[0].text().text(), "ab");
+  EXPECT_THAT(replay.input[1].tokens().ids(), ElementsAre(1, 2));
+  EXPECT_EQ(replay.input[2].text().text(), "c");
+  EXPECT_EQ(replay.input[3].audio().pcm_s16le(), "xyz");
+  EXPECT_EQ(replay.input[4].raw(), "r");
+  EXPECT_EQ(replay.input[5].raw(), "s");
+  EXPECT_EQ(replay.input[6].audio().sample_rate_hz(), 16000);
+}
+
 TEST(StageReplayTest, KeepsWhatWasProducedOnePayloadPerKind) {
   StageReplay replay;
   int64_t kept = 0;

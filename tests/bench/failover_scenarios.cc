@@ -163,6 +163,10 @@ MemoryFigures MeasureMemory(const MemoryOptions& options) {
   MemoryFigures figures;
   PipelineSpec spec;
   spec.name = "memory";
+  // A thousand requests of 2,000 tokens keep both cores busy: pings may wait
+  // longer than the tests' 0.5 s without any replica being gone.
+  spec.keepalive_ms = 5000;
+  spec.keepalive_timeout_ms = 5000;
   spec.stages.push_back(SimStage("first", "batch_size=4096,step_time_us=0", 1, false));
   // Slow: every request stays in flight on "second" while RSS is read.
   StageSpec second = SimStage("second", "batch_size=4096,step_time_us=100000", 2, true);
