@@ -162,6 +162,9 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   bool FailsOver(const InFlightRequest& r, int stage) const;
   // Keeps `payload`, handed to `stage` as input, to resume the stage with.
   void KeepInput(InFlightRequest& r, int stage, const v1::Payload& payload, bool complete);
+  // Counts `bytes` more kept for `r` (at `stage`); past limits.max_replay_bytes
+  // everything kept is dropped and `r` fails over no more.
+  void ChargeReplayBytes(InFlightRequest& r, int stage, int64_t bytes);
   // Before anyone sees `output` of `stage`: drops what a replayed run repeats
   // and counts what goes on. False when the request failed (a replay that
   // differs from what was delivered).

@@ -35,13 +35,18 @@ bool PipelineCore::FailsOver(const InFlightRequest& r, int stage) const {
 void PipelineCore::KeepInput(InFlightRequest& r, int stage, const v1::Payload& payload,
                              bool complete) {
   if (!FailsOver(r, stage)) return;
-  FailoverState& state = *r.failover;
-  StageReplay& replay = state.stages[stage];
+  StageReplay& replay = r.failover->stages[stage];
   replay.input_complete = complete;
-  state.kept_bytes += replay.KeepInput(payload);
+  ChargeReplayBytes(r, stage, replay.KeepInput(payload));
+}
+
+void PipelineCore::ChargeReplayBytes(InFlightRequest& r, int stage, int64_t bytes) {
+  FailoverState& state = *r.failover;
+  state.kept_bytes += bytes;
   if (state.kept_bytes <= config_.max_replay_bytes) return;
   // Keeping more would let one request hold any amount of memory: it goes on
-  // without failover, and says so if a replica loses it.
+  // without failover, and says so if a replica loses it. A replay under way
+  // still drops what it repeats (PassOnOutput).
   state.overflowed = true;
   for (StageReplay& kept : state.stages) kept.Clear();
   Log(LogLevel::kDebug, ContextOf(r, stage),
@@ -52,9 +57,8 @@ void PipelineCore::KeepInput(InFlightRequest& r, int stage, const v1::Payload& p
 
 bool PipelineCore::PassOnOutput(InFlightRequest& r, int stage, int replica,
                                 v1::RequestOutput& output) {
-  if (!FailsOver(r, stage)) return true;
-  FailoverState& state = *r.failover;
-  StageReplay& replay = state.stages[stage];
+  if (r.failover == nullptr) return true;
+  StageReplay& replay = r.failover->stages[stage];
   if (replay.replaying.has_value()) {
     absl::Status same = replay.replaying->Trim(output.mutable_payloads());
     const bool ended = output.finished() && (output.finish_reason() == v1::FINISH_REASON_STOP ||
@@ -73,17 +77,16 @@ bool PipelineCore::PassOnOutput(InFlightRequest& r, int stage, int replica,
     }
     if (replay.replaying->done()) replay.replaying.reset();
   }
+  // Past its bound the request fails over no more: nothing to count or keep.
+  if (!FailsOver(r, stage)) return true;
   const bool continues = pools_[stage]->state(replica).resume == v1::RESUME_MODE_CONTINUATION;
+  int64_t kept = 0;
   for (const v1::Payload& payload : output.payloads()) {
     replay.delivered.Add(payload);
-    if (!continues) continue;
-    state.kept_bytes += replay.KeepProduced(payload);
+    if (continues) kept += replay.KeepProduced(payload);
   }
   if (!continues && output.payloads_size() > 0) replay.produced_whole = false;
-  if (state.kept_bytes > config_.max_replay_bytes) {
-    state.overflowed = true;
-    for (StageReplay& kept : state.stages) kept.Clear();
-  }
+  if (kept > 0) ChargeReplayBytes(r, stage, kept);
   return true;
 }
 

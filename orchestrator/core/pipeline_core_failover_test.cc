@@ -289,6 +289,26 @@ TEST_F(FailoverTest, PastMaxReplayBytesTheRequestNoLongerFailsOver) {
       "omnistage_failovers_total{stage=\"talker\",outcome=\"replay_too_large\"} 1"));
 }
 
+TEST_F(FailoverTest, AReplayUnderWayStillDropsWhatItRepeatsOncePastTheBound) {
+  PipelineConfig config = OmniConfig(Shape().Talkers(2));
+  config.stages[1].failover_max_attempts = 2;
+  config.max_replay_bytes = 64;
+  resume_ = v1::RESUME_MODE_REPLAY;
+  Build(std::move(config));
+  auto sink = Gen("r1");
+  Out(0, 0, "r1", {Text("Hi ")});
+  Out(1, 0, "r1", {Codes({1, 2})});
+  core().OnReplicaDown(1, 0, absl::UnavailableError("killed"));
+  ASSERT_EQ(fake(1, 1).adds().size(), 1u);
+  // More input than the bound: the request fails over no more, but the
+  // replay on K1 has yet to pass what the vocoder already has.
+  Out(0, 0, "r1", {Text(std::string(100, 'x'))}, true);
+  Out(1, 1, "r1", {Codes({1, 2, 3})}, true);
+  EXPECT_THAT(VocoderCodes("r1"), ElementsAre(1, 2, 3));
+  Done(2, 0, "r1", {Audio("pcm")});
+  EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_STOP);
+}
+
 TEST_F(FailoverTest, AFailedSendResumesElsewhere) {
   BuildWithFailover(Shape().Talkers(2), 1);
   auto sink = Gen("r1");
