@@ -39,13 +39,6 @@ int64_t OutputTokensOf(const v1::Payload& payload) {
   return words;
 }
 
-v1::Terminal ErrorTerminal(const v1::Error& error) {
-  v1::Terminal terminal;
-  terminal.set_finish_reason(v1::FINISH_REASON_ERROR);
-  *terminal.mutable_error() = error;
-  return terminal;
-}
-
 }  // namespace
 
 namespace {
@@ -65,6 +58,9 @@ PipelineCore::PipelineCore(PipelineConfig config,
       metrics_(&metrics_registry_, StageNames(config_)),
       table_(scheduler),
       abort_(AbortOptionsFor(config_), &config_, &pools_, &table_, scheduler, this) {
+  for (size_t s = config_.stages.size(); s-- > 0;) {
+    if (config_.stages[s].failover_max_attempts > 0) first_failover_stage_ = static_cast<int>(s);
+  }
   for (size_t s = 0; s < replicas.size(); ++s) {
     pools_.push_back(std::make_shared<StagePool>(static_cast<int>(s), std::move(replicas[s]),
                                                  /*alive=*/false));
@@ -194,9 +190,7 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   std::unique_ptr<InFlightRequest> fresh =
       NewInFlightRequest(config_, request, *id, std::move(sink), scheduler_->Now());
   fresh->caller = caller.identity;
-  if (!request.disable_failover() &&
-      std::any_of(config_.stages.begin(), config_.stages.begin() + fresh->last_stage + 1,
-                  [](const StageConfig& stage) { return stage.failover_max_attempts > 0; })) {
+  if (!request.disable_failover() && fresh->last_stage >= first_failover_stage_) {
     fresh->failover = std::make_unique<FailoverState>(config_.stages.size());
   }
   InFlightRequest* added = table_.Add(std::move(fresh));
@@ -429,86 +423,6 @@ void PipelineCore::MaybeComplete(InFlightRequest& r) {
     terminal.set_finish_reason(reason);
     return terminal;
   });
-}
-
-// ---- Endings ------------------------------------------------------------------------
-
-void PipelineCore::EndRequests(
-    const std::vector<std::string>& ids,
-    const std::function<v1::Terminal(const InFlightRequest&)>& terminal_for) {
-  std::vector<std::string> ended;
-  ended.reserve(ids.size());
-  for (const std::string& id : ids) {
-    const InFlightRequest* r = table_.Find(id);
-    if (r == nullptr) continue;  // Ended already (or a duplicate id).
-    if (r->queued) queue_.Remove(id);
-    table_.Finish(id, terminal_for(*r));
-    ended.push_back(id);
-  }
-  // Before the drain check: a completed drain may stop the process.
-  abort_.CleanUp(ended);
-  PumpQueue();  // What ended on stage 0 left its slot.
-  CheckDrained();
-}
-
-void PipelineCore::FailRequests(const std::vector<std::string>& ids, const v1::Error& error) {
-  EndRequests(ids, [&error](const InFlightRequest&) { return ErrorTerminal(error); });
-}
-
-void PipelineCore::ResumeRequest(const std::string& id) {
-  InFlightRequest* r = table_.Find(id);
-  if (r == nullptr) return;
-  RequeueIfParked(*r);
-  r = table_.Find(id);
-  if (r == nullptr) return;
-  std::vector<DeferredOutput> deferred = std::move(r->deferred);
-  r->deferred.clear();
-  for (DeferredOutput& d : deferred) {
-    r = table_.Find(id);
-    if (r == nullptr) break;
-    // Stages whose abort succeeded have no binding: their outputs are void.
-    if (pools_[d.stage]->Bound(id) != d.replica) continue;
-    HandleOutput(*r, d.stage, d.replica, d.output);
-  }
-  r = table_.Find(id);
-  if (r != nullptr) ResumeLostStages(*r);
-}
-
-// ---- Idle timeout -------------------------------------------------------------------
-
-void PipelineCore::ArmIdleTimer(InFlightRequest& r) {
-  if (config_.request_idle_timeout <= absl::ZeroDuration()) return;
-  r.idle_timer = scheduler_->PostAt(r.last_activity + config_.request_idle_timeout,
-                                    [this, alive = std::weak_ptr<bool>(alive_), id = r.id] {
-                                      if (!alive.expired()) OnIdleTimer(id);
-                                    });
-}
-
-void PipelineCore::OnIdleTimer(const std::string& id) {
-  InFlightRequest* r = table_.Find(id);
-  if (r == nullptr) return;
-  r->idle_timer = 0;
-  if (r->aborting > 0) {
-    // Outputs are held while an abort runs, so last_activity stands still: wait
-    // a whole timeout from now rather than fire again at once.
-    r->last_activity = scheduler_->Now();
-    ArmIdleTimer(*r);
-    return;
-  }
-  if (scheduler_->Now() - r->last_activity < config_.request_idle_timeout) {
-    ArmIdleTimer(*r);
-    return;
-  }
-  // Blame the first stage still working on it.
-  int stage = 0;
-  while (stage < r->last_stage && (r->stages[stage].finished || !r->stages[stage].started)) {
-    ++stage;
-  }
-  FailRequests({id}, StageErrorAt(absl::StatusCode::kDeadlineExceeded, stage,
-                                  r->stages[stage].replica,
-                                  absl::StrCat("produced nothing for ",
-                                               absl::FormatDuration(config_.request_idle_timeout),
-                                               " (request_idle_timeout)")));
 }
 
 }  // namespace omnistage

@@ -1,9 +1,11 @@
 // PipelineCore: the orchestrator's request lifecycle, owned by one event loop.
 //
-// It admits Generate requests, routes each one stage to stage (on_finish or
-// streaming hand-off), streams the final stages' outputs to the client, ends every
-// request exactly once, reacts to replicas (ready, down, rejections: in
-// pipeline_core_replicas.cc), fails requests that go idle, and drains. It
+// It admits Generate requests (queueing them: pipeline_core_queue.cc), routes
+// each one stage to stage (on_finish or streaming hand-off), streams the final
+// stages' outputs to the client, ends every request exactly once and fails
+// requests that go idle (pipeline_core_endings.cc), reacts to replicas (ready,
+// down, rejections: pipeline_core_replicas.cc), resumes requests a replica lost
+// on a stage with failover (pipeline_core_failover.cc), and drains. It
 // delegates to one part per idea:
 //   RequestTable        the in-flight requests (request_table.h);
 //   StagePool           per stage: bindings and every call to its replicas;
@@ -19,6 +21,7 @@
 #define OMNISTAGE_ORCHESTRATOR_CORE_PIPELINE_CORE_H_
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -203,6 +206,9 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   AbortCoordinator abort_;
   bool accepting_ = true;
   std::string node_id_;
+  // The first stage with failover on (INT_MAX: none); a request that ends
+  // before it keeps nothing to fail over with.
+  int first_failover_stage_ = std::numeric_limits<int>::max();
   AdmissionQueue queue_;
   RateLimiter rate_limiter_;
   bool pumping_ = false;

@@ -1,7 +1,7 @@
 // PipelineCore's answers to its clients' other calls (pipeline_core.h): a
-// client gone away, Abort, status, stage utilities, and the drain. Admission,
-// routing and endings are in pipeline_core.cc, the replicas' side in
-// pipeline_core_replicas.cc.
+// client gone away, Abort, status, stage utilities, and the drain. Admission and
+// routing are in pipeline_core.cc, endings in pipeline_core_endings.cc, the
+// replicas' side in pipeline_core_replicas.cc.
 #include <string>
 #include <utility>
 

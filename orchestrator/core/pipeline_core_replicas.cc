@@ -1,7 +1,8 @@
 // PipelineCore's side of its replicas (pipeline_core.h, ReplicaListener): a
 // replica up, down, stalled, draining, or refusing a command, and what that
-// does to the requests bound to it. Admission, routing and endings are in
-// pipeline_core.cc, the clients' other calls in pipeline_core_calls.cc.
+// does to the requests bound to it. Admission and routing are in
+// pipeline_core.cc, endings in pipeline_core_endings.cc, the clients' other
+// calls in pipeline_core_calls.cc, failover in pipeline_core_failover.cc.
 #include <string>
 #include <vector>
 

@@ -22,6 +22,16 @@ uint64_t HashId(uint64_t hash, int32_t id) {
   return HashBytes(hash, absl::string_view(bytes, 4));
 }
 
+// Drops from the front of `bytes` what is left of `target` past `*seen`,
+// counting and fingerprinting it; true when nothing of `bytes` is left.
+bool TrimBytes(std::string* bytes, int64_t target, int64_t* seen, uint64_t* hash) {
+  const auto n = static_cast<size_t>(std::min<int64_t>(target - *seen, bytes->size()));
+  *hash = HashBytes(*hash, absl::string_view(*bytes).substr(0, n));
+  *seen += static_cast<int64_t>(n);
+  bytes->erase(0, n);
+  return bytes->empty();
+}
+
 absl::Status Differs(absl::string_view kind, int64_t count) {
   return absl::DataLossError(absl::StrCat("the replayed run's first ", count, " ", kind,
                                           " differ from what was delivered before"));
@@ -53,15 +63,9 @@ void ContentMark::Add(const v1::Payload& payload) {
 
 bool ReplayFilter::TrimOne(v1::Payload* payload) {
   switch (payload->kind_case()) {
-    case v1::Payload::kText: {
-      std::string* text = payload->mutable_text()->mutable_text();
-      const auto n = static_cast<size_t>(
-          std::min<int64_t>(target_.text_bytes - seen_.text_bytes, text->size()));
-      seen_.text_hash = HashBytes(seen_.text_hash, absl::string_view(*text).substr(0, n));
-      seen_.text_bytes += static_cast<int64_t>(n);
-      text->erase(0, n);
-      return text->empty();
-    }
+    case v1::Payload::kText:
+      return TrimBytes(payload->mutable_text()->mutable_text(), target_.text_bytes,
+                       &seen_.text_bytes, &seen_.text_hash);
     case v1::Payload::kTokens: {
       auto* ids = payload->mutable_tokens()->mutable_ids();
       const int n = static_cast<int>(
@@ -71,15 +75,9 @@ bool ReplayFilter::TrimOne(v1::Payload* payload) {
       ids->erase(ids->begin(), ids->begin() + n);
       return ids->empty();
     }
-    case v1::Payload::kAudio: {
-      std::string* pcm = payload->mutable_audio()->mutable_pcm_s16le();
-      const auto n = static_cast<size_t>(
-          std::min<int64_t>(target_.audio_bytes - seen_.audio_bytes, pcm->size()));
-      seen_.audio_hash = HashBytes(seen_.audio_hash, absl::string_view(*pcm).substr(0, n));
-      seen_.audio_bytes += static_cast<int64_t>(n);
-      pcm->erase(0, n);
-      return pcm->empty();
-    }
+    case v1::Payload::kAudio:
+      return TrimBytes(payload->mutable_audio()->mutable_pcm_s16le(), target_.audio_bytes,
+                       &seen_.audio_bytes, &seen_.audio_hash);
     case v1::Payload::kRaw:
       if (seen_.raw_payloads >= target_.raw_payloads) return false;
       ++seen_.raw_payloads;
