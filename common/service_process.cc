@@ -7,10 +7,13 @@
 #include <ctime>
 #include <iostream>
 
+#include "absl/debugging/failure_signal_handler.h"
+#include "absl/debugging/symbolize.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_log.h"
 #include "common/log.h"
+#include "grpc/grpc.h"
 
 namespace omnistage {
 
@@ -27,6 +30,14 @@ absl::Status SetUpLogging(const std::string& program, absl::string_view format,
   RouteGrpcLogs();
   return absl::OkStatus();
 }
+
+ServiceRuntime::ServiceRuntime(const char* argv0) {
+  absl::InitializeSymbolizer(argv0);
+  absl::InstallFailureSignalHandler(absl::FailureSignalHandlerOptions());
+  grpc_init();
+}
+
+ServiceRuntime::~ServiceRuntime() { grpc_shutdown_blocking(); }
 
 StopSignals::StopSignals(int also) {
   sigemptyset(&set_);

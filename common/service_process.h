@@ -1,9 +1,11 @@
 // What the main() of every service binary (orchestrator, stage_worker, gateway)
-// does around its work, done one way: its logging set up from --log_format and
-// --log_level (gRPC's own lines routed into it), a refused start reported in one
-// line, and its stop signals taken by the main thread alone.
+// does around its work, done one way: gRPC held for the whole run and shut down
+// before the process exits, a crash reported with its stack, its logging set up
+// from --log_format and --log_level (gRPC's own lines routed into it), a refused
+// start reported in one line, and its stop signals taken by the main thread alone.
 //
-//   StopSignals signals;                      // first: threads inherit the mask
+//   ServiceRuntime runtime(argv[0]);          // first: destroyed last
+//   StopSignals signals;                      // before any thread: they inherit the mask
 //   if (absl::Status s = SetUpLogging("gateway", format, level); !s.ok())
 //     return StartRefused("gateway", s.message());
 //   ... start, print the listening line ...
@@ -37,6 +39,21 @@ int StartRefused(absl::string_view program, absl::string_view why);
 // value; nothing is changed then.
 absl::Status SetUpLogging(const std::string& program, absl::string_view format,
                           absl::string_view level);
+
+// For main's whole run: gRPC initialized, and crashes (SIGSEGV, SIGABRT, ...)
+// written to stderr with a symbolized stack before the process dies as it would
+// have. Its destruction, after every gRPC object is gone, shuts gRPC down on the
+// calling thread and waits for gRPC's own threads to end: returning from main
+// while they still run would race them against the process's exit (a gRPC
+// assertion, SIGABRT, seen on orchestrators stopped by SIGTERM). Construct it
+// first in main. Not copyable.
+class ServiceRuntime {
+ public:
+  explicit ServiceRuntime(const char* argv0);
+  ~ServiceRuntime();
+  ServiceRuntime(const ServiceRuntime&) = delete;
+  ServiceRuntime& operator=(const ServiceRuntime&) = delete;
+};
 
 // SIGTERM and SIGINT (and `also`, when not 0) blocked in the calling thread and
 // so in every thread started after it: they reach only Wait(). Construct it in

@@ -188,5 +188,6 @@ int main(int argc, char** argv) {
   omnistage::SetUsage("Serves the OpenAI chat-completions API for an omnistage pipeline.",
                       "gateway/main.cc");
   omnistage::ParseFlagsOrExit(argc, argv, "gateway");
+  omnistage::ServiceRuntime runtime(argv[0]);  // Outlives everything Run() makes.
   return omnistage::Run();
 }

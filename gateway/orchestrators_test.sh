@@ -182,7 +182,9 @@ tail -c 200 "$out/long.sse" | grep -q 'data: \[DONE\]' ||
   fail "the stream on the draining orchestrator was cut: $(tail -c 300 "$out/long.sse")"
 grep -q '"finish_reason":"stop"' "$out/long.sse" ||
   fail "the long stream did not finish with stop: $(tail -c 300 "$out/long.sse")"
-wait "${!holder_pid}" || fail "the drained orchestrator exited $?"
+rc=0
+wait "${!holder_pid}" || rc=$?
+[ "$rc" = 0 ] || fail "the drained orchestrator exited $rc; its last lines: $(tail -n 30 "$out/$holder.err")"
 echo "drain: 20 completions answered while $holder drained; its stream ended whole"
 
 # The last orchestrator killed mid-stream: the stream's client gets an

@@ -184,5 +184,6 @@ int Run() {
 int main(int argc, char** argv) {
   omnistage::SetUsage("Serves an omnistage pipeline over gRPC.", "orchestrator/main.cc");
   omnistage::ParseFlagsOrExit(argc, argv, "orchestrator");
+  omnistage::ServiceRuntime runtime(argv[0]);  // Outlives everything Run() makes.
   return omnistage::Run();
 }

@@ -226,5 +226,6 @@ int Run() {
 int main(int argc, char** argv) {
   omnistage::SetUsage("Serves one replica of one pipeline stage over gRPC.", "stage_worker/main.cc");
   omnistage::ParseFlagsOrExit(argc, argv, "stage_worker");
+  omnistage::ServiceRuntime runtime(argv[0]);  // Outlives everything Run() makes.
   return omnistage::Run();
 }
