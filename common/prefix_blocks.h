@@ -12,7 +12,7 @@
 //   vLLM's prefix caching. Text and token ids start from different seeds.
 // - The hash is a fixed 64-bit function of the bytes (not absl::Hash, which is
 //   seeded per process): every process, and the Python engines
-//   (stage_worker/engines/python/omnistage_engine/prefix_cache.py), compute the
+//   (stage_worker/engines/python/omnistage_engines/prefix_cache.py), compute the
 //   same names. Not cryptographic: a collision only costs a wrong guess.
 //
 //   BlockHasher hasher(BlockHasher::Kind::kText, 16);

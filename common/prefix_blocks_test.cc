@@ -66,7 +66,7 @@ TEST(PrefixBlocksTest, MaxBlocksStopsNaming) {
 }
 
 // Pinned names: the Python engines compute the same ones
-// (stage_worker/engines/python/prefix_cache_test.py checks these values).
+// (stage_worker/engines/python/testdata/prefix_cache_test.py checks these values).
 TEST(PrefixBlocksTest, NamesArePinned) {
   EXPECT_EQ(ChainBlockHash(1, "a"), 8035723705688925496ULL);
   EXPECT_EQ(TextBlockHashes("The quick brown fox jumps over the lazy dog, twice.", 4),

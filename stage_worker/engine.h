@@ -12,6 +12,7 @@
 #ifndef OMNISTAGE_STAGE_WORKER_ENGINE_H_
 #define OMNISTAGE_STAGE_WORKER_ENGINE_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,26 @@ enum class ResumeMode {
 struct EngineLoad {
   int running = 0;
   int waiting = 0;
+};
+
+// An engine's prefix cache (docs/engines.md, "Prefix cache"): inputs cut into
+// blocks named as common/prefix_blocks.h names them, kept up to a capacity.
+struct PrefixCacheLayout {
+  // 0: the engine has no prefix cache (and the rest is 0).
+  int block_tokens = 0;
+  int capacity_blocks = 0;
+};
+struct PrefixCacheStats {
+  int blocks = 0;  // held now
+  // Input tokens since the engine started: found cached (a request's leading
+  // whole blocks the cache held), and prefilled (the rest).
+  int64_t hit_tokens = 0;
+  int64_t miss_tokens = 0;
+};
+// One change to the cache: a block stored, or evicted.
+struct CacheChange {
+  uint64_t block = 0;
+  bool stored = false;
 };
 
 class Engine {
@@ -123,6 +144,17 @@ class Engine {
 
   // What it holds now (metrics). Called on the busy-loop thread.
   virtual EngineLoad load() const = 0;
+
+  // Its prefix cache; none by default. Constant; the worker announces it in
+  // Ready.prefix_cache.
+  virtual PrefixCacheLayout prefix_cache() const { return {}; }
+  // The cache's figures now (metrics). Called on the busy-loop thread.
+  virtual PrefixCacheStats prefix_cache_stats() const { return {}; }
+  // The cache's changes since the previous call, oldest first (the worker
+  // passes them to the sessions that asked: Hello.want_cache_events). Called on
+  // the busy-loop thread, after each Step(); an engine without a cache, or one
+  // that does not report its changes, returns none.
+  virtual std::vector<CacheChange> TakeCacheChanges() { return {}; }
 };
 
 }  // namespace omnistage
