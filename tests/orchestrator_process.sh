@@ -7,7 +7,7 @@
 #   ...
 #   stop_orchestrator                                         # SIGTERM; fails on a bad exit
 #   other_port=$(listened_port other)   # a process started with >$out/other.out 2>$out/other.err
-#   wait_healthy http://127.0.0.1:8000  # a gateway's GET /health is 200 (up to 10 s)
+#   wait_healthy http://127.0.0.1:8000  # a gateway's GET /health is 200 (up to 30 s)
 #   thinker_pipeline "$out/thinker.yaml"  # a config of one stage writing text
 
 out="${TEST_TMPDIR:-$(mktemp -d)}"
@@ -27,12 +27,14 @@ listened_port() {
   echo "$found"
 }
 
-# wait_healthy URL [CURL_FLAGS...]: waits up to 10 s for GET URL/health to
-# answer 200 (a gateway that reaches a ready orchestrator); says nothing.
+# wait_healthy URL [CURL_FLAGS...]: waits up to 30 s for GET URL/health to
+# answer 200 (a gateway that reaches a ready orchestrator); says nothing. As
+# long as that: on a loaded machine a gateway's first DNS lookup can fail, and
+# gRPC tries again after 1 s, 1.6 s, 2.6 s, ...
 wait_healthy() {
   local url="$1"
   shift
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 300); do
     curl -sf "$@" "$url/health" >/dev/null && return 0
     sleep 0.1
   done
