@@ -10,6 +10,8 @@ namespace omnistage {
 
 // A request id is 1..128 bytes.
 inline constexpr size_t kMaxRequestIdBytes = 128;
+// GenerateRequest.session_key (docs/routing.md).
+inline constexpr size_t kMaxSessionKeyBytes = 256;
 
 // A stage's max_tokens lies in [1, kMaxTokensLimit].
 inline constexpr int64_t kMaxTokensLimit = 1000000;

@@ -50,6 +50,7 @@ constexpr int kMaxStages = 64;
 constexpr int64_t kMaxSpawnReplicas = 256;
 // A request resumed more often than this is failing for its own reasons.
 constexpr int64_t kMaxFailoverAttempts = 16;
+constexpr int64_t kMaxIndexBlocksPerReplica = int64_t{1} << 24;
 
 const std::vector<std::string> kTopKeys = {"name",
                                            "keepalive_ms",
@@ -65,7 +66,7 @@ const std::vector<std::string> kTopKeys = {"name",
 const std::vector<std::string> kStageKeys = {
     "name",         "engine",          "engine_params", "replicas",  "addresses",
     "discovery",    "final_output",    "output_modality", "input_mode", "defaults",
-    "pick",         "failover"};
+    "pick",         "prefix",          "failover"};
 const std::vector<std::string> kPeersKeys = {"addresses", "discovery", "timeout_ms"};
 const std::vector<std::string> kDefaultsKeys = {"max_tokens", "seed", "temperature", "extra"};
 
@@ -130,6 +131,25 @@ bool IsStageName(const std::string& name) {
   });
 }
 
+absl::Status ReadPrefixPick(const YAML::Node& node, const std::string& path,
+                            PrefixPickOptions* prefix) {
+  Fields fields(node, path,
+                {"block_tokens", "mode", "load_cost_tokens", "balance_threshold",
+                 "index_blocks_per_replica", "index_ttl_ms"});
+  int64_t block_tokens = prefix->block_tokens;
+  fields.Int("block_tokens", 1, kMaxBlockTokens, &block_tokens);
+  prefix->block_tokens = static_cast<int>(block_tokens);
+  std::string mode;
+  fields.OneOf("mode", {"auto", "approximate"}, &mode);
+  if (mode == "approximate") prefix->precise = false;
+  fields.Number("load_cost_tokens", 0, 1e9, &prefix->load_cost_tokens);
+  fields.Number("balance_threshold", 0, 1e6, &prefix->balance_threshold);
+  fields.Int("index_blocks_per_replica", 1, kMaxIndexBlocksPerReplica,
+             &prefix->index_blocks_per_replica);
+  fields.Millis("index_ttl_ms", 1, &prefix->index_ttl);
+  return fields.status();
+}
+
 absl::Status ReadStage(const YAML::Node& node, int id, StageConfig* stage) {
   const std::string path = absl::StrCat("stages[", id, "]");
   if (node.IsNull()) return Expected(node, path, "a map");
@@ -164,8 +184,16 @@ absl::Status ReadStage(const YAML::Node& node, int id, StageConfig* stage) {
   fields.OneOf("input_mode", {"on_finish", "streaming"}, &input_mode);
   if (input_mode == "streaming") stage->input_mode = InputMode::kStreaming;
   std::string pick;
-  fields.OneOf("pick", {"round_robin", "least_loaded"}, &pick);
+  fields.OneOf("pick", {"round_robin", "least_loaded", "prefix_aware"}, &pick);
   if (pick == "least_loaded") stage->pick = PickPolicy::kLeastLoaded;
+  if (pick == "prefix_aware") stage->pick = PickPolicy::kPrefixAware;
+  if (const YAML::Node* prefix = fields.Find("prefix")) {
+    if (stage->pick != PickPolicy::kPrefixAware) {
+      fields.Fail(Invalid(fields.PathOf("prefix"), "only used with pick: prefix_aware"));
+    } else {
+      fields.Fail(ReadPrefixPick(*prefix, fields.PathOf("prefix"), &stage->prefix));
+    }
+  }
   if (const YAML::Node* failover = fields.Find("failover")) {
     Fields attempts(*failover, fields.PathOf("failover"), {"max_attempts"});
     int64_t max_attempts = 0;

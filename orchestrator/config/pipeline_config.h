@@ -72,6 +72,8 @@ struct StageConfig {
   InputMode input_mode = InputMode::kOnFinish;
   // How a request not yet bound here picks its replica.
   PickPolicy pick = PickPolicy::kRoundRobin;
+  // With PickPolicy::kPrefixAware: its knobs (`prefix:`).
+  PrefixPickOptions prefix;
   // `failover: {max_attempts: N}` (docs/reliability.md): a request whose
   // replica here goes away is resumed on another live replica of this stage,
   // at most N times; 0 (the default): it fails, naming the replica.

@@ -56,6 +56,13 @@ stages:
     input_mode: streaming
     pick: least_loaded
     failover: {max_attempts: 3}
+  - name: middle
+    engine: sim_llm
+    replicas: 2
+    output_modality: tokens
+    pick: prefix_aware
+    prefix: {block_tokens: 32, mode: approximate, load_cost_tokens: 512.5, balance_threshold: 0.25,
+             index_blocks_per_replica: 1000, index_ttl_ms: 60000}
   - name: vocoder
     engine: vocoder
     discovery: {dns: omnistage-vocoder.default.svc.cluster.local, port: 9000, refresh_ms: 250}
@@ -98,7 +105,7 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
   EXPECT_EQ(config->max_connection_age, absl::Minutes(10));
   EXPECT_EQ(config->max_connection_age_grace, absl::ZeroDuration());
   EXPECT_EQ(config->max_replay_bytes, 65536);
-  ASSERT_EQ(config->stages.size(), 3u);
+  ASSERT_EQ(config->stages.size(), 4u);
 
   const StageConfig& thinker = config->stages[0];
   EXPECT_EQ(thinker.id, 0);
@@ -131,11 +138,22 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
   EXPECT_EQ(talker.failover_max_attempts, 3);
   EXPECT_EQ(thinker.failover_max_attempts, 0);
   EXPECT_EQ(thinker.pick, PickPolicy::kRoundRobin);
+  const PrefixPickOptions defaults;
+  EXPECT_EQ(thinker.prefix.block_tokens, defaults.block_tokens);
+  const StageConfig& middle = config->stages[2];
+  EXPECT_EQ(middle.pick, PickPolicy::kPrefixAware);
+  EXPECT_EQ(middle.prefix.block_tokens, 32);
+  EXPECT_FALSE(middle.prefix.precise);
+  EXPECT_EQ(middle.prefix.load_cost_tokens, 512.5);
+  EXPECT_EQ(middle.prefix.balance_threshold, 0.25);
+  EXPECT_EQ(middle.prefix.index_blocks_per_replica, 1000);
+  EXPECT_EQ(middle.prefix.index_ttl, absl::Seconds(60));
+  EXPECT_TRUE(defaults.precise);
   EXPECT_EQ(talker.defaults.stage_id(), 1);
   EXPECT_FALSE(talker.defaults.has_max_tokens());
 
-  const StageConfig& vocoder = config->stages[2];
-  EXPECT_EQ(vocoder.id, 2);
+  const StageConfig& vocoder = config->stages[3];
+  EXPECT_EQ(vocoder.id, 3);
   ASSERT_TRUE(vocoder.discovery.has_value());
   EXPECT_EQ(vocoder.discovery->name, "omnistage-vocoder.default.svc.cluster.local");
   EXPECT_EQ(vocoder.discovery->port, 9000);
@@ -145,7 +163,7 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
   EXPECT_EQ(talker.origin(), "addresses");
   EXPECT_EQ(vocoder.origin(), "dns:omnistage-vocoder.default.svc.cluster.local");
   EXPECT_EQ(vocoder.output_modality, v1::MODALITY_AUDIO);
-  EXPECT_EQ(vocoder.defaults.stage_id(), 2);
+  EXPECT_EQ(vocoder.defaults.stage_id(), 3);
 }
 
 TEST(PipelineConfigTest, AppliesDefaults) {
@@ -220,7 +238,17 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {"stages: [{name: a, discovery: {port: 9000}, final_output: true, output_modality: text}]",
        "stages[0].discovery.dns: required"},
       {OneStage("pick: random"),
-       "stages[0].pick: expected round_robin or least_loaded, got 'random'"},
+       "stages[0].pick: expected round_robin, least_loaded or prefix_aware, got 'random'"},
+      {OneStage("prefix: {block_tokens: 8}"),
+       "stages[0].prefix: only used with pick: prefix_aware"},
+      {OneStage("pick: prefix_aware, prefix: {block_tokens: 0}"),
+       "stages[0].prefix.block_tokens: expected an integer in [1, 4096], got '0'"},
+      {OneStage("pick: prefix_aware, prefix: {mode: exact}"),
+       "stages[0].prefix.mode: expected auto or approximate, got 'exact'"},
+      {OneStage("pick: prefix_aware, prefix: {load_cost_tokens: -1}"),
+       "stages[0].prefix.load_cost_tokens: expected a number in [0, 1e+09]"},
+      {OneStage("pick: prefix_aware, prefix: {ttl: 5}"),
+       "stages[0].prefix.ttl: unknown key"},
       {absl::StrCat("peers: {}\n", OneStage("")),
        "peers: give exactly one of addresses and discovery"},
       {absl::StrCat("peers: {addresses: ['h:1'], discovery: {dns: a, port: 1}}\n", OneStage("")),

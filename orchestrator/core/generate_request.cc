@@ -89,6 +89,10 @@ absl::Status ValidateGenerateRequest(const PipelineConfig& config,
         "request_id: ids of the form req-<32 hex>.<12 hex> are the ones orchestrators "
         "generate; choose another form or leave request_id empty");
   }
+  if (request.session_key().size() > kMaxSessionKeyBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("session_key is ", request.session_key().size(),
+                                                   " bytes; the limit is ", kMaxSessionKeyBytes));
+  }
   if (request.prompt().empty()) return absl::InvalidArgumentError("prompt is empty");
   if (request.prompt().size() > config.max_prompt_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("prompt is ", request.prompt().size(),
@@ -127,6 +131,7 @@ std::unique_ptr<InFlightRequest> NewInFlightRequest(const PipelineConfig& config
   auto r = std::make_unique<InFlightRequest>();
   r->id = id;
   r->sink = std::move(sink);
+  r->session_key = request.session_key();
   const int stages = static_cast<int>(config.stages.size());
   r->stages.resize(stages);
   r->to_client.assign(stages, false);

@@ -64,7 +64,12 @@ PipelineCore::PipelineCore(PipelineConfig config,
   for (size_t s = 0; s < replicas.size(); ++s) {
     pools_.push_back(std::make_shared<StagePool>(static_cast<int>(s), std::move(replicas[s]),
                                                  /*alive=*/false));
-    if (s < config_.stages.size()) pools_.back()->set_pick(config_.stages[s].pick);
+    if (s < config_.stages.size()) {
+      pools_.back()->set_pick(config_.stages[s].pick, config_.stages[s].prefix);
+    }
+    pools_.back()->set_on_pick([this, stage = static_cast<int>(s)](const PickDecision& pick) {
+      metrics_.Picked(stage, pick);
+    });
     pools_.back()->set_on_abort_call(
         [this, stage = static_cast<int>(s)](int replica) {
           metrics_.WorkerAbortCall(stage, replica);
@@ -237,7 +242,8 @@ std::optional<v1::Error> PipelineCore::StartStage(InFlightRequest& r, int stage,
   add.set_input_complete(complete);
   *add.mutable_params() = r.params[stage];
   add.set_traceparent(r.traceparent);
-  SubmitResult sent = pools_[stage]->Submit(&add);
+  SubmitResult sent =
+      pools_[stage]->Submit(&add, nullptr, PickContext{r.session_key, nullptr, scheduler_->Now()});
   // The request was bound to none of the lost replicas when they were evicted.
   std::string lost_reason;
   for (const ReplicaLoss& loss : sent.lost) {
@@ -264,6 +270,7 @@ void PipelineCore::OnStepOutputs(int stage, int replica, v1::StepOutputs& output
   CheckInLoop();
   if (outputs.has_load()) {
     pools_[stage]->ReportLoad(replica, outputs.load().requests(), scheduler_->Now());
+    if (outputs.load().has_cache()) pools_[stage]->ReportCache(replica, outputs.load().cache());
   }
   FoldOutputs(&outputs);
   // Nothing leaves the admission queue until the whole batch is handled: a

@@ -29,6 +29,8 @@ TEST_F(PipelineCoreTest, InvalidRequestsFailWithInvalidArgument) {
       {"oversized prompt", [](auto& r) { r.set_prompt(std::string(33, 'x')); }, "limit is 32"},
       {"bad id chars", [](auto& r) { r.set_request_id("a b/c"); }, "request_id"},
       {"long id", [](auto& r) { r.set_request_id(std::string(129, 'i')); }, "limit is 128"},
+      {"long session key", [](auto& r) { r.set_session_key(std::string(257, 's')); },
+       "session_key is 257 bytes; the limit is 256"},
       {"modality 99", [](auto& r) { r.add_output_modalities(static_cast<v1::Modality>(99)); },
        "unknown modality 99"},
       {"unspecified modality", [](auto& r) { r.add_output_modalities(v1::MODALITY_UNSPECIFIED); },

@@ -169,7 +169,8 @@ std::optional<v1::Error> PipelineCore::FailOver(InFlightRequest& r, int stage, i
             return absl::FailedPreconditionError(
                 "its engine declares no way to resume a request (docs/engines.md)");
         }
-      });
+      },
+      PickContext{r.session_key, nullptr, scheduler_->Now()});
   std::optional<v1::Error> failed;
   if (sent.status.ok()) {
     r.stages[stage].replica = sent.replica;

@@ -31,6 +31,7 @@ void PipelineCore::OnReplicaReady(int stage, int replica, const v1::Ready& ready
   if (pool.alive(replica)) {
     if (pool.state(replica).instance_id == ready.instance_id()) {
       LogInfo({"", stage, replica, ""}, "serving again (its stalled step returned)");
+      pool.ReportCache(replica, ready.load().cache());
       return;
     }
     OnReplicaDown(stage, replica,

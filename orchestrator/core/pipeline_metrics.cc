@@ -32,6 +32,9 @@ constexpr const char* kEvictionReasons[] = {"stream_ended", "stalled", "send_fai
 constexpr const char* kFailoverOutcomes[] = {"resumed",          "no_live_replica",
                                              "attempts_exhausted", "replay_too_large",
                                              "not_resumable",    "replay_mismatch"};
+// PickDecision::why.
+constexpr const char* kPickReasons[] = {"round_robin", "least_loaded", "session",
+                                        "prefix",      "no_match",     "balance"};
 // Why the admission queue refused or ended a request (QueueRefused()).
 constexpr const char* kQueueRefusalReasons[] = {"full", "shed", "expired", "draining",
                                                 "rate_limited"};
@@ -87,6 +90,19 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
           "omnistage_failovers_total",
           "Requests a replica lost on a stage with failover on, by what became of them.",
           {"stage", "outcome"})),
+      picks_(registry->AddCounter(
+          "omnistage_picks_total",
+          "Requests placed on a replica of a stage, by why that one: round_robin, "
+          "least_loaded, session (the replica of the session's last request), prefix (the "
+          "prefix-aware pick, something cached there), no_match (the prefix-aware pick, "
+          "nothing cached anywhere), balance (the prefix-aware pick fell back to least "
+          "loaded).",
+          {"stage", "why"})),
+      prefix_tokens_(registry->AddCounter(
+          "omnistage_prefix_tokens_total",
+          "Input tokens of the requests the prefix-aware pick placed (kind=input), and of "
+          "those the most likely cached on the replica it chose (kind=matched).",
+          {"stage", "kind"})),
       peer_calls_(registry->AddCounter(
           "omnistage_peer_calls_total",
           "Calls to peer orchestrators: forwarded aborts and status, by outcome.",
@@ -145,6 +161,11 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
   for (const std::string& stage : stage_names_) {
     for (const char* reason : kEvictionReasons) evictions_.With({stage, reason});
     for (const char* outcome : kFailoverOutcomes) failovers_.With({stage, outcome});
+    StagePicks picks;
+    for (const char* why : kPickReasons) picks.by_why.push_back(&picks_.With({stage, why}));
+    picks.input_tokens = &prefix_tokens_.With({stage, "input"});
+    picks.matched_tokens = &prefix_tokens_.With({stage, "matched"});
+    stage_picks_.push_back(std::move(picks));
   }
   for (const char* reason : kQueueRefusalReasons) queue_refusals_.With({reason});
 }
@@ -188,6 +209,18 @@ void PipelineMetrics::Evicted(int stage, absl::string_view reason) {
 
 void PipelineMetrics::Failover(int stage, absl::string_view outcome) {
   failovers_.With({stage_names_[stage], std::string(outcome)}).Increment();
+}
+
+void PipelineMetrics::Picked(int stage, const PickDecision& pick) {
+  if (stage < 0 || stage >= static_cast<int>(stage_picks_.size())) return;
+  StagePicks& picks = stage_picks_[stage];
+  for (size_t i = 0; i < picks.by_why.size(); ++i) {
+    if (absl::string_view(pick.why) == kPickReasons[i]) picks.by_why[i]->Increment();
+  }
+  if (pick.input_tokens > 0) {
+    picks.input_tokens->Increment(static_cast<double>(pick.input_tokens));
+    picks.matched_tokens->Increment(static_cast<double>(pick.matched_tokens));
+  }
 }
 
 void PipelineMetrics::WorkerAbortCall(int stage, int replica) {

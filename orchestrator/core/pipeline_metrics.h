@@ -57,6 +57,8 @@ class PipelineMetrics {
   // `outcome` resumed, no_live_replica, attempts_exhausted, replay_too_large,
   // not_resumable or replay_mismatch (docs/reliability.md, "Failover").
   void Failover(int stage, absl::string_view outcome);
+  // An unbound request placed on `stage` (StagePool's PickDecision).
+  void Picked(int stage, const PickDecision& pick);
 
   // ---- Peer orchestrators ----
   // A call to a peer (`call`: abort or status) ended; `code` its status.
@@ -87,6 +89,16 @@ class PipelineMetrics {
   Family<Counter>& evictions_;
   Family<Counter>& worker_aborts_;
   Family<Counter>& failovers_;
+  Family<Counter>& picks_;
+  Family<Counter>& prefix_tokens_;
+  // Per stage, resolved once: picks by why (kPickReasons' order), then the
+  // prefix-aware pick's input and matched tokens.
+  struct StagePicks {
+    std::vector<Counter*> by_why;
+    Counter* input_tokens = nullptr;
+    Counter* matched_tokens = nullptr;
+  };
+  std::vector<StagePicks> stage_picks_;
   Family<Counter>& peer_calls_;
   Histogram& abort_duration_;
   Counter& client_cancellations_;

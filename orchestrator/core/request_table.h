@@ -54,6 +54,9 @@ struct InFlightRequest {
   // (on every log line about the request); empty when it sent none.
   std::string traceparent;
   std::string trace_id;
+  // GenerateRequest.session_key: its stages prefer the replicas of its
+  // session's last request (docs/routing.md). Empty: none.
+  std::string session_key;
   // Per stage: the parameters (defaults merged), whether its output streams to
   // the client, and its progress.
   std::vector<v1::StageParameters> params;

@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/prefix_blocks.h"
+#include "orchestrator/core/prefix_pick.h"
 
 namespace omnistage {
 
@@ -47,31 +49,79 @@ std::vector<std::string> StagePool::StillBound(const BindingRefs& refs) const {
   return ids;
 }
 
-absl::StatusOr<int> StagePool::Pick(const std::string& request_id) {
+absl::StatusOr<int> StagePool::Pick(const std::string& request_id, const PickContext& context) {
   auto it = bindings_.find(request_id);
   if (it != bindings_.end() && alive(it->second.replica)) return it->second.replica;
   const std::vector<int> live = LiveReplicas();
   if (live.empty()) {
     return absl::UnavailableError(absl::StrCat("stage ", stage_id_, " has no live replica"));
   }
-  const int replica =
-      pick_ == PickPolicy::kLeastLoaded ? LeastLoaded(live) : live[rr_ % live.size()];
+  const PickDecision decision = Choose(live, context);
+  const int replica = decision.replica;
   ++rr_;
   ++states_[replica].sent_since_load;
   Bind(request_id, replica);
+  if (!context.session.empty()) sessions_.Record(context.session, replica, context.now);
+  on_pick_(decision);
   return replica;
+}
+
+PickDecision StagePool::Choose(const std::vector<int>& live, const PickContext& context) {
+  PickDecision decision;
+  if (!context.session.empty()) {
+    const std::optional<int> last = sessions_.Last(context.session, context.now);
+    if (last.has_value() && IsLive(*last) &&
+        (states_[*last].capacity <= 0 || LoadOf(*last) < CapacityOf(*last))) {
+      decision.replica = *last;
+      decision.why = "session";
+      return decision;
+    }
+  }
+  switch (pick_) {
+    case PickPolicy::kRoundRobin:
+      decision.replica = live[rr_ % live.size()];
+      decision.why = "round_robin";
+      return decision;
+    case PickPolicy::kLeastLoaded:
+      decision.replica = LeastLoaded(live);
+      decision.why = "least_loaded";
+      return decision;
+    case PickPolicy::kPrefixAware:
+      break;
+  }
+  static const google::protobuf::RepeatedPtrField<v1::Payload> kNoInput;
+  InputBlocks input(context.input != nullptr ? *context.input : kNoInput);
+  std::vector<int> order(live.size());
+  for (size_t i = 0; i < live.size(); ++i) order[i] = live[(rr_ + i) % live.size()];
+  const PrefixChoice choice = ChooseByPrefix(
+      prefix_index_, prefix_options_, order,
+      [this](int r) { return static_cast<double>(LoadOf(r)) / CapacityOf(r); }, input,
+      context.now);
+  prefix_index_.Routed(choice.replica, input.For(prefix_index_.block_tokens(choice.replica)),
+                       context.now);
+  decision.replica = choice.replica;
+  decision.why = choice.why == PrefixChoice::Why::kPrefix    ? "prefix"
+                 : choice.why == PrefixChoice::Why::kNoMatch ? "no_match"
+                                                             : "balance";
+  decision.matched_tokens = choice.matched_tokens;
+  decision.input_tokens = choice.input_tokens;
+  return decision;
+}
+
+int64_t StagePool::LoadOf(int replica) const {
+  return int64_t{states_[replica].load_requests} + states_[replica].sent_since_load;
+}
+
+int64_t StagePool::CapacityOf(int replica) const {
+  return int64_t{std::max(states_[replica].capacity, 1)};
 }
 
 int StagePool::LeastLoaded(const std::vector<int>& live) const {
   // Compares load / capacity as load_a * capacity_b < load_b * capacity_a.
-  auto load = [this](int r) {
-    return int64_t{states_[r].load_requests} + states_[r].sent_since_load;
-  };
-  auto capacity = [this](int r) { return int64_t{std::max(states_[r].capacity, 1)}; };
   int best = live[rr_ % live.size()];
   for (size_t i = 1; i < live.size(); ++i) {
     const int r = live[(rr_ + i) % live.size()];
-    if (load(r) * capacity(best) < load(best) * capacity(r)) best = r;
+    if (LoadOf(r) * CapacityOf(best) < LoadOf(best) * CapacityOf(r)) best = r;
   }
   return best;
 }
@@ -84,6 +134,10 @@ void StagePool::ReportLoad(int replica, int requests, absl::Time at) {
   // A request just sent may not be counted yet, one just finished may be
   // counted still: others' share is an estimate, never below zero.
   state.others_load = std::max(0, state.load_requests - BoundCount(replica));
+}
+
+void StagePool::ReportCache(int replica, const v1::CacheEvents& events) {
+  prefix_index_.Apply(replica, events);
 }
 
 bool StagePool::HasFreeSlot(int headroom) const {
@@ -182,6 +236,7 @@ void StagePool::Remove(int replica) {
   state.removed = true;
   replicas_[replica] = nullptr;
   idle_.erase(replica);
+  prefix_index_.Forget(replica);
 }
 
 // ---- Abort -----------------------------------------------------------------------
@@ -257,12 +312,22 @@ void StagePool::Admit(int replica, const v1::Ready& ready) {
   state.down_reason = absl::OkStatus();
   state.last_error.clear();
   state.others_load = 0;  // Until its first report.
+  if (pick_ == PickPolicy::kPrefixAware && prefix_options_.precise &&
+      ready.prefix_cache().block_tokens() > 0 &&
+      ready.prefix_cache().block_tokens() <= kMaxBlockTokens) {
+    prefix_index_.SetPrecise(replica, ready.prefix_cache().block_tokens(),
+                             ready.prefix_cache().capacity_blocks());
+    prefix_index_.Apply(replica, ready.load().cache());
+  } else {
+    prefix_index_.Forget(replica);
+  }
   Revive(replica);
 }
 
 std::vector<std::string> StagePool::MarkDown(int replica, const absl::Status& reason) {
   states_[replica].down_reason = reason;
   states_[replica].last_error = std::string(reason.message());
+  prefix_index_.Forget(replica);  // What comes back starts cold.
   return Evict(replica);
 }
 
@@ -289,16 +354,22 @@ void StagePool::AppendStatus(v1::StageStatus* stage, absl::Time now) const {
     replica->set_load_age_ms(state.load_at == absl::InfinitePast()
                                  ? -1
                                  : absl::ToInt64Milliseconds(now - state.load_at));
+    if (pick_ == PickPolicy::kPrefixAware) {
+      replica->set_prefix_index(prefix_index_.precise(r) ? "precise" : "approximate");
+      replica->set_prefix_blocks(prefix_index_.blocks(r));
+    }
   }
 }
 
 // ---- Sends ------------------------------------------------------------------------
 
-SubmitResult StagePool::Submit(v1::AddRequest* add, const Prepare& prepare) {
+SubmitResult StagePool::Submit(v1::AddRequest* add, const Prepare& prepare,
+                              PickContext context) {
   const std::string id = add->request_id();
+  context.input = &add->input();
   SubmitResult result;
   while (true) {
-    absl::StatusOr<int> replica = Pick(id);
+    absl::StatusOr<int> replica = Pick(id, context);
     if (!replica.ok()) {
       result.status = replica.status();
       result.replica = -1;

@@ -6,7 +6,11 @@
 //   does not move); otherwise live[rr % live.size()], rr += 1, and bind. No live
 //   replica -> UNAVAILABLE ("NoLiveReplica"). With PickPolicy::kLeastLoaded the
 //   unbound case takes the live replica with the lowest load per capacity
-//   instead (the workers' reports: ReportLoad), still sticky once bound.
+//   instead (the workers' reports: ReportLoad), still sticky once bound; with
+//   kPrefixAware, the one where the request's input costs least
+//   (prefix_pick.h, from the pool's PrefixIndex). A request with a session key
+//   (PickContext) goes to the replica of its session's last request while that
+//   one is live and has a free slot, whatever the policy (session_affinity.h).
 // - Bound(rid) is read-only; Release(rid) tolerates unknown ids.
 // - Evict(replica): mark dead, drop and return its bindings; never picked again
 //   until Revive() (a new incarnation, with no bindings).
@@ -56,7 +60,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "orchestrator/config/pick_policy.h"
+#include "orchestrator/core/prefix_index.h"
 #include "orchestrator/core/replica_client.h"
+#include "orchestrator/core/session_affinity.h"
 #include "protos/orchestrator.pb.h"
 
 namespace omnistage {
@@ -123,6 +129,25 @@ struct PoolAbortResult {
 // Per replica: its index and what its utility call returned.
 using UtilityResults = std::vector<std::pair<int, absl::StatusOr<google::protobuf::Value>>>;
 
+// What a pick may use besides the request id: the request's session and input
+// (for session affinity and the prefix-aware pick) and the time.
+struct PickContext {
+  std::string session;
+  const google::protobuf::RepeatedPtrField<v1::Payload>* input = nullptr;
+  absl::Time now = absl::InfinitePast();
+};
+
+// How one unbound request was placed (metrics and logs): `why` is
+// "round_robin", "least_loaded", "session", "prefix", "no_match" or
+// "balance" (the prefix-aware pick fell back to least loaded); the tokens are
+// the prefix-aware pick's (0 otherwise).
+struct PickDecision {
+  int replica = -1;
+  const char* why = "";
+  int64_t matched_tokens = 0;
+  int64_t input_tokens = 0;
+};
+
 struct SubmitResult {
   // OK when sent. Else UNAVAILABLE (no live replica) or the refusal of `replica`.
   absl::Status status;
@@ -142,7 +167,7 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   int size() const { return static_cast<int>(replicas_.size()); }
 
   // ---- Bindings (docs/architecture.md, StagePool) ----
-  absl::StatusOr<int> Pick(const std::string& request_id);
+  absl::StatusOr<int> Pick(const std::string& request_id, const PickContext& context = {});
   std::optional<int> Bound(const std::string& request_id) const;
   void Release(const std::string& request_id);
   // Returns the ids that were bound to `replica`, sorted.
@@ -167,9 +192,21 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   void set_on_abort_call(std::function<void(int replica)> on_call) {
     on_abort_call_ = std::move(on_call);
   }
-  void set_pick(PickPolicy pick) { pick_ = pick; }
+  void set_pick(PickPolicy pick, const PrefixPickOptions& prefix = {}) {
+    pick_ = pick;
+    prefix_options_ = prefix;
+    prefix_index_ = PrefixIndex(prefix);
+  }
+  // Runs for every unbound request placed by Pick (metrics); no-op by default.
+  void set_on_pick(std::function<void(const PickDecision&)> on_pick) {
+    on_pick_ = std::move(on_pick);
+  }
   // The worker's load report (from its Ready or a step), received at `at`.
   void ReportLoad(int replica, int requests, absl::Time at);
+  // The worker's prefix-cache changes (WorkerLoad.cache), for a precise
+  // prefix-aware pick.
+  void ReportCache(int replica, const v1::CacheEvents& events);
+  const PrefixIndex& prefix_index() const { return prefix_index_; }
   // The last discovery failure of this stage ("" after a success), for status.
   void set_discovery_error(std::string error) { discovery_error_ = std::move(error); }
 
@@ -212,7 +249,9 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   // change `*add` for it; a non-OK status refuses that replica (nothing is
   // sent, no binding stays) and is the result.
   using Prepare = std::function<absl::Status(const ReplicaState& replica, v1::AddRequest* add)>;
-  SubmitResult Submit(v1::AddRequest* add, const Prepare& prepare = nullptr);
+  // `context.input` is taken from `*add`.
+  SubmitResult Submit(v1::AddRequest* add, const Prepare& prepare = nullptr,
+                      PickContext context = {});
   // Sends more input to the replica `input.request_id()` is bound to. NOT_FOUND
   // when it is bound nowhere (nothing sent); a lost replica lands in `*lost`.
   absl::Status Append(v1::AppendInput input, std::optional<ReplicaLoss>* lost);
@@ -239,6 +278,11 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   void CheckIdle(int replica);
   // Of `live` (not empty), the least loaded per capacity, searched from rr_.
   int LeastLoaded(const std::vector<int>& live) const;
+  // An unbound request's replica by the pool's policy, from `live` (not empty).
+  PickDecision Choose(const std::vector<int>& live, const PickContext& context);
+  // Requests on `replica` (reported + sent since) and its capacity (at least 1).
+  int64_t LoadOf(int replica) const;
+  int64_t CapacityOf(int replica) const;
 
   const int stage_id_;
   // replicas_[r] is null once r is removed.
@@ -250,6 +294,10 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   std::vector<absl::flat_hash_set<std::string>> bound_;
   uint64_t rr_ = 0;
   PickPolicy pick_ = PickPolicy::kRoundRobin;
+  PrefixPickOptions prefix_options_;
+  PrefixIndex prefix_index_{PrefixPickOptions()};
+  SessionAffinity sessions_;
+  std::function<void(const PickDecision&)> on_pick_ = [](const PickDecision&) {};
   // idle_[r]: a retiring replica's callback, until it has run.
   absl::flat_hash_map<int, std::function<void()>> idle_;
   std::string discovery_error_;

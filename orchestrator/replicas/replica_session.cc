@@ -67,6 +67,7 @@ void ReplicaSession::Connect() {
   hello.mutable_hello()->set_protocol_version(kProtocolVersion);
   hello.mutable_hello()->set_expected_stage_id(options_.stage);
   if (options_.defaults.has_value()) *hello.mutable_hello()->mutable_defaults() = *options_.defaults;
+  hello.mutable_hello()->set_want_cache_events(options_.want_cache_events);
   (void)stream_->Write(std::move(hello));  // A broken stream reports itself in OnDone.
 }
 

@@ -41,6 +41,9 @@ struct ReplicaSessionOptions {
   int replica = 0;
   // Sent in Hello for the worker to check; none when unset.
   std::optional<v1::StageParameters> defaults;
+  // Sets Hello.want_cache_events: the stage picks by prefix from the workers'
+  // reports of their caches.
+  bool want_cache_events = false;
   absl::Duration reconnect_initial_backoff = absl::Milliseconds(100);
   absl::Duration reconnect_max_backoff = absl::Seconds(5);
   // A utility call with no result by then fails with DEADLINE_EXCEEDED.

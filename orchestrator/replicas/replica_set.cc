@@ -41,6 +41,8 @@ ReplicaClient* ReplicaSet::Create(int stage, int replica, const std::string& add
   session.stage = stage;
   session.replica = replica;
   session.defaults = config_->stages[stage].defaults;
+  session.want_cache_events = config_->stages[stage].pick == PickPolicy::kPrefixAware &&
+                              config_->stages[stage].prefix.precise;
   session.reconnect_initial_backoff = config_->reconnect_initial_backoff;
   session.reconnect_max_backoff = config_->reconnect_max_backoff;
   if (stage == 0) {
