@@ -1,5 +1,6 @@
 #include "tests/pipeline_harness.h"
 
+#include <algorithm>
 #include <signal.h>
 
 #include <atomic>
@@ -440,6 +441,9 @@ std::vector<absl::StatusOr<WorkerStats>> PipelineHarness::Stats(int stage) {
     s.steps = Field(fields, "steps");
     s.capacity = Field(fields, "capacity");
     s.abort_calls = Field(fields, "abort_calls");
+    s.prefix_cache_hit_tokens = std::max<int64_t>(0, Field(fields, "prefix_cache_hit_tokens"));
+    s.prefix_cache_miss_tokens = std::max<int64_t>(0, Field(fields, "prefix_cache_miss_tokens"));
+    s.prefix_cache_blocks = std::max<int64_t>(0, Field(fields, "prefix_cache_blocks"));
     stats.push_back(s);
   }
   return stats;

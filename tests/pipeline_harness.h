@@ -63,6 +63,11 @@ struct WorkerStats {
   int64_t steps = 0;
   int64_t capacity = 0;
   int64_t abort_calls = 0;
+  // Engines with a prefix cache (docs/engines.md): input tokens found cached
+  // and prefilled since the worker started; 0 without one.
+  int64_t prefix_cache_hit_tokens = 0;
+  int64_t prefix_cache_miss_tokens = 0;
+  int64_t prefix_cache_blocks = 0;
 };
 
 // Everything one Generate stream delivered.

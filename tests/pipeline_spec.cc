@@ -53,6 +53,7 @@ std::string PipelineConfigYaml(const PipelineSpec& spec,
     if (s > 0) absl::StrAppend(&yaml, "    input_mode: ", stage.input_mode, "\n");
     if (!stage.defaults.empty()) absl::StrAppend(&yaml, "    defaults: ", stage.defaults, "\n");
     if (!stage.pick.empty()) absl::StrAppend(&yaml, "    pick: ", stage.pick, "\n");
+    if (!stage.prefix.empty()) absl::StrAppend(&yaml, "    prefix: ", stage.prefix, "\n");
     if (stage.failover_max_attempts > 0) {
       absl::StrAppend(&yaml, "    failover: {max_attempts: ", stage.failover_max_attempts, "}\n");
     }

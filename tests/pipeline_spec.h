@@ -37,8 +37,11 @@ struct StageSpec {
   // `addresses:`; the test keeps the name's records (PipelineSpec::dns_server).
   std::string dns_name;
   int refresh_ms = 200;
-  // The stage's `pick:` (round_robin or least_loaded); empty: the default.
+  // The stage's `pick:` (round_robin, least_loaded or prefix_aware); empty:
+  // the default. With prefix_aware, its `prefix:` as a YAML flow map, e.g.
+  // "{block_tokens: 4, mode: approximate}"; empty: none.
   std::string pick;
+  std::string prefix;
   // > 0: the stage's `failover: {max_attempts: N}` (docs/reliability.md); 0: no
   // `failover:` key, so a dead replica fails its requests.
   int failover_max_attempts = 0;
