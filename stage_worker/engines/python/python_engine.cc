@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/field_error.h"
+#include "stage_worker/engines/python/python_class.h"
 #include "stage_worker/engines/python/python_convert.h"
 #include "stage_worker/engines/python/python_runtime.h"
 
@@ -16,7 +17,6 @@ namespace py = pybind11;
 namespace omnistage {
 namespace {
 
-constexpr int kMaxCapacity = 65536;
 constexpr const char* kRequiredMethods[] = {"validate", "add",  "append_input", "abort",
                                             "has_work", "step", "utility"};
 
@@ -258,23 +258,6 @@ absl::Status Refused(std::string message, const std::string& field) {
   return field.empty() ? status : AtField(status, field);
 }
 
-// The class attribute `resume`: how the engine takes over a lost request.
-// Read from the class, before the constructor loads anything, so that a typo
-// costs no model load.
-absl::StatusOr<ResumeMode> ReadResume(const py::object& cls, const std::string& qualified) {
-  py::object resume = py::getattr(cls, "resume", py::none());
-  if (resume.is_none()) return ResumeMode::kNone;
-  if (PyUnicode_Check(resume.ptr())) {
-    const std::string value = py::str(resume);
-    if (value == "replay") return ResumeMode::kReplay;
-    if (value == "continuation") return ResumeMode::kContinuation;
-  }
-  return Refused(absl::StrCat("class ", qualified, ".resume is ", std::string(py::repr(resume)),
-                              " (expected \"replay\" or \"continuation\", or None or no "
-                              "attribute for an engine that cannot resume a lost request)"),
-                 "class");
-}
-
 void PrependToSysPath(const std::string& path) {
   py::list sys_path = py::module_::import("sys").attr("path");
   py::object abspath = py::module_::import("os.path").attr("abspath");
@@ -329,7 +312,7 @@ absl::StatusOr<std::unique_ptr<Engine>> CreatePythonEngine(
       }
     }
     absl::StatusOr<ResumeMode> resume = ReadResume(cls, qualified);
-    if (!resume.ok()) return resume.status();
+    if (!resume.ok()) return Refused(std::string(resume.status().message()), "class");
     py::dict engine_params;
     for (const auto& [key, value] : own) engine_params[py::str(key)] = py::str(value);
     py::object instance;
@@ -340,17 +323,8 @@ absl::StatusOr<std::unique_ptr<Engine>> CreatePythonEngine(
       if (py::hasattr(e.value(), "param")) field = py::str(e.value().attr("param"));
       return Refused(absl::StrCat(qualified, "(params) raised ", ExceptionLine(e)), field);
     }
-    if (!py::hasattr(instance, "capacity")) {
-      return Refused(absl::StrCat("class ", qualified, " has no method 'capacity'"), "class");
-    }
-    py::object capacity = instance.attr("capacity");
-    if (PyCallable_Check(capacity.ptr())) capacity = capacity();
-    if (!PyLong_Check(capacity.ptr()) || capacity.cast<long long>() < 1 ||
-        capacity.cast<long long>() > kMaxCapacity) {
-      return Refused(absl::StrCat(qualified, ".capacity is ", std::string(py::repr(capacity)),
-                                  " (expected an int in [1, ", kMaxCapacity, "])"),
-                     "class");
-    }
+    absl::StatusOr<int> capacity = ReadCapacity(instance, qualified);
+    if (!capacity.ok()) return Refused(std::string(capacity.status().message()), "class");
     Methods methods{instance.attr("validate"), instance.attr("add"),
                     instance.attr("append_input"), instance.attr("abort"),
                     instance.attr("has_work"), instance.attr("step"),
@@ -358,7 +332,7 @@ absl::StatusOr<std::unique_ptr<Engine>> CreatePythonEngine(
                     py::getattr(instance, "load", py::none())};
     return std::make_unique<PythonEngine>(absl::StrCat("python engine ", qualified),
                                           std::move(instance), std::move(methods),
-                                          capacity.cast<int>(), *resume);
+                                          *capacity, *resume);
   } catch (py::error_already_set& e) {
     return Refused(absl::StrCat(qualified, ": ", ExceptionLine(e)), "");
   }
