@@ -1,6 +1,7 @@
 // What a Python engine's class declares besides the methods every engine has
 // (python_engine.h): how many requests it runs, and how it takes over a
-// request another replica lost. Each is read once, at start; a bad value
+// request another replica lost (its prefix cache: python_prefix_cache.h).
+// Each is read once, at start; a bad value
 // refuses the engine with INVALID_ARGUMENT, its message naming the class and
 // the value (CreatePythonEngine reports it at engine_params.class).
 //
