@@ -21,10 +21,9 @@ absl::StatusOr<int> ReadCapacity(const py::object& instance, const std::string& 
   if (PyCallable_Check(capacity.ptr())) capacity = capacity();
   if (!PyLong_Check(capacity.ptr()) || capacity.cast<long long>() < 1 ||
       capacity.cast<long long>() > kMaxCapacity) {
-    return absl::InvalidArgumentError(absl::StrCat(qualified, ".capacity is ",
-                                                   std::string(py::repr(capacity)),
-                                                   " (expected an int in [1, ", kMaxCapacity,
-                                                   "])"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(qualified, ".capacity is ", std::string(py::repr(capacity)),
+                     " (expected an int in [1, ", kMaxCapacity, "])"));
   }
   return capacity.cast<int>();
 }

@@ -59,21 +59,19 @@ absl::StatusOr<PrefixCacheLayout> ReadPrefixCache(const py::object& instance,
   int64_t capacity_blocks = 0;
   if (items == nullptr || !IntIn(items[0], 1, kMaxBlockTokens, &block_tokens) ||
       !IntIn(items[1], 1, std::numeric_limits<int32_t>::max(), &capacity_blocks)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(qualified, ".prefix_cache is ", Repr(declared),
-                     " (expected (block_tokens, capacity_blocks), ints in [1, ", kMaxBlockTokens,
-                     "] and [1, ", std::numeric_limits<int32_t>::max(),
-                     "], or None for no prefix cache)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        qualified, ".prefix_cache is ", Repr(declared),
+        " (expected (block_tokens, capacity_blocks), ints in [1, ", kMaxBlockTokens, "] and [1, ",
+        std::numeric_limits<int32_t>::max(), "], or None for no prefix cache)"));
   }
   if (!PyCallable_Check(py::getattr(instance, "prefix_cache_stats", py::none()).ptr())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("class ", qualified,
-                     " declares a prefix_cache but has no method 'prefix_cache_stats'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "class ", qualified, " declares a prefix_cache but has no method 'prefix_cache_stats'"));
   }
   py::object changes = py::getattr(instance, "take_cache_changes", py::none());
   if (!changes.is_none() && !PyCallable_Check(changes.ptr())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        qualified, ".take_cache_changes is ", Repr(changes), " (expected a method, or none)"));
+    return absl::InvalidArgumentError(absl::StrCat(qualified, ".take_cache_changes is ",
+                                                   Repr(changes), " (expected a method, or none)"));
   }
   return PrefixCacheLayout{static_cast<int>(block_tokens), static_cast<int>(capacity_blocks)};
 }
