@@ -45,6 +45,18 @@ grep -q 'of audio; not saved (pass --wav=FILE)' "$out/nowav" || fail "no-wav mes
 "$omni" generate "$server" --prompt="Short" --modalities=text --extra=0:sentences=1 \
   --disable_failover >/dev/null 2>"$out/nofailover" ||
   fail "--disable_failover: $(cat "$out/nofailover")"
+# A session key (at most 256 bytes, checked before anything is sent).
+"$omni" generate "$server" --prompt="Short" --modalities=text --extra=0:sentences=1 \
+  --session_key=conversation-7 >/dev/null 2>"$out/session" ||
+  fail "--session_key: $(cat "$out/session")"
+set +e
+"$omni" generate "$server" --prompt="x" --session_key="$(printf 'k%.0s' {1..257})" >/dev/null \
+  2>"$out/longsession"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "a 257-byte --session_key: exit code $rc: $(cat "$out/longsession")"
+grep -q -- '--session_key: at most 256 bytes, got 257' "$out/longsession" ||
+  fail "long --session_key message: $(cat "$out/longsession")"
 set +e
 "$omni" generate "$server" --prompt="x" --extra=0:colour=red >/dev/null 2>"$out/badextra"
 rc=$?

@@ -37,6 +37,7 @@
 #include "common/bearer_token.h"
 #include "common/flags_usage.h"
 #include "common/grpc_log.h"
+#include "common/limits.h"
 #include "common/modality.h"
 #include "common/tls.h"
 #include "common/wav_writer.h"
@@ -75,6 +76,9 @@ ABSL_FLAG(int, priority, -1,
 ABSL_FLAG(bool, disable_failover, false,
           "generate: the request does not fail over: a replica that dies fails it, also on a "
           "stage with failover on");
+ABSL_FLAG(std::string, session_key, "",
+          "generate: the request's session (a conversation, a user; at most 256 bytes): "
+          "requests with the same key prefer the replicas that served it before");
 ABSL_FLAG(int, timeout_s, 0, "deadline for the call in seconds (0: none)");
 ABSL_FLAG(std::string, traceparent, "",
           "generate: a W3C traceparent (00-<trace id>-<parent id>-<flags>) sent as gRPC "
@@ -224,6 +228,12 @@ int Generate(v1::Orchestrator::Stub& stub) {
     request.set_priority(priority);
   }
   request.set_disable_failover(absl::GetFlag(FLAGS_disable_failover));
+  request.set_session_key(absl::GetFlag(FLAGS_session_key));
+  if (request.session_key().size() > kMaxSessionKeyBytes) {
+    std::cerr << "omni: --session_key: at most " << kMaxSessionKeyBytes << " bytes, got "
+              << request.session_key().size() << "\n";
+    return kUsage;
+  }
   for (const std::string& spec : absl::GetFlag(FLAGS_seed)) {
     std::pair<std::string, std::string> kv = absl::StrSplit(spec, absl::MaxSplits(':', 1));
     int stage = 0;

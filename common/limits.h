@@ -13,6 +13,9 @@ inline constexpr size_t kMaxRequestIdBytes = 128;
 // GenerateRequest.session_key (docs/routing.md).
 inline constexpr size_t kMaxSessionKeyBytes = 256;
 
+// A GenerateRequest's session_key is at most this long (empty: none).
+inline constexpr size_t kMaxSessionKeyBytes = 256;
+
 // A stage's max_tokens lies in [1, kMaxTokensLimit].
 inline constexpr int64_t kMaxTokensLimit = 1000000;
 

@@ -5,7 +5,9 @@
 # - a token with whitespace around it is served;
 # - a token with a control character inside is a 401 that says so and shows no
 #   part of it (in the answer or the gateway's log), and the gateway serves on;
-# - a traceparent with a control character is ignored, as a malformed one is.
+# - a traceparent with a control character is ignored, as a malformed one is;
+# - X-Session-Id reaches the request (its session key): one longer than 256
+#   bytes is a 400 naming the header.
 # Stops what it starts, by PID.
 set -euo pipefail
 source tests/orchestrator_process.sh
@@ -60,6 +62,12 @@ for trace in "00-0af7651916cd43dd8448eb211c80319c$(printf '\001')-b7ad6b71692033
   code=$(complete trace "Authorization: Bearer $token" "traceparent: $trace")
   [ "$code" = 200 ] || fail "a traceparent with a control character: HTTP $code: $(cat "$out/trace.json")"
 done
+code=$(complete session "Authorization: Bearer $token" "X-Session-Id: conversation-7")
+[ "$code" = 200 ] || fail "a session id: HTTP $code: $(cat "$out/session.json")"
+code=$(complete long_session "Authorization: Bearer $token" "X-Session-Id: $(printf 'k%.0s' {1..257})")
+[ "$code" = 400 ] || fail "a session id of 257 bytes: HTTP $code: $(cat "$out/long_session.json")"
+grep -q '"param":"X-Session-Id"' "$out/long_session.json" ||
+  fail "the 400 does not name the header: $(cat "$out/long_session.json")"
 code=$(complete after "Authorization: Bearer $token")
 [ "$code" = 200 ] || fail "after the refusals: HTTP $code: $(cat "$out/after.json")"
 echo PASS

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/limits.h"
 #include "nlohmann/json.hpp"
 
 namespace omnistage {
@@ -280,7 +281,7 @@ Part ReadTextStageParams(const json& parsed, const ServedModel& model, ChatReque
   return std::nullopt;
 }
 
-// stream, stream_options, user.
+// stream, stream_options.
 Part ReadStreaming(const json& parsed, const ServedModel&, ChatRequest* request) {
   if (auto it = parsed.find("stream"); it != parsed.end() && !it->is_null()) {
     if (!it->is_boolean()) return WrongType("stream", "a boolean", *it);
@@ -300,17 +301,48 @@ Part ReadStreaming(const json& parsed, const ServedModel&, ChatRequest* request)
       request->include_usage = usage->get<bool>();
     }
   }
+  return std::nullopt;
+}
+
+// OpenAI's words for a string past its maximum length.
+ApiError TooLong(const std::string& param, const std::string& what, size_t length) {
+  return InvalidRequest(param,
+                        absl::StrCat("Invalid '", param, "'", what, ": string too long. Expected "
+                                     "a string with maximum length ", kMaxSessionKeyBytes,
+                                     ", but got a string with length ", length, " instead."),
+                        "string_above_max_length");
+}
+
+// user, and the X-Session-Id header: the session key (the header wins).
+Part ReadSessionKey(const json& parsed, const std::string& header, ChatRequest* request) {
   if (auto it = parsed.find("user"); it != parsed.end() && !it->is_null()) {
     if (!it->is_string()) return WrongType("user", "a string", *it);
     request->user = it->get<std::string>();
+    if (request->user.size() > kMaxSessionKeyBytes) {
+      return TooLong("user", "", request->user.size());
+    }
   }
+  if (header.size() > kMaxSessionKeyBytes) {
+    return TooLong(kSessionIdHeader, " header", header.size());
+  }
+  for (size_t i = 0; i < header.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(header[i]);
+    if (c < 0x20 || c > 0x7e) {
+      return InvalidRequest(kSessionIdHeader,
+                            absl::StrCat("Invalid '", kSessionIdHeader, "' header: byte ", i + 1,
+                                         " is not printable ASCII."),
+                            "invalid_value");
+    }
+  }
+  request->generate.set_session_key(header.empty() ? request->user : header);
   return std::nullopt;
 }
 
 }  // namespace
 
 std::variant<ChatRequest, ApiError> ParseChatRequest(const std::string& body,
-                                                     const ServedModel& model) {
+                                                     const ServedModel& model,
+                                                     const std::string& session_id) {
   const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_object()) {
     return InvalidRequest("", "We could not parse the JSON body of your request. The body must "
@@ -321,6 +353,7 @@ std::variant<ChatRequest, ApiError> ParseChatRequest(const std::string& body,
                     ReadStreaming}) {
     if (std::optional<ApiError> error = read(parsed, model, &request)) return *error;
   }
+  if (std::optional<ApiError> error = ReadSessionKey(parsed, session_id, &request)) return *error;
   return request;
 }
 

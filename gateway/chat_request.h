@@ -9,11 +9,14 @@
 //   audio.voice     the voice stage's extra parameter `voice` (VoiceVariant())
 //   max_tokens, max_completion_tokens, temperature, seed
 //                   the text stage's parameters
-//   stream, stream_options.include_usage, user
+//   stream, stream_options.include_usage
+//   user            the session key (up to 256 bytes), unless the header
+//                   X-Session-Id gives one
 // Unknown fields are ignored, as OpenAI does; a known field of the wrong type or
 // range is refused with an OpenAI-shaped error naming it.
 //
-//   absl::variant<ChatRequest, ApiError> parsed = ParseChatRequest(body, model);
+//   absl::variant<ChatRequest, ApiError> parsed =
+//       ParseChatRequest(body, model, exchange->Header(kSessionIdHeader));
 #ifndef OMNISTAGE_GATEWAY_CHAT_REQUEST_H_
 #define OMNISTAGE_GATEWAY_CHAT_REQUEST_H_
 
@@ -42,6 +45,10 @@ struct ServedModel {
 // variant the vocoder knows, e.g. croak, or one it refuses).
 std::string VoiceVariant(const std::string& voice);
 
+// The header that names a request's session (GenerateRequest.session_key):
+// requests with the same key prefer the replicas that served it before.
+inline constexpr char kSessionIdHeader[] = "X-Session-Id";
+
 enum class AudioFormat { kWav, kPcm16 };
 
 struct ChatRequest {
@@ -56,8 +63,12 @@ struct ChatRequest {
 };
 
 // The request, or the error to answer with (400, or 404 for another model).
+// `session_id`: the request's X-Session-Id header ("" when absent), which
+// wins over `user` as its session key; 400 naming the header when it is longer
+// than 256 bytes or holds a byte that is not printable ASCII.
 std::variant<ChatRequest, ApiError> ParseChatRequest(const std::string& body,
-                                                     const ServedModel& model);
+                                                     const ServedModel& model,
+                                                     const std::string& session_id = "");
 
 }  // namespace omnistage
 

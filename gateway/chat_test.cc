@@ -55,7 +55,75 @@ TEST(ChatRequestTest, MapsTheFieldsOntoAGenerateRequest) {
   EXPECT_TRUE(r.audio);
   EXPECT_EQ(r.audio_format, AudioFormat::kPcm16);
   EXPECT_EQ(r.user, "u-1");
+  EXPECT_EQ(r.generate.session_key(), "u-1");
   EXPECT_TRUE(r.generate.request_id().empty());  // The orchestrator names it.
+}
+
+// `user`, or the X-Session-Id header when it is there, keys the session.
+TEST(ChatRequestTest, TheSessionKeyIsTheHeaderOrElseTheUser) {
+  auto key = [](const std::string& user, const std::string& header) {
+    std::variant<ChatRequest, ApiError> parsed = ParseChatRequest(
+        R"({"model": "omni-demo", "messages": [{"role": "user", "content": "Hi"}])" + user + "}",
+        kModel, header);
+    EXPECT_TRUE(std::holds_alternative<ChatRequest>(parsed)) << user << " " << header;
+    return std::holds_alternative<ChatRequest>(parsed)
+               ? std::get<ChatRequest>(parsed).generate.session_key()
+               : "";
+  };
+  EXPECT_EQ(key("", ""), "");
+  EXPECT_EQ(key(R"(, "user": null)", ""), "");
+  EXPECT_EQ(key(R"(, "user": "alice")", ""), "alice");
+  EXPECT_EQ(key("", "conversation-7"), "conversation-7");
+  EXPECT_EQ(key(R"(, "user": "alice")", "conversation-7"), "conversation-7");
+  const std::string longest(256, 'k');
+  EXPECT_EQ(key(R"(, "user": ")" + longest + R"(")", ""), longest);
+  EXPECT_EQ(key("", longest), longest);
+  EXPECT_EQ(key("", "a b/c=d"), "a b/c=d");
+}
+
+TEST(ChatRequestTest, RefusesASessionKeyTooLongOrNotAStringNamingItsSource) {
+  const std::string body =
+      R"({"model": "omni-demo", "messages": [{"role": "user", "content": "Hi"}])";
+  struct Case {
+    std::string user;
+    std::string header;
+    std::string param;
+    std::string code;
+    std::string message;
+  };
+  const Case cases[] = {
+      {R"(, "user": 7)", "", "user", "invalid_type",
+       "Invalid type for 'user': expected a string, but got an integer instead."},
+      {R"(, "user": ")" + std::string(257, 'u') + R"(")", "", "user", "string_above_max_length",
+       "Invalid 'user': string too long. Expected a string with maximum length 256, but got a "
+       "string with length 257 instead."},
+      // Both are checked, whichever keys the session.
+      {R"(, "user": ")" + std::string(300, 'u') + R"(")", "s", "user", "string_above_max_length",
+       "length 300"},
+      {R"(, "user": "alice")", std::string(257, 'h'), "X-Session-Id", "string_above_max_length",
+       "Invalid 'X-Session-Id' header: string too long. Expected a string with maximum length "
+       "256, but got a string with length 257 instead."},
+      {"", "tab\\there", "X-Session-Id", "", ""},  // printable: a backslash and a t
+      {"", "tab\there", "X-Session-Id", "invalid_value",
+       "Invalid 'X-Session-Id' header: byte 4 is not printable ASCII."},
+      {"", "caf\xc3\xa9", "X-Session-Id", "invalid_value", "byte 4 is not printable ASCII"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.user + " | " + c.header);
+    std::variant<ChatRequest, ApiError> parsed = ParseChatRequest(body + c.user + "}", kModel,
+                                                                  c.header);
+    if (c.code.empty()) {
+      EXPECT_TRUE(std::holds_alternative<ChatRequest>(parsed));
+      continue;
+    }
+    ASSERT_TRUE(std::holds_alternative<ApiError>(parsed));
+    const ApiError& e = std::get<ApiError>(parsed);
+    EXPECT_EQ(e.http_status, 400);
+    EXPECT_EQ(e.type, "invalid_request_error");
+    EXPECT_EQ(e.param, c.param);
+    EXPECT_EQ(e.code, c.code);
+    EXPECT_THAT(e.message, ::testing::HasSubstr(c.message));
+  }
 }
 
 // audio.voice goes to the voice stage as its extra parameter `voice`, OpenAI's

@@ -162,7 +162,7 @@ void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
 
 void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
   std::variant<ChatRequest, ApiError> parsed =
-      ParseChatRequest(exchange->body(), options_.model);
+      ParseChatRequest(exchange->body(), options_.model, exchange->Header(kSessionIdHeader));
   if (std::holds_alternative<ApiError>(parsed)) {
     const ApiError& error = std::get<ApiError>(parsed);
     Respond(*exchange, error.http_status, kJson, error.Json());

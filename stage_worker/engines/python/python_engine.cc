@@ -8,7 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/field_error.h"
+#include "stage_worker/engines/python/python_class.h"
 #include "stage_worker/engines/python/python_convert.h"
+#include "stage_worker/engines/python/python_prefix_cache.h"
 #include "stage_worker/engines/python/python_runtime.h"
 
 namespace py = pybind11;
@@ -16,7 +18,6 @@ namespace py = pybind11;
 namespace omnistage {
 namespace {
 
-constexpr int kMaxCapacity = 65536;
 constexpr const char* kRequiredMethods[] = {"validate", "add",  "append_input", "abort",
                                             "has_work", "step", "utility"};
 
@@ -24,6 +25,9 @@ constexpr const char* kRequiredMethods[] = {"validate", "add",  "append_input", 
 struct Methods {
   py::object validate, add, append_input, abort, has_work, step, utility;
   py::object load;  // None when the class has none
+  // With a prefix cache (python_prefix_cache.h): prefix_cache_stats, and
+  // take_cache_changes or None; else None.
+  py::object cache_stats, cache_changes;
 };
 
 // A request converted for validate, kept for the add that follows it.
@@ -36,12 +40,13 @@ struct Prepared {
 class PythonEngine : public Engine {
  public:
   PythonEngine(std::string label, py::object instance, Methods methods, int capacity,
-               ResumeMode resume)
+               ResumeMode resume, PrefixCacheLayout cache)
       : label_(std::move(label)),
         instance_(std::move(instance)),
         methods_(std::move(methods)),
         capacity_(capacity),
-        resume_(resume) {}
+        resume_(resume),
+        cache_(cache) {}
 
   ~PythonEngine() override {
     PythonLock gil;
@@ -206,6 +211,28 @@ class PythonEngine : public Engine {
     return {std::min(live, capacity_), std::max(0, live - capacity_)};
   }
 
+  PrefixCacheLayout prefix_cache() const override { return cache_; }
+
+  // As with load(), an error here is fatal at the next step.
+  PrefixCacheStats prefix_cache_stats() const override {
+    if (methods_.cache_stats.is_none() || !broken_.ok()) return {};
+    PythonLock gil;
+    absl::StatusOr<PrefixCacheStats> stats = Call("prefix_cache_stats", [this] {
+      return CacheStatsFromPython(methods_.cache_stats(), cache_);
+    });
+    if (!stats.ok()) Break(stats.status());
+    return stats.value_or(PrefixCacheStats());
+  }
+
+  std::vector<CacheChange> TakeCacheChanges() override {
+    if (methods_.cache_changes.is_none() || !broken_.ok()) return {};
+    PythonLock gil;
+    absl::StatusOr<std::vector<CacheChange>> changes = Call(
+        "take_cache_changes", [this] { return CacheChangesFromPython(methods_.cache_changes()); });
+    if (!changes.ok()) Break(changes.status());
+    return changes.value_or(std::vector<CacheChange>());
+  }
+
  private:
   // INVALID_ARGUMENT at "<field>[i]" for the first payload with no kind: no
   // Python value stands for it.
@@ -224,6 +251,23 @@ class PythonEngine : public Engine {
   absl::Status Raised(const char* method, const py::error_already_set& e) const {
     return absl::InternalError(absl::StrCat(label_, ": ", method, " raised ", ExceptionLine(e),
                                             "\n", ExceptionWithTraceback(e)));
+  }
+
+  // What `call` returns (it calls the engine's `method`; the caller holds the
+  // GIL): an exception, or a malformed result, as a fatal error naming it.
+  template <typename F>
+  decltype(std::declval<F>()()) Call(const char* method, F call) const {
+    try {
+      auto result = call();
+      if (!result.ok()) {
+        return absl::InternalError(absl::StrCat(label_, ": ", result.status().message()));
+      }
+      return result;
+    } catch (py::error_already_set& e) {
+      return Raised(method, e);
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat(label_, ": ", method, ": ", e.what()));
+    }
   }
 
   // validate's exception: the request's refusal, with the field it names.
@@ -248,6 +292,7 @@ class PythonEngine : public Engine {
   Methods methods_;
   const int capacity_;
   const ResumeMode resume_;
+  const PrefixCacheLayout cache_;
   std::optional<Prepared> prepared_;
   absl::flat_hash_set<std::string> live_;
   mutable absl::Status broken_;
@@ -256,23 +301,6 @@ class PythonEngine : public Engine {
 absl::Status Refused(std::string message, const std::string& field) {
   absl::Status status = absl::InvalidArgumentError(absl::StrCat("engine python: ", message));
   return field.empty() ? status : AtField(status, field);
-}
-
-// The class attribute `resume`: how the engine takes over a lost request.
-// Read from the class, before the constructor loads anything, so that a typo
-// costs no model load.
-absl::StatusOr<ResumeMode> ReadResume(const py::object& cls, const std::string& qualified) {
-  py::object resume = py::getattr(cls, "resume", py::none());
-  if (resume.is_none()) return ResumeMode::kNone;
-  if (PyUnicode_Check(resume.ptr())) {
-    const std::string value = py::str(resume);
-    if (value == "replay") return ResumeMode::kReplay;
-    if (value == "continuation") return ResumeMode::kContinuation;
-  }
-  return Refused(absl::StrCat("class ", qualified, ".resume is ", std::string(py::repr(resume)),
-                              " (expected \"replay\" or \"continuation\", or None or no "
-                              "attribute for an engine that cannot resume a lost request)"),
-                 "class");
 }
 
 void PrependToSysPath(const std::string& path) {
@@ -329,7 +357,7 @@ absl::StatusOr<std::unique_ptr<Engine>> CreatePythonEngine(
       }
     }
     absl::StatusOr<ResumeMode> resume = ReadResume(cls, qualified);
-    if (!resume.ok()) return resume.status();
+    if (!resume.ok()) return Refused(std::string(resume.status().message()), "class");
     py::dict engine_params;
     for (const auto& [key, value] : own) engine_params[py::str(key)] = py::str(value);
     py::object instance;
@@ -340,25 +368,21 @@ absl::StatusOr<std::unique_ptr<Engine>> CreatePythonEngine(
       if (py::hasattr(e.value(), "param")) field = py::str(e.value().attr("param"));
       return Refused(absl::StrCat(qualified, "(params) raised ", ExceptionLine(e)), field);
     }
-    if (!py::hasattr(instance, "capacity")) {
-      return Refused(absl::StrCat("class ", qualified, " has no method 'capacity'"), "class");
-    }
-    py::object capacity = instance.attr("capacity");
-    if (PyCallable_Check(capacity.ptr())) capacity = capacity();
-    if (!PyLong_Check(capacity.ptr()) || capacity.cast<long long>() < 1 ||
-        capacity.cast<long long>() > kMaxCapacity) {
-      return Refused(absl::StrCat(qualified, ".capacity is ", std::string(py::repr(capacity)),
-                                  " (expected an int in [1, ", kMaxCapacity, "])"),
-                     "class");
-    }
+    absl::StatusOr<int> capacity = ReadCapacity(instance, qualified);
+    if (!capacity.ok()) return Refused(std::string(capacity.status().message()), "class");
+    absl::StatusOr<PrefixCacheLayout> cache = ReadPrefixCache(instance, qualified);
+    if (!cache.ok()) return Refused(std::string(cache.status().message()), "class");
+    const bool cached = cache->block_tokens > 0;
     Methods methods{instance.attr("validate"), instance.attr("add"),
                     instance.attr("append_input"), instance.attr("abort"),
                     instance.attr("has_work"), instance.attr("step"),
                     instance.attr("utility"),
-                    py::getattr(instance, "load", py::none())};
+                    py::getattr(instance, "load", py::none()),
+                    cached ? instance.attr("prefix_cache_stats") : py::object(py::none()),
+                    cached ? py::getattr(instance, "take_cache_changes", py::none()) : py::none()};
     return std::make_unique<PythonEngine>(absl::StrCat("python engine ", qualified),
                                           std::move(instance), std::move(methods),
-                                          capacity.cast<int>(), *resume);
+                                          *capacity, *resume, *cache);
   } catch (py::error_already_set& e) {
     return Refused(absl::StrCat(qualified, ": ", ExceptionLine(e)), "");
   }

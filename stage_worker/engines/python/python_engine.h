@@ -25,6 +25,12 @@
 //                                             takes over a request another
 //                                             replica lost (Engine::resume_mode());
 //                                             absent or None: it cannot
+//   prefix_cache                              optional: (block_tokens,
+//                                             capacity_blocks) or a method
+//                                             returning it; with one:
+//   prefix_cache_stats(self) -> (blocks, hit_tokens, miss_tokens)
+//   take_cache_changes(self) -> [(block, stored)]   optional
+//                                             (python_prefix_cache.h)
 // A continuation engine finds what the request already produced in
 // params["produced"] (python_convert.h); docs/engines.md#failover.
 // Errors: an exception from validate rejects that request (INVALID_ARGUMENT,
@@ -48,8 +54,9 @@ inline constexpr char kPythonEngineName[] = "python";
 
 // INVALID_ARGUMENT at field "module", "class" or "<param>" when the module does
 // not import, the class or one of its methods is missing, its `resume` is not
-// one of the values above, or the constructor refuses a parameter; the message
-// names module, class and method (or attribute).
+// one of the values above, its prefix_cache is malformed, or the constructor
+// refuses a parameter; the message names module, class and method (or
+// attribute).
 absl::StatusOr<std::unique_ptr<Engine>> CreatePythonEngine(
     const std::map<std::string, std::string>& params);
 

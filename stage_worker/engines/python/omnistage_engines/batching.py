@@ -10,6 +10,12 @@ request produces in one step.
   utilities "ping" and "stats". (The worker's fault and benchmark hooks,
   `fail_at_step`, `stamp_outputs` and the rest, wrap any engine from outside:
   the engine never sees those parameters; docs/engines.md.)
+- A simulated prefix cache, off by default (`prefix_cache_blocks`,
+  `block_tokens`), and modelled prefill (`prefill_us_per_token`): each step,
+  the running requests' new input goes through the cache (prefix_cache.py, in
+  admission order), and the step takes step_time_us plus
+  prefill_us_per_token for every token the cache did not hold. Only the
+  timing and the cache's figures change: a generator never sees the cache.
 - Streamed input that breaks the contract (a kind the engine does not take,
   input after `last`) fails only that request, with an "error" output.
 
@@ -20,9 +26,13 @@ import collections
 import time
 
 from omnistage_engines.params import Params
+from omnistage_engines.prefix_cache import (DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKENS, PrefixCache,
+                                            RequestPrefill)
 
 MAX_BATCH_SIZE = 65536
 MAX_TOKENS_LIMIT = 1000000
+MAX_PREFIX_CACHE_BLOCKS = 1 << 20
+MAX_PREFILL_US_PER_TOKEN = 1000000
 
 
 class Input:
@@ -49,11 +59,12 @@ class Generator:
 
 
 class _Live:
-    __slots__ = ("id", "input", "generator", "running")
+    __slots__ = ("id", "input", "prefill", "generator", "running")
 
-    def __init__(self, request_id, generator):
+    def __init__(self, request_id, prefill, generator):
         self.id = request_id
         self.input = Input()
+        self.prefill = prefill  # a RequestPrefill when the engine prefills, else None
         self.generator = generator
         self.running = False
 
@@ -80,9 +91,15 @@ class Batching:
         self.step_us = reader.micros("step_time_us", 0, 60 * 1000000)
         self.busy = reader.enum("step_mode", "sleep", ["sleep", "busy"]) == "busy"
         self.default_max_tokens = reader.int("max_tokens", 32, 1, MAX_TOKENS_LIMIT)
+        cache_blocks = reader.int("prefix_cache_blocks", 0, 0, MAX_PREFIX_CACHE_BLOCKS)
+        self.block_tokens = reader.int("block_tokens", DEFAULT_BLOCK_TOKENS, 1, MAX_BLOCK_TOKENS)
+        self.prefill_us_per_token = reader.micros("prefill_us_per_token", 0,
+                                                  MAX_PREFILL_US_PER_TOKEN)
         if read_own is not None:
             read_own(reader)
         reader.finish()
+        self._cache = PrefixCache(cache_blocks, self.block_tokens) if cache_blocks else None
+        self._prefills = self._cache is not None or self.prefill_us_per_token > 0
         self._requests = {}
         self._waiting = collections.deque()
         self._running = []
@@ -95,6 +112,19 @@ class Batching:
     @property
     def capacity(self):
         return self.batch_size
+
+    @property
+    def prefix_cache(self):
+        """(block_tokens, capacity_blocks), or None without a cache."""
+        if self._cache is None:
+            return None
+        return self._cache.block_tokens, self._cache.capacity_blocks
+
+    def prefix_cache_stats(self):
+        return self._cache.stats() if self._cache is not None else (0, 0, 0)
+
+    def take_cache_changes(self):
+        return self._cache.take_changes() if self._cache is not None else []
 
     def new_generator(self, max_tokens, seed, extra):
         raise NotImplementedError
@@ -123,10 +153,12 @@ class Batching:
         if request_id in self._requests:
             raise KeyError(f"engine {self.name}: request '{request_id}' already exists")
         max_tokens = params["max_tokens"] or self.default_max_tokens
-        live = _Live(request_id,
+        prefill = RequestPrefill(self.block_tokens, self._cache is not None) \
+            if self._prefills else None
+        live = _Live(request_id, prefill,
                      self.new_generator(max_tokens, params["seed"] or 0, params["extra"]))
         for payload in inputs:
-            self._append(live.input, payload)
+            self._append(live, payload)
         live.input.complete = complete
         self._waiting.append(live)
         self._requests[request_id] = live
@@ -147,7 +179,7 @@ class Batching:
                                        f"accepts {' and '.join(self.ACCEPTS)}")
                 return
         for chunk in chunks:
-            self._append(live.input, chunk)
+            self._append(live, chunk)
         if last:
             live.input.complete = True
 
@@ -179,6 +211,7 @@ class Batching:
         outputs = self._failed
         self._failed = []
         self._admit()
+        prefilled = self._prefill()
         kept = []
         for live in self._running:
             if not live.generator.ready(live.input):
@@ -192,7 +225,7 @@ class Batching:
             else:
                 del self._requests[live.id]
         self._running = kept
-        self._wait_out_step_time(start)
+        self._wait_out_step_time(start, self.step_us + prefilled * self.prefill_us_per_token)
         return outputs
 
     def utility(self, name, args):
@@ -201,7 +234,7 @@ class Batching:
         if name == "stats":
             return {"running": len(self._running), "waiting": len(self._waiting),
                     "steps": self._steps, "abort_calls": self._abort_calls,
-                    "capacity": self.batch_size}
+                    "capacity": self.batch_size, **self._cache_stats()}
         raise ValueError(
             f"engine {self.name}: unknown utility '{name}' (known: ping, stats)")
 
@@ -210,12 +243,23 @@ class Batching:
 
     # Internals --------------------------------------------------------------
 
+    def _cache_stats(self):
+        """The cache's figures in the "stats" utility (none without a cache)."""
+        if self._cache is None:
+            return {}
+        blocks, hit_tokens, miss_tokens = self._cache.stats()
+        return {"prefix_cache_blocks": blocks,
+                "prefix_cache_capacity_blocks": self._cache.capacity_blocks,
+                "prefix_cache_hit_tokens": hit_tokens, "prefix_cache_miss_tokens": miss_tokens}
+
     @staticmethod
-    def _append(inp, payload):
+    def _append(live, payload):
         if isinstance(payload, str):
-            inp.text += payload
+            live.input.text += payload
         elif isinstance(payload, list):
-            inp.tokens.extend(payload)
+            live.input.tokens.extend(payload)
+        if live.prefill is not None:
+            live.prefill.append(payload)
 
     def _fail(self, request_id, message):
         self.abort([request_id])
@@ -232,10 +276,17 @@ class Batching:
                 still.append(live)
         self._waiting = still
 
-    def _wait_out_step_time(self, start_ns):
-        if self.step_us <= 0:
+    def _prefill(self):
+        """Runs the running requests' new input through the cache; the tokens
+        to prefill."""
+        if not self._prefills:
+            return 0
+        return sum(live.prefill.run(self._cache, live.input.complete) for live in self._running)
+
+    def _wait_out_step_time(self, start_ns, step_us):
+        if step_us <= 0:
             return
-        deadline = start_ns + self.step_us * 1000
+        deadline = start_ns + step_us * 1000
         if self.busy:
             while time.monotonic_ns() < deadline:
                 pass

@@ -1,6 +1,7 @@
 """Engines for the python engine's tests: broken classes, exceptions from a
 chosen method, malformed outputs, a recorder of threads and calls, a sim_llm
-that fails or hangs in Python, and an engine that resumes by continuation."""
+that fails or hangs in Python, an engine that resumes by continuation, and
+engines that declare a prefix cache, well or badly."""
 
 import ctypes
 import threading
@@ -135,6 +136,53 @@ class BadCapacity(Echo):
 
 class BadResume(Echo):
     resume = "rerun"
+
+
+class Caching(Echo):
+    """Echo with a prefix cache: each request added stores the block 2**64 - 1
+    (the largest name). `raise_in` covers prefix_cache_stats and
+    take_cache_changes too; `cache_output: bad` makes both return malformed
+    values."""
+
+    prefix_cache = (4, 100)
+
+    def __init__(self, params):
+        self.cache_output = params.pop("cache_output", "good")
+        super().__init__(params)
+        self.blocks = 0
+        self.changes = []
+
+    def add(self, request_id, inputs, complete, params):
+        super().add(request_id, inputs, complete, params)
+        self.blocks += 1
+        self.changes.append(((1 << 64) - 1, True))
+
+    def prefix_cache_stats(self):
+        self._boom("prefix_cache_stats")
+        if self.cache_output == "bad":
+            return (1, "two", 3)
+        return (self.blocks, 16, 2)
+
+    def take_cache_changes(self):
+        self._boom("take_cache_changes")
+        if self.cache_output == "bad":
+            return [((1 << 64) - 1, True), (-1, True)]
+        changes, self.changes = self.changes, []
+        return changes
+
+
+class CachingQuietly(Caching):
+    """A cache that does not report its changes."""
+
+    take_cache_changes = None
+
+
+class BadPrefixCache(Echo):
+    prefix_cache = (0, 10)
+
+
+class CacheWithoutStats(Echo):
+    prefix_cache = (16, 10)
 
 
 class Continuing:
