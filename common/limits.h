@@ -10,10 +10,9 @@ namespace omnistage {
 
 // A request id is 1..128 bytes.
 inline constexpr size_t kMaxRequestIdBytes = 128;
-// GenerateRequest.session_key (docs/routing.md).
-inline constexpr size_t kMaxSessionKeyBytes = 256;
 
-// A GenerateRequest's session_key is at most this long (empty: none).
+// A GenerateRequest's session_key is at most this long (empty: none;
+// docs/routing.md).
 inline constexpr size_t kMaxSessionKeyBytes = 256;
 
 // A stage's max_tokens lies in [1, kMaxTokensLimit].
