@@ -16,7 +16,8 @@
 // - Tokens that make no whole block (an input's tail) are prefilled and never
 //   stored: CountMiss().
 // - Every store and eviction is logged, in order, until TakeChanges() (the
-//   worker takes them after each step and tells the sessions that asked).
+//   worker takes them after each step and tells the sessions that asked; an
+//   engine driven without a worker, as in tests, keeps them until taken).
 //
 //   PrefixCache cache(/*capacity_blocks=*/1024, /*block_tokens=*/16);
 //   bool hitting = true;  // per request and input kind
