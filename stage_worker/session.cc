@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/error_proto.h"
 #include "common/random_id.h"
+#include "stage_worker/cache_delta.h"
 
 namespace omnistage {
 
@@ -23,7 +24,9 @@ StreamWriter<v1::WorkerEvent>::Options WriterOptions(
   options.max_queued = Session::kMaxQueuedEvents;
   // While a write is in flight, the steps that follow queue and go out as one
   // event: their outputs in order, under the last step's number. Other events
-  // keep their place between them; the last step's load stands.
+  // keep their place between them; the last step's load stands, and cache
+  // reports add up: a later snapshot replaces what came before it, a later
+  // change of a block replaces its earlier one.
   options.merge = [](v1::WorkerEvent& into, v1::WorkerEvent& next) {
     if (!into.has_step() || !next.has_step()) return false;
     v1::StepOutputs& step = *into.mutable_step();
@@ -34,7 +37,15 @@ StreamWriter<v1::WorkerEvent>::Options WriterOptions(
     outputs.ExtractSubrange(0, outputs.size(), moved.data());
     for (v1::RequestOutput* output : moved) step.mutable_outputs()->AddAllocated(output);
     step.set_step(std::max(step.step(), next.step().step()));
-    if (next.step().has_load()) *step.mutable_load() = next.step().load();
+    if (next.step().has_load()) {
+      v1::WorkerLoad& load = *next.mutable_step()->mutable_load();
+      if (step.load().has_cache()) {
+        CacheDelta cache(step.load().cache());
+        if (load.has_cache()) cache.Apply(load.cache());
+        *load.mutable_cache() = cache.ToProto();
+      }
+      *step.mutable_load() = std::move(load);
+    }
     return true;
   };
   options.max_write_bytes = Session::kMaxMergedEventBytes;
@@ -43,11 +54,12 @@ StreamWriter<v1::WorkerEvent>::Options WriterOptions(
 
 }  // namespace
 
-Session::Session(uint64_t number, std::string peer, EventTransport* transport,
-                 uint64_t first_seq)
+Session::Session(uint64_t number, std::string peer, EventTransport* transport, uint64_t first_seq,
+                 bool wants_cache_events)
     : number_(number),
       peer_(std::move(peer)),
       id_(absl::StrCat(number, "-", RandomHex(16))),
+      wants_cache_events_(wants_cache_events),
       writer_(transport, WriterOptions(number,
                                        [this](int64_t delta) {
                                          absl::MutexLock lock(&queue_mu_);

@@ -2,7 +2,8 @@
 //
 // A Session owns the stream's outgoing events (a StreamWriter: one write in
 // flight, the rest queued and step outputs merged meanwhile, a client that
-// stops reading cut off), the set of the
+// stops reading cut off; a later step's load, cache reports included, merged
+// into an earlier one's as CacheDelta says), the set of the
 // session's live request ids, and the fence that keeps an Abort from overtaking
 // commands sent before it.
 // Thread-safe: gRPC threads add commands and aborts, the busy-loop thread sends
@@ -59,8 +60,10 @@ class Session {
 
   // `first_seq` is the seq of the session's Hello: later commands must exceed it.
   // `peer`: the identity of the client that opened it (its certificate's name;
-  // "" over plaintext).
-  Session(uint64_t number, std::string peer, EventTransport* transport, uint64_t first_seq);
+  // "" over plaintext). `wants_cache_events`: its Hello asked for the engine's
+  // prefix-cache changes, and the engine has a cache.
+  Session(uint64_t number, std::string peer, EventTransport* transport, uint64_t first_seq,
+          bool wants_cache_events = false);
 
   // Constant after construction. The id is "<number>-<128 random bits>": an
   // Abort must name it whole, so it cannot be guessed from the number. Log
@@ -68,6 +71,7 @@ class Session {
   uint64_t number() const { return number_; }
   const std::string& id() const { return id_; }
   const std::string& peer() const { return peer_; }
+  bool wants_cache_events() const { return wants_cache_events_; }
 
   // Queues `event` for the client. Until Open() it is held, so that Ready goes
   // first whatever reaches a registered session meanwhile (a drain, a stall, a
@@ -132,6 +136,7 @@ class Session {
   const uint64_t number_;
   const std::string peer_;
   const std::string id_;
+  const bool wants_cache_events_;
   // Bytes queued for the client, and writes taken from the queue so far.
   absl::Mutex queue_mu_;
   int64_t queued_bytes_ ABSL_GUARDED_BY(queue_mu_) = 0;

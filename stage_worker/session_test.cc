@@ -17,12 +17,15 @@ namespace omnistage {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
 
 // Records each write as "step N: id,id,..." or the event's kind.
 class RecordingTransport : public EventTransport {
  public:
   void BeginWrite(const v1::WorkerEvent* event) override {
     ++in_flight;
+    events.push_back(*event);
     if (!event->has_step()) {
       writes.push_back(event->has_stalled() ? "stalled" : event->has_ready() ? "ready" : "other");
       return;
@@ -41,6 +44,7 @@ class RecordingTransport : public EventTransport {
 
   int in_flight = 0;
   std::vector<std::string> writes;
+  std::vector<v1::WorkerEvent> events;  // as written
 };
 
 v1::WorkerEvent Step(uint64_t step, std::vector<std::string> ids) {
@@ -92,6 +96,55 @@ TEST(SessionTest, EventsSentBeforeOpenFollowReady) {
   }
   EXPECT_THAT(transport.writes,
               ElementsAre("ready", "step 1: a", "stalled", "end: UNAVAILABLE: stopping"));
+}
+
+// `event` with a load of `requests` and, if given, the cache report `cache`
+// (stored blocks, and evicted ones as negative numbers).
+v1::WorkerEvent WithLoad(v1::WorkerEvent event, int requests, bool snapshot = false,
+                         std::vector<int> cache = {}) {
+  v1::WorkerLoad* load = event.mutable_step()->mutable_load();
+  load->set_requests(requests);
+  if (!snapshot && cache.empty()) return event;
+  load->mutable_cache()->set_snapshot(snapshot);
+  for (int block : cache) {
+    if (block > 0) load->mutable_cache()->add_stored(block);
+    if (block < 0) load->mutable_cache()->add_evicted(-block);
+  }
+  return event;
+}
+
+// Steps merged behind a write in flight keep the last load, and their cache
+// reports add up (cache_delta.h): a later change of a block replaces its
+// earlier one, a later snapshot everything before it.
+TEST(SessionTest, MergedStepsAddUpTheirCacheReports) {
+  RecordingTransport transport;
+  Session session(3, "", &transport, 1, /*wants_cache_events=*/true);
+  EXPECT_TRUE(session.wants_cache_events());
+  session.Open(std::nullopt);
+  session.Send(Step(1, {"a"}));  // In flight.
+  session.Send(WithLoad(Step(2, {"a"}), 2, false, {1, 2}));
+  session.Send(Step(0, {"b"}));  // A step-less finish: no load.
+  session.Send(WithLoad(Step(3, {}), 1, false, {3, -1}));
+  session.Send(WithLoad(Step(4, {}), 1));  // The load alone.
+  --transport.in_flight;
+  session.OnWriteDone(true);  // The four merged are in flight.
+  session.Send(WithLoad(Step(5, {}), 1, false, {7}));
+  session.Send(WithLoad(Step(6, {}), 1, true, {8, 9}));
+  session.Send(WithLoad(Step(7, {}), 1, false, {-8, 10}));
+  --transport.in_flight;
+  session.OnWriteDone(true);
+  ASSERT_THAT(transport.writes, ElementsAre("step 1: a", "step 4: a,b", "step 7: "));
+
+  const v1::WorkerLoad& merged = transport.events[1].step().load();
+  EXPECT_EQ(merged.requests(), 1);
+  EXPECT_FALSE(merged.cache().snapshot());
+  EXPECT_THAT(merged.cache().stored(), UnorderedElementsAre(2, 3));
+  EXPECT_THAT(merged.cache().evicted(), UnorderedElementsAre(1));
+
+  const v1::WorkerLoad& resnapshot = transport.events[2].step().load();
+  EXPECT_TRUE(resnapshot.cache().snapshot());
+  EXPECT_THAT(resnapshot.cache().stored(), UnorderedElementsAre(9, 10));
+  EXPECT_THAT(resnapshot.cache().evicted(), IsEmpty());
 }
 
 TEST(SessionTest, ALargeStepGoesAlone) {

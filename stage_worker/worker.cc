@@ -29,6 +29,8 @@ WorkerOptions WithInstanceId(WorkerOptions options) {
 Worker::Worker(WorkerOptions options, std::unique_ptr<Engine> engine)
     : options_(WithInstanceId(std::move(options))),
       engine_(std::move(engine)),
+      cache_layout_(engine_->prefix_cache()),
+      cache_reports_(cache_layout_.capacity_blocks),
       core_(engine_.get(), this),
       submit_([this](std::vector<CoreMessage> batch) { core_.SubmitAll(std::move(batch)); }),
       stall_(options_.stall,
@@ -39,6 +41,7 @@ Worker::Worker(WorkerOptions options, std::unique_ptr<Engine> engine)
                                  with(SessionsLocked());
                                },
                                [this](bool serving) { SetServing(serving); }, submit_}) {
+  if (cache_layout_.block_tokens > 0) metrics_.AddPrefixCache(cache_layout_);
   // Gauges of state other threads own, read when a scrape asks.
   metrics_registry_.OnRender([this] {
     metrics_.SetQueueDepth(core_.queue_depth());
@@ -167,6 +170,14 @@ size_t Worker::live_requests() const {
   return live;
 }
 
+void Worker::OnStepped(absl::Duration took, size_t outputs, EngineLoad load) {
+  metrics_.Stepped(took, outputs, load);
+  if (cache_layout_.block_tokens > 0) {
+    metrics_.SetPrefixCache(engine_->prefix_cache_stats());
+    cache_reports_.Apply(engine_->TakeCacheChanges());
+  }
+}
+
 void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs) {
   // One event per session per step; most steps touch one or two sessions.
   std::vector<std::pair<std::shared_ptr<Session>, v1::WorkerEvent>> events;
@@ -204,10 +215,15 @@ void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs
     }
   }
   // Every session hears the load after this step (orchestrators sharing this
-  // worker pick by it): with its outputs, or alone when only others had some.
+  // worker pick by it), and the cache's changes if it asked for them: with its
+  // outputs, or alone when only others had some.
   const int load = static_cast<int>(live_requests());
   for (auto& [session, event] : events) {
-    event.mutable_step()->mutable_load()->set_requests(load);
+    v1::WorkerLoad* worker_load = event.mutable_step()->mutable_load();
+    worker_load->set_requests(load);
+    if (std::optional<v1::CacheEvents> cache = TakeCacheReport(*session)) {
+      *worker_load->mutable_cache() = *std::move(cache);
+    }
     session->set_reported_load(load);
     session->Send(std::move(event));
   }
@@ -227,13 +243,21 @@ void Worker::BroadcastLoad(uint64_t step, int load) {
     for (const auto& [number, session] : sessions_) sessions.push_back(session);
   }
   for (const auto& session : sessions) {
-    if (session->reported_load() == load) continue;
+    std::optional<v1::CacheEvents> cache = TakeCacheReport(*session);
+    if (session->reported_load() == load && !cache.has_value()) continue;
     v1::WorkerEvent event;
     event.mutable_step()->set_step(step);
-    event.mutable_step()->mutable_load()->set_requests(load);
+    v1::WorkerLoad* worker_load = event.mutable_step()->mutable_load();
+    worker_load->set_requests(load);
+    if (cache.has_value()) *worker_load->mutable_cache() = *std::move(cache);
     session->set_reported_load(load);
     session->Send(std::move(event));
   }
+}
+
+std::optional<v1::CacheEvents> Worker::TakeCacheReport(const Session& session) {
+  if (!session.wants_cache_events()) return std::nullopt;
+  return cache_reports_.Take(session.number());
 }
 
 void Worker::OnUtilityResult(uint64_t call_id,

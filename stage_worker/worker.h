@@ -3,7 +3,9 @@
 // Owns the engine, the EngineCore busy loop and its thread, and the sessions. gRPC
 // reactors (worker_service.h) turn each stream event into one call here; the busy
 // loop calls back through CoreSink and the Worker routes step outputs to the
-// sessions that own the requests, one event per session per step.
+// sessions that own the requests, one event per session per step. An engine's
+// prefix cache is reported to the sessions that ask (CacheReports, with each
+// step's load).
 //
 //   Worker worker(options, std::move(engine));
 //   worker.Start();
@@ -30,6 +32,7 @@
 #include "common/limits.h"
 #include "common/metrics.h"
 #include "protos/stage_worker.pb.h"
+#include "stage_worker/cache_reports.h"
 #include "stage_worker/engine.h"
 #include "stage_worker/engine_core.h"
 #include "stage_worker/session.h"
@@ -131,9 +134,7 @@ class Worker : public CoreSink {
   void OnStepBegin(uint64_t step) override { stall_.StepBegan(step); }
   void OnStepEnd(uint64_t step) override { stall_.StepEnded(step); }
   void OnIdle(absl::Duration blocked) override { metrics_.Idle(blocked); }
-  void OnStepped(absl::Duration took, size_t outputs, EngineLoad load) override {
-    metrics_.Stepped(took, outputs, load);
-  }
+  void OnStepped(absl::Duration took, size_t outputs, EngineLoad load) override;
   void OnAbortApplied(size_t ids, EngineLoad load) override { metrics_.AbortApplied(ids, load); }
   void OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs) override;
   void OnUtilityResult(uint64_t call_id,
@@ -168,6 +169,8 @@ class Worker : public CoreSink {
   // session that was last told another value. Busy-loop thread: after a step,
   // and after an abort or a closed session changed the load without one.
   void BroadcastLoad(uint64_t step, int load);
+  // The cache report `session` has not had yet, if it asked for them.
+  std::optional<v1::CacheEvents> TakeCacheReport(const Session& session);
   // Tells the server's health, unless the worker has stopped for good.
   void SetServing(bool serving) ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<std::shared_ptr<Session>> SessionsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -176,6 +179,10 @@ class Worker : public CoreSink {
   MetricsRegistry metrics_registry_;
   WorkerMetrics metrics_{&metrics_registry_};
   const std::unique_ptr<Engine> engine_;
+  // The engine's prefix cache (block_tokens 0: none), and what the sessions
+  // that asked have not been told of it.
+  const PrefixCacheLayout cache_layout_;
+  CacheReports cache_reports_;
   EngineCore core_;
   // Session::Sequence/Fence hand their messages to the loop through this.
   const Session::Submit submit_;

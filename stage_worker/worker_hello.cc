@@ -81,8 +81,10 @@ absl::StatusOr<std::shared_ptr<Session>> Worker::OpenSession(const v1::Hello& he
     absl::Status status = engine_->Validate(DefaultsProbe(hello));
     if (!status.ok()) return DefaultsRefused(status);
   }
+  // Cache events from an engine without a cache: none to give.
+  const bool wants_cache_events = hello.want_cache_events() && cache_layout_.block_tokens > 0;
   absl::MutexLock lock(&mu_);
-  return std::make_shared<Session>(next_session_++, peer, transport, hello_seq);
+  return std::make_shared<Session>(next_session_++, peer, transport, hello_seq, wants_cache_events);
 }
 
 void Worker::StartSession(const std::shared_ptr<Session>& session) {
@@ -92,14 +94,19 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   // already announced are read in the same critical section that registers it,
   // so each reaches it exactly once (Drain and the stall guard list sessions
   // under mu_ too).
+  // Its cache snapshot is taken in that critical section too: every change
+  // after it reaches the session's pending set (worker.cc takes those, after a
+  // step, from the sessions it lists under mu_).
   absl::Status stopped;
   std::optional<v1::WorkerEvent> draining, stalled;
+  std::optional<v1::CacheEvents> cache;
   {
     absl::MutexLock lock(&mu_);
     if (serving_) {
       sessions_[session->number()] = session;
       draining = draining_;
       stalled = stall_.StalledEvent();
+      if (session->wants_cache_events()) cache = cache_reports_.Join(session->number());
     } else {
       stopped = stopped_;
     }
@@ -122,6 +129,11 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   ready->set_max_message_bytes(options_.max_message_bytes);
   ready->mutable_load()->set_requests(static_cast<int>(live_requests()));
   ready->set_resume(ResumeModeProto(engine_->resume_mode()));
+  if (cache_layout_.block_tokens > 0) {
+    ready->mutable_prefix_cache()->set_block_tokens(cache_layout_.block_tokens);
+    ready->mutable_prefix_cache()->set_capacity_blocks(cache_layout_.capacity_blocks);
+  }
+  if (cache.has_value()) *ready->mutable_load()->mutable_cache() = *std::move(cache);
   LogInfo({"", options_.stage_id, -1, ""},
           absl::StrCat("session ", session->number(), " opened",
                        session->peer().empty() ? "" : absl::StrCat(" by '", session->peer(), "'")));

@@ -43,7 +43,8 @@ WorkerMetrics::WorkerMetrics(MetricsRegistry* registry)
           {"state"})),
       idle_seconds_(loop_seconds_.With({"idle"})),
       stepping_seconds_(loop_seconds_.With({"stepping"})),
-      reader_wait_seconds_(loop_seconds_.With({"waiting_for_reader"})) {
+      reader_wait_seconds_(loop_seconds_.With({"waiting_for_reader"})),
+      registry_(registry) {
   // Both outcomes start at 0 (rate() and absent-series alerts from the first scrape).
   utility_calls_.With({"ok"});
   utility_calls_.With({"error"});
@@ -72,6 +73,33 @@ void WorkerMetrics::AbortApplied(size_t ids, EngineLoad load) {
 }
 
 void WorkerMetrics::UtilityDone(bool ok) { utility_calls_.With({ok ? "ok" : "error"}).Increment(); }
+
+void WorkerMetrics::AddPrefixCache(PrefixCacheLayout layout) {
+  cache_blocks_ = &registry_
+                       ->AddGauge("omnistage_worker_prefix_cache_blocks",
+                                  "Blocks the engine's prefix cache holds, after the last step.")
+                       .With({});
+  registry_
+      ->AddGauge("omnistage_worker_prefix_cache_capacity_blocks",
+                 "Blocks the engine's prefix cache holds at most.")
+      .With({})
+      .Set(layout.capacity_blocks);
+  Family<Counter>& tokens = registry_->AddCounter(
+      "omnistage_worker_prefix_cache_tokens_total",
+      "Input tokens the engine found in its prefix cache (result=hit) or prefilled "
+      "(result=miss).",
+      {"result"});
+  cache_hit_tokens_ = &tokens.With({"hit"});
+  cache_miss_tokens_ = &tokens.With({"miss"});
+}
+
+void WorkerMetrics::SetPrefixCache(const PrefixCacheStats& stats) {
+  cache_blocks_->Set(stats.blocks);
+  cache_hit_tokens_->Increment(static_cast<double>(stats.hit_tokens - cache_reported_.hit_tokens));
+  cache_miss_tokens_->Increment(
+      static_cast<double>(stats.miss_tokens - cache_reported_.miss_tokens));
+  cache_reported_ = stats;
+}
 
 void WorkerMetrics::SetLoad(EngineLoad load) {
   running_.Set(load.running);

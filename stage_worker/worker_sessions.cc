@@ -217,6 +217,7 @@ void Worker::CloseSession(Session& session) {
     absl::MutexLock lock(&mu_);
     sessions_.erase(session.number());
   }
+  cache_reports_.Leave(session.number());
   std::vector<CoreMessage> batch;
   if (!ids.empty()) {
     for (std::string& id : ids) id = EngineRequestId(session.number(), id);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,11 +10,15 @@
 #include "absl/time/clock.h"
 #include "common/error_proto.h"
 #include "common/field_error.h"
+#include "stage_worker/engines/request_prefill.h"
 
 namespace omnistage {
 namespace {
 
 constexpr int kMaxBatchSize = 65536;
+// About 16M tokens at 16 tokens a block: more than any GPU's KV cache holds.
+constexpr int kMaxPrefixCacheBlocks = 1 << 20;
+constexpr absl::Duration kMaxPrefillPerToken = absl::Seconds(1);
 
 std::string KindName(v1::Payload::KindCase kind) {
   switch (kind) {
@@ -31,15 +36,6 @@ std::string KindName(v1::Payload::KindCase kind) {
   return "empty (no kind set)";
 }
 
-void AppendPayload(const v1::Payload& payload, RequestInput* input) {
-  if (payload.has_text()) {
-    input->text += payload.text().text();
-  } else if (payload.has_tokens()) {
-    const auto& ids = payload.tokens().ids();
-    input->tokens.insert(input->tokens.end(), ids.begin(), ids.end());
-  }
-}
-
 int64_t SteadyNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -49,10 +45,21 @@ int64_t SteadyNowNs() {
 }  // namespace
 
 struct BatchingEngine::LiveRequest {
+  void Append(const v1::Payload& payload) {
+    if (payload.has_text()) {
+      input.text += payload.text().text();
+    } else if (payload.has_tokens()) {
+      const auto& ids = payload.tokens().ids();
+      input.tokens.insert(input.tokens.end(), ids.begin(), ids.end());
+    }
+    if (prefill.has_value()) prefill->Append(payload);
+  }
+
   std::string id;
   RequestInput input;
   std::unique_ptr<RequestGenerator> generator;
   bool running = false;
+  std::optional<RequestPrefill> prefill;  // when the engine prefills
 };
 
 BatchingOptions BatchingOptions::Read(EngineParams* params) {
@@ -63,6 +70,12 @@ BatchingOptions BatchingOptions::Read(EngineParams* params) {
                                                                                 : StepMode::kSleep;
   o.default_max_tokens =
       static_cast<uint32_t>(params->Int("max_tokens", o.default_max_tokens, 1, kMaxTokensLimit));
+  o.prefix_cache_blocks = static_cast<int>(
+      params->Int("prefix_cache_blocks", o.prefix_cache_blocks, 0, kMaxPrefixCacheBlocks));
+  o.block_tokens =
+      static_cast<int>(params->Int("block_tokens", o.block_tokens, 1, kMaxBlockTokens));
+  o.prefill_per_token =
+      params->DurationUs("prefill_us_per_token", o.prefill_per_token, kMaxPrefillPerToken);
   return o;
 }
 
@@ -80,7 +93,14 @@ v1::Payload TokensPayload(const std::vector<int32_t>& ids) {
 
 BatchingEngine::BatchingEngine(std::string name, std::vector<v1::Payload::KindCase> accepted_kinds,
                                BatchingOptions options)
-    : name_(std::move(name)), accepted_kinds_(std::move(accepted_kinds)), options_(options) {}
+    : name_(std::move(name)),
+      accepted_kinds_(std::move(accepted_kinds)),
+      options_(options),
+      prefills_(options.prefix_cache_blocks > 0 ||
+                options.prefill_per_token > absl::ZeroDuration()),
+      cache_(options.prefix_cache_blocks > 0
+                 ? std::make_unique<PrefixCache>(options.prefix_cache_blocks, options.block_tokens)
+                 : nullptr) {}
 
 BatchingEngine::~BatchingEngine() = default;
 
@@ -102,10 +122,9 @@ absl::Status BatchingEngine::Validate(const EngineRequest& request) const {
   }
   if (request.params.has_max_tokens() &&
       (request.params.max_tokens() < 1 || request.params.max_tokens() > kMaxTokensLimit)) {
-    return AtField(absl::InvalidArgumentError(absl::StrCat("engine ", name_,
-                                                           ": max_tokens must be in [1, ",
-                                                           kMaxTokensLimit, "], got ",
-                                                           request.params.max_tokens())),
+    return AtField(absl::InvalidArgumentError(
+                       absl::StrCat("engine ", name_, ": max_tokens must be in [1, ",
+                                    kMaxTokensLimit, "], got ", request.params.max_tokens())),
                    "params.max_tokens");
   }
   for (size_t i = 0; i < request.input.size(); ++i) {
@@ -129,7 +148,8 @@ absl::Status BatchingEngine::Add(EngineRequest request) {
   }
   auto live = std::make_unique<LiveRequest>();
   live->id = request.id;
-  for (const v1::Payload& payload : request.input) AppendPayload(payload, &live->input);
+  if (prefills_) live->prefill.emplace(options_.block_tokens, cache_ != nullptr);
+  for (const v1::Payload& payload : request.input) live->Append(payload);
   live->input.complete = request.input_complete;
   RequestSettings settings;
   settings.max_tokens =
@@ -161,7 +181,7 @@ absl::Status BatchingEngine::AppendInput(const std::string& id, std::vector<v1::
       return absl::OkStatus();
     }
   }
-  for (const v1::Payload& chunk : chunks) AppendPayload(chunk, &request.input);
+  for (const v1::Payload& chunk : chunks) request.Append(chunk);
   if (last) request.input.complete = true;
   return absl::OkStatus();
 }
@@ -227,6 +247,7 @@ absl::StatusOr<std::vector<v1::RequestOutput>> BatchingEngine::Step() {
   std::vector<v1::RequestOutput> outputs = std::move(failed_);
   failed_.clear();
   Admit();
+  const int64_t prefilled = Prefill();
   size_t kept = 0;
   for (LiveRequest* request : running_) {
     if (!request->generator->Ready(request->input)) {
@@ -253,13 +274,24 @@ absl::StatusOr<std::vector<v1::RequestOutput>> BatchingEngine::Step() {
   }
   running_.resize(kept);
 
-  WaitOutStepTime(start_ns);
+  WaitOutStepTime(start_ns, prefilled);
   return outputs;
 }
 
-void BatchingEngine::WaitOutStepTime(int64_t start_ns) const {
-  if (options_.step_time <= absl::ZeroDuration()) return;
-  const int64_t deadline_ns = start_ns + absl::ToInt64Nanoseconds(options_.step_time);
+int64_t BatchingEngine::Prefill() {
+  if (!prefills_) return 0;
+  int64_t prefilled = 0;
+  for (LiveRequest* request : running_) {
+    prefilled += request->prefill->Run(cache_.get(), request->input.complete);
+  }
+  return prefilled;
+}
+
+void BatchingEngine::WaitOutStepTime(int64_t start_ns, int64_t prefilled_tokens) const {
+  const absl::Duration step_time =
+      options_.step_time + options_.prefill_per_token * prefilled_tokens;
+  if (step_time <= absl::ZeroDuration()) return;
+  const int64_t deadline_ns = start_ns + absl::ToInt64Nanoseconds(step_time);
   if (options_.step_mode == BatchingOptions::StepMode::kBusy) {
     while (SteadyNowNs() < deadline_ns) {
     }
@@ -267,6 +299,18 @@ void BatchingEngine::WaitOutStepTime(int64_t start_ns) const {
   }
   const int64_t left_ns = deadline_ns - SteadyNowNs();
   if (left_ns > 0) absl::SleepFor(absl::Nanoseconds(left_ns));
+}
+
+PrefixCacheLayout BatchingEngine::prefix_cache() const {
+  return cache_ != nullptr ? cache_->layout() : PrefixCacheLayout();
+}
+
+PrefixCacheStats BatchingEngine::prefix_cache_stats() const {
+  return cache_ != nullptr ? cache_->stats() : PrefixCacheStats();
+}
+
+std::vector<CacheChange> BatchingEngine::TakeCacheChanges() {
+  return cache_ != nullptr ? cache_->TakeChanges() : std::vector<CacheChange>();
 }
 
 absl::StatusOr<google::protobuf::Value> BatchingEngine::Utility(
@@ -282,6 +326,13 @@ absl::StatusOr<google::protobuf::Value> BatchingEngine::Utility(
     // Each worker Abort RPC is one engine Abort call (tests count them).
     fields["abort_calls"].set_number_value(static_cast<double>(abort_calls_));
     fields["capacity"].set_number_value(options_.batch_size);
+    if (cache_ != nullptr) {
+      const PrefixCacheStats cache = cache_->stats();
+      fields["prefix_cache_blocks"].set_number_value(cache.blocks);
+      fields["prefix_cache_capacity_blocks"].set_number_value(options_.prefix_cache_blocks);
+      fields["prefix_cache_hit_tokens"].set_number_value(static_cast<double>(cache.hit_tokens));
+      fields["prefix_cache_miss_tokens"].set_number_value(static_cast<double>(cache.miss_tokens));
+    }
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("engine ", name_, ": unknown utility '", name, "' (known: ping, stats)"));

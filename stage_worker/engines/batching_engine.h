@@ -18,6 +18,13 @@
 // - Modelled step time (`step_time_us`, `step_mode` sleep or busy) and the
 //   utilities "ping" and "stats". (The fault and benchmark hooks, fail_at_step
 //   and the rest, are no part of an engine: fault_injection.h.)
+// - A prefix cache, off by default (`prefix_cache_blocks`, `block_tokens`), and
+//   modelled prefill (`prefill_us_per_token`): each step, the running
+//   requests' new input goes through the cache (prefix_cache.h, in admission
+//   order, request_prefill.h), and the step takes step_time plus
+//   prefill_us_per_token for every token the cache did not hold. Only the
+//   timing and the cache's figures change: a generator never sees the cache,
+//   so replay holds with any cache (docs/engines.md, "Prefix cache").
 //
 // Streamed input that breaks the contract (a payload kind the engine does not
 // accept, or input after `last`) fails only that request: its next output is
@@ -41,8 +48,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/limits.h"
+#include "common/prefix_blocks.h"
 #include "stage_worker/engine.h"
 #include "stage_worker/engines/engine_params.h"
+#include "stage_worker/engines/prefix_cache.h"
 
 namespace omnistage {
 
@@ -60,6 +69,14 @@ struct BatchingOptions {
   StepMode step_mode = StepMode::kSleep;
   // max_tokens for requests that do not set it. Parameter `max_tokens`.
   uint32_t default_max_tokens = 32;
+  // The prefix cache's capacity in blocks; 0: no cache. Parameter
+  // `prefix_cache_blocks`.
+  int prefix_cache_blocks = 0;
+  // Tokens per cache block (common/prefix_blocks.h). Parameter `block_tokens`.
+  int block_tokens = kDefaultBlockTokens;
+  // Modelled prefill time per input token not found cached, added to the step
+  // that prefills it. Parameter `prefill_us_per_token`.
+  absl::Duration prefill_per_token = absl::ZeroDuration();
 
   // Reads the shared parameters; errors stay in `params` for Finish().
   static BatchingOptions Read(EngineParams* params);
@@ -123,6 +140,9 @@ class BatchingEngine : public Engine {
     return {static_cast<int>(running_.size()), static_cast<int>(waiting_.size())};
   }
   ResumeMode resume_mode() const override { return ResumeMode::kReplay; }
+  PrefixCacheLayout prefix_cache() const override;
+  PrefixCacheStats prefix_cache_stats() const override;
+  std::vector<CacheChange> TakeCacheChanges() override;
 
   const std::string& name() const { return name_; }
 
@@ -143,11 +163,19 @@ class BatchingEngine : public Engine {
   void FailRequest(const std::string& id, const absl::Status& status);
   // Moves ready waiting requests, in FIFO order, into free batch slots.
   void Admit();
-  void WaitOutStepTime(int64_t start_ns) const;
+  // Runs the running requests' new input through the cache; the tokens to
+  // prefill.
+  int64_t Prefill();
+  // Returns once the step that began at `start_ns` and prefilled
+  // `prefilled_tokens` has taken its modelled time.
+  void WaitOutStepTime(int64_t start_ns, int64_t prefilled_tokens) const;
 
   const std::string name_;
   const std::vector<v1::Payload::KindCase> accepted_kinds_;
   const BatchingOptions options_;
+  // Whether requests' input is prefilled (a cache, or a prefill time).
+  const bool prefills_;
+  std::unique_ptr<PrefixCache> cache_;  // null: none
 
   // Every live request (waiting or running), by id.
   absl::flat_hash_map<std::string, std::unique_ptr<LiveRequest>> requests_;

@@ -13,47 +13,12 @@ namespace omnistage {
 namespace {
 
 using engine_testing::Collected;
+using engine_testing::EchoEngine;
 using engine_testing::MakeRequest;
+using engine_testing::MustStep;
 using engine_testing::RunToCompletion;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-// Echoes its text input one byte per step as soon as it arrives: enough to see
-// every behaviour of the base, including streamed input.
-class EchoGenerator : public RequestGenerator {
- public:
-  explicit EchoGenerator(uint32_t max_tokens) : max_tokens_(max_tokens) {}
-  bool Ready(const RequestInput& input) const override {
-    return next_ < input.text.size() || input.complete;
-  }
-  GeneratedStep Step(const RequestInput& input) override {
-    GeneratedStep step;
-    if (next_ < input.text.size()) {
-      step.payloads.push_back(TextPayload(input.text.substr(next_++, 1)));
-    }
-    if (next_ >= max_tokens_) {
-      step.finish_reason = v1::FINISH_REASON_LENGTH;
-    } else if (input.complete && next_ == input.text.size()) {
-      step.finish_reason = v1::FINISH_REASON_STOP;
-    }
-    return step;
-  }
-
- private:
-  const uint32_t max_tokens_;
-  size_t next_ = 0;
-};
-
-class EchoEngine : public BatchingEngine {
- public:
-  explicit EchoEngine(BatchingOptions options)
-      : BatchingEngine("echo", {v1::Payload::kText}, options) {}
-
- protected:
-  std::unique_ptr<RequestGenerator> NewGenerator(const RequestSettings& settings) const override {
-    return std::make_unique<EchoGenerator>(settings.max_tokens);
-  }
-};
 
 BatchingOptions Options(int batch_size = 16) {
   BatchingOptions options;
@@ -65,12 +30,6 @@ std::vector<std::string> Ids(const std::vector<v1::RequestOutput>& outputs) {
   std::vector<std::string> ids;
   for (const auto& output : outputs) ids.push_back(output.request_id());
   return ids;
-}
-
-std::vector<v1::RequestOutput> MustStep(Engine* engine) {
-  absl::StatusOr<std::vector<v1::RequestOutput>> outputs = engine->Step();
-  EXPECT_TRUE(outputs.ok()) << outputs.status();
-  return outputs.ok() ? *outputs : std::vector<v1::RequestOutput>{};
 }
 
 TEST(BatchingOptionsTest, ReadsSharedParameters) {

@@ -145,6 +145,16 @@ EngineLoad FaultInjectingEngine::load() const { return inner_->load(); }
 
 ResumeMode FaultInjectingEngine::resume_mode() const { return inner_->resume_mode(); }
 
+PrefixCacheLayout FaultInjectingEngine::prefix_cache() const { return inner_->prefix_cache(); }
+
+PrefixCacheStats FaultInjectingEngine::prefix_cache_stats() const {
+  return inner_->prefix_cache_stats();
+}
+
+std::vector<CacheChange> FaultInjectingEngine::TakeCacheChanges() {
+  return inner_->TakeCacheChanges();
+}
+
 std::unique_ptr<Engine> WithFaults(std::string name, const FaultOptions& options,
                                    std::unique_ptr<Engine> engine) {
   if (!options.any()) return engine;

@@ -104,6 +104,11 @@ class FaultInjectingEngine : public Engine {
   // production stamps of stamp_outputs are raw payloads, which failover counts
   // but does not compare).
   ResumeMode resume_mode() const override;
+  // The inner engine's prefix cache, its figures and its changes: no hook
+  // touches the cache.
+  PrefixCacheLayout prefix_cache() const override;
+  PrefixCacheStats prefix_cache_stats() const override;
+  std::vector<CacheChange> TakeCacheChanges() override;
 
  private:
   absl::StatusOr<google::protobuf::Value> Div(const google::protobuf::ListValue& args) const;

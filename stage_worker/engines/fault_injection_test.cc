@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -75,6 +76,9 @@ class FakeEngine : public Engine {
   int capacity() const override { return 7; }
   EngineLoad load() const override { return {static_cast<int>(live.size()), 2}; }
   ResumeMode resume_mode() const override { return resume; }
+  PrefixCacheLayout prefix_cache() const override { return {4, 100}; }
+  PrefixCacheStats prefix_cache_stats() const override { return {3, 40, 12}; }
+  std::vector<CacheChange> TakeCacheChanges() override { return std::exchange(cache_changes, {}); }
 
   std::vector<std::string> live;
   std::vector<std::vector<std::string>> aborted;
@@ -84,6 +88,7 @@ class FakeEngine : public Engine {
   int validate_in_loop_calls = 0;
   int produced_payloads = 0;  // in every Add() so far
   ResumeMode resume = ResumeMode::kNone;
+  std::vector<CacheChange> cache_changes = {{11, true}, {12, false}};
 };
 
 // The decorator around a FakeEngine, which the test keeps a pointer to.
@@ -300,6 +305,27 @@ TEST(FaultInjectingEngineTest, ForwardsEverythingElse) {
   ASSERT_TRUE(outputs.ok());
   ASSERT_EQ(outputs->size(), 1u);
   EXPECT_EQ((*outputs)[0].payloads_size(), 1);  // no stamp unless asked
+}
+
+// The worker reports the wrapped engine's prefix cache (docs/engines.md,
+// "Prefix cache"): a hook must not hide it.
+TEST(FaultInjectingEngineTest, ForwardsThePrefixCache) {
+  FaultOptions options;
+  options.fail_at_step = 100;
+  Wrapped w(options);
+  EXPECT_EQ(w.engine->prefix_cache().block_tokens, 4);
+  EXPECT_EQ(w.engine->prefix_cache().capacity_blocks, 100);
+  const PrefixCacheStats stats = w.engine->prefix_cache_stats();
+  EXPECT_EQ(stats.blocks, 3);
+  EXPECT_EQ(stats.hit_tokens, 40);
+  EXPECT_EQ(stats.miss_tokens, 12);
+  const std::vector<CacheChange> changes = w.engine->TakeCacheChanges();
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0].block, 11u);
+  EXPECT_TRUE(changes[0].stored);
+  EXPECT_EQ(changes[1].block, 12u);
+  EXPECT_FALSE(changes[1].stored);
+  EXPECT_TRUE(w.engine->TakeCacheChanges().empty());
 }
 
 // Failover asks the wrapped engine how it resumes: a hook must not hide a

@@ -74,6 +74,9 @@ std::map<std::string, std::string> With(std::map<std::string, std::string> param
   return params;
 }
 
+const std::map<std::string, std::string> kSmallCache = {{"prefix_cache_blocks", "6"},
+                                                        {"block_tokens", "2"}};
+
 std::vector<ReplayCase> Cases() {
   return {
       {"SimLlmTokens", "sim_llm", {}, Story, 24, {}},
@@ -93,6 +96,12 @@ std::vector<ReplayCase> Cases() {
       {"VocoderTonesCutShort", "vocoder", {{"sound", "tones"}}, Tokens, 25, {}},
       {"VocoderSpeech", "vocoder", {}, Codes, 100000, {}},
       {"VocoderSpeechVoiceCutShort", "vocoder", {}, Codes, 60, {{"voice", "f2"}}},
+      // A prefix cache changes a step's time, never its output: a small one,
+      // so that blocks are evicted and found again while the request runs.
+      {"SimLlmCached", "sim_llm", With(kSmallCache, {{"prefill_us_per_token", "1"}}), Story, 24,
+       {}},
+      {"TalkerHashedCached", "talker", With(kSmallCache, {{"codes", "hashed"}}), Story, 10000, {}},
+      {"VocoderTonesCached", "vocoder", With(kSmallCache, {{"sound", "tones"}}), Tokens, 1000, {}},
       {"PythonSimLlmTokens", "python", kPythonSimLlm, Story, 24, {}},
       {"PythonSimLlmText", "python", With(kPythonSimLlm, {{"output", "text"}}), Story, 24, {}},
   };

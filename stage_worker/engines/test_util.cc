@@ -69,5 +69,43 @@ std::map<std::string, Collected> RunToCompletion(Engine* engine, int max_steps) 
   return by_id;
 }
 
+std::vector<v1::RequestOutput> MustStep(Engine* engine) {
+  absl::StatusOr<std::vector<v1::RequestOutput>> outputs = engine->Step();
+  EXPECT_TRUE(outputs.ok()) << outputs.status();
+  return outputs.ok() ? *outputs : std::vector<v1::RequestOutput>{};
+}
+
+namespace {
+
+class EchoGenerator : public RequestGenerator {
+ public:
+  explicit EchoGenerator(uint32_t max_tokens) : max_tokens_(max_tokens) {}
+  bool Ready(const RequestInput& input) const override {
+    return next_ < input.text.size() || input.complete;
+  }
+  GeneratedStep Step(const RequestInput& input) override {
+    GeneratedStep step;
+    if (next_ < input.text.size()) {
+      step.payloads.push_back(TextPayload(input.text.substr(next_++, 1)));
+    }
+    if (next_ >= max_tokens_) {
+      step.finish_reason = v1::FINISH_REASON_LENGTH;
+    } else if (input.complete && next_ == input.text.size()) {
+      step.finish_reason = v1::FINISH_REASON_STOP;
+    }
+    return step;
+  }
+
+ private:
+  const uint32_t max_tokens_;
+  size_t next_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<RequestGenerator> EchoEngine::NewGenerator(const RequestSettings& settings) const {
+  return std::make_unique<EchoGenerator>(settings.max_tokens);
+}
+
 }  // namespace engine_testing
 }  // namespace omnistage

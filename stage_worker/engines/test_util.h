@@ -47,6 +47,22 @@ std::vector<int16_t> PcmSamples(const std::string& pcm);
 // outputs. An error from Step() is returned as the "" entry's error_code.
 std::map<std::string, Collected> RunToCompletion(Engine* engine, int max_steps = 100000);
 
+// One step, which must succeed (a test failure, and no outputs, otherwise).
+std::vector<v1::RequestOutput> MustStep(Engine* engine);
+
+// The BatchingEngine tests' engine ("echo"): echoes its text input one byte per
+// step as soon as it arrives, enough to see every behaviour of the base,
+// including streamed input. Stops at the end of its complete input (STOP) or
+// after max_tokens bytes (LENGTH).
+class EchoEngine : public BatchingEngine {
+ public:
+  explicit EchoEngine(BatchingOptions options)
+      : BatchingEngine("echo", {v1::Payload::kText}, options) {}
+
+ protected:
+  std::unique_ptr<RequestGenerator> NewGenerator(const RequestSettings& settings) const override;
+};
+
 }  // namespace engine_testing
 }  // namespace omnistage
 
