@@ -215,10 +215,11 @@ TEST_F(WorkerCacheTest, ASessionTooFarBehindGetsASnapshot) {
   for (int i = 0; prompt.size() < 4 * 1100; ++i) prompt += absl::StrCat(i % 10);
   const std::vector<uint64_t> blocks = TextBlockHashes(prompt, 1);
   ASSERT_EQ(blocks.size(), 1100u);
-  const std::set<uint64_t> tail(blocks.end() - 16, blocks.end());
+  // A run longer than the cache keeps its head (stored deepest first).
+  const std::set<uint64_t> head(blocks.begin(), blocks.begin() + 16);
   Run(*running, &runner, "long", prompt);
-  EXPECT_TRUE(Follow(*running, &runner, Holds(tail)));
-  EXPECT_TRUE(Follow(*watching, &watcher, Holds(tail)));
+  EXPECT_TRUE(Follow(*running, &runner, Holds(head)));
+  EXPECT_TRUE(Follow(*watching, &watcher, Holds(head)));
   EXPECT_EQ(watcher.snapshots, 2);  // Ready's, then the one for the step
   EXPECT_EQ(watcher.events_with_cache, 1);
   EXPECT_EQ(runner.snapshots, 2);

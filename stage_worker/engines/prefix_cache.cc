@@ -17,7 +17,7 @@ int64_t PrefixCache::Run(absl::Span<const uint64_t> blocks, bool* hitting) {
       *hitting = false;
     }
   }
-  for (uint64_t block : blocks) Touch(block);
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) Touch(*it);
   const int64_t hit_tokens = hits * block_tokens_;
   stats_.hit_tokens += hit_tokens;
   stats_.miss_tokens += static_cast<int64_t>(blocks.size()) * block_tokens_ - hit_tokens;

@@ -11,8 +11,12 @@
 //   hold, every block is a miss, held or not (as in vLLM: a block's KV depends
 //   on everything before it, so a prefix is reused only up to its first gap).
 //   The hits are looked up before anything is stored; then every block of the
-//   run is stored, or touched if held, in order: the last one becomes the most
-//   recently used.
+//   run is stored, or touched if held, deepest first: the run's first block
+//   becomes the most recently used, so a full cache lets a prefix's deepest
+//   blocks go first and keeps the shared beginnings (as vLLM frees a request's
+//   blocks tail first). A cache that holds a block then holds the blocks before
+//   it in the same run, which the orchestrator's prefix index relies on
+//   (docs/routing.md).
 // - Tokens that make no whole block (an input's tail) are prefilled and never
 //   stored: CountMiss().
 // - Every store and eviction is logged, in order, until TakeChanges() (the

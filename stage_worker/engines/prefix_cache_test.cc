@@ -65,36 +65,39 @@ TEST(PrefixCacheTest, AMissCarriesOverToTheInputsLaterRuns) {
   EXPECT_EQ(cache.Run(std::vector<uint64_t>{4}, &hitting), 0);
 }
 
+// A run is stored deepest first: its first block becomes the most recently
+// used, so a full cache lets the deepest blocks of a prefix go first.
 TEST(PrefixCacheTest, EvictsTheLeastRecentlyUsedAtCapacity) {
   PrefixCache cache(/*capacity_blocks=*/3, kBlockTokens);
   RunNew(cache, {1, 2, 3});
-  RunNew(cache, {1});  // 1 is now the most recently used; 2 the least
-  RunNew(cache, {4});
-  EXPECT_FALSE(cache.Holds(2));
-  EXPECT_THAT(cache.Blocks(), ElementsAre(3, 1, 4));
+  EXPECT_THAT(cache.Blocks(), ElementsAre(3, 2, 1));  // least recently used first
+  RunNew(cache, {4});  // evicts 3, the first run's deepest
+  EXPECT_FALSE(cache.Holds(3));
+  EXPECT_THAT(cache.Blocks(), ElementsAre(2, 1, 4));
+  RunNew(cache, {2});  // 2 is now the most recently used; 1 the least
   RunNew(cache, {5, 6});
-  EXPECT_THAT(cache.Blocks(), ElementsAre(4, 5, 6));
+  EXPECT_THAT(cache.Blocks(), ElementsAre(2, 6, 5));
   EXPECT_EQ(cache.stats().blocks, 3);
 }
 
 // The hits are found before the run stores anything, so a run longer than the
-// cache still hits the prefix it held, and keeps its last blocks.
-TEST(PrefixCacheTest, ARunLongerThanTheCacheHitsFirstThenKeepsItsTail) {
+// cache still hits the prefix it held, and keeps its first blocks.
+TEST(PrefixCacheTest, ARunLongerThanTheCacheHitsFirstThenKeepsItsHead) {
   PrefixCache cache(/*capacity_blocks=*/2, kBlockTokens);
   RunNew(cache, {1, 2});
   EXPECT_EQ(RunNew(cache, {1, 2, 3, 4, 5}), 2 * kBlockTokens);
-  EXPECT_THAT(cache.Blocks(), ElementsAre(4, 5));
+  EXPECT_THAT(cache.Blocks(), ElementsAre(2, 1));
 }
 
 TEST(PrefixCacheTest, LogsStoresAndEvictionsInOrder) {
   PrefixCache cache(/*capacity_blocks=*/2, kBlockTokens);
   RunNew(cache, {1, 2});
-  EXPECT_THAT(Changes(cache), ElementsAre("+1", "+2"));
+  EXPECT_THAT(Changes(cache), ElementsAre("+2", "+1"));
   EXPECT_THAT(Changes(cache), IsEmpty());
   RunNew(cache, {1, 2});  // touched only: no change
   EXPECT_THAT(Changes(cache), IsEmpty());
   RunNew(cache, {3, 4, 5});
-  EXPECT_THAT(Changes(cache), ElementsAre("-1", "+3", "-2", "+4", "-3", "+5"));
+  EXPECT_THAT(Changes(cache), ElementsAre("-2", "+5", "-1", "+4", "-5", "+3"));
 }
 
 // Tokens outside a whole block are prefilled, counted as misses, and never

@@ -72,8 +72,8 @@ TEST(PythonEngineCacheTest, TheReferenceEngineReportsItsCacheWithTheSharedBlockN
   const std::vector<CacheChange> changes = (*engine)->TakeCacheChanges();
   const std::vector<uint64_t> names = TextBlockHashes(prompt, 4);
   ASSERT_THAT(changes, SizeIs(6));
-  for (size_t i = 0; i < names.size(); ++i) {
-    EXPECT_EQ(changes[i].block, names[i]) << i;
+  for (size_t i = 0; i < names.size(); ++i) {  // stored deepest first
+    EXPECT_EQ(changes[i].block, names[names.size() - 1 - i]) << i;
     EXPECT_TRUE(changes[i].stored) << i;
   }
   EXPECT_THAT((*engine)->TakeCacheChanges(), IsEmpty());

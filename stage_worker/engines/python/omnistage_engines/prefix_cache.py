@@ -15,7 +15,8 @@ engine name a prefix alike.
   are each their own input. The whole blocks that arrived since the previous
   step go through the cache: the leading ones it holds are hits; from the
   first block it does not hold, every block of that input is a miss, held or
-  not. Then every block of the run is stored, or touched if held, in order.
+  not. Then every block of the run is stored, or touched if held, deepest
+  first (the run's first block becomes the most recently used).
   The tokens after the last whole block wait for more input, and are a miss,
   never stored, once the input is complete. Output is not cached. Without a
   cache every token is a miss, by the same rule.
@@ -181,7 +182,7 @@ class PrefixCache:
                 hits += 1
             else:
                 state.hitting = False
-        for block in blocks:
+        for block in reversed(blocks):
             self._touch(block)
         hit_tokens = hits * self.block_tokens
         self.hit_tokens += hit_tokens

@@ -160,18 +160,19 @@ class PrefixCacheTest(unittest.TestCase):
         cache = PrefixCache(3, 1)  # 4 bytes a block
         run_text(cache, "aaaabbbbcccc")
         a, b, c = text_block_hashes("aaaabbbbcccc", 1)
-        self.assertEqual(cache.take_changes(), [(a, True), (b, True), (c, True)])
+        # Stored deepest first: a is the most recently used, c the least.
+        self.assertEqual(cache.take_changes(), [(c, True), (b, True), (a, True)])
         self.assertEqual(cache.take_changes(), [])
-        run_text(cache, "aaaa")  # touches a: b is now the least recently used
+        run_text(cache, "aaaa")  # a touched: no change
         self.assertEqual(cache.take_changes(), [])
         run_text(cache, "dddd")
         d = text_block_hashes("dddd", 1)[0]
-        self.assertEqual(cache.take_changes(), [(b, False), (d, True)])
-        _, prefilled = run_text(cache, "aaaabbbb")
-        self.assertEqual(prefilled, 1)
-        self.assertEqual(cache.take_changes(), [(c, False), (b, True)])
+        self.assertEqual(cache.take_changes(), [(c, False), (d, True)])
+        _, prefilled = run_text(cache, "aaaabbbb")  # the prefix stayed
+        self.assertEqual(prefilled, 0)
+        self.assertEqual(cache.take_changes(), [])
         self.assertEqual([cache.holds(x) for x in (a, b, c, d)], [True, True, False, True])
-        self.assertEqual(cache.stats(), (3, 2, 5))
+        self.assertEqual(cache.stats(), (3, 3, 4))
 
     def test_without_a_cache_every_token_is_prefilled(self):
         for _ in range(2):
