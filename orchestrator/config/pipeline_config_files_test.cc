@@ -16,6 +16,19 @@ namespace {
 
 using ::testing::StartsWith;
 
+TEST(PipelineConfigFilesTest, ShippedChatConfigRoutesByCache) {
+  absl::StatusOr<PipelineConfig> config =
+      LoadPipelineConfig("orchestrator/configs/local_chat.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->stages.size(), 1u);
+  const StageConfig& thinker = config->stages[0];
+  EXPECT_EQ(thinker.pick, PickPolicy::kPrefixAware);
+  EXPECT_TRUE(thinker.prefix.precise);
+  EXPECT_EQ(thinker.spawn_replicas, 3);
+  EXPECT_EQ(thinker.engine_params.at("prefix_cache_blocks"), "4096");
+  EXPECT_EQ(thinker.engine_params.at("prefill_us_per_token"), "20");
+}
+
 TEST(PipelineConfigFilesTest, ShippedOmniConfigIsTheDemoPipeline) {
   absl::StatusOr<PipelineConfig> config =
       LoadPipelineConfig("orchestrator/configs/local_omni.yaml");
