@@ -1,6 +1,7 @@
 #include "common/prefix_blocks.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace omnistage {
 namespace {
@@ -10,11 +11,22 @@ constexpr uint64_t kTokensSeed = 0x6f6d6e69746f6b73ULL;  // "omnitoks"
 constexpr uint64_t kWordMultiplier = 0x9e3779b97f4a7c15ULL;
 constexpr uint64_t kFinalMultiplier = 0xd6e8feb86659fd93ULL;
 
-// The 8 bytes at `p` (or the `n` < 8 left), little-endian.
+// The `n` <= 8 bytes at `p`, little-endian.
 uint64_t LoadWord(const char* p, size_t n) {
   uint64_t word = 0;
   for (size_t i = 0; i < n; ++i) word |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
   return word;
+}
+
+// The 8 bytes at `p`, little-endian: one load on a little-endian machine.
+uint64_t LoadWord8(const char* p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t word;
+  std::memcpy(&word, p, sizeof(word));
+  return word;
+#else
+  return LoadWord(p, 8);
+#endif
 }
 
 }  // namespace
@@ -23,7 +35,7 @@ uint64_t ChainBlockHash(uint64_t previous, absl::string_view bytes) {
   uint64_t h = previous ^ (uint64_t{bytes.size()} * kWordMultiplier);
   size_t i = 0;
   for (; i + 8 <= bytes.size(); i += 8) {
-    h = (h ^ LoadWord(bytes.data() + i, 8)) * kWordMultiplier;
+    h = (h ^ LoadWord8(bytes.data() + i)) * kWordMultiplier;
     h ^= h >> 29;
   }
   if (i < bytes.size()) {

@@ -1,6 +1,8 @@
 #include "orchestrator/core/prefix_index.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <vector>
 
 namespace omnistage {
 namespace {
@@ -27,13 +29,26 @@ void PrefixIndex::Routed(int replica, absl::Span<const uint64_t> blocks, absl::T
   if (r.precise) return;
   // The deepest first, so that the first block is the most recent of all and
   // the cap lets the deepest go first.
-  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) r.routed.Touch(*it, now);
-  const absl::Time expired = now - options_.index_ttl;
-  while (r.routed.size() > 0 &&
-         (static_cast<int64_t>(r.routed.size()) > options_.index_blocks_per_replica ||
-          r.routed.Oldest()->touched < expired)) {
-    r.routed.PopOldest();
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
+    r.routed[*it] = Replica::Routing{++r.next_order, now};
   }
+  if (static_cast<int64_t>(r.routed.size()) > options_.index_blocks_per_replica) Shrink(r, now);
+}
+
+void PrefixIndex::Shrink(Replica& replica, absl::Time now) const {
+  const absl::Time expired = now - options_.index_ttl;
+  absl::erase_if(replica.routed, [&](const auto& entry) { return entry.second.at < expired; });
+  const size_t keep = static_cast<size_t>(options_.index_blocks_per_replica * 9 / 10);
+  if (replica.routed.size() <= keep) return;
+  std::vector<uint64_t> orders;
+  orders.reserve(replica.routed.size());
+  for (const auto& [block, routing] : replica.routed) orders.push_back(routing.order);
+  // The order of the keep-th most recent: everything older goes.
+  auto cutoff = orders.end() - static_cast<std::ptrdiff_t>(keep);
+  std::nth_element(orders.begin(), cutoff, orders.end());
+  const uint64_t oldest_kept = *cutoff;
+  absl::erase_if(replica.routed,
+                 [&](const auto& entry) { return entry.second.order < oldest_kept; });
 }
 
 void PrefixIndex::SetPrecise(int replica, int block_tokens, int capacity_blocks) {
@@ -62,8 +77,8 @@ void PrefixIndex::Forget(int replica) {
 
 bool PrefixIndex::Holds(const Replica& replica, uint64_t block, absl::Time now) const {
   if (replica.precise) return replica.reported.contains(block);
-  const LruMap<uint64_t, bool>::Entry* entry = replica.routed.Find(block);
-  return entry != nullptr && entry->touched >= now - options_.index_ttl;
+  auto it = replica.routed.find(block);
+  return it != replica.routed.end() && it->second.at >= now - options_.index_ttl;
 }
 
 int PrefixIndex::Matched(int replica, absl::Span<const uint64_t> blocks, absl::Time now) const {

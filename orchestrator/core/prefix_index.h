@@ -4,11 +4,12 @@
 // Blocks are named as common/prefix_blocks.h names them: one hash stands for a
 // whole prefix. Per replica, one of two sources:
 // - Approximate (the default): learned from where requests were sent. Routed()
-//   records a request's blocks as the replica's most recent; at most
-//   `index_blocks_per_replica` are kept (the least recently routed go first),
-//   and a block routed longer than `index_ttl` ago counts as gone (and is let go
-//   at the next Routed()). It guesses: the replica's own cache may have evicted
-//   a block the index still lists.
+//   records a request's blocks as the replica's most recent; past
+//   `index_blocks_per_replica`, the least recently routed tenth is let go at
+//   once (one pass, so that a pick costs one table probe per block and no list
+//   upkeep), and a block routed longer than `index_ttl` ago counts as gone (and
+//   is let go at that pass). It guesses: the replica's own cache may have
+//   evicted a block the index still lists.
 // - Precise: the replica reports its cache (its worker's Ready.prefix_cache and
 //   WorkerLoad.cache events, with its own block size): SetPrecise(), then
 //   Apply() for each report. What it lists is what the replica said it holds.
@@ -21,8 +22,10 @@
 // docs/engines.md). Where it does not hold, the answer is a guess, never an
 // error: a pick may then be less good, nothing else.
 //
-// Costs: Routed O(blocks); Apply O(events); Matched O(log blocks) lookups.
-// Memory: about 100 bytes per approximate block, 16-32 per precise one.
+// Costs: Routed O(blocks) probes (and, amortized, a tenth of a pass over the
+// replica's blocks per block past the cap); Apply O(events); Matched
+// O(log blocks) probes. Memory: about 45 bytes per approximate block, 16-32 per
+// precise one (docs/benchmarks.md has the measured figures).
 // Not thread-safe: owned by its StagePool, on the event loop.
 #ifndef OMNISTAGE_ORCHESTRATOR_CORE_PREFIX_INDEX_H_
 #define OMNISTAGE_ORCHESTRATOR_CORE_PREFIX_INDEX_H_
@@ -30,11 +33,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "orchestrator/config/pick_policy.h"
-#include "orchestrator/core/lru_map.h"
 #include "protos/stage_worker.pb.h"
 
 namespace omnistage {
@@ -70,12 +73,22 @@ class PrefixIndex {
     bool precise = false;
     int block_tokens = 0;  // precise only
     int64_t capacity_blocks = 0;
-    LruMap<uint64_t, bool> routed;            // approximate
+    // Approximate: when each block was routed last, and a counter that orders
+    // those routings (a request's first block counts as its latest).
+    struct Routing {
+      uint64_t order = 0;
+      absl::Time at;
+    };
+    absl::flat_hash_map<uint64_t, Routing> routed;
+    uint64_t next_order = 0;
     absl::flat_hash_set<uint64_t> reported;  // precise
   };
   Replica& At(int replica);
   const Replica* Find(int replica) const;
   bool Holds(const Replica& replica, uint64_t block, absl::Time now) const;
+  // Lets the expired blocks of `replica` go, and the least recently routed
+  // until at most 90% of the cap is left.
+  void Shrink(Replica& replica, absl::Time now) const;
 
   PrefixPickOptions options_;
   std::vector<Replica> replicas_;

@@ -46,10 +46,11 @@ TEST(PrefixIndexTest, TheCapLetsTheDeepestBlocksGoFirst) {
   PrefixIndex index(Options());  // 10 blocks a replica
   const std::string a = Text(8, 'a');
   index.Routed(0, Blocks(a), kStart);
-  // A second input of 4 blocks: 12 > 10, so the two deepest of the first go.
+  // A second input of 4 blocks: 12 > 10, so the least recently routed go
+  // until 9 are left: the three deepest of the first.
   index.Routed(0, Blocks(Text(4, 'b')), kStart + absl::Seconds(1));
-  EXPECT_EQ(index.blocks(0), 10);
-  EXPECT_EQ(index.Matched(0, Blocks(a), kStart + absl::Seconds(1)), 6);
+  EXPECT_EQ(index.blocks(0), 9);
+  EXPECT_EQ(index.Matched(0, Blocks(a), kStart + absl::Seconds(1)), 5);
   EXPECT_EQ(index.Matched(0, Blocks(Text(4, 'b')), kStart + absl::Seconds(1)), 4);
 }
 
@@ -58,9 +59,14 @@ TEST(PrefixIndexTest, BlocksRoutedLongerAgoThanTheTtlAreGone) {
   index.Routed(0, Blocks(Text(3, 'a')), kStart);
   EXPECT_EQ(index.Matched(0, Blocks(Text(3, 'a')), kStart + absl::Seconds(59)), 3);
   EXPECT_EQ(index.Matched(0, Blocks(Text(3, 'a')), kStart + absl::Seconds(61)), 0);
-  // Routing again refreshes; the next Routed lets the expired ones go.
-  index.Routed(0, Blocks(Text(1, 'b')), kStart + absl::Seconds(61));
-  EXPECT_EQ(index.blocks(0), 1);
+  // Routing again refreshes.
+  index.Routed(0, Blocks(Text(3, 'a')), kStart + absl::Seconds(61));
+  EXPECT_EQ(index.Matched(0, Blocks(Text(3, 'a')), kStart + absl::Seconds(62)), 3);
+  // Expired blocks are let go when the cap is passed, before any recent one.
+  index.Routed(0, Blocks(Text(2, 'b')), kStart + absl::Seconds(200));
+  index.Routed(0, Blocks(Text(9, 'c')), kStart + absl::Seconds(201));
+  EXPECT_EQ(index.blocks(0), 9);  // the 3 of 'a' expired, then the 2 of 'b' (least recent)
+  EXPECT_EQ(index.Matched(0, Blocks(Text(9, 'c')), kStart + absl::Seconds(201)), 9);
 }
 
 TEST(PrefixIndexTest, APreciseReplicaFollowsItsReports) {

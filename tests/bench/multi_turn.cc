@@ -1,7 +1,9 @@
 #include "tests/bench/multi_turn.h"
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
+#include <random>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -73,8 +75,13 @@ MultiTurnFigures RunMultiTurn(const MultiTurnOptions& options) {
   std::vector<std::thread> conversations;
   for (int c = 0; c < options.conversations; ++c) {
     conversations.emplace_back([&, c] {
-      std::string history;
+      std::mt19937_64 random(static_cast<uint64_t>(c) + 1);
+      std::exponential_distribution<double> think(1.0 / std::max(options.think_ms, 1));
+      absl::SleepFor(absl::Milliseconds(
+          std::uniform_real_distribution<double>(0, options.think_ms)(random)));
+      std::string history = Words(2000000 + c, options.context_tokens);
       for (int t = 0; t < options.turns; ++t) {
+        if (t > 0) absl::SleepFor(absl::Milliseconds(think(random)));
         const std::string message = Words(1000 + 100 * c + t, options.message_tokens);
         v1::GenerateRequest request =
             MakeRequest(absl::StrCat("c", c, "-t", t), system + history + message,

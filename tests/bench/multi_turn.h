@@ -1,9 +1,14 @@
 // The multi-turn workload of prefix_benchmark (docs/benchmarks.md, "Prefix-aware
 // routing"): many conversations at once over one sim_llm stage of several
 // replicas that model a prefix cache and its prefill cost; each turn sends a
-// shared system prompt, the whole history and a new message, waits for the
-// answer, and appends the message and a stand-in reply to the history. Real
-// processes on 127.0.0.1 (PipelineHarness), stopped by PID.
+// shared system prompt, the conversation's own context (a document, earlier
+// tool output), the whole history and a new message, waits for the
+// answer, and appends the message and a stand-in reply to the history (the
+// simulated engine's words are not what a chat model would answer). Between
+// turns a conversation thinks for a random time (exponential, mean think_ms,
+// seeded per conversation; the first turn after a random share of one), as
+// users do, so that conversations do not move in lockstep. Real processes on
+// 127.0.0.1 (PipelineHarness), stopped by PID.
 #ifndef OMNISTAGE_TESTS_BENCH_MULTI_TURN_H_
 #define OMNISTAGE_TESTS_BENCH_MULTI_TURN_H_
 
@@ -21,8 +26,9 @@ struct MultiTurnOptions {
   int replicas = 4;
   int conversations = 32;
   int turns = 6;
-  int system_tokens = 2000;
-  int message_tokens = 150;
+  int system_tokens = 1000;
+  int context_tokens = 3000;  // per conversation
+  int message_tokens = 100;
   int reply_tokens = 100;  // the stand-in reply added to the history
   int output_tokens = 16;  // what the engine generates per turn
   int batch_size = 16;
@@ -30,6 +36,7 @@ struct MultiTurnOptions {
   int prefill_us_per_token = 20;
   int cache_blocks = 1500;  // per replica
   int block_tokens = 16;
+  int think_ms = 300;
 };
 
 struct MultiTurnFigures {

@@ -48,13 +48,15 @@ ABSL_FLAG(std::string, policies,
           "the policies of the multi-turn part");
 ABSL_FLAG(int, replicas, 4, "sim_llm replicas");
 ABSL_FLAG(int, conversations, 32, "conversations at once");
-ABSL_FLAG(int, turns, 6, "turns per conversation");
-ABSL_FLAG(int, system_tokens, 2000, "the shared system prompt's tokens");
-ABSL_FLAG(int, message_tokens, 150, "tokens of each new message");
+ABSL_FLAG(int, turns, 8, "turns per conversation");
+ABSL_FLAG(int, think_ms, 300, "mean think time between a conversation's turns (exponential)");
+ABSL_FLAG(int, system_tokens, 1000, "the shared system prompt's tokens");
+ABSL_FLAG(int, context_tokens, 3000, "each conversation's own context (a document, tool output)");
+ABSL_FLAG(int, message_tokens, 100, "tokens of each new message");
 ABSL_FLAG(int, reply_tokens, 100, "tokens of the reply each turn adds to the history");
 ABSL_FLAG(int, step_time_us, 5000, "the engine's decode step");
 ABSL_FLAG(int, prefill_us_per_token, 20, "the engine's prefill cost per uncached token");
-ABSL_FLAG(int, cache_blocks, 1500, "each replica's prefix cache, in blocks of 16 tokens");
+ABSL_FLAG(int, cache_blocks, 4000, "each replica's prefix cache, in blocks of 16 tokens");
 ABSL_FLAG(int, index_blocks, 100000, "blocks indexed for the pick's cost");
 ABSL_FLAG(int, pick_prompt_tokens, 2000, "the prompt of each timed pick");
 ABSL_FLAG(std::string, scenarios, "multi-turn,pick", "which parts to run");
@@ -87,7 +89,9 @@ void MultiTurn() {
       options.replicas = absl::GetFlag(FLAGS_replicas);
       options.conversations = absl::GetFlag(FLAGS_conversations);
       options.turns = absl::GetFlag(FLAGS_turns);
+      options.think_ms = absl::GetFlag(FLAGS_think_ms);
       options.system_tokens = absl::GetFlag(FLAGS_system_tokens);
+      options.context_tokens = absl::GetFlag(FLAGS_context_tokens);
       options.message_tokens = absl::GetFlag(FLAGS_message_tokens);
       options.reply_tokens = absl::GetFlag(FLAGS_reply_tokens);
       options.step_time_us = absl::GetFlag(FLAGS_step_time_us);
@@ -108,9 +112,12 @@ void MultiTurn() {
     }
   }
   std::cout << "# " << absl::GetFlag(FLAGS_conversations) << " conversations x "
-            << absl::GetFlag(FLAGS_turns) << " turns over " << absl::GetFlag(FLAGS_replicas)
+            << absl::GetFlag(FLAGS_turns) << " turns (think " << absl::GetFlag(FLAGS_think_ms)
+            << " ms on average) over " << absl::GetFlag(FLAGS_replicas)
             << " replicas; system prompt " << absl::GetFlag(FLAGS_system_tokens)
-            << " tokens, +" << absl::GetFlag(FLAGS_message_tokens) + absl::GetFlag(FLAGS_reply_tokens)
+            << " tokens, a context of " << absl::GetFlag(FLAGS_context_tokens)
+            << " tokens a conversation, +"
+            << absl::GetFlag(FLAGS_message_tokens) + absl::GetFlag(FLAGS_reply_tokens)
             << " tokens of history a turn; cache " << absl::GetFlag(FLAGS_cache_blocks)
             << " blocks of 16 tokens a replica; prefill " << absl::GetFlag(FLAGS_prefill_us_per_token)
             << " us/token, decode step " << absl::GetFlag(FLAGS_step_time_us)
@@ -174,13 +181,15 @@ void PickCost() {
   ready.set_capacity(1 << 20);  // load never decides
   for (int r = 0; r < 4; ++r) pool.Admit(r, ready);
   const absl::Time now = absl::Now();
-  const int64_t rss_before = ReadRssKib(getpid()).value_or(0);
   // Conversations of prompt_blocks blocks, routed until the index holds
   // index_blocks blocks.
   const int conversations = std::max(1, index_blocks / prompt_blocks);
   std::vector<google::protobuf::RepeatedPtrField<v1::Payload>> prompts(conversations);
   for (int c = 0; c < conversations; ++c) {
     prompts[c].Add()->mutable_text()->set_text(Conversation(c, prompt_blocks));
+  }
+  const int64_t rss_before = ReadRssKib(getpid()).value_or(0);
+  for (int c = 0; c < conversations; ++c) {
     const std::string id = absl::StrCat("fill", c);
     pool.Pick(id, {"", &prompts[c], now}).IgnoreError();
     pool.Release(id);
@@ -197,11 +206,12 @@ void PickCost() {
         Conversation(static_cast<int>((i * 7919) % conversations), prompt_blocks) +
         std::string(100, 'q'));
   }
+  std::vector<std::string> ids(picks);
+  for (int i = 0; i < picks; ++i) ids[i] = absl::StrCat("ask", i);
   const double cpu0 = CpuSeconds();
   for (int i = 0; i < picks; ++i) {
-    const std::string id = absl::StrCat("ask", i);
-    pool.Pick(id, {"", &asks[i % asks.size()], now}).IgnoreError();
-    pool.Release(id);
+    pool.Pick(ids[i], {"", &asks[i % asks.size()], now}).IgnoreError();
+    pool.Release(ids[i]);
   }
   const double whole_us = (CpuSeconds() - cpu0) / picks * 1e6;
   // The index alone: the same asks already hashed.
