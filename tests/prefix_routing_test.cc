@@ -8,6 +8,10 @@
 //   is left (the deepest blocks went first), not what was sent there.
 // - Session affinity: under round robin, a session's next request goes back to
 //   its replica.
+// - Several orchestrators sharing the workers: precise, each sees what the
+//   others' requests left in the caches (a follow-up through another
+//   orchestrator meets its prefix); approximate, each knows only its own.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -18,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "tests/failover_metrics.h"
+#include "tests/orchestrator_cluster.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
 
@@ -159,6 +164,57 @@ TEST(PrefixRoutingTest, ThePreciseIndexFollowsTheWorkersEvictions) {
   const int64_t matched = PrefixTokens(*pipeline, "matched");
   Turn(*pipeline, "p0-next", first + Text("next", 3));
   EXPECT_EQ(PrefixTokens(*pipeline, "matched") - matched, 5 * kBlockTokens);
+}
+
+// Blocks orchestrator `via` lists for each replica of stage 0.
+std::vector<int64_t> IndexedBlocks(OrchestratorCluster& cluster, int via) {
+  std::vector<int64_t> blocks;
+  absl::StatusOr<v1::PipelineStatus> status = cluster.Status(via);
+  if (!status.ok()) return blocks;
+  for (const v1::ReplicaStatus& replica : status->stages(0).replicas()) {
+    blocks.push_back(replica.prefix_blocks());
+  }
+  return blocks;
+}
+
+void ClusterTurn(OrchestratorCluster& cluster, int via, const std::string& id,
+                 const std::string& prompt) {
+  const GenerateResult result =
+      cluster.StartGenerate(via, MakeRequest(id, prompt, {StageParams(0, 2)}))
+          ->Wait(absl::Seconds(30));
+  ASSERT_TRUE(result.status.ok()) << result.Summary();
+}
+
+TEST(PrefixRoutingTest, PreciseOrchestratorsSeeTheSameCaches) {
+  absl::StatusOr<std::unique_ptr<OrchestratorCluster>> cluster =
+      OrchestratorCluster::Start(Spec("prefix_aware", "{block_tokens: 4}", 1000), 2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::string a = Text("alpha", 30);
+  ClusterTurn(**cluster, 0, "a1", a);
+  // Orchestrator 1 sent nothing, yet lists the 30 blocks where they are.
+  std::vector<int64_t> seen_by_1;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        seen_by_1 = IndexedBlocks(**cluster, 1);
+        return seen_by_1 == IndexedBlocks(**cluster, 0) &&
+               std::count(seen_by_1.begin(), seen_by_1.end(), 30) == 1;
+      },
+      absl::Seconds(10)))
+      << "orchestrator 1 lists " << testing::PrintToString(seen_by_1);
+  // The follow-up through orchestrator 1 meets its prefix.
+  const int64_t before = HitTokens((*cluster)->pipeline());
+  ClusterTurn(**cluster, 1, "a2", a + Text("alpha-next", 5));
+  EXPECT_EQ(HitTokens((*cluster)->pipeline()) - before, 30 * kBlockTokens);
+}
+
+TEST(PrefixRoutingTest, ApproximateOrchestratorsKnowOnlyTheirOwn) {
+  absl::StatusOr<std::unique_ptr<OrchestratorCluster>> cluster = OrchestratorCluster::Start(
+      Spec("prefix_aware", "{block_tokens: 4, mode: approximate}", 1000), 2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ClusterTurn(**cluster, 0, "a1", Text("alpha", 30));
+  const std::vector<int64_t> by_0 = IndexedBlocks(**cluster, 0);
+  EXPECT_EQ(std::count(by_0.begin(), by_0.end(), 30), 1);
+  EXPECT_EQ(IndexedBlocks(**cluster, 1), (std::vector<int64_t>{0, 0, 0}));
 }
 
 }  // namespace
