@@ -50,14 +50,17 @@ constexpr int kCapacity = 2;
 // calls; inputs from before identities start with 0 to 2 and read as then),
 // and from 6 on, whether every stage fails over (`*failover`: then a replica
 // that comes up reads one more byte, how its engine resumes; inputs from
-// before failover start below 6).
-PipelineConfig Pipeline(FuzzInput& in, bool* identities, bool* failover) {
+// before failover start below 6), and from 12 on, whether every stage picks
+// by prefix (`*routing`: a tiny approximate index, so that it is capped and
+// ages; Generate reads one more byte, its session key and prompt).
+PipelineConfig Pipeline(FuzzInput& in, bool* identities, bool* failover, bool* routing) {
   PipelineConfig config;
   config.name = "fuzz";
   const uint8_t first = in.Byte();
   const int stages = 1 + first % 3;
   *identities = (first / 3) % 2 == 1;
   *failover = (first / 6) % 2 == 1;
+  *routing = (first / 12) % 2 == 1;
   const v1::Modality modalities[] = {v1::MODALITY_TEXT, v1::MODALITY_TOKENS, v1::MODALITY_AUDIO};
   for (int s = 0; s < stages; ++s) {
     StageConfig stage;
@@ -71,6 +74,13 @@ PipelineConfig Pipeline(FuzzInput& in, bool* identities, bool* failover) {
     stage.input_mode = in.Bool() ? InputMode::kStreaming : InputMode::kOnFinish;
     stage.defaults.set_stage_id(s);
     if (*failover) stage.failover_max_attempts = 2;
+    if (*routing) {
+      stage.pick = PickPolicy::kPrefixAware;
+      stage.prefix.block_tokens = 1;
+      stage.prefix.index_blocks_per_replica = 3;
+      stage.prefix.index_ttl = absl::Seconds(1);
+      stage.prefix.balance_threshold = 0.4;
+    }
     config.stages.push_back(std::move(stage));
   }
   const absl::Duration idle[] = {absl::ZeroDuration(), absl::Milliseconds(500), absl::Seconds(30)};
@@ -91,13 +101,14 @@ PipelineConfig Pipeline(FuzzInput& in, bool* identities, bool* failover) {
 
 class CoreFuzzer {
  public:
-  CoreFuzzer(PipelineConfig config, bool identities, bool failover, FuzzInput* in)
+  CoreFuzzer(PipelineConfig config, bool identities, bool failover, bool routing, FuzzInput* in)
       : fixture_(std::move(config), /*hold_aborts=*/true, kCapacity,
                  failover ? v1::RESUME_MODE_REPLAY : v1::RESUME_MODE_UNSPECIFIED),
         checker_(&fixture_),
         in_(*in),
         identities_(identities),
         failover_(failover),
+        routing_(routing),
         trace_(std::getenv("FUZZ_TRACE") != nullptr) {
     for (int s = 0; s < fixture_.stages(); ++s) incarnation_.emplace_back(fixture_.replicas(s), 1);
     fixture_.set_on_answer([this](int stage, int replica, const absl::Status& status) {
@@ -188,6 +199,14 @@ class CoreFuzzer {
     const uint32_t id = in_.Below(9);
     request.set_request_id(id < 6 ? absl::StrCat("r", id) : id == 6 ? "" : "bad id");
     request.set_prompt(in_.Below(8) == 0 ? "" : "prompt");
+    if (routing_) {
+      // Prompts that share a prefix or not, sessions or none.
+      const uint32_t which = in_.Below(9);
+      const char* prompts[] = {"prompt", "prompt, then", "another one"};
+      const char* sessions[] = {"", "alice", "bob"};
+      if (!request.prompt().empty()) request.set_prompt(prompts[which % 3]);
+      request.set_session_key(sessions[which / 3]);
+    }
     const uint32_t modality = in_.Below(5);
     if (modality > 0) request.add_output_modalities(static_cast<v1::Modality>(modality));
     std::shared_ptr<CheckingSink> sink = checker_.NewSink(request.request_id());
@@ -423,6 +442,7 @@ class CoreFuzzer {
   FuzzInput& in_;
   const bool identities_;
   const bool failover_;
+  const bool routing_;
   std::vector<std::vector<int>> incarnation_;
   uint32_t aborts_ = 0;
   const bool trace_;
@@ -443,8 +463,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   omnistage::fuzz::FuzzInput in(data, size);
   bool identities = false;
   bool failover = false;
-  omnistage::PipelineConfig config = omnistage::fuzz::Pipeline(in, &identities, &failover);
-  omnistage::fuzz::CoreFuzzer fuzzer(std::move(config), identities, failover, &in);
+  bool routing = false;
+  omnistage::PipelineConfig config =
+      omnistage::fuzz::Pipeline(in, &identities, &failover, &routing);
+  omnistage::fuzz::CoreFuzzer fuzzer(std::move(config), identities, failover, routing, &in);
   fuzzer.Run();
   return 0;
 }
