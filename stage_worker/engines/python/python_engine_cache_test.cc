@@ -176,5 +176,72 @@ TEST(PythonEngineCacheTest, ErrorsInTheCacheMethodsAreFatalAtTheNextStep) {
   }
 }
 
+// The C++ sim_llm and its Python port with the same cache: the same outputs,
+// cache figures and changes, step for step (shared, distinct and streamed
+// prompts, a request with text and token ids), and the same stats.
+TEST(PythonEngineCacheParity, SameCacheAsTheCppEngine) {
+  const std::map<std::string, std::string> params = {
+      {"batch_size", "2"}, {"prefix_cache_blocks", "40"}, {"block_tokens", "2"},
+      {"prefill_us_per_token", "1"}};
+  absl::StatusOr<std::unique_ptr<Engine>> cpp = CreateEngine("sim_llm", params);
+  absl::StatusOr<std::unique_ptr<Engine>> py =
+      Python("omnistage_engines.sim_llm", "SimLlm", params);
+  ASSERT_TRUE(cpp.ok()) << cpp.status();
+  ASSERT_TRUE(py.ok()) << py.status();
+  EXPECT_EQ((*cpp)->prefix_cache().block_tokens, (*py)->prefix_cache().block_tokens);
+  EXPECT_EQ((*cpp)->prefix_cache().capacity_blocks, (*py)->prefix_cache().capacity_blocks);
+  const std::string shared = "the same system prompt for all, ";
+  std::vector<EngineRequest> requests;
+  for (int i = 0; i < 7; ++i) {
+    EngineRequest r = TextRequest(absl::StrCat("r", i), i % 3 == 0
+                                                            ? absl::StrCat(shared, "question ", i)
+                                                            : absl::StrCat("other ", i, " ", shared));
+    r.params.set_max_tokens(2 + i % 3);
+    if (i == 4) r.input.emplace_back().mutable_tokens()->add_ids(-5);
+    if (i == 5) r.input_complete = false;
+    requests.push_back(r);
+  }
+  for (Engine* e : {cpp->get(), py->get()}) {
+    for (const EngineRequest& r : requests) {
+      ASSERT_TRUE(e->Validate(r).ok());
+      ASSERT_TRUE(e->ValidateInLoop(r).ok());
+      ASSERT_TRUE(e->Add(r).ok());
+    }
+  }
+  for (int step = 1; step < 60; ++step) {
+    SCOPED_TRACE(step);
+    if (step == 5) {
+      std::vector<v1::Payload> rest(1);
+      rest[0].mutable_text()->set_text(" and more words to fill blocks");
+      ASSERT_TRUE((*cpp)->AppendInput("r5", rest, true).ok());
+      ASSERT_TRUE((*py)->AppendInput("r5", rest, true).ok());
+    }
+    ASSERT_EQ((*cpp)->HasWork(), (*py)->HasWork());
+    if (!(*cpp)->HasWork()) break;
+    auto a = (*cpp)->Step();
+    auto b = (*py)->Step();
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->size(), b->size());
+    for (size_t i = 0; i < a->size(); ++i) {
+      EXPECT_EQ((*a)[i].DebugString(), (*b)[i].DebugString());
+    }
+    const PrefixCacheStats x = (*cpp)->prefix_cache_stats(), y = (*py)->prefix_cache_stats();
+    EXPECT_EQ(x.blocks, y.blocks);
+    EXPECT_EQ(x.hit_tokens, y.hit_tokens);
+    EXPECT_EQ(x.miss_tokens, y.miss_tokens);
+    const std::vector<CacheChange> c = (*cpp)->TakeCacheChanges(), d = (*py)->TakeCacheChanges();
+    ASSERT_EQ(c.size(), d.size());
+    for (size_t i = 0; i < c.size(); ++i) {
+      EXPECT_EQ(c[i].block, d[i].block);
+      EXPECT_EQ(c[i].stored, d[i].stored);
+    }
+  }
+  const PrefixCacheStats x = (*cpp)->prefix_cache_stats();
+  EXPECT_GT(x.hit_tokens, 0);
+  google::protobuf::ListValue none;
+  EXPECT_EQ((*cpp)->Utility("stats", none)->DebugString(),
+            (*py)->Utility("stats", none)->DebugString());
+}
+
 }  // namespace
 }  // namespace omnistage
