@@ -46,6 +46,8 @@ class PrefixIndex {
  public:
   explicit PrefixIndex(PrefixPickOptions options) : options_(options) {}
 
+  const PrefixPickOptions& options() const { return options_; }
+
   // Approximate: `blocks` (an input's, in order) were sent to `replica` at
   // `now`. Ignored for a precise replica.
   void Routed(int replica, absl::Span<const uint64_t> blocks, absl::Time now);

@@ -11,6 +11,13 @@ InputBlocks::InputBlocks(const google::protobuf::RepeatedPtrField<v1::Payload>& 
     : input_(input) {
   text_ = std::any_of(input.begin(), input.end(),
                       [](const v1::Payload& p) { return p.kind_case() == v1::Payload::kText; });
+  // Counted as BlockHasher counts them, without naming any block.
+  int64_t bytes = 0;
+  for (const v1::Payload& p : input) {
+    if (text_ && p.kind_case() == v1::Payload::kText) bytes += p.text().text().size();
+    if (!text_ && p.kind_case() == v1::Payload::kTokens) bytes += 4 * p.tokens().ids_size();
+  }
+  tokens_ = bytes / kTextBytesPerToken;
 }
 
 const std::vector<uint64_t>& InputBlocks::For(int block_tokens) {
@@ -22,20 +29,14 @@ const std::vector<uint64_t>& InputBlocks::For(int block_tokens) {
     if (text_ && p.kind_case() == v1::Payload::kText) hasher.Append(p.text().text());
     if (!text_ && p.kind_case() == v1::Payload::kTokens) hasher.Append(p.tokens().ids());
   }
-  tokens_ = hasher.tokens();
   it->second = hasher.hashes();
   return it->second;
 }
 
-int64_t InputBlocks::tokens() {
-  if (tokens_ < 0) For(kDefaultBlockTokens);
-  return tokens_;
-}
-
-PrefixChoice ChooseByPrefix(const PrefixIndex& index, const PrefixPickOptions& options,
-                            const std::vector<int>& order,
+PrefixChoice ChooseByPrefix(const PrefixIndex& index, const std::vector<int>& order,
                             const std::function<double(int)>& load_per_slot, InputBlocks& input,
                             absl::Time now) {
+  const PrefixPickOptions& options = index.options();
   PrefixChoice choice;
   choice.input_tokens = input.tokens();
   std::vector<double> load(order.size());

@@ -39,12 +39,12 @@ class InputBlocks {
 
   const std::vector<uint64_t>& For(int block_tokens);
   // The input's length in tokens (text: common/prefix_blocks.h's count).
-  int64_t tokens();
+  int64_t tokens() const { return tokens_; }
 
  private:
   const google::protobuf::RepeatedPtrField<v1::Payload>& input_;
   bool text_ = false;
-  int64_t tokens_ = -1;
+  int64_t tokens_ = 0;
   std::map<int, std::vector<uint64_t>> by_block_tokens_;
 };
 
@@ -60,10 +60,9 @@ struct PrefixChoice {
   int64_t input_tokens = 0;
 };
 
-// `order`: the live replicas, not empty, in the order ties are broken.
-// `load_per_slot(r)`: u_r above.
-PrefixChoice ChooseByPrefix(const PrefixIndex& index, const PrefixPickOptions& options,
-                            const std::vector<int>& order,
+// By `index` and its options. `order`: the live replicas, not empty, in the
+// order ties are broken. `load_per_slot(r)`: u_r above.
+PrefixChoice ChooseByPrefix(const PrefixIndex& index, const std::vector<int>& order,
                             const std::function<double(int)>& load_per_slot, InputBlocks& input,
                             absl::Time now);
 

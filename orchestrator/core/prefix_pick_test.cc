@@ -31,8 +31,7 @@ class PrefixPickTest : public testing::Test {
   PrefixChoice Choose(const std::string& prompt, std::vector<int> order = {0, 1, 2}) {
     google::protobuf::RepeatedPtrField<v1::Payload> input = TextInput(prompt);
     InputBlocks blocks(input);
-    return ChooseByPrefix(index_, options_, order, [this](int r) { return load_[r]; }, blocks,
-                          kNow);
+    return ChooseByPrefix(index_, order, [this](int r) { return load_[r]; }, blocks, kNow);
   }
 
   PrefixPickOptions options_;

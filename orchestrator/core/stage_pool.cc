@@ -209,7 +209,7 @@ void StagePool::Admit(int replica, const v1::Ready& ready) {
   state.down_reason = absl::OkStatus();
   state.last_error.clear();
   state.others_load = 0;  // Until its first report.
-  if (pick_ == PickPolicy::kPrefixAware && prefix_options_.precise &&
+  if (pick_ == PickPolicy::kPrefixAware && prefix_index_.options().precise &&
       ready.prefix_cache().block_tokens() > 0 &&
       ready.prefix_cache().block_tokens() <= kMaxBlockTokens) {
     prefix_index_.SetPrecise(replica, ready.prefix_cache().block_tokens(),

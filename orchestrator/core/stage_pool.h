@@ -194,7 +194,6 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   }
   void set_pick(PickPolicy pick, const PrefixPickOptions& prefix = {}) {
     pick_ = pick;
-    prefix_options_ = prefix;
     prefix_index_ = PrefixIndex(prefix);
   }
   // Runs for every unbound request placed by Pick (metrics); no-op by default.
@@ -294,7 +293,6 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   std::vector<absl::flat_hash_set<std::string>> bound_;
   uint64_t rr_ = 0;
   PickPolicy pick_ = PickPolicy::kRoundRobin;
-  PrefixPickOptions prefix_options_;
   PrefixIndex prefix_index_{PrefixPickOptions()};
   SessionAffinity sessions_;
   std::function<void(const PickDecision&)> on_pick_ = [](const PickDecision&) {};

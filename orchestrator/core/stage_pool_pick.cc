@@ -56,7 +56,7 @@ PickDecision StagePool::Choose(const std::vector<int>& live, const PickContext& 
   std::vector<int> order(live.size());
   for (size_t i = 0; i < live.size(); ++i) order[i] = live[(rr_ + i) % live.size()];
   const PrefixChoice choice = ChooseByPrefix(
-      prefix_index_, prefix_options_, order,
+      prefix_index_, order,
       [this](int r) { return static_cast<double>(LoadOf(r)) / CapacityOf(r); }, input,
       context.now);
   prefix_index_.Routed(choice.replica, input.For(prefix_index_.block_tokens(choice.replica)),

@@ -48,18 +48,6 @@ namespace {
 // One figure of every run of one mode.
 using Series = std::vector<double>;
 
-// Each run's value, then (min..max).
-std::string Spread(const Series& values, int decimals) {
-  if (values.empty()) return "-";
-  std::string per_run;
-  for (double v : values) {
-    absl::StrAppend(&per_run, per_run.empty() ? "" : " ", absl::StrFormat("%.*f", decimals, v));
-  }
-  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
-  return absl::StrCat(per_run, "  (", absl::StrFormat("%.*f", decimals, *lo), "..",
-                      absl::StrFormat("%.*f", decimals, *hi), ")");
-}
-
 const char* Mode(bool failover) { return failover ? "on" : "off"; }
 
 // Calls `measure(failover)` --runs times with failover off, then on; `name`

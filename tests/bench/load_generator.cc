@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/limits.h"
 #include "common/production_stamp.h"
 
@@ -32,6 +34,17 @@ double Percentile(std::vector<double> values, double p) {
   rank = std::min(std::max<size_t>(rank, 1), values.size());
   std::nth_element(values.begin(), values.begin() + (rank - 1), values.end());
   return values[rank - 1];
+}
+
+std::string Spread(const std::vector<double>& values, int decimals) {
+  if (values.empty()) return "-";
+  std::string per_run;
+  for (double v : values) {
+    absl::StrAppend(&per_run, per_run.empty() ? "" : " ", absl::StrFormat("%.*f", decimals, v));
+  }
+  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  return absl::StrCat(per_run, "  (", absl::StrFormat("%.*f", decimals, *lo), "..",
+                      absl::StrFormat("%.*f", decimals, *hi), ")");
 }
 
 // One Generate call. Its callbacks are serialized by gRPC (one read in flight),

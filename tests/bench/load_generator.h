@@ -94,6 +94,9 @@ struct LoadResult {
 
 // The p-th percentile (0..100, nearest rank) of `values`; 0 when empty.
 double Percentile(std::vector<double> values, double p);
+// Each of `values` (one per run) with `decimals` digits, then "(min..max)";
+// "-" when empty.
+std::string Spread(const std::vector<double>& values, int decimals);
 
 class StreamGroup {
  public:

@@ -67,17 +67,6 @@ namespace {
 
 using Series = std::vector<double>;
 
-std::string Spread(const Series& values, int decimals) {
-  if (values.empty()) return "-";
-  std::string per_run;
-  for (double v : values) {
-    absl::StrAppend(&per_run, per_run.empty() ? "" : " ", absl::StrFormat("%.*f", decimals, v));
-  }
-  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
-  return absl::StrCat(per_run, "  (", absl::StrFormat("%.*f", decimals, *lo), "..",
-                      absl::StrFormat("%.*f", decimals, *hi), ")");
-}
-
 void MultiTurn() {
   const std::vector<std::string> policies =
       absl::StrSplit(absl::GetFlag(FLAGS_policies), ',', absl::SkipEmpty());
