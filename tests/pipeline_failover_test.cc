@@ -26,9 +26,15 @@ constexpr int kRequests = 64;
 // About 150 thinker words of 10 ms each: seconds of streaming on every stage.
 constexpr int kSentences = 25;
 
-// OmniSpec with two replicas of `stage`, failover on there, and /metrics.
+// OmniSpec with two replicas of `stage`, failover on there, and /metrics. A
+// kill -9 is seen at once (the kernel resets the connections); keepalive is
+// only made patient, since 64 streams of audio on a loaded 2-core machine once
+// kept the orchestrator from answering a 500 ms ping in time, and every replica
+// of the fault-free run looked dead.
 PipelineSpec OmniFailoverSpec(int stage) {
   PipelineSpec spec = OmniSpec(/*thinker_step_us=*/10000, "streaming", "ms_per_code=5");
+  spec.keepalive_ms = 2000;
+  spec.keepalive_timeout_ms = 10000;
   spec.stages[stage].replicas = 2;
   spec.stages[stage].failover_max_attempts = 3;
   spec.orchestrator_flags.push_back("--metrics_listen=127.0.0.1:0");
