@@ -62,6 +62,18 @@ enum class ResumeMode {
   kContinuation,
 };
 
+// Whether an engine takes a request's input in pieces: an Add with
+// input_complete false, then AppendInput() (docs/engines.md, "Streamed input").
+enum class StreamedInput {
+  // It cannot: the worker refuses such an Add for it.
+  kNone,
+  // It takes the pieces and starts once the input is complete (an LLM that
+  // prefills its whole prompt).
+  kWhole,
+  // It starts on the first piece and consumes the others as they arrive.
+  kIncremental,
+};
+
 // How many requests an engine holds: in its batch, and admitted but waiting
 // (for a batch slot or for streamed input).
 struct EngineLoad {
@@ -144,6 +156,11 @@ class Engine {
 
   // What it holds now (metrics). Called on the busy-loop thread.
   virtual EngineLoad load() const = 0;
+
+  // Whether it takes input in pieces (StreamedInput). Constant; the worker
+  // announces it in Ready.streamed_input. kWhole by default: every engine
+  // implements AppendInput().
+  virtual StreamedInput streamed_input() const { return StreamedInput::kWhole; }
 
   // Its prefix cache; none by default. Constant; the worker announces it in
   // Ready.prefix_cache.

@@ -26,6 +26,19 @@ v1::ResumeMode ResumeModeProto(ResumeMode mode) {
   return v1::RESUME_MODE_UNSPECIFIED;
 }
 
+// Ready.streamed_input: whether the engine takes input in pieces.
+v1::StreamedInput StreamedInputProto(StreamedInput streamed) {
+  switch (streamed) {
+    case StreamedInput::kNone:
+      return v1::STREAMED_INPUT_NONE;
+    case StreamedInput::kWhole:
+      return v1::STREAMED_INPUT_WHOLE;
+    case StreamedInput::kIncremental:
+      return v1::STREAMED_INPUT_INCREMENTAL;
+  }
+  return v1::STREAMED_INPUT_UNSPECIFIED;
+}
+
 // A request with no input and only `hello`'s stage defaults, for the engine's checks.
 EngineRequest DefaultsProbe(const v1::Hello& hello) {
   EngineRequest probe;
@@ -129,6 +142,7 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   ready->set_max_message_bytes(options_.max_message_bytes);
   ready->mutable_load()->set_requests(static_cast<int>(live_requests()));
   ready->set_resume(ResumeModeProto(engine_->resume_mode()));
+  ready->set_streamed_input(StreamedInputProto(engine_->streamed_input()));
   if (cache_layout_.block_tokens > 0) {
     ready->mutable_prefix_cache()->set_block_tokens(cache_layout_.block_tokens);
     ready->mutable_prefix_cache()->set_capacity_blocks(cache_layout_.capacity_blocks);

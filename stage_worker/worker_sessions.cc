@@ -108,6 +108,11 @@ absl::StatusOr<EngineRequest> Worker::AcceptAdd(const Session& session, v1::AddR
     return absl::UnavailableError(absl::StrCat("the engine is stalled in step ", stalled));
   }
   if (absl::Status s = CheckProduced(add, engine_->resume_mode()); !s.ok()) return s;
+  if (!add.input_complete() && engine_->streamed_input() == StreamedInput::kNone) {
+    return absl::FailedPreconditionError(
+        "this engine takes no streamed input (Ready.streamed_input is NONE); send the whole "
+        "input with input_complete");
+  }
   EngineRequest request;
   request.id = EngineRequestId(session.number(), add.request_id());
   request.input.assign(std::make_move_iterator(add.mutable_input()->begin()),

@@ -145,6 +145,8 @@ EngineLoad FaultInjectingEngine::load() const { return inner_->load(); }
 
 ResumeMode FaultInjectingEngine::resume_mode() const { return inner_->resume_mode(); }
 
+StreamedInput FaultInjectingEngine::streamed_input() const { return inner_->streamed_input(); }
+
 PrefixCacheLayout FaultInjectingEngine::prefix_cache() const { return inner_->prefix_cache(); }
 
 PrefixCacheStats FaultInjectingEngine::prefix_cache_stats() const {

@@ -104,6 +104,7 @@ class FaultInjectingEngine : public Engine {
   // production stamps of stamp_outputs are raw payloads, which failover counts
   // but does not compare).
   ResumeMode resume_mode() const override;
+  StreamedInput streamed_input() const override;
   // The inner engine's prefix cache, its figures and its changes: no hook
   // touches the cache.
   PrefixCacheLayout prefix_cache() const override;

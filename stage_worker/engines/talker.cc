@@ -70,6 +70,9 @@ class TalkerEngine : public BatchingEngine {
   TalkerEngine(BatchingOptions batching, TalkerOptions options)
       : BatchingEngine(kTalkerEngineName, {v1::Payload::kText}, batching), options_(options) {}
 
+  // Speaks each sentence as its text arrives.
+  StreamedInput streamed_input() const override { return StreamedInput::kIncremental; }
+
  protected:
   std::unique_ptr<RequestGenerator> NewGenerator(const RequestSettings& settings) const override {
     if (options_.espeak != nullptr) {

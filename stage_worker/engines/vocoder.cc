@@ -120,6 +120,9 @@ class VocoderEngine : public BatchingEngine {
         options_(options),
         notes_(options.espeak == nullptr ? RenderNotes(options.tones) : nullptr) {}
 
+  // Sounds codes as they arrive.
+  StreamedInput streamed_input() const override { return StreamedInput::kIncremental; }
+
  protected:
   std::unique_ptr<RequestGenerator> NewGenerator(const RequestSettings& settings) const override {
     if (options_.espeak != nullptr) {

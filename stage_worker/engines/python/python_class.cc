@@ -42,4 +42,19 @@ absl::StatusOr<ResumeMode> ReadResume(const py::object& cls, const std::string& 
                    "engine that cannot resume a lost request)"));
 }
 
+absl::StatusOr<StreamedInput> ReadStreamedInput(const py::object& cls,
+                                                const std::string& qualified) {
+  py::object streamed = py::getattr(cls, "streamed_input", py::none());
+  if (streamed.is_none()) return StreamedInput::kWhole;
+  if (PyUnicode_Check(streamed.ptr())) {
+    const std::string value = py::str(streamed);
+    if (value == "whole") return StreamedInput::kWhole;
+    if (value == "incremental") return StreamedInput::kIncremental;
+    if (value == "none") return StreamedInput::kNone;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "class ", qualified, ".streamed_input is ", std::string(py::repr(streamed)),
+      " (expected \"whole\", \"incremental\" or \"none\", or no attribute: \"whole\")"));
+}
+
 }  // namespace omnistage

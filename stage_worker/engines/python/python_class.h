@@ -26,6 +26,12 @@ absl::StatusOr<int> ReadCapacity(const pybind11::object& instance, const std::st
 // costs no model load.
 absl::StatusOr<ResumeMode> ReadResume(const pybind11::object& cls, const std::string& qualified);
 
+// The class attribute `streamed_input`: "whole" (the default: append_input
+// collects the pieces), "incremental" (it starts on the first piece) or "none"
+// (the worker refuses input in pieces for it).
+absl::StatusOr<StreamedInput> ReadStreamedInput(const pybind11::object& cls,
+                                                const std::string& qualified);
+
 }  // namespace omnistage
 
 #endif  // OMNISTAGE_STAGE_WORKER_ENGINES_PYTHON_PYTHON_CLASS_H_

@@ -40,12 +40,13 @@ struct Prepared {
 class PythonEngine : public Engine {
  public:
   PythonEngine(std::string label, py::object instance, Methods methods, int capacity,
-               ResumeMode resume, PrefixCacheLayout cache)
+               ResumeMode resume, StreamedInput streamed, PrefixCacheLayout cache)
       : label_(std::move(label)),
         instance_(std::move(instance)),
         methods_(std::move(methods)),
         capacity_(capacity),
         resume_(resume),
+        streamed_(streamed),
         cache_(cache) {}
 
   ~PythonEngine() override {
@@ -191,6 +192,7 @@ class PythonEngine : public Engine {
 
   int capacity() const override { return capacity_; }
   ResumeMode resume_mode() const override { return resume_; }
+  StreamedInput streamed_input() const override { return streamed_; }
 
   EngineLoad load() const override {
     if (broken_.ok()) {
@@ -292,6 +294,7 @@ class PythonEngine : public Engine {
   Methods methods_;
   const int capacity_;
   const ResumeMode resume_;
+  const StreamedInput streamed_;
   const PrefixCacheLayout cache_;
   std::optional<Prepared> prepared_;
   absl::flat_hash_set<std::string> live_;
@@ -358,6 +361,8 @@ absl::StatusOr<std::unique_ptr<Engine>> CreatePythonEngine(
     }
     absl::StatusOr<ResumeMode> resume = ReadResume(cls, qualified);
     if (!resume.ok()) return Refused(std::string(resume.status().message()), "class");
+    absl::StatusOr<StreamedInput> streamed = ReadStreamedInput(cls, qualified);
+    if (!streamed.ok()) return Refused(std::string(streamed.status().message()), "class");
     py::dict engine_params;
     for (const auto& [key, value] : own) engine_params[py::str(key)] = py::str(value);
     py::object instance;
@@ -382,7 +387,7 @@ absl::StatusOr<std::unique_ptr<Engine>> CreatePythonEngine(
                     cached ? py::getattr(instance, "take_cache_changes", py::none()) : py::none()};
     return std::make_unique<PythonEngine>(absl::StrCat("python engine ", qualified),
                                           std::move(instance), std::move(methods),
-                                          *capacity, *resume, *cache);
+                                          *capacity, *resume, *streamed, *cache);
   } catch (py::error_already_set& e) {
     return Refused(absl::StrCat(qualified, ": ", ExceptionLine(e)), "");
   }
