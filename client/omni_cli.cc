@@ -1,13 +1,15 @@
 // omni: the command-line client of an omnistage orchestrator.
 //
 //   omni generate --prompt="Tell me about the sea." --wav=out.wav
+//   omni speak --wav=out.wav < text.txt     (a GenerateDuplex call: stdin streams in)
 //   omni abort --ids=req-1,req-2
 //   omni status [--cluster]
 //   omni utility --stage=1 --name=stats
 //
 // generate streams text to stdout as it arrives, shows a progress line for
 // audio on stderr, and saves the audio as a WAV file with --wav (also what
-// arrived before an abort, a deadline or Ctrl-C). abort prints one line per
+// arrived before an abort, a deadline or Ctrl-C). speak does the same while it
+// sends stdin into the running request line by line (speak.h). abort prints one line per
 // id: aborted, not found, or failed (still in flight; retry) with the reason.
 // Exit codes: 0 finished, 1 error (for abort: some id failed), 2 bad usage,
 // 3 aborted, 4 no orchestrator answers at --server, 130 interrupted (Ctrl-C).
@@ -33,14 +35,14 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "client/stream_printer.h"
+#include "client/generate_output.h"
+#include "client/speak.h"
 #include "common/bearer_token.h"
 #include "common/flags_usage.h"
 #include "common/grpc_log.h"
 #include "common/limits.h"
 #include "common/modality.h"
 #include "common/tls.h"
-#include "common/wav_writer.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
@@ -57,11 +59,12 @@ ABSL_FLAG(std::string, tls_server_name, "",
           "the name the orchestrator's certificate must carry, when not the host of --server");
 ABSL_FLAG(std::string, token_file, "",
           "file holding the bearer token to send (default: $OMNISTAGE_TOKEN, if set)");
-ABSL_FLAG(std::string, prompt, "", "generate: the prompt");
+ABSL_FLAG(std::string, prompt, "",
+          "generate: the prompt; speak: text sent before stdin's (optional)");
 ABSL_FLAG(std::string, request_id, "", "generate: request id (default: assigned by the server)");
 ABSL_FLAG(std::string, modalities, "", "generate: comma-separated outputs: text,audio,tokens");
 ABSL_FLAG(std::string, wav, "",
-          "generate: save the audio as a WAV file here (also what arrived before an abort, "
+          "generate and speak: save the audio as a WAV file here (also what arrived before an abort, "
           "a deadline or Ctrl-C); none when empty");
 ABSL_FLAG(std::vector<std::string>, extra, {},
           "generate: engine parameters per stage as stage:key=value, comma-separated "
@@ -83,6 +86,11 @@ ABSL_FLAG(int, timeout_s, 0, "deadline for the call in seconds (0: none)");
 ABSL_FLAG(std::string, traceparent, "",
           "generate: a W3C traceparent (00-<trace id>-<parent id>-<flags>) sent as gRPC "
           "metadata; every stage's log lines about the request then carry its trace id");
+ABSL_FLAG(bool, by_word, false,
+          "speak: send stdin word by word as it is typed (default: line by line)");
+ABSL_FLAG(bool, latency, false,
+          "speak: print, per input line, how long after its last character the first audio "
+          "after it arrived");
 ABSL_FLAG(std::string, ids, "", "abort: comma-separated request ids");
 ABSL_FLAG(bool, cluster, false,
           "status: the whole cluster (every orchestrator sharing the workers, and each "
@@ -95,16 +103,6 @@ ABSL_FLAG(std::vector<std::string>, args, {},
 
 namespace omnistage {
 namespace {
-
-constexpr int kOk = 0, kError = 1, kUsage = 2, kAborted = 3, kUnreachable = 4,
-              kInterrupted = 130;
-
-// "no stage 9 (INVALID_ARGUMENT)".
-std::string Describe(const grpc::Status& status) {
-  return absl::StrCat(status.error_message(), " (",
-                      absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
-                      ")");
-}
 
 // Set by SIGINT while a generate streams; the stream is then cancelled.
 std::atomic<bool> interrupted{false};
@@ -201,8 +199,9 @@ void Prepare(grpc::ClientContext* context) {
   if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
 }
 
-int Generate(v1::Orchestrator::Stub& stub) {
-  v1::GenerateRequest request;
+// The request the flags describe; kUsage (said on stderr) when they are wrong.
+int BuildRequest(v1::GenerateRequest* out) {
+  v1::GenerateRequest& request = *out;
   request.set_prompt(absl::GetFlag(FLAGS_prompt));
   request.set_request_id(absl::GetFlag(FLAGS_request_id));
   for (absl::string_view name :
@@ -256,15 +255,26 @@ int Generate(v1::Orchestrator::Stub& stub) {
     (*ParamsOf(request, stage)->mutable_extra())[spec.substr(colon + 1, eq - colon - 1)] =
         spec.substr(eq + 1);
   }
+  return kOk;
+}
+
+// A Generate or speak call's deadline, token and trace context.
+void PrepareGenerate(grpc::ClientContext* context) {
+  Prepare(context);
+  if (const std::string traceparent = absl::GetFlag(FLAGS_traceparent); !traceparent.empty()) {
+    context->AddMetadata("traceparent", traceparent);
+  }
+}
+
+int Generate(v1::Orchestrator::Stub& stub) {
+  v1::GenerateRequest request;
+  if (const int usage = BuildRequest(&request); usage != kOk) return usage;
   if (request.prompt().empty()) {
     std::cerr << "omni: generate needs --prompt\n";
     return kUsage;
   }
   grpc::ClientContext context;
-  Prepare(&context);
-  if (const std::string traceparent = absl::GetFlag(FLAGS_traceparent); !traceparent.empty()) {
-    context.AddMetadata("traceparent", traceparent);
-  }
+  PrepareGenerate(&context);
   // Ctrl-C cancels the call (the orchestrator then aborts the request on every
   // stage); what arrived is kept.
   std::signal(SIGINT, OnInterrupt);
@@ -277,74 +287,30 @@ int Generate(v1::Orchestrator::Stub& stub) {
   });
   std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader =
       stub.Generate(&context, request);
-  WavWriter wav;
-  StreamPrinter printer;
+  GenerateOutput output;
   v1::GenerateResponse response;
-  v1::Terminal terminal;
-  std::string request_id;
-  while (reader->Read(&response)) {
-    request_id = response.request_id();
-    for (const v1::OutputChunk& chunk : response.outputs()) {
-      const v1::Payload& payload = chunk.payload();
-      if (payload.has_text()) {
-        printer.Text(payload.text().text());
-      } else if (payload.has_audio()) {
-        if (absl::Status s = wav.Append(payload.audio()); !s.ok()) {
-          std::cerr << "omni: " << s.message() << "\n";
-        }
-        printer.Audio(wav.seconds());
-      } else if (payload.has_tokens()) {
-        printer.Text(absl::StrCat(absl::StrJoin(payload.tokens().ids(), " "), " "));
-      }
-    }
-    if (response.has_terminal()) terminal = response.terminal();
-  }
-  printer.End();
+  while (reader->Read(&response)) output.Add(response);
   const grpc::Status status = reader->Finish();
   streaming = false;
   watcher.join();
   std::signal(SIGINT, SIG_DFL);
-  const bool complete = status.ok() && (terminal.finish_reason() == v1::FINISH_REASON_STOP ||
-                                        terminal.finish_reason() == v1::FINISH_REASON_LENGTH);
-  // The audio that arrived is kept, also when the request did not finish.
-  const std::string path = absl::GetFlag(FLAGS_wav);
-  int rc = kOk;
-  if (wav.bytes() > 0 && path.empty()) {
-    std::fprintf(stderr, "omni: received %.2f s of audio; not saved (pass --wav=FILE)\n",
-                 wav.seconds());
-  } else if (wav.bytes() > 0) {
-    if (absl::Status s = wav.Save(path); !s.ok()) {
-      std::cerr << "omni: " << s.message() << "\n";
-      rc = kError;
-    } else {
-      std::fprintf(stderr, "omni: wrote %s (%.2f s of audio at %d Hz%s)\n", path.c_str(),
-                   wav.seconds(), wav.sample_rate_hz(), complete ? "" : ", what arrived");
-    }
-  }
-  const std::string who = request_id.empty() ? "the request" : request_id;
-  if (interrupted.load()) {
-    std::cerr << "omni: interrupted; cancelled " << who
-              << " (the orchestrator stops it on every stage)\n";
-    return kInterrupted;
-  }
-  if (!status.ok()) {
-    std::cerr << "omni: generate failed: " << Describe(status) << "\n";
-    return kError;
-  }
-  if (rc != kOk) return rc;
-  switch (terminal.finish_reason()) {
-    case v1::FINISH_REASON_STOP:
-    case v1::FINISH_REASON_LENGTH:
-      std::cerr << "omni: " << who << " finished ("
-                << v1::FinishReason_Name(terminal.finish_reason()) << ")\n";
-      return kOk;
-    case v1::FINISH_REASON_ABORT:
-      std::cerr << "omni: " << who << " was aborted\n";
-      return kAborted;
-    default:
-      std::cerr << "omni: " << who << " failed: " << terminal.error().message() << "\n";
-      return kError;
-  }
+  return output.End(status, "generate", absl::GetFlag(FLAGS_wav), interrupted.load());
+}
+
+int Speak(v1::Orchestrator::Stub& stub) {
+  v1::GenerateRequest request;
+  if (const int usage = BuildRequest(&request); usage != kOk) return usage;
+  grpc::ClientContext context;
+  PrepareGenerate(&context);
+  SpeakOptions options;
+  options.by_word = absl::GetFlag(FLAGS_by_word);
+  options.latency = absl::GetFlag(FLAGS_latency);
+  options.wav = absl::GetFlag(FLAGS_wav);
+  std::signal(SIGINT, OnInterrupt);
+  const int rc = omnistage::Speak(stub, &context, std::move(request), options, STDIN_FILENO,
+                                  interrupted);
+  std::signal(SIGINT, SIG_DFL);
+  return rc;
 }
 
 int Abort(v1::Orchestrator::Stub& stub) {
@@ -436,9 +402,9 @@ int Utility(v1::Orchestrator::Stub& stub) {
 
 int Run(const std::vector<char*>& args) {
   const std::string command = args.size() > 1 ? args[1] : "";
-  if (command != "generate" && command != "abort" && command != "status" &&
+  if (command != "generate" && command != "speak" && command != "abort" && command != "status" &&
       command != "utility") {
-    std::cerr << "usage: omni generate|abort|status|utility [flags]  (omni --help)\n";
+    std::cerr << "usage: omni generate|speak|abort|status|utility [flags]  (omni --help)\n";
     return kUsage;
   }
   const TlsFiles tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
@@ -455,6 +421,7 @@ int Run(const std::vector<char*>& args) {
   if (channel == nullptr) return kUnreachable;
   auto stub = v1::Orchestrator::NewStub(channel);
   if (command == "generate") return Generate(*stub);
+  if (command == "speak") return Speak(*stub);
   if (command == "abort") return Abort(*stub);
   if (command == "status") return Status(*stub);
   return Utility(*stub);
@@ -466,7 +433,7 @@ int Run(const std::vector<char*>& args) {
 int main(int argc, char** argv) {
   omnistage::RouteGrpcLogs();
   omnistage::SetUsage(
-      "omni generate|abort|status|utility [--server=host:port] [flags]: talks to an "
+      "omni generate|speak|abort|status|utility [--server=host:port] [flags]: talks to an "
       "omnistage orchestrator.",
       "client/omni_cli.cc");
   return omnistage::Run(omnistage::ParseFlagsOrExit(argc, argv, "omni"));

@@ -87,6 +87,36 @@ GenerateCall::GenerateCall(std::shared_ptr<v1::Orchestrator::Stub> stub,
       std::thread([this, request = std::move(request)]() mutable { Run(std::move(request)); });
 }
 
+GenerateCall::GenerateCall(std::shared_ptr<v1::Orchestrator::Stub> stub,
+                           v1::GenerateRequest request, absl::Duration deadline,
+                           const std::string& token, DuplexTag)
+    : stub_(std::move(stub)) {
+  context_.set_deadline(DeadlineIn(deadline));
+  if (!token.empty()) context_.AddMetadata("authorization", "Bearer " + token);
+  duplex_ = stub_->GenerateDuplex(&context_);
+  v1::GenerateInput first;
+  *first.mutable_request() = std::move(request);
+  duplex_->Write(first);  // A refusal shows in the call's status.
+  thread_ = std::thread([this] { Read(*duplex_); });
+}
+
+bool GenerateCall::Send(std::vector<v1::Payload> payloads, bool last) {
+  v1::GenerateInput message;
+  for (v1::Payload& p : payloads) *message.mutable_input()->add_payloads() = std::move(p);
+  message.mutable_input()->set_last(last);
+  return Send(message);
+}
+
+bool GenerateCall::Send(const v1::GenerateInput& message) {
+  absl::MutexLock lock(&write_mu_);
+  return !finished_ && duplex_->Write(message);
+}
+
+bool GenerateCall::CloseInput() {
+  absl::MutexLock lock(&write_mu_);
+  return !finished_ && duplex_->WritesDone();
+}
+
 GenerateCall::~GenerateCall() {
   context_.TryCancel();
   if (thread_.joinable()) thread_.join();
@@ -95,8 +125,13 @@ GenerateCall::~GenerateCall() {
 void GenerateCall::Run(v1::GenerateRequest request) {
   std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader =
       stub_->Generate(&context_, request);
+  Read(*reader);
+}
+
+template <typename Stream>
+void GenerateCall::Read(Stream& reader) {
   v1::GenerateResponse response;
-  while (reader->Read(&response)) {
+  while (reader.Read(&response)) {
     absl::MutexLock lock(&mu_);
     GenerateResult& r = result_;
     ++r.responses;
@@ -130,7 +165,13 @@ void GenerateCall::Run(v1::GenerateRequest request) {
     }
     changed_.SignalAll();
   }
-  grpc::Status status = reader->Finish();
+  grpc::Status status;
+  {
+    // Not while the test thread writes (GenerateDuplex).
+    absl::MutexLock lock(&write_mu_);
+    finished_ = true;
+    status = reader.Finish();
+  }
   absl::MutexLock lock(&mu_);
   result_.status = std::move(status);
   result_.done = true;

@@ -101,6 +101,11 @@ class GenerateCall {
   GenerateCall(std::shared_ptr<v1::Orchestrator::Stub> stub, v1::GenerateRequest request,
                absl::Duration deadline, const std::string& token = "");
   ~GenerateCall();
+  // A GenerateDuplex call: `request` is its first message, and Send() and
+  // CloseInput() feed its input.
+  struct DuplexTag {};
+  GenerateCall(std::shared_ptr<v1::Orchestrator::Stub> stub, v1::GenerateRequest request,
+               absl::Duration deadline, const std::string& token, DuplexTag);
   GenerateCall(const GenerateCall&) = delete;
   GenerateCall& operator=(const GenerateCall&) = delete;
 
@@ -116,14 +121,26 @@ class GenerateCall {
   GenerateResult Wait(absl::Duration timeout);
   GenerateResult Snapshot();
 
+  // GenerateDuplex only: one input message (false once the call takes no
+  // more), and the half-close that completes the input.
+  bool Send(std::vector<v1::Payload> payloads, bool last = false);
+  bool Send(const v1::GenerateInput& message);
+  bool CloseInput();
+
  private:
   void Run(v1::GenerateRequest request);
+  template <typename Stream>
+  void Read(Stream& reader);
 
   const std::shared_ptr<v1::Orchestrator::Stub> stub_;
   grpc::ClientContext context_;
   absl::Mutex mu_;
   GenerateResult result_ ABSL_GUARDED_BY(mu_);
   absl::CondVar changed_;  // Signalled whenever result_ changes.
+  // GenerateDuplex: the stream; its writes and its Finish never overlap.
+  std::unique_ptr<grpc::ClientReaderWriter<v1::GenerateInput, v1::GenerateResponse>> duplex_;
+  absl::Mutex write_mu_;
+  bool finished_ ABSL_GUARDED_BY(write_mu_) = false;
   std::thread thread_;     // Last: starts after everything above exists.
 };
 

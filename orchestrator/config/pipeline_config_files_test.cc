@@ -54,6 +54,21 @@ TEST(PipelineConfigFilesTest, ShippedOmniConfigIsTheDemoPipeline) {
   EXPECT_EQ(vocoder.input_mode, InputMode::kStreaming);
 }
 
+TEST(PipelineConfigFilesTest, ShippedTtsConfigSpeaksStreamedText) {
+  absl::StatusOr<PipelineConfig> config = LoadPipelineConfig("orchestrator/configs/local_tts.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->stages.size(), 2u);
+  const StageConfig& talker = config->stages[0];
+  const StageConfig& vocoder = config->stages[1];
+  EXPECT_EQ(talker.engine, "talker");
+  EXPECT_FALSE(talker.final_output);
+  EXPECT_EQ(vocoder.engine, "vocoder");
+  EXPECT_TRUE(vocoder.final_output);
+  EXPECT_EQ(vocoder.output_modality, v1::MODALITY_AUDIO);
+  EXPECT_EQ(vocoder.input_mode, InputMode::kStreaming);
+  EXPECT_EQ(config->input_idle_timeout, absl::Minutes(2));
+}
+
 TEST(PipelineConfigFilesTest, ShippedSimConfigIsOneFastStage) {
   absl::StatusOr<PipelineConfig> config = LoadPipelineConfig("orchestrator/configs/local_sim.yaml");
   ASSERT_TRUE(config.ok()) << config.status();
