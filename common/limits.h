@@ -42,6 +42,12 @@ inline constexpr int64_t kAddRequestEnvelopeBytes = int64_t{64} << 10;
 // orchestrator accepts always fits the AddRequest a worker accepts.
 inline constexpr int64_t kMaxRequestFieldsBytes = int64_t{32} << 10;
 
+// Audio a client streams in (GenerateDuplex): its rate and channels lie in
+// these ranges (0 channels is read as mono).
+inline constexpr int kMinAudioSampleRateHz = 1000;
+inline constexpr int kMaxAudioSampleRateHz = 384000;
+inline constexpr int kMaxAudioChannels = 8;
+
 }  // namespace omnistage
 
 #endif  // OMNISTAGE_COMMON_LIMITS_H_

@@ -130,6 +130,14 @@ struct PipelineConfig {
   // Longer prompts get INVALID_ARGUMENT. At most 16 MiB - 64 KiB, so a prompt
   // always fits the AddRequest a worker accepts.
   size_t max_prompt_bytes = 65536;
+  // Streamed input (GenerateDuplex, docs/clients.md): the largest chunk one
+  // message may carry (at most 16 MiB - 64 KiB, so it always fits the
+  // AppendInput a worker accepts), the most a request may stream in all, and
+  // the longest pause between two of its messages while its input is open.
+  // Past any of them the request ends with an error, stopped on every stage.
+  int64_t max_input_chunk_bytes = 1 << 20;
+  int64_t max_input_bytes = 16 << 20;
+  absl::Duration input_idle_timeout = absl::Milliseconds(30000);
   // Responses queued for one client that reads slower than the pipeline
   // writes; past it the request is stopped on every stage ("client too slow").
   size_t max_client_queued_bytes = 16 << 20;

@@ -40,6 +40,9 @@ limits:
   max_connection_age_ms: 600000
   max_connection_age_grace_ms: 0
   max_replay_bytes: 65536
+  max_input_chunk_bytes: 4096
+  max_input_bytes: 1000000
+  input_idle_ms: 5000
 stages:
   - name: thinker
     engine: thinker
@@ -105,6 +108,9 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
   EXPECT_EQ(config->max_connection_age, absl::Minutes(10));
   EXPECT_EQ(config->max_connection_age_grace, absl::ZeroDuration());
   EXPECT_EQ(config->max_replay_bytes, 65536);
+  EXPECT_EQ(config->max_input_chunk_bytes, 4096);
+  EXPECT_EQ(config->max_input_bytes, 1000000);
+  EXPECT_EQ(config->input_idle_timeout, absl::Seconds(5));
   ASSERT_EQ(config->stages.size(), 4u);
 
   const StageConfig& thinker = config->stages[0];
@@ -180,6 +186,9 @@ TEST(PipelineConfigTest, AppliesDefaults) {
   EXPECT_EQ(config->max_in_flight, 10000);
   EXPECT_EQ(config->max_prompt_bytes, 65536u);
   EXPECT_EQ(config->max_replay_bytes, 1 << 20);
+  EXPECT_EQ(config->max_input_chunk_bytes, 1 << 20);
+  EXPECT_EQ(config->max_input_bytes, 16 << 20);
+  EXPECT_EQ(config->input_idle_timeout, absl::Seconds(30));
   ASSERT_EQ(config->stages.size(), 1u);
   const StageConfig& stage = config->stages[0];
   EXPECT_TRUE(stage.engine_params.empty());
@@ -316,7 +325,12 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {"limits: {max_inflight: 5}\n" + OneStage(""),
        "limits.max_inflight: unknown key (known: max_in_flight, max_prompt_bytes, "
        "max_client_queued_bytes, max_in_flight_per_identity, max_streams_per_connection, "
-       "min_client_ping_interval_ms, max_connection_age_ms, max_connection_age_grace_ms, max_queued, max_queue_ms, admission_headroom, max_replay_bytes)"},
+       "min_client_ping_interval_ms, max_connection_age_ms, max_connection_age_grace_ms, max_queued, max_queue_ms, admission_headroom, max_replay_bytes, max_input_chunk_bytes, max_input_bytes, input_idle_ms)"},
+      {"limits: {max_input_chunk_bytes: 16777216}\n" + OneStage(""),
+       "limits.max_input_chunk_bytes: expected an integer in [1, 16711680], got '16777216'"},
+      {"limits: {max_input_bytes: 0}\n" + OneStage(""),
+       "limits.max_input_bytes: expected an integer in [1, 1073741824], got '0'"},
+      {"limits: {input_idle_ms: 0}\n" + OneStage(""), "limits.input_idle_ms: expected"},
       {"limits: {max_replay_bytes: 10}\n" + OneStage(""),
        "limits.max_replay_bytes: expected an integer in [1024, 1073741824], got '10'"},
       {OneStage("failover: {max_attempts: 0}"),

@@ -14,7 +14,8 @@ const std::vector<std::string> kLimitsKeys = {
     "max_in_flight",           "max_prompt_bytes",           "max_client_queued_bytes",
     "max_in_flight_per_identity", "max_streams_per_connection", "min_client_ping_interval_ms",
     "max_connection_age_ms",   "max_connection_age_grace_ms", "max_queued",
-    "max_queue_ms",            "admission_headroom",          "max_replay_bytes"};
+    "max_queue_ms",            "admission_headroom",          "max_replay_bytes",
+    "max_input_chunk_bytes",   "max_input_bytes",             "input_idle_ms"};
 
 // A prompt travels to stage 0 inside one AddRequest, which a worker accepts only
 // up to its message limit (16 MiB by default): a larger limit here would let one
@@ -43,6 +44,11 @@ absl::Status ReadLimits(const YAML::Node& node, PipelineConfig* config) {
   limits.Int("admission_headroom", 0, 1 << 10, &headroom);
   // At least a prompt's worth; at most 1 GiB per request.
   limits.Int("max_replay_bytes", 1024, int64_t{1} << 30, &config->max_replay_bytes);
+  // Streamed input: a chunk must fit the AppendInput a worker accepts; a
+  // request's whole input at most 1 GiB.
+  limits.Int("max_input_chunk_bytes", 1, kMaxPromptBytes, &config->max_input_chunk_bytes);
+  limits.Int("max_input_bytes", 1, int64_t{1} << 30, &config->max_input_bytes);
+  limits.Millis("input_idle_ms", 1, &config->input_idle_timeout);
   // Pings closer than 100 ms would cost more than they tell.
   limits.Millis("min_client_ping_interval_ms", 100, &config->min_client_ping_interval);
   limits.Millis("max_connection_age_ms", 0, &config->max_connection_age);

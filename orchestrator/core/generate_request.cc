@@ -68,7 +68,7 @@ absl::Status CheckStageParams(const PipelineConfig& config, const v1::GenerateRe
 }  // namespace
 
 absl::Status ValidateGenerateRequest(const PipelineConfig& config,
-                                     const v1::GenerateRequest& request) {
+                                     const v1::GenerateRequest& request, bool streamed_input) {
   const std::string& id = request.request_id();
   if (request.has_priority() &&
       (request.priority() < 0 || request.priority() > kMaxPriority)) {
@@ -93,7 +93,7 @@ absl::Status ValidateGenerateRequest(const PipelineConfig& config,
     return absl::InvalidArgumentError(absl::StrCat("session_key is ", request.session_key().size(),
                                                    " bytes; the limit is ", kMaxSessionKeyBytes));
   }
-  if (request.prompt().empty()) return absl::InvalidArgumentError("prompt is empty");
+  if (request.prompt().empty() && !streamed_input) return absl::InvalidArgumentError("prompt is empty");
   if (request.prompt().size() > config.max_prompt_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("prompt is ", request.prompt().size(),
                                                    " bytes; the limit is ",
@@ -107,6 +107,56 @@ absl::Status ValidateGenerateRequest(const PipelineConfig& config,
   }
   if (absl::Status s = CheckModalities(config, request); !s.ok()) return s;
   return CheckStageParams(config, request);
+}
+
+absl::Status ValidateInputMessage(const PipelineConfig& config, const v1::GenerateInput& message,
+                                  int64_t streamed_before, int64_t* bytes) {
+  *bytes = 0;
+  if (!message.has_input()) {
+    return absl::InvalidArgumentError(
+        "only the first message of a GenerateDuplex call carries `request`; the later ones "
+        "carry `input`");
+  }
+  const v1::InputChunk& chunk = message.input();
+  for (int i = 0; i < chunk.payloads_size(); ++i) {
+    const v1::Payload& p = chunk.payloads(i);
+    const std::string field = absl::StrCat("input.payloads[", i, "]");
+    if (p.kind_case() == v1::Payload::KIND_NOT_SET) {
+      return absl::InvalidArgumentError(absl::StrCat(field, " has no content"));
+    }
+    if (!p.has_audio()) continue;
+    const v1::AudioChunk& audio = p.audio();
+    const int channels = audio.channels() == 0 ? 1 : audio.channels();
+    if (channels < 1 || channels > kMaxAudioChannels) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".audio.channels is ", audio.channels(),
+                                                     "; it must be in 0..", kMaxAudioChannels,
+                                                     " (0: mono)"));
+    }
+    if (audio.sample_rate_hz() < kMinAudioSampleRateHz ||
+        audio.sample_rate_hz() > kMaxAudioSampleRateHz) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".audio.sample_rate_hz is ", audio.sample_rate_hz(), "; it must be in ",
+          kMinAudioSampleRateHz, "..", kMaxAudioSampleRateHz));
+    }
+    if (audio.pcm_s16le().size() % (2 * static_cast<size_t>(channels)) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".audio.pcm_s16le is ", audio.pcm_s16le().size(), " bytes: not whole 16-bit ",
+          channels == 1 ? "mono" : absl::StrCat(channels, "-channel"), " samples"));
+    }
+  }
+  const int64_t size = static_cast<int64_t>(chunk.ByteSizeLong());
+  if (size > config.max_input_chunk_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("an input message of ", size,
+                                                   " bytes; limits.max_input_chunk_bytes is ",
+                                                   config.max_input_chunk_bytes));
+  }
+  if (streamed_before + size > config.max_input_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the streamed input reached ", streamed_before + size,
+        " bytes; limits.max_input_bytes is ", config.max_input_bytes));
+  }
+  *bytes = size;
+  return absl::OkStatus();
 }
 
 v1::StageParameters StageParamsFor(const PipelineConfig& config,

@@ -20,12 +20,23 @@
 namespace omnistage {
 
 // OK, or INVALID_ARGUMENT naming the field and the reason: request_id (length,
-// characters, the generated form req-<32 hex>.<12 hex>), prompt (empty, over limits.max_prompt_bytes), output_modalities
-// (unknown, or produced by no final stage), stage_params (no such stage, a stage
-// twice, max_tokens or temperature out of range). Engine-specific parameters are
-// checked by the workers.
+// characters, the generated form req-<32 hex>.<12 hex>), prompt (empty, over
+// limits.max_prompt_bytes), output_modalities (unknown, or produced by no final
+// stage), stage_params (no such stage, a stage twice, max_tokens or temperature
+// out of range). Engine-specific parameters are checked by the workers. With
+// `streamed_input` (GenerateDuplex) the prompt may be empty: input follows.
 absl::Status ValidateGenerateRequest(const PipelineConfig& config,
-                                     const v1::GenerateRequest& request);
+                                     const v1::GenerateRequest& request,
+                                     bool streamed_input = false);
+
+// A later message of a GenerateDuplex call, read against the limits: OK, or
+// INVALID_ARGUMENT saying what is wrong (it carries a request and not input; a
+// chunk over limits.max_input_chunk_bytes; past limits.max_input_bytes with
+// the `streamed_before` bytes that came before it; a payload with no content;
+// audio whose bytes are no whole samples, or whose rate or channels are out of
+// range). `*bytes` is what it adds to the request's input.
+absl::Status ValidateInputMessage(const PipelineConfig& config, const v1::GenerateInput& message,
+                                  int64_t streamed_before, int64_t* bytes);
 
 // Stage `stage`'s defaults from the config, overridden field by field by the
 // request's stage_params for it.

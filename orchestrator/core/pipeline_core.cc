@@ -112,9 +112,14 @@ void PipelineCore::set_replica_address(int stage, int replica, std::string addre
 // ---- Admission ---------------------------------------------------------------------
 
 absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& request,
-                                                  const std::string& caller) {
+                                                  const std::string& caller, bool streamed_input) {
   if (!accepting_) return absl::UnavailableError("the orchestrator is draining; try another one");
-  if (absl::Status s = ValidateGenerateRequest(config_, request); !s.ok()) return s;
+  if (absl::Status s = ValidateGenerateRequest(config_, request, streamed_input); !s.ok()) {
+    return s;
+  }
+  if (streamed_input) {
+    if (absl::Status s = CheckTakesStreamedInput(); !s.ok()) return s;
+  }
   // Refusals of the moment: a request that ends makes room.
   if (static_cast<int>(table_.size()) >= config_.max_in_flight) {
     return RetryLater(absl::StatusCode::kResourceExhausted,
@@ -168,14 +173,15 @@ LogContext PipelineCore::ContextOf(const InFlightRequest& r, int stage, int repl
 }
 
 void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> client,
-                            std::string traceparent, const Caller& caller) {
+                            std::string traceparent, const Caller& caller,
+                            bool streamed_input) {
   CheckInLoop();
   const ResponseSink* owner = client.get();
   std::string trace_id = TraceIdOf(traceparent);
   // What the client gets is logged and measured on its way.
   auto sink = std::make_shared<MeteredSink>(
       std::make_shared<LoggedSink>(std::move(client), trace_id), &metrics_, scheduler_);
-  absl::StatusOr<std::string> id = AdmitId(request, caller.identity);
+  absl::StatusOr<std::string> id = AdmitId(request, caller.identity, streamed_input);
   if (id.ok() && request.has_priority() && request.priority() > caller.max_priority) {
     id = absl::PermissionDeniedError(absl::StrCat(
         "priority ", request.priority(), " is above the highest ",
@@ -202,6 +208,11 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   if (added == nullptr) return;  // A broken invariant; the call has failed.
   InFlightRequest& r = *added;
   r.owner = owner;
+  if (streamed_input) {
+    r.input = std::make_unique<InputStream>();
+    r.input->last_at = scheduler_->Now();
+    ArmInputTimer(r);
+  }
   r.trace_id = std::move(trace_id);
   if (!r.trace_id.empty()) r.traceparent = std::move(traceparent);
   Log(LogLevel::kDebug, ContextOf(r), "admitted");
@@ -388,18 +399,19 @@ void PipelineCore::HandOff(InFlightRequest& r, int stage, v1::RequestOutput& out
   } else if (!to.started) {
     error = StartStage(r, next, {output.payloads().begin(), output.payloads().end()}, last);
   } else {
-    error = SendMoreInput(r, next, output, last);
+    error = SendMoreInput(r, next, output.payloads(), last);
   }
   if (error.has_value()) FailRequests({id}, *error);
 }
 
-std::optional<v1::Error> PipelineCore::SendMoreInput(InFlightRequest& r, int stage,
-                                                     const v1::RequestOutput& output, bool last) {
+std::optional<v1::Error> PipelineCore::SendMoreInput(
+    InFlightRequest& r, int stage, const google::protobuf::RepeatedPtrField<v1::Payload>& payloads,
+    bool last) {
   v1::AppendInput append;
   append.set_request_id(r.id);
-  *append.mutable_chunks() = output.payloads();
-  for (const v1::Payload& p : output.payloads()) KeepInput(r, stage, p, last);
-  if (output.payloads_size() == 0 && last && FailsOver(r, stage)) {
+  *append.mutable_chunks() = payloads;
+  for (const v1::Payload& p : payloads) KeepInput(r, stage, p, last);
+  if (payloads.empty() && last && FailsOver(r, stage)) {
     r.failover->stages[stage].input_complete = true;
   }
   append.set_last(last);

@@ -62,8 +62,22 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // passed to every stage. `caller`: the client's authenticated identity, the
   // only one that may Abort the request ("" without authentication), with its
   // priority and weight in the admission queue.
+  // With `streamed_input` (GenerateDuplex), more input for stage 0 follows
+  // through AppendInput() (pipeline_core_input.cc); the prompt may be empty,
+  // and stage 0's engine must take input in pieces (FAILED_PRECONDITION).
   void Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> sink,
-                std::string traceparent = "", const Caller& caller = Caller());
+                std::string traceparent = "", const Caller& caller = Caller(),
+                bool streamed_input = false);
+  // A later message of the GenerateDuplex call whose request `request_id`
+  // answers to `sink` (a request that ended, or another's, takes nothing).
+  // Its input goes to stage 0 (held while the request waits in the admission
+  // queue); `input.last` closes the input. Anything else ends the request
+  // with INVALID_ARGUMENT, stopped on every stage: a message carrying a
+  // request, a chunk over limits.max_input_chunk_bytes, input past
+  // limits.max_input_bytes, a payload with no content or malformed audio,
+  // input after `last`.
+  void AppendInput(const std::string& request_id, const ResponseSink* sink,
+                   v1::GenerateInput message);
   // The client of `request_id` went away (cancel, disconnect, deadline): abort it
   // everywhere. Only acts if the request still belongs to `sink`.
   void Cancel(const std::string& request_id, const ResponseSink* sink);
@@ -125,7 +139,15 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   static LogContext ContextOf(const InFlightRequest& r, int stage = -1, int replica = -1);
   // Admission: the id a request runs under, or why it cannot run now.
   absl::StatusOr<std::string> AdmitId(const v1::GenerateRequest& request,
-                                      const std::string& caller);
+                                      const std::string& caller, bool streamed_input);
+  // Streamed input (pipeline_core_input.cc). OK when stage 0 takes input in
+  // pieces: none of its live replicas says its engine does not.
+  absl::Status CheckTakesStreamedInput() const;
+  // Watches the pause since `r`'s last input message.
+  void ArmInputTimer(InFlightRequest& r);
+  void OnInputIdle(const std::string& id);
+  // Ends `r` for input that breaks the contract or the limits.
+  void FailInput(InFlightRequest& r, absl::StatusCode code, const std::string& message);
 
   // The admission queue (pipeline_core_queue.cc). Whether a new request waits:
   // the queue is on, and others wait or stage 0 has no free slot (but a live
@@ -155,8 +177,9 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   void HandOff(InFlightRequest& request, int stage, v1::RequestOutput& output);
   // Streams `output`'s payloads to the replica `stage` already runs the request
   // on; the error when that replica refused them. May end the request.
-  std::optional<v1::Error> SendMoreInput(InFlightRequest& request, int stage,
-                                         const v1::RequestOutput& output, bool last);
+  std::optional<v1::Error> SendMoreInput(
+      InFlightRequest& request, int stage,
+      const google::protobuf::RepeatedPtrField<v1::Payload>& payloads, bool last);
   void MaybeComplete(InFlightRequest& request);
 
   // Failover (pipeline_core_failover.cc, docs/reliability.md). Whether `r`

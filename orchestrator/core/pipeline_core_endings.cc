@@ -82,9 +82,11 @@ void PipelineCore::OnIdleTimer(const std::string& id) {
   InFlightRequest* r = table_.Find(id);
   if (r == nullptr) return;
   r->idle_timer = 0;
-  if (r->aborting > 0) {
-    // Outputs are held while an abort runs, so last_activity stands still: wait
-    // a whole timeout from now rather than fire again at once.
+  // Outputs are held while an abort runs, so last_activity stands still; while
+  // its input streams in, stages may rightly wait for more (an LLM prefills the
+  // whole prompt), and the input's own timer watches the client. Either way:
+  // wait a whole timeout from now rather than fire again at once.
+  if (r->aborting > 0 || (r->input != nullptr && r->input->open)) {
     r->last_activity = scheduler_->Now();
     ArmIdleTimer(*r);
     return;

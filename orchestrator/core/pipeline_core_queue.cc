@@ -139,9 +139,14 @@ void PipelineCore::RefuseQueued(const v1::Error& error) {
 }
 
 std::optional<v1::Error> PipelineCore::StartFirstStage(InFlightRequest& r, std::string prompt) {
-  std::vector<v1::Payload> input(1);
-  input[0].mutable_text()->set_text(std::move(prompt));
-  return StartStage(r, 0, std::move(input), /*complete=*/true);
+  std::vector<v1::Payload> input;
+  // A streamed-input request may start with no prompt: its input follows.
+  if (!prompt.empty()) input.emplace_back().mutable_text()->set_text(std::move(prompt));
+  if (r.input == nullptr) return StartStage(r, 0, std::move(input), /*complete=*/true);
+  // What streamed in while it waited in the queue goes with it.
+  for (v1::Payload& p : r.input->held) input.push_back(std::move(p));
+  r.input->held.clear();
+  return StartStage(r, 0, std::move(input), /*complete=*/!r.input->open);
 }
 
 }  // namespace omnistage

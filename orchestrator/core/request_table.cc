@@ -46,6 +46,7 @@ void RequestTable::Finish(const std::string& id, v1::Terminal terminal) {
   Forget(*ended);
   scheduler_->Cancel(ended->idle_timer);
   scheduler_->Cancel(ended->queue_timer);
+  if (ended->input != nullptr) scheduler_->Cancel(ended->input->idle_timer);
   ended->sink->Finish(ended->id, std::move(terminal));
 }
 
@@ -54,6 +55,7 @@ void RequestTable::Remove(const std::string& id) {
   if (it == requests_.end()) return;
   scheduler_->Cancel(it->second->idle_timer);
   scheduler_->Cancel(it->second->queue_timer);
+  if (it->second->input != nullptr) scheduler_->Cancel(it->second->input->idle_timer);
   Forget(*it->second);
   requests_.erase(it);
 }

@@ -42,6 +42,20 @@ struct DeferredOutput {
   v1::RequestOutput output;
 };
 
+// The client's side of a GenerateDuplex request: its input streams in
+// (pipeline_core_input.cc, docs/clients.md "Streamed input").
+struct InputStream {
+  // More may come: no message with `last`, and no half-close, yet.
+  bool open = true;
+  // What came so far (payload bytes), and when the last message did.
+  int64_t bytes = 0;
+  absl::Time last_at;
+  Scheduler::TimerId idle_timer = 0;
+  // Input that came before stage 0 started (the request waits in the
+  // admission queue): it goes with the AddRequest.
+  std::vector<v1::Payload> held;
+};
+
 struct InFlightRequest {
   std::string id;
   std::shared_ptr<ResponseSink> sink;
@@ -90,6 +104,8 @@ struct InFlightRequest {
   // What failover keeps to resume it on another replica (replay.h); null when
   // no stage it runs on fails over, or it asked not to.
   std::unique_ptr<FailoverState> failover;
+  // Set for a GenerateDuplex request: its streamed input.
+  std::unique_ptr<InputStream> input;
 };
 
 class RequestTable {

@@ -206,6 +206,7 @@ void StagePool::Admit(int replica, const v1::Ready& ready) {
   state.capacity = ready.capacity();
   state.max_message_bytes = ready.max_message_bytes();
   state.resume = ready.resume();
+  state.streamed_input = ready.streamed_input();
   state.down_reason = absl::OkStatus();
   state.last_error.clear();
   state.others_load = 0;  // Until its first report.
@@ -243,6 +244,7 @@ void StagePool::AppendStatus(v1::StageStatus* stage, absl::Time now) const {
                        : state.draining || state.retiring ? v1::ReplicaStatus::STATE_DRAINING
                                                           : v1::ReplicaStatus::STATE_LIVE);
     replica->set_instance_id(state.instance_id);
+    replica->set_streamed_input(state.streamed_input);
     replica->set_capacity(state.capacity);
     replica->set_bound_requests(BoundCount(r));
     replica->set_last_error(state.last_error);

@@ -87,6 +87,8 @@ struct ReplicaState {
   int64_t max_message_bytes = 0;
   // How its engine takes over a request another replica lost (failover).
   v1::ResumeMode resume = v1::RESUME_MODE_UNSPECIFIED;
+  // Whether its engine takes input in pieces (Ready.streamed_input).
+  v1::StreamedInput streamed_input = v1::STREAMED_INPUT_UNSPECIFIED;
   // Why it went down last (OK while it has not), and that reason's message
   // while it is not alive.
   absl::Status down_reason;

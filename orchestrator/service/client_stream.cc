@@ -49,6 +49,11 @@ void ClientStream::Write(const std::string& request_id, v1::GenerateResponse res
   }
 }
 
+std::string ClientStream::request_id() const {
+  absl::MutexLock lock(&mu_);
+  return request_id_;
+}
+
 void ClientStream::Started(const std::string& request_id) {
   bool cancelled;
   {

@@ -51,6 +51,10 @@ class ClientStream : public ResponseSink, public std::enable_shared_from_this<Cl
   void Finish(const std::string& request_id, v1::Terminal terminal) override;
   void Fail(const absl::Status& status) override;
 
+  // The id its request runs under, once Started (""
+  // before, or when it failed).
+  std::string request_id() const;
+
   // The reactor (gRPC threads).
   void OnWriteDone(bool ok) { writer_.OnWriteDone(ok); }
   void OnCancel();
@@ -63,7 +67,7 @@ class ClientStream : public ResponseSink, public std::enable_shared_from_this<Cl
   StreamWriter<v1::GenerateResponse> writer_;
   const size_t max_queued_bytes_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::string request_id_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;  // Finish or Fail came.

@@ -1,10 +1,11 @@
-// The Orchestrator gRPC service (callback API): thin reactors that post each call
-// to the PipelineCore's event loop. A Generate call's responses go through its
-// ClientStream (client_stream.h); an Abort goes through the AbortRouter (to the
-// peers holding ids held elsewhere) and carries the client's deadline to the
-// workers' abort calls; a cluster status asks the peers too. Every call is authenticated first (client_auth.h): a
-// request belongs to the caller that started it, and status and utility calls
-// need the admin role.
+// The Orchestrator gRPC service (callback API): thin reactors that post each
+// call to the PipelineCore's event loop. Generate and GenerateDuplex run in
+// their own reactors (generate_reactors.h); an Abort goes through the
+// AbortRouter (to the peers holding ids held elsewhere) and carries the
+// client's deadline to the workers' abort calls; a cluster status asks the
+// peers too. Every call is authenticated first (client_auth.h): a request
+// belongs to the caller that started it, and status and utility calls need the
+// admin role.
 #ifndef OMNISTAGE_ORCHESTRATOR_SERVICE_ORCHESTRATOR_SERVICE_H_
 #define OMNISTAGE_ORCHESTRATOR_SERVICE_ORCHESTRATOR_SERVICE_H_
 
@@ -33,6 +34,8 @@ class OrchestratorService final : public v1::Orchestrator::CallbackService {
 
   grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(
       grpc::CallbackServerContext* context, const v1::GenerateRequest* request) override;
+  grpc::ServerBidiReactor<v1::GenerateInput, v1::GenerateResponse>* GenerateDuplex(
+      grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* context,
                                   const v1::AbortRequest* request,
                                   v1::AbortResponse* response) override;
