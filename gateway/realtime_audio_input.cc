@@ -21,8 +21,8 @@ RealtimeAudioInput::RealtimeAudioInput(const v1::StageStatus* stage0,
   } else if (stage0->engine() == kListenerEngine) {
     refusal_.code = "input_audio_unavailable";
     refusal_.message = absl::StrCat("This pipeline's stage 0 (", stage0->name(),
-                                    ") recognizes speech, but the gateway cannot stream audio to "
-                                    "it yet (the orchestrator's GenerateDuplex is not served)",
+                                    ") recognizes speech, but this gateway does not stream "
+                                    "audio to it through GenerateDuplex yet",
                                     kSendText);
   } else {
     refusal_.message = absl::StrCat("This pipeline's stage 0 (", stage0->name(), ", engine '",

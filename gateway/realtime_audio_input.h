@@ -10,11 +10,12 @@
 // another engine, or unknown: each audio event is answered with the error
 // `input_audio_not_supported` (send text with conversation.item.create).
 //
-// A listener stage 0 would get the audio through the orchestrator's
+// A listener stage 0 is to get the audio through the orchestrator's
 // GenerateDuplex (the request first, then InputChunk payloads of audio as
 // they are appended, `last` at the commit; the outputs stream back as
-// response.create's), which the orchestrator does not serve yet: until it
-// does, such a pipeline's audio events are answered `input_audio_unavailable`
+// response.create's). The orchestrator serves it now; this class does not
+// drive it yet (no listener engine exists to test it against): such a
+// pipeline's audio events are answered `input_audio_unavailable`
 // (docs/openai.md). Pure: no I/O.
 #ifndef OMNISTAGE_GATEWAY_REALTIME_AUDIO_INPUT_H_
 #define OMNISTAGE_GATEWAY_REALTIME_AUDIO_INPUT_H_
