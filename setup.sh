@@ -28,6 +28,9 @@ PACKAGES=(
   # thread per client; HTTPS through its OpenSSL bufferevents) and nlohmann's
   # JSON. OpenSSL's headers and libraries (also random ids, token digests).
   libevent-dev nlohmann-json3-dev libssl-dev
+  # The gateway's Realtime API (WebSocket, /v1/realtime): wslay's framing,
+  # driven from libevent's loop through I/O callbacks.
+  libwslay-dev
 )
 BUILD_ONLY=0
 WITH_BENCHMARK=0

@@ -16,22 +16,9 @@ namespace {
 
 using nlohmann::json;
 
-// OpenAI's words for a JSON value's type.
-std::string TypeName(const json& value) {
-  switch (value.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    case json::value_t::number_float: return "a decimal";
-    default: return "an integer";
-  }
-}
-
 ApiError WrongType(const std::string& param, const std::string& expected, const json& got) {
   return InvalidRequest(param, absl::StrCat("Invalid type for '", param, "': expected ", expected,
-                                            ", but got ", TypeName(got), " instead."),
+                                            ", but got ", JsonTypeName(got), " instead."),
                         "invalid_type");
 }
 
@@ -137,6 +124,18 @@ bool ReadInt(const json& body, const std::string& key, int64_t min, int64_t max,
 }
 
 }  // namespace
+
+std::string JsonTypeName(const json& value) {
+  switch (value.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::string: return "a string";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    case json::value_t::number_float: return "a decimal";
+    default: return "an integer";
+  }
+}
 
 std::string VoiceVariant(const std::string& voice) {
   // OpenAI's voices, each a distinct espeak-ng variant of "en".

@@ -24,6 +24,7 @@
 #include <variant>
 
 #include "gateway/api_error.h"
+#include "nlohmann/json.hpp"
 #include "protos/orchestrator.pb.h"
 
 namespace omnistage {
@@ -44,6 +45,10 @@ struct ServedModel {
 // onyx -> m7, ...: docs/openai.md); any other name is passed on as it is (a
 // variant the vocoder knows, e.g. croak, or one it refuses).
 std::string VoiceVariant(const std::string& voice);
+
+// OpenAI's words for a JSON value's type in its errors ("a string", "an
+// integer", ...): chat completions' and the Realtime API's alike.
+std::string JsonTypeName(const nlohmann::json& value);
 
 // The header that names a request's session (GenerateRequest.session_key):
 // requests with the same key prefer the replicas that served it before.

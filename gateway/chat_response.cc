@@ -10,10 +10,6 @@
 #include "nlohmann/json.hpp"
 
 namespace omnistage {
-namespace {
-
-using nlohmann::json;
-
 int64_t WordCount(const std::string& text) {
   int64_t words = 0;
   for (absl::string_view word : absl::StrSplit(text, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
@@ -22,6 +18,10 @@ int64_t WordCount(const std::string& text) {
   }
   return words;
 }
+
+namespace {
+
+using nlohmann::json;
 
 const char* FinishReason(v1::FinishReason reason) {
   return reason == v1::FINISH_REASON_LENGTH ? "length" : "stop";

@@ -27,6 +27,10 @@
 
 namespace omnistage {
 
+// The words of `text`: what the gateway counts as tokens (the engines report
+// none), in chat completions' usage and Realtime responses' alike.
+int64_t WordCount(const std::string& text);
+
 class ChatEncoder {
  public:
   // `created`: Unix seconds.

@@ -98,7 +98,11 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
           "omnistage_gateway_http_refusals_total",
           "HTTP connections and requests the HTTP limits refused or cut before the gateway "
           "saw a request, by reason (docs/security.md).",
-          {"reason"})) {
+          {"reason"})),
+      realtime_sessions_(registry_
+                             .AddGauge("omnistage_gateway_realtime_sessions",
+                                       "Realtime API sessions (WebSockets on /v1/realtime) open.")
+                             .With({})) {
   for (HttpEvent refusal :
        {HttpEvent::kRefusedMaxConnections, HttpEvent::kRefusedMaxConnectionsPerAddress,
         HttpEvent::kRequestReadTimeout, HttpEvent::kRefusedMaxHeaders,
@@ -147,6 +151,8 @@ void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
                             {"owned_by", "omnistage"}};
     Respond(*exchange, 200, kJson,
             nlohmann::json({{"object", "list"}, {"data", nlohmann::json::array({model})}}).dump());
+  } else if (path == "/v1/realtime") {
+    Realtime(std::move(exchange));
   } else if (method == "GET" && path == "/health") {
     Health(std::move(exchange));
   } else if (method == "GET" && path == "/metrics") {

@@ -7,6 +7,8 @@
 //   GET  /v1/models             the one model it serves
 //   GET  /health                200 while an orchestrator is ready, else 503
 //   GET  /metrics               Prometheus text
+//   GET  /v1/realtime           the Realtime API over WebSocket
+//                               (gateway_realtime.cc, realtime_session.h)
 // Anything else: 404, as OpenAI answers it. The client's bearer token (and W3C
 // traceparent) go to the orchestrator with each call, whose authentication
 // decides.
@@ -22,6 +24,7 @@
 #include "gateway/chat_call.h"
 #include "gateway/chat_request.h"
 #include "gateway/http_server.h"
+#include "gateway/websocket.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/health.grpc.pb.h"
 #include "protos/orchestrator.grpc.pb.h"
@@ -38,6 +41,10 @@ struct GatewayOptions {
   // The name the orchestrators' certificates must carry, when it is not the
   // host dialled.
   std::string orchestrator_tls_name;
+  // Realtime sessions (WebSockets on /v1/realtime) open at once; one more is
+  // refused with 503 before the upgrade. 0: no limit.
+  int max_realtime_sessions = 1000;
+  WebSocketLimits realtime;
 };
 
 class Gateway {
@@ -60,6 +67,15 @@ class Gateway {
 
  private:
   void ChatCompletions(std::shared_ptr<HttpExchange> exchange);
+  // /v1/realtime (gateway_realtime.cc): checks the upgrade, the model and the
+  // token (the orchestrator's answer to GetPipelineStatus), then hands the
+  // connection to a RealtimeSession.
+  void Realtime(std::shared_ptr<HttpExchange> exchange);
+  void StartRealtime(std::shared_ptr<HttpExchange> exchange, const std::string& head,
+                     std::string authorization, const grpc::Status& status,
+                     const v1::PipelineStatus& pipeline);
+  // Answers a refusal of the route `route` in OpenAI's shape.
+  void Refuse(HttpExchange& exchange, const std::string& route, const ApiError& error);
   void Health(std::shared_ptr<HttpExchange> exchange);
   // Asks an orchestrator's readiness through the channel (so one it picks;
   // `any`: the channel that does not look at readiness), and asks again, up to
@@ -86,6 +102,10 @@ class Gateway {
   Counter& fallbacks_;
   Gauge& http_connections_;
   Family<Counter>& http_refusals_;
+  Gauge& realtime_sessions_;
+  // Loop thread: sessions open, and upgrades on their way (their token is
+  // being checked).
+  int realtime_count_ = 0;
   std::atomic<bool> draining_{false};
   std::atomic<int> in_flight_count_{0};
 };

@@ -92,6 +92,20 @@ std::string HttpExchange::Header(const char* name) const {
   return value == nullptr ? "" : value;
 }
 
+std::string HttpExchange::QueryParam(const char* name) const {
+  const evhttp_uri* uri = request_ != nullptr ? evhttp_request_get_evhttp_uri(request_) : nullptr;
+  const char* query = uri != nullptr ? evhttp_uri_get_query(uri) : nullptr;
+  if (query == nullptr) return "";
+  evkeyvalq params;
+  params.tqh_first = nullptr;  // TAILQ_INIT: libevent does not export it.
+  params.tqh_last = &params.tqh_first;
+  if (evhttp_parse_query_str(query, &params) != 0) return "";
+  const char* value = evhttp_find_header(&params, name);
+  std::string found = value == nullptr ? "" : value;
+  evhttp_clear_headers(&params);
+  return found;
+}
+
 void HttpExchange::AddHeader(const std::string& name, const std::string& value) {
   if (request_ == nullptr || streaming_) return;
   evhttp_add_header(evhttp_request_get_output_headers(request_), name.c_str(), value.c_str());

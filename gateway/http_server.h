@@ -35,6 +35,7 @@ struct evhttp_request;
 namespace omnistage {
 
 class HttpTls;
+class HttpUpgrade;
 
 class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
  public:
@@ -46,6 +47,8 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   const std::string& body() const { return body_; }
   // A request header's value ("" when absent).
   std::string Header(const char* name) const;
+  // A parameter of the request's query, decoded ("" when absent).
+  std::string QueryParam(const char* name) const;
 
   // A header of the response to come (before Respond or StartStream).
   void AddHeader(const std::string& name, const std::string& value);
@@ -60,6 +63,11 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   // Runs once if the client goes away before the response ended (noticed as
   // its socket closes, whether or not a response began).
   void OnClose(std::function<void()> on_close);
+  // Takes the connection over from HTTP for another protocol (WebSocket):
+  // writes `head` (a 101's status line and headers) as it is, and hands the
+  // connection on (http_upgrade.h); the exchange is done. nullptr when the
+  // client went away already or a response began.
+  std::unique_ptr<HttpUpgrade> Upgrade(const std::string& head);
   // The response ended, or the client went away: nothing more is sent.
   bool done() const { return request_ == nullptr; }
   bool streaming() const { return streaming_; }

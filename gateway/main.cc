@@ -71,6 +71,13 @@ ABSL_FLAG(int, max_headers, 100, "header lines in a request; more is answered 43
 ABSL_FLAG(int, drain_timeout_ms, 20000,
           "on SIGTERM, how long running chat completions may still finish before the "
           "process ends (their requests are then cancelled)");
+ABSL_FLAG(int, max_realtime_sessions, 1000,
+          "Realtime API sessions (WebSockets on /v1/realtime) open at once; one more is refused "
+          "with 503 before the upgrade. Each is an HTTP connection too (--max_connections). 0: "
+          "no limit");
+ABSL_FLAG(int, max_realtime_message_bytes, 16 << 20,
+          "the largest message a Realtime client may send (its base64 audio included); larger "
+          "closes the WebSocket with 1009");
 ABSL_FLAG(std::string, log_format, "text", "log lines on stderr: text or json");
 ABSL_FLAG(std::string, log_level, "info", "the least severe lines logged: debug, info, "
           "warning or error");
@@ -108,6 +115,13 @@ int Run() {
                                       absl::GetFlag(FLAGS_orchestrator_tls_key),
                                       absl::GetFlag(FLAGS_orchestrator_tls_ca)};
   options.orchestrator_tls_name = absl::GetFlag(FLAGS_orchestrator_tls_server_name);
+  options.max_realtime_sessions = absl::GetFlag(FLAGS_max_realtime_sessions);
+  const int max_realtime_message_bytes = absl::GetFlag(FLAGS_max_realtime_message_bytes);
+  if (options.max_realtime_sessions < 0 || max_realtime_message_bytes < 1024) {
+    return StartRefused("gateway", "--max_realtime_sessions takes 0 or more, "
+                                   "--max_realtime_message_bytes 1024 or more");
+  }
+  options.realtime.max_message_bytes = static_cast<size_t>(max_realtime_message_bytes);
   if (options.model.id.empty()) return StartRefused("gateway", "--model is empty");
   if (absl::Status s = CheckTlsFiles(options.orchestrator_tls, TlsSide::kClient); !s.ok()) {
     return StartRefused("gateway", absl::StrCat("--orchestrator_tls_*: ", s.message()));

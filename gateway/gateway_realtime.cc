@@ -1,0 +1,129 @@
+// Gateway's /v1/realtime route: the Realtime API's WebSocket upgrade
+// (docs/openai.md, "Realtime API"). Before the 101, the client's token is put
+// to the orchestrator in a GetPipelineStatus call, as a chat completion's
+// would be in its Generate: UNAUTHENTICATED is a 401 in OpenAI's shape (the
+// SDK's WebSocket fails to open), an admin's token also learns stage 0's
+// engine (whether the pipeline takes audio: realtime_audio_input.h), a
+// user's is refused that call (PERMISSION_DENIED) and is let in.
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/bearer_token.h"
+#include "common/grpc_util.h"
+#include "gateway/api_error.h"
+#include "gateway/gateway.h"
+#include "gateway/http_upgrade.h"
+#include "gateway/realtime_session.h"
+#include "gateway/websocket_handshake.h"
+
+namespace omnistage {
+
+namespace {
+constexpr char kRoute[] = "/v1/realtime";
+}  // namespace
+
+void Gateway::Refuse(HttpExchange& exchange, const std::string& route, const ApiError& error) {
+  for (const auto& [name, value] : error.Headers()) exchange.AddHeader(name, value);
+  exchange.Respond(error.http_status, "application/json", error.Json());
+  Count(route, error.http_status);
+}
+
+void Gateway::Realtime(std::shared_ptr<HttpExchange> exchange) {
+  const WebSocketRequest upgrade{exchange->method(), exchange->Header("Upgrade"),
+                                 exchange->Header("Connection"),
+                                 exchange->Header("Sec-WebSocket-Version"),
+                                 exchange->Header("Sec-WebSocket-Key")};
+  std::variant<std::string, ApiError> head = AcceptWebSocket(upgrade);
+  if (std::holds_alternative<ApiError>(head)) {
+    const ApiError& error = std::get<ApiError>(head);
+    if (error.http_status == 426) exchange->AddHeader("Sec-WebSocket-Version", "13");
+    Refuse(*exchange, kRoute, error);
+    return;
+  }
+  const std::string model = exchange->QueryParam("model");
+  if (!model.empty() && model != options_.model.id) {
+    Refuse(*exchange, kRoute,
+           ApiError{404, "invalid_request_error",
+                    absl::StrCat("The model '", model, "' does not exist; this gateway serves '",
+                                 options_.model.id, "'."),
+                    "model", "model_not_found", std::nullopt});
+    return;
+  }
+  if (draining_) {
+    Refuse(*exchange, kRoute,
+           FromStatus(absl::UnavailableError(
+               "the gateway is shutting down; retry (another replica answers)")));
+    return;
+  }
+  if (options_.max_realtime_sessions > 0 && realtime_count_ >= options_.max_realtime_sessions) {
+    ApiError error = FromStatus(absl::UnavailableError(
+        absl::StrCat("the gateway holds as many Realtime sessions as it takes (",
+                     options_.max_realtime_sessions, "); retry later")));
+    error.code = "too_many_sessions";
+    Refuse(*exchange, kRoute, error);
+    return;
+  }
+  absl::StatusOr<std::string> authorization =
+      CleanAuthorization(exchange->Header("Authorization"));
+  if (!authorization.ok()) {
+    Refuse(*exchange, kRoute,
+           ApiError{401, "authentication_error", std::string(authorization.status().message()),
+                    "", "invalid_api_key", std::nullopt});
+    return;
+  }
+  ++realtime_count_;  // Held while the token is checked.
+  struct Ask {
+    grpc::ClientContext context;
+    v1::PipelineStatusRequest request;
+    v1::PipelineStatus status;
+  };
+  auto ask = std::make_shared<Ask>();
+  if (!authorization->empty()) ask->context.AddMetadata("authorization", *authorization);
+  ask->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  stub_->async()->GetPipelineStatus(
+      &ask->context, &ask->request, &ask->status,
+      [this, ask, exchange, head = std::get<std::string>(head),
+       token = *std::move(authorization)](grpc::Status status) mutable {
+        post_([this, ask, exchange, head = std::move(head), token = std::move(token),
+               status]() mutable {
+          --realtime_count_;
+          StartRealtime(exchange, head, std::move(token), status, ask->status);
+        });
+      });
+}
+
+void Gateway::StartRealtime(std::shared_ptr<HttpExchange> exchange, const std::string& head,
+                            std::string authorization, const grpc::Status& status,
+                            const v1::PipelineStatus& pipeline) {
+  if (exchange->done()) return;  // The client left while its token was checked.
+  if (!status.ok() && status.error_code() != grpc::StatusCode::PERMISSION_DENIED) {
+    absl::Status failed = FromGrpcStatus(status);
+    if (failed.code() == absl::StatusCode::kUnavailable) {
+      failed = absl::UnavailableError(ExplainUnreachable(std::string(failed.message()),
+                                                         options_.orchestrator_tls.enabled()));
+    }
+    Refuse(*exchange, kRoute, FromStatus(failed));
+    return;
+  }
+  const v1::StageStatus* stage0 =
+      status.ok() && pipeline.stages_size() > 0 ? &pipeline.stages(0) : nullptr;
+  std::unique_ptr<HttpUpgrade> upgrade = exchange->Upgrade(head);
+  if (upgrade == nullptr) return;
+  Count(kRoute, 101);
+  ++realtime_count_;
+  realtime_sessions_.Add(1);
+  RealtimeSession::Backend backend;
+  backend.stub = stub_.get();
+  backend.fallback = {any_stub_.get(), &fallbacks_};
+  backend.post = post_;
+  backend.responses = [this](int delta) { in_flight_count_ += delta; };
+  backend.ended = [this] {
+    --realtime_count_;
+    realtime_sessions_.Add(-1);
+  };
+  RealtimeSession::Start(std::move(upgrade), options_.realtime, options_.model,
+                         std::move(backend), std::move(authorization), stage0,
+                         status.ok() ? "" : status.error_message());
+}
+
+}  // namespace omnistage

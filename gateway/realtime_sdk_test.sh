@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The Realtime API (/v1/realtime, WebSocket) through the gateway to the demo
+# pipeline (thinker -> talker -> vocoder), with the official OpenAI SDK's
+# Realtime client (npm `openai` and `ws`, unchanged, run with node), as real
+# processes on loopback with bearer tokens on. The SDK dials wss:// only, so
+# the gateway serves HTTPS (deploy/certs/make_dev_certs.sh); a second gateway
+# serves plain HTTP for a ws:// client:
+# - a text response streams output_text deltas equal to what the gRPC client
+#   (omni generate) gets for the same prompt, max_tokens and seed;
+# - an audio response: the transcript deltas are omni's text and the audio
+#   deltas omni's PCM, byte for byte;
+# - response.cancel mid-way ends it "cancelled", and the pipeline shows 0 in
+#   flight after;
+# - malformed events get Realtime-shaped errors and the session goes on;
+# - 200 sessions at once, none lost;
+# - an unknown token is refused (401) before the upgrade;
+# - the same text over ws:// (plain HTTP).
+# Stops what it starts, by PID.
+set -euo pipefail
+SDK_DIR="$(dirname "$(readlink -f gateway/sdk_test/realtime_test.mjs)")"
+NODE="${NODE:-node}"
+omni=client/omni
+source tests/orchestrator_process.sh
+command -v "$NODE" >/dev/null || fail "node not found (set NODE=/path/to/node)"
+[ -d "$SDK_DIR/node_modules/ws" ] ||
+  fail "$SDK_DIR/node_modules/ws is missing: run ./setup.sh at the repository root"
+
+token="realtime-test-token-$RANDOM$RANDOM"
+admin="realtime-test-admin-$RANDOM$RANDOM"
+cat >"$out/tokens.yaml" <<YAML
+tokens:
+  - identity: sdk-user
+    role: user
+    token: "$token"
+  - identity: ops
+    role: admin
+    token: "$admin"
+YAML
+deploy/certs/make_dev_certs.sh "$out/certs" >/dev/null
+start_orchestrator orchestrator/configs/local_omni.yaml --tokens_file="$out/tokens.yaml"
+pids="$pid"
+trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
+export OMNISTAGE_TOKEN="$token"
+
+gateway/gateway --orchestrator="127.0.0.1:$port" --listen=127.0.0.1:0 \
+  --tls_cert="$out/certs/gateway.crt" --tls_key="$out/certs/gateway.key" \
+  >"$out/gw.out" 2>"$out/gw.err" &
+pids="$pids $!"
+gw_port=$(listened_port gw) || exit 1
+gateway/gateway --orchestrator="127.0.0.1:$port" --listen=127.0.0.1:0 \
+  >"$out/plain.out" 2>"$out/plain.err" &
+pids="$pids $!"
+plain_port=$(listened_port plain) || exit 1
+base="https://127.0.0.1:$gw_port"
+wait_healthy "$base" --cacert "$out/certs/ca.crt"
+wait_healthy "http://127.0.0.1:$plain_port"
+
+rt() {  # rt CHECK [BASE]
+  NODE_EXTRA_CA_CERTS="$out/certs/ca.crt" "$NODE" "$SDK_DIR/realtime_test.mjs" "${2:-$base}" \
+    "$out" "$1" >"$out/$1.json" 2>"$out/$1.err" || fail "$1: $(cat "$out/$1.json" "$out/$1.err")"
+  echo "realtime $1: $(cat "$out/$1.json")"
+}
+
+# The gRPC client's answer to the same request: the session's one user
+# message is the prompt as it is; max_output_tokens 24 is the thinker's
+# max_tokens; no seed on either side (the engines' default).
+"$omni" generate "$server" --prompt="Tell me about the sea." --modalities=text,audio \
+  --max_tokens=0:24 --wav="$out/grpc.wav" >"$out/grpc.txt" 2>"$out/grpc.err" ||
+  fail "omni generate: $(cat "$out/grpc.err")"
+
+rt text
+[ "$(cat "$out/text.txt")" = "$(cat "$out/grpc.txt")" ] ||
+  fail "text differs: '$(cat "$out/text.txt")' vs gRPC '$(cat "$out/grpc.txt")'"
+rt audio
+[ "$(cat "$out/audio.txt")" = "$(cat "$out/grpc.txt")" ] ||
+  fail "transcript differs: '$(cat "$out/audio.txt")' vs gRPC '$(cat "$out/grpc.txt")'"
+cmp -s "$out/audio.pcm" <(tail -c +45 "$out/grpc.wav") ||
+  fail "audio differs: $(stat -c %s "$out/audio.pcm") bytes vs gRPC's $(($(stat -c %s "$out/grpc.wav") - 44))"
+
+rt cancel
+in_flight() { OMNISTAGE_TOKEN="$admin" "$omni" status "$server" 2>/dev/null | sed -n 's/.*"inFlightRequests": \([0-9]*\).*/\1/p'; }
+for _ in $(seq 1 50); do
+  [ "$(in_flight)" = 0 ] && break
+  sleep 0.1
+done
+[ "$(in_flight)" = 0 ] || fail "after the cancel $(in_flight) request(s) still in flight"
+
+rt errors
+rt unauthorized
+rt plain "http://127.0.0.1:$plain_port"
+[ "$(cat "$out/plain.txt")" = "$(cat "$out/grpc.txt")" ] || fail "ws:// text differs"
+
+start=$(date +%s%N)
+rt concurrent
+echo "200 sessions in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+# Every session closed: the gateway holds none.
+for _ in $(seq 1 50); do
+  grep -q 'omnistage_gateway_realtime_sessions 0' <<<"$(curl -s --cacert "$out/certs/ca.crt" "$base/metrics")" && break
+  sleep 0.1
+done
+grep -q 'omnistage_gateway_realtime_sessions 0' <<<"$(curl -s --cacert "$out/certs/ca.crt" "$base/metrics")" ||
+  fail "sessions still counted open: $(curl -s --cacert "$out/certs/ca.crt" "$base/metrics" | grep realtime)"
+echo PASS

@@ -1,0 +1,90 @@
+// RealtimeSession: one session of OpenAI's Realtime API (GA protocol) over a
+// WebSocket (websocket.h): the client's events in, the server's out, on the
+// HTTP server's loop thread. It keeps the session's settings
+// (session.update), its conversation (realtime_conversation.h) and at most
+// one response at a time, whose Generate (realtime_call.h) runs the
+// conversation through the pipeline and whose events realtime_encoder.h
+// makes; the input audio buffer is realtime_audio_input.h's. A malformed or
+// unsupported event is answered with an `error` event and the session goes
+// on. The client going away cancels the running response (aborted on every
+// stage) and frees the session. docs/openai.md, "Realtime API".
+#ifndef OMNISTAGE_GATEWAY_REALTIME_SESSION_H_
+#define OMNISTAGE_GATEWAY_REALTIME_SESSION_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "gateway/chat_call.h"
+#include "gateway/chat_request.h"
+#include "gateway/realtime_audio_input.h"
+#include "gateway/realtime_call.h"
+#include "gateway/realtime_conversation.h"
+#include "gateway/realtime_encoder.h"
+#include "gateway/realtime_events.h"
+#include "gateway/websocket.h"
+
+namespace omnistage {
+
+class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
+ public:
+  // What a session needs of the gateway.
+  struct Backend {
+    v1::Orchestrator::Stub* stub = nullptr;
+    ChatCall::Fallback fallback;
+    LoopPoster post;
+    // A response began (+1) or ended (-1).
+    std::function<void(int)> responses;
+    // The session ended (its connection closed).
+    std::function<void()> ended;
+  };
+  // Starts a session on `upgrade` (the 101 written): sends session.created.
+  // `authorization` goes with each Generate; `stage0` is what the
+  // orchestrator said of stage 0 (nullptr: unknown, `stage0_unknown_why`).
+  static void Start(std::unique_ptr<HttpUpgrade> upgrade, const WebSocketLimits& limits,
+                    const ServedModel& model, Backend backend, std::string authorization,
+                    const v1::StageStatus* stage0, const std::string& stage0_unknown_why);
+
+ private:
+  RealtimeSession(const ServedModel& model, Backend backend, std::string authorization,
+                  const v1::StageStatus* stage0, const std::string& stage0_unknown_why);
+  void OnMessage(const std::string& text);
+  void OnClosed();
+  void Send(const std::string& event);
+  void SendError(RealtimeError error, const std::string& event_id);
+
+  void SessionUpdate(const ClientEvent& event);
+  void CreateItem(const ClientEvent& event);
+  void DeleteItem(const ClientEvent& event);
+  void RetrieveItem(const ClientEvent& event);
+  void ResponseCreate(const ClientEvent& event);
+  void ResponseCancel(const ClientEvent& event);
+  void AudioInput(const ClientEvent& event, RealtimeAudioInput::Op op);
+
+  // The running response's Generate answered / ended.
+  void Deliver(const v1::GenerateResponse& response);
+  void Done(const grpc::Status& status);
+
+  const ServedModel model_;
+  const Backend backend_;
+  const std::string authorization_;
+  RealtimeAudioInput audio_input_;
+  std::unique_ptr<WebSocket> ws_;
+  // Holds the session while its connection is open.
+  std::shared_ptr<RealtimeSession> self_;
+  EventIds ids_;
+  RealtimeConfig config_;
+  const std::string conversation_id_;
+  RealtimeConversation conversation_;
+  // The running response (none: null).
+  std::unique_ptr<RealtimeEncoder> response_;
+  std::shared_ptr<RealtimeCall::Control> call_;
+  v1::Terminal terminal_;
+  bool got_terminal_ = false;
+  bool cancelled_ = false;
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_GATEWAY_REALTIME_SESSION_H_

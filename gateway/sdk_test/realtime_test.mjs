@@ -1,0 +1,286 @@
+// The official OpenAI SDK's Realtime client (npm `openai`, unchanged:
+// OpenAIRealtimeWS over npm `ws`) against the omnistage gateway's
+// /v1/realtime. Run by gateway/realtime_sdk_test.sh:
+//
+//   node realtime_test.mjs <gateway base URL> <output dir> <check>
+//
+// The SDK always dials wss:// (TLS): the base is the gateway's HTTPS URL and
+// NODE_EXTRA_CA_CERTS names its CA. Checks (each prints one JSON line, exits
+// non-zero on failure):
+//   text        a text response streams output_text deltas; writes text.txt
+//   audio       an audio response: output_audio deltas (PCM) and transcript
+//               deltas; writes audio.txt and audio.pcm
+//   cancel      response.cancel mid-way: response.done status "cancelled"
+//   errors      malformed events get Realtime-shaped errors; the session goes
+//               on and answers a response after them
+//   concurrent  200 sessions at once, each gets its whole response
+//   unauthorized a token the orchestrator does not know: the socket is refused
+//               with 401
+//   plain       (base http://) the same text response over ws:// with `ws`
+import fs from "node:fs";
+import path from "node:path";
+import OpenAI from "openai";
+import { OpenAIRealtimeWS } from "openai/realtime/ws";
+import WebSocket from "ws";
+
+const [base, out, check] = process.argv.slice(2);
+const apiKey = process.env.OMNISTAGE_TOKEN || "unused-without-tokens";
+const model = process.env.OMNISTAGE_MODEL || "omni-demo";
+const prompt = "Tell me about the sea.";
+
+function fail(message) {
+  console.log(JSON.stringify({ check, ok: false, message }));
+  process.exit(1);
+}
+
+// A session: every server event kept, in order; next(type) waits for one.
+class Session {
+  constructor(key = apiKey) {
+    const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key });
+    this.rt = new OpenAIRealtimeWS({ model }, client);
+    this.events = [];
+    this.waiters = [];
+    this.errors = [];
+    this.rt.on("event", (event) => this.take(event));
+    // Error events arrive here too (and through "event", where they are
+    // looked at); what has no event is the connection's own failure.
+    this.rt.on("error", (error) => {
+      if (error.error) return;
+      this.errors.push(error);
+      this.take(null);
+    });
+  }
+  take(event) {
+    if (event) this.events.push(event);
+    for (const waiter of [...this.waiters]) waiter();
+  }
+  // The first event of `type` after index `from` (or an SDK error), within 60 s.
+  next(type, from = 0) {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no ${type} within 60 s`)), 60000);
+      const look = () => {
+        const found = this.events.slice(from).find((e) => e.type === type);
+        if (found || (this.errors.length && type !== "error")) {
+          clearTimeout(timer);
+          this.waiters = this.waiters.filter((w) => w !== look);
+          if (found) resolve(found);
+          else reject(this.errors[0]);
+        }
+      };
+      this.waiters.push(look);
+      look();
+    });
+  }
+  send(event) { this.rt.send(event); }
+  close() { this.rt.close(); }
+  // The events of the response `done` ended, from index `from`.
+  of(type, from = 0) { return this.events.slice(from).filter((e) => e.type === type); }
+}
+
+function say(text) {
+  return { type: "conversation.item.create",
+           item: { type: "message", role: "user", content: [{ type: "input_text", text }] } };
+}
+
+// One response in a session set to `modality`; returns the response.done and
+// the index its events start from.
+async function respond(session, modality, text, max_output_tokens) {
+  const from = session.events.length;
+  session.send({ type: "session.update",
+                 session: { type: "realtime", output_modalities: [modality], max_output_tokens,
+                            audio: { output: { voice: "alloy" } } } });
+  await session.next("session.updated", from);
+  session.send(say(text));
+  await session.next("conversation.item.done", from);
+  session.send({ type: "response.create" });
+  const done = await session.next("response.done", from);
+  return { done: done.response, from };
+}
+
+async function text() {
+  const session = new Session();
+  const created = await session.next("session.created");
+  if (created.session.type !== "realtime" || !created.session.id) fail("session.created");
+  const { done, from } = await respond(session, "text", prompt, 24);
+  const deltas = session.of("response.output_text.delta", from).map((e) => e.delta).join("");
+  const final = session.of("response.output_text.done", from)[0]?.text;
+  if (done.status !== "completed" && done.status !== "incomplete") fail(`status ${done.status}`);
+  if (!deltas || deltas !== final) fail(`deltas '${deltas}' vs done '${final}'`);
+  if (done.output[0]?.content[0]?.text !== final) fail("response.done's item lacks the text");
+  if (!(done.usage?.output_tokens > 0)) fail(`no usage: ${JSON.stringify(done.usage)}`);
+  const order = session.events.slice(from).map((e) => e.type);
+  for (const type of ["response.created", "response.output_item.added",
+                      "response.content_part.added", "response.output_text.delta",
+                      "response.output_text.done", "response.content_part.done",
+                      "response.output_item.done", "response.done"]) {
+    if (!order.includes(type)) fail(`no ${type} in ${order.join(",")}`);
+  }
+  if (session.events.some((e) => !e.event_id)) fail("an event without event_id");
+  fs.writeFileSync(path.join(out, "text.txt"), deltas);
+  session.close();
+  return { status: done.status, chars: deltas.length, events: order.length };
+}
+
+async function audio() {
+  const session = new Session();
+  await session.next("session.created");
+  const { done, from } = await respond(session, "audio", prompt, 24);
+  const transcript = session.of("response.output_audio_transcript.delta", from)
+    .map((e) => e.delta).join("");
+  const pcm = Buffer.concat(session.of("response.output_audio.delta", from)
+    .map((e) => Buffer.from(e.delta, "base64")));
+  const final = session.of("response.output_audio_transcript.done", from)[0]?.transcript;
+  if (done.status !== "completed" && done.status !== "incomplete") fail(`status ${done.status}`);
+  if (!transcript || transcript !== final) fail(`transcript '${transcript}' vs '${final}'`);
+  if (pcm.length === 0) fail("no audio");
+  if (session.of("response.output_audio.done", from).length !== 1) fail("no output_audio.done");
+  if (session.of("response.output_text.delta", from).length) fail("text deltas in audio mode");
+  fs.writeFileSync(path.join(out, "audio.txt"), transcript);
+  fs.writeFileSync(path.join(out, "audio.pcm"), pcm);
+  session.close();
+  return { status: done.status, chars: transcript.length, audio_bytes: pcm.length };
+}
+
+async function cancel() {
+  const session = new Session();
+  await session.next("session.created");
+  session.send({ type: "session.update",
+                 session: { type: "realtime", output_modalities: ["audio"] } });
+  session.send(say("Tell me everything about the sea, at length."));
+  session.send({ type: "response.create" });
+  const created = await session.next("response.created");
+  await session.next("response.output_audio_transcript.delta");
+  session.send({ type: "response.cancel", response_id: created.response.id });
+  const done = await session.next("response.done");
+  if (done.response.status !== "cancelled") fail(`status ${done.response.status}`);
+  if (done.response.status_details?.reason !== "client_cancelled") fail("no client_cancelled");
+  // The session goes on: another cancel has nothing to cancel.
+  const mark = session.events.length;
+  session.send({ type: "response.cancel", event_id: "evt_again" });
+  const error = await session.next("error", mark);
+  if (error.error.code !== "response_cancel_not_active" || error.error.event_id !== "evt_again") {
+    fail(`second cancel: ${JSON.stringify(error)}`);
+  }
+  session.close();
+  return { status: done.response.status, said: done.response.output[0]?.content[0]?.transcript };
+}
+
+async function errors() {
+  const session = new Session();
+  await session.next("session.created");
+  const cases = [
+    ["not json", null, "invalid_json"],
+    [{ type: "no.such.event", event_id: "e1" }, "type", "invalid_value"],
+    [{ event_id: "e2" }, "type", "missing_required_parameter"],
+    [{ type: "conversation.item.create", event_id: "e3" }, "item", "missing_required_parameter"],
+    [{ type: "conversation.item.create", event_id: "e4",
+       item: { type: "message", role: "user", content: [{ type: "input_text", text: 7 }] } },
+     "item.content[0].text", "invalid_type"],
+    [{ type: "session.update", event_id: "e5", session: { type: "realtime",
+       audio: { output: { format: { type: "audio/pcmu" } } } } },
+     "session.audio.output.format.type", "unsupported_value"],
+    [{ type: "session.update", event_id: "e6", session: { type: "realtime",
+       audio: { input: { turn_detection: { type: "server_vad" } } } } },
+     "session.audio.input.turn_detection", "unsupported_value"],
+    [{ type: "response.cancel", event_id: "e7" }, null, "response_cancel_not_active"],
+    [{ type: "response.create", event_id: "e8" }, null, "empty_conversation"],
+    [{ type: "input_audio_buffer.append", event_id: "e9", audio: "AAAA" }, null,
+     "input_audio_not_supported"],
+    [{ type: "input_audio_buffer.commit", event_id: "e10" }, null, "input_audio_not_supported"],
+  ];
+  const seen = [];
+  for (const [event, param, code] of cases) {
+    const mark = session.events.length;
+    if (typeof event === "string") session.rt.socket.send(event);
+    else session.send(event);
+    const error = (await session.next("error", mark)).error;
+    if (error.type !== "invalid_request_error" || error.code !== code ||
+        (param !== null && error.param !== param) || !error.message ||
+        (event.event_id && error.event_id !== event.event_id)) {
+      fail(`${JSON.stringify(event)}: ${JSON.stringify(error)}`);
+    }
+    seen.push(code);
+  }
+  // After all that, the session answers.
+  const { done } = await respond(session, "text", prompt, 8);
+  if (done.status !== "completed" && done.status !== "incomplete") fail(`then ${done.status}`);
+  session.close();
+  return { errors: seen.length, then: done.status };
+}
+
+async function concurrent() {
+  const sessions = 200;
+  const one = async (i) => {
+    const session = new Session();
+    await session.next("session.created");
+    const { done, from } = await respond(session, "text", `Session ${i}`, 8);
+    const deltas = session.of("response.output_text.delta", from).map((e) => e.delta).join("");
+    session.close();
+    return (done.status === "completed" || done.status === "incomplete") && deltas.length > 0 &&
+      deltas === done.output[0]?.content[0]?.text;
+  };
+  const results = await Promise.allSettled(Array.from({ length: sessions }, (_, i) => one(i)));
+  const complete = results.filter((r) => r.status === "fulfilled" && r.value).length;
+  if (complete !== sessions) {
+    const why = results.find((r) => r.status === "rejected")?.reason?.message;
+    fail(`${sessions - complete} of ${sessions} sessions incomplete (${why})`);
+  }
+  return { sessions, complete };
+}
+
+async function unauthorized() {
+  const session = new Session("not-a-token-of-ours");
+  try {
+    await session.next("session.created");
+  } catch (e) {
+    if (!/401/.test(e.message)) fail(`refused, but not with 401: ${e.message}`);
+    return { refused: 401 };
+  }
+  fail("a session opened with an unknown token");
+}
+
+// ws:// without the SDK (which always dials wss://): the plain HTTP gateway.
+async function plain() {
+  const url = `${base.replace(/^http/, "ws")}/v1/realtime?model=${model}`;
+  const socket = new WebSocket(url, { headers: { Authorization: `Bearer ${apiKey}` } });
+  const events = [];
+  const waiters = [];
+  socket.on("message", (data) => {
+    events.push(JSON.parse(data.toString()));
+    for (const waiter of [...waiters]) waiter();
+  });
+  const next = (type) => new Promise((resolve, reject) => {
+    const look = () => {
+      const found = events.find((e) => e.type === type);
+      if (!found) return;
+      waiters.splice(waiters.indexOf(look), 1);
+      resolve(found);
+    };
+    waiters.push(look);
+    socket.once("error", reject);
+    look();
+  });
+  await next("session.created");
+  const send = (event) => socket.send(JSON.stringify(event));
+  send({ type: "session.update", session: { type: "realtime", output_modalities: ["text"],
+                                           max_output_tokens: 24 } });
+  send(say(prompt));
+  send({ type: "response.create" });
+  const done = await next("response.done");
+  const deltas = events.filter((e) => e.type === "response.output_text.delta")
+    .map((e) => e.delta).join("");
+  if (!deltas) fail("no text over ws://");
+  fs.writeFileSync(path.join(out, "plain.txt"), deltas);
+  socket.close();
+  return { status: done.response.status, chars: deltas.length };
+}
+
+const checks = { text, audio, cancel, errors, concurrent, unauthorized, plain };
+if (!checks[check]) fail(`unknown check '${check}'`);
+try {
+  const result = await checks[check]();
+  console.log(JSON.stringify({ check, ok: true, ...result }));
+  process.exit(0);
+} catch (e) {
+  fail(`${e.constructor.name}: ${e.message}`);
+}
