@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The omni CLI against a real local pipeline: generate (text + WAV), status,
-# utility, abort, speak (stdin streamed into a text-to-speech request), and a
-# clear message when nothing answers. Stops what it
+# utility, abort, speak (stdin streamed into a text-to-speech request), listen
+# (that speech streamed into the voice agent), and a clear message when nothing
+# answers. Stops what it
 # starts, by PID.
 set -euo pipefail
 
@@ -126,6 +127,25 @@ printf 'Hello there, how are you today.\nThe sea is calm tonight.\n' |
   "$omni" speak "$server" --by_word --wav="$out/words.wav" 2>"$out/words_err" >/dev/null ||
   fail "speak --by_word: $(cat "$out/words_err")"
 cmp -s "$out/spoken.wav" "$out/words.wav" || fail "speak --by_word changed the audio"
+stop_orchestrator
+
+# listen: that WAV streamed into the voice agent (listener -> thinker ->
+# talker -> vocoder): what was heard and the answer, each on its line, and the
+# answer's audio.
+start_orchestrator orchestrator/configs/local_voice_agent.yaml
+"$omni" listen "$server" --wav="$out/spoken.wav" --pace=0 --reply_wav="$out/reply.wav" \
+  >"$out/listen_text" 2>"$out/listen_err" || fail "listen exited $?: $(cat "$out/listen_err")"
+grep -q '^listener: [a-z]' "$out/listen_text" || fail "listen: nothing heard: $(cat "$out/listen_text")"
+grep -q '^thinker: [A-Z]' "$out/listen_text" || fail "listen: no answer: $(cat "$out/listen_text")"
+grep -q 'finished (FINISH_REASON_STOP)' "$out/listen_err" || fail "listen: $(cat "$out/listen_err")"
+[ "$(stat -c %s "$out/reply.wav")" -gt 24044 ] || fail "listen: reply WAV too small"
+# A file that is no WAV is refused before anything is sent.
+set +e
+"$omni" listen "$server" --wav="$out/listen_text" >/dev/null 2>"$out/bad_wav"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "listen with a bad WAV exited $rc"
+grep -q 'not a WAV file' "$out/bad_wav" || fail "bad WAV message: $(cat "$out/bad_wav")"
 stop_orchestrator
 
 set +e

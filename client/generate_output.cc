@@ -20,6 +20,15 @@ void GenerateOutput::Add(const v1::GenerateResponse& response) {
   for (const v1::OutputChunk& chunk : response.outputs()) {
     const v1::Payload& payload = chunk.payload();
     if (payload.has_text()) {
+      if (label_ && chunk.stage_id() != last_text_stage_) {
+        const int stage = chunk.stage_id();
+        printer_.Text(absl::StrCat(last_text_stage_ < 0 ? "" : "\n",
+                                   stage >= 0 && stage < static_cast<int>(names_.size())
+                                       ? names_[stage]
+                                       : absl::StrCat("stage ", stage),
+                                   ": "));
+        last_text_stage_ = stage;
+      }
       printer_.Text(payload.text().text());
     } else if (payload.has_audio()) {
       if (absl::Status s = wav_.Append(payload.audio()); !s.ok()) {

@@ -6,6 +6,8 @@
 #define OMNISTAGE_CLIENT_GENERATE_OUTPUT_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "client/stream_printer.h"
 #include "common/wav_writer.h"
@@ -32,6 +34,14 @@ class GenerateOutput {
   int End(const grpc::Status& status, const std::string& command, const std::string& wav_path,
           bool interrupted);
 
+  // Text from several stages (a listener's transcript, then a thinker's
+  // answer) each on its own line after its stage's name: `names[s]` names
+  // stage s ("stage s" past the end).
+  void LabelStages(std::vector<std::string> names) {
+    names_ = std::move(names);
+    label_ = true;
+  }
+
   double audio_seconds() const { return wav_.seconds(); }
   const std::string& request_id() const { return request_id_; }
 
@@ -40,6 +50,9 @@ class GenerateOutput {
   StreamPrinter printer_;
   v1::Terminal terminal_;
   std::string request_id_;
+  bool label_ = false;
+  std::vector<std::string> names_;
+  int last_text_stage_ = -1;
 };
 
 }  // namespace omnistage

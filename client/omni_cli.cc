@@ -2,6 +2,7 @@
 //
 //   omni generate --prompt="Tell me about the sea." --wav=out.wav
 //   omni speak --wav=out.wav < text.txt     (a GenerateDuplex call: stdin streams in)
+//   omni listen --wav=question.wav --reply_wav=answer.wav   (the WAV streams in)
 //   omni abort --ids=req-1,req-2
 //   omni status [--cluster]
 //   omni utility --stage=1 --name=stats
@@ -36,7 +37,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "client/generate_output.h"
+#include "client/listen.h"
 #include "client/speak.h"
+#include "common/wav_reader.h"
 #include "common/bearer_token.h"
 #include "common/flags_usage.h"
 #include "common/grpc_log.h"
@@ -64,7 +67,8 @@ ABSL_FLAG(std::string, prompt, "",
 ABSL_FLAG(std::string, request_id, "", "generate: request id (default: assigned by the server)");
 ABSL_FLAG(std::string, modalities, "", "generate: comma-separated outputs: text,audio,tokens");
 ABSL_FLAG(std::string, wav, "",
-          "generate and speak: save the audio as a WAV file here (also what arrived before an abort, "
+          "listen: the WAV file (16-bit PCM) to stream in; generate and speak: save the "
+          "audio as a WAV file here (also what arrived before an abort, "
           "a deadline or Ctrl-C); none when empty");
 ABSL_FLAG(std::vector<std::string>, extra, {},
           "generate: engine parameters per stage as stage:key=value, comma-separated "
@@ -91,6 +95,12 @@ ABSL_FLAG(bool, by_word, false,
 ABSL_FLAG(bool, latency, false,
           "speak: print, per input line, how long after its last character the first audio "
           "after it arrived");
+ABSL_FLAG(std::string, reply_wav, "",
+          "listen: save the reply's audio as a WAV file here; none when empty");
+ABSL_FLAG(double, pace, 1.0,
+          "listen: how many times real time --wav is sent (1: as a microphone; 0: as fast as "
+          "the call takes it)");
+ABSL_FLAG(int, chunk_ms, 100, "listen: the audio sent per message, in milliseconds");
 ABSL_FLAG(std::string, ids, "", "abort: comma-separated request ids");
 ABSL_FLAG(bool, cluster, false,
           "status: the whole cluster (every orchestrator sharing the workers, and each "
@@ -313,6 +323,50 @@ int Speak(v1::Orchestrator::Stub& stub) {
   return rc;
 }
 
+// The pipeline's stage names, for listen's labels; none when the status call
+// is refused (it needs an admin token when tokens are on).
+std::vector<std::string> StageNames(v1::Orchestrator::Stub& stub) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::PipelineStatus status;
+  std::vector<std::string> names;
+  if (!stub.GetPipelineStatus(&context, v1::PipelineStatusRequest(), &status).ok()) return names;
+  for (const v1::StageStatus& stage : status.stages()) names.push_back(stage.name());
+  return names;
+}
+
+int Listen(v1::Orchestrator::Stub& stub) {
+  const std::string path = absl::GetFlag(FLAGS_wav);
+  if (path.empty()) {
+    std::cerr << "omni: listen needs --wav=FILE (16-bit PCM) to stream in\n";
+    return kUsage;
+  }
+  absl::StatusOr<v1::AudioChunk> audio = ReadWav(path);
+  if (!audio.ok()) {
+    std::cerr << "omni: --wav: " << audio.status().message() << "\n";
+    return kUsage;
+  }
+  ListenOptions options;
+  options.chunk_ms = absl::GetFlag(FLAGS_chunk_ms);
+  options.pace = absl::GetFlag(FLAGS_pace);
+  options.reply_wav = absl::GetFlag(FLAGS_reply_wav);
+  if (options.chunk_ms < 1 || options.chunk_ms > 10000 || options.pace < 0) {
+    std::cerr << "omni: --chunk_ms must be in 1..10000 and --pace >= 0\n";
+    return kUsage;
+  }
+  v1::GenerateRequest request;
+  if (const int usage = BuildRequest(&request); usage != kOk) return usage;
+  options.stage_names = StageNames(stub);
+  grpc::ClientContext context;
+  PrepareGenerate(&context);
+  std::signal(SIGINT, OnInterrupt);
+  const int rc = omnistage::Listen(stub, &context, std::move(request), *audio, options,
+                                   interrupted);
+  std::signal(SIGINT, SIG_DFL);
+  return rc;
+}
+
 int Abort(v1::Orchestrator::Stub& stub) {
   v1::AbortRequest request;
   for (absl::string_view id : absl::StrSplit(absl::GetFlag(FLAGS_ids), ',', absl::SkipEmpty())) {
@@ -402,9 +456,9 @@ int Utility(v1::Orchestrator::Stub& stub) {
 
 int Run(const std::vector<char*>& args) {
   const std::string command = args.size() > 1 ? args[1] : "";
-  if (command != "generate" && command != "speak" && command != "abort" && command != "status" &&
-      command != "utility") {
-    std::cerr << "usage: omni generate|speak|abort|status|utility [flags]  (omni --help)\n";
+  if (command != "generate" && command != "speak" && command != "listen" && command != "abort" &&
+      command != "status" && command != "utility") {
+    std::cerr << "usage: omni generate|speak|listen|abort|status|utility [flags]  (omni --help)\n";
     return kUsage;
   }
   const TlsFiles tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
@@ -422,6 +476,7 @@ int Run(const std::vector<char*>& args) {
   auto stub = v1::Orchestrator::NewStub(channel);
   if (command == "generate") return Generate(*stub);
   if (command == "speak") return Speak(*stub);
+  if (command == "listen") return Listen(*stub);
   if (command == "abort") return Abort(*stub);
   if (command == "status") return Status(*stub);
   return Utility(*stub);
@@ -433,7 +488,8 @@ int Run(const std::vector<char*>& args) {
 int main(int argc, char** argv) {
   omnistage::RouteGrpcLogs();
   omnistage::SetUsage(
-      "omni generate|speak|abort|status|utility [--server=host:port] [flags]: talks to an "
+      "omni generate|speak|listen|abort|status|utility [--server=host:port] [flags]: talks to "
+      "an "
       "omnistage orchestrator.",
       "client/omni_cli.cc");
   return omnistage::Run(omnistage::ParseFlagsOrExit(argc, argv, "omni"));

@@ -7,12 +7,11 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <memory>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "client/duplex_call.h"
 #include "client/generate_output.h"
 
 namespace omnistage {
@@ -54,21 +53,19 @@ class LatencyLog {
   std::vector<Clock::time_point> first_audio_ ABSL_GUARDED_BY(mu_);
 };
 
-// Sends `text` as one input message; false once the call took no more.
-bool SendText(grpc::ClientReaderWriter<v1::GenerateInput, v1::GenerateResponse>& stream,
-              const std::string& text) {
-  v1::GenerateInput message;
-  message.mutable_input()->add_payloads()->mutable_text()->set_text(text);
-  return stream.Write(message);
-}
-
-// Reads `fd` and sends it, line by line or word by word, then half-closes.
-// Returns early once `done` (the call ended: nothing more can go).
-void Feed(grpc::ClientReaderWriter<v1::GenerateInput, v1::GenerateResponse>& stream, int fd,
-          bool by_word, LatencyLog& latency, const std::atomic<bool>& done) {
+// Reads `fd` and sends it, line by line or word by word, until its end or
+// `stop`.
+void Feed(int fd, bool by_word, LatencyLog& latency, const SendInput& send,
+          const std::atomic<bool>& stop) {
   std::string piece;
+  const auto flush = [&] {
+    v1::GenerateInput message;
+    message.mutable_input()->add_payloads()->mutable_text()->set_text(piece);
+    piece.clear();
+    return send(message);
+  };
   char buffer[4096];
-  while (!done.load()) {
+  while (!stop.load()) {
     pollfd readable{fd, POLLIN, 0};
     if (poll(&readable, 1, /*timeout_ms=*/50) == 0) continue;
     const ssize_t n = read(fd, buffer, sizeof(buffer));
@@ -77,16 +74,12 @@ void Feed(grpc::ClientReaderWriter<v1::GenerateInput, v1::GenerateResponse>& str
     for (ssize_t i = 0; i < n; ++i) {
       const char c = buffer[i];
       piece += c;
-      const bool end = c == '\n' || (by_word && (c == ' ' || c == '\t'));
-      if (!end) continue;
-      if (!SendText(stream, piece)) return;
+      if (c != '\n' && !(by_word && (c == ' ' || c == '\t'))) continue;
+      if (!flush()) return;
       if (c == '\n') latency.Sent();
-      piece.clear();
     }
   }
-  if (done.load()) return;
-  if (!piece.empty() && !SendText(stream, piece)) return;
-  stream.WritesDone();
+  if (!stop.load() && !piece.empty()) flush();
 }
 
 }  // namespace
@@ -94,40 +87,20 @@ void Feed(grpc::ClientReaderWriter<v1::GenerateInput, v1::GenerateResponse>& str
 int Speak(v1::Orchestrator::Stub& stub, grpc::ClientContext* context,
           v1::GenerateRequest request, const SpeakOptions& options, int input_fd,
           const std::atomic<bool>& interrupted) {
-  std::unique_ptr<grpc::ClientReaderWriter<v1::GenerateInput, v1::GenerateResponse>> stream =
-      stub.GenerateDuplex(context);
-  v1::GenerateInput first;
-  *first.mutable_request() = std::move(request);
   LatencyLog latency;
-  std::atomic<bool> streaming{true};
-  // Set when the responses end: the feeder stops.
-  std::atomic<bool> done{false};
-  std::thread feeder;
-  // A refused first message shows in the call's status below.
-  if (stream->Write(first)) {
-    feeder = std::thread([&] { Feed(*stream, input_fd, options.by_word, latency, done); });
-  }
-  std::thread watcher([&] {
-    while (streaming.load() && !interrupted.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (interrupted.load()) context->TryCancel();
-  });
   GenerateOutput output;
-  v1::GenerateResponse response;
-  while (stream->Read(&response)) {
-    for (const v1::OutputChunk& chunk : response.outputs()) {
-      if (chunk.payload().has_audio()) latency.Audio();
-    }
-    output.Add(response);
-  }
-  // The responses ended: the feeder stops reading (within its poll interval)
-  // before the call is finished under it.
-  done = true;
-  if (feeder.joinable()) feeder.join();
-  streaming = false;
-  const grpc::Status status = stream->Finish();
-  watcher.join();
+  const grpc::Status status = RunDuplex(
+      stub, context, std::move(request),
+      [&](const SendInput& send, const std::atomic<bool>& stop) {
+        Feed(input_fd, options.by_word, latency, send, stop);
+      },
+      [&](const v1::GenerateResponse& response) {
+        for (const v1::OutputChunk& chunk : response.outputs()) {
+          if (chunk.payload().has_audio()) latency.Audio();
+        }
+        output.Add(response);
+      },
+      interrupted);
   if (options.latency) latency.Print();
   return output.End(status, "speak", options.wav, interrupted.load());
 }
