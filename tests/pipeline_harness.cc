@@ -142,6 +142,7 @@ void GenerateCall::Read(Stream& reader) {
       const v1::Payload& payload = chunk.payload();
       if (payload.has_text()) {
         r.text += payload.text().text();
+        r.stage_text[chunk.stage_id()] += payload.text().text();
         if (r.first_text_response == 0) r.first_text_response = r.responses;
       }
       if (payload.has_audio()) {

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,6 +75,7 @@ struct WorkerStats {
 struct GenerateResult {
   std::string request_id;
   std::string text;             // TEXT payloads, concatenated
+  std::map<int, std::string> stage_text;  // the same, per stage
   std::string audio;            // AUDIO pcm_s16le, concatenated
   std::vector<int32_t> tokens;  // TOKENS ids, concatenated
   std::vector<int64_t> stamps;  // production stamps (engines with stamp_outputs), in order
@@ -91,6 +93,11 @@ struct GenerateResult {
 
   // "text=<n bytes> audio=<n> tokens=<n> responses=<n> terminals=<n> reason=... error=..."
   std::string Summary() const;
+  // The text stage `stage` sent ("" when none).
+  std::string StageText(int stage) const {
+    auto it = stage_text.find(stage);
+    return it == stage_text.end() ? "" : it->second;
+  }
 };
 
 // One Generate call running on its own thread, so a test can watch its progress,

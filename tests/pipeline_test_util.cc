@@ -1,11 +1,57 @@
 #include "tests/pipeline_test_util.h"
 
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/modality.h"
+#include "orchestrator/config/pipeline_config.h"
 #include "gtest/gtest.h"
 
 namespace omnistage {
+namespace {
+
+// `defaults` as the YAML flow map a pipeline config takes.
+std::string DefaultsYaml(const v1::StageParameters& defaults) {
+  std::vector<std::string> entries;
+  if (defaults.has_max_tokens())
+    entries.push_back(absl::StrCat("max_tokens: ", defaults.max_tokens()));
+  if (defaults.has_seed()) entries.push_back(absl::StrCat("seed: ", defaults.seed()));
+  if (!defaults.extra().empty()) {
+    std::vector<std::string> extra;
+    for (const auto& [key, value] : defaults.extra())
+      extra.push_back(absl::StrCat(key, ": ", value));
+    entries.push_back(absl::StrCat("extra: {", absl::StrJoin(extra, ", "), "}"));
+  }
+  return entries.empty() ? "" : absl::StrCat("{", absl::StrJoin(entries, ", "), "}");
+}
+
+}  // namespace
+
+absl::StatusOr<PipelineSpec> SpecFromConfig(const std::string& path) {
+  absl::StatusOr<PipelineConfig> config = LoadPipelineConfig(path);
+  if (!config.ok()) return config.status();
+  PipelineSpec spec;
+  spec.name = config->name;
+  for (const StageConfig& stage : config->stages) {
+    StageSpec s;
+    s.name = stage.name;
+    s.engine = stage.engine;
+    std::vector<std::string> params;
+    for (const auto& [key, value] : stage.engine_params)
+      params.push_back(absl::StrCat(key, "=", value));
+    s.engine_params = absl::StrJoin(params, ",");
+    s.replicas = stage.spawn_replicas;
+    s.final_output = stage.final_output;
+    s.output_modality = ModalityName(stage.output_modality);
+    s.input_mode = stage.input_mode == InputMode::kStreaming ? "streaming" : "on_finish";
+    s.defaults = DefaultsYaml(stage.defaults);
+    spec.stages.push_back(std::move(s));
+  }
+  return spec;
+}
+
 
 StageSpec Stage(const std::string& name, const std::string& engine, const std::string& params,
                 int replicas, bool final_output, const std::string& modality,

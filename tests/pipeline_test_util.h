@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "protos/orchestrator.pb.h"
 #include "tests/pipeline_harness.h"
@@ -29,6 +30,9 @@ PipelineSpec OmniSpec(int thinker_step_us, const std::string& vocoder_mode = "st
 // sim_llm "draft" (1 replica, 2 ms steps) -> sim_llm "llm" (2 replicas, 5 ms
 // steps, on_finish; final tokens).
 PipelineSpec SimSpec();
+// The stages of the pipeline config at `path` (its engines, parameters,
+// replicas to spawn, outputs and input modes), for PipelineHarness.
+absl::StatusOr<PipelineSpec> SpecFromConfig(const std::string& path);
 
 // Starts `spec`; nullptr (with a test failure) if it does not come up.
 std::unique_ptr<PipelineHarness> StartPipeline(PipelineSpec spec);

@@ -28,43 +28,11 @@ constexpr char kDemoConfig[] = "orchestrator/configs/local_omni.yaml";
 constexpr char kDemoPrompt[] = "Tell me something about the sea.";  // demo.sh's
 constexpr double kAudioRateHz = 24000;                              // the vocoder's default
 
-// `defaults` as the YAML flow map a pipeline config takes.
-std::string DefaultsYaml(const v1::StageParameters& defaults) {
-  std::vector<std::string> entries;
-  if (defaults.has_max_tokens())
-    entries.push_back(absl::StrCat("max_tokens: ", defaults.max_tokens()));
-  if (defaults.has_seed()) entries.push_back(absl::StrCat("seed: ", defaults.seed()));
-  if (!defaults.extra().empty()) {
-    std::vector<std::string> extra;
-    for (const auto& [key, value] : defaults.extra())
-      extra.push_back(absl::StrCat(key, ": ", value));
-    entries.push_back(absl::StrCat("extra: {", absl::StrJoin(extra, ", "), "}"));
-  }
-  return entries.empty() ? "" : absl::StrCat("{", absl::StrJoin(entries, ", "), "}");
-}
-
-// The stages of the demo config, for PipelineHarness, with the talker's output
-// streamed back too.
+// The demo config's stages, with the talker's output streamed back too.
 absl::StatusOr<PipelineSpec> DemoSpec() {
-  absl::StatusOr<PipelineConfig> config = LoadPipelineConfig(kDemoConfig);
-  if (!config.ok()) return config.status();
-  PipelineSpec spec;
-  spec.name = config->name;
-  for (const StageConfig& stage : config->stages) {
-    StageSpec s;
-    s.name = stage.name;
-    s.engine = stage.engine;
-    std::vector<std::string> params;
-    for (const auto& [key, value] : stage.engine_params)
-      params.push_back(absl::StrCat(key, "=", value));
-    s.engine_params = absl::StrJoin(params, ",");
-    s.replicas = stage.spawn_replicas;
-    s.final_output = stage.final_output || stage.engine == "talker";
-    s.output_modality = ModalityName(stage.output_modality);
-    s.input_mode = stage.input_mode == InputMode::kStreaming ? "streaming" : "on_finish";
-    s.defaults = DefaultsYaml(stage.defaults);
-    spec.stages.push_back(std::move(s));
-  }
+  absl::StatusOr<PipelineSpec> spec = SpecFromConfig(kDemoConfig);
+  if (!spec.ok()) return spec;
+  for (StageSpec& stage : spec->stages) stage.final_output |= stage.engine == "talker";
   return spec;
 }
 
