@@ -36,10 +36,10 @@ CoreFixture::CoreFixture(PipelineConfig config, bool hold_aborts, int capacity,
 }
 
 void CoreFixture::Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> sink,
-                           std::string caller) {
+                           std::string caller, bool streamed_input) {
   Caller who;
   who.identity = std::move(caller);
-  core_->Generate(std::move(request), std::move(sink), "", who);
+  core_->Generate(std::move(request), std::move(sink), "", who, streamed_input);
 }
 
 void CoreFixture::Cancel(const std::string& request_id, const ResponseSink* sink) {

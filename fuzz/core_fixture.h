@@ -50,8 +50,9 @@ class CoreFixture {
   // Every call made to the fakes, in order ("0.1.add r1", "2.0.abort [a,b]").
   const std::vector<std::string>& log() const { return log_; }
 
+  // `streamed_input`: a GenerateDuplex request (AppendInput feeds it).
   void Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> sink,
-                std::string caller = "");
+                std::string caller = "", bool streamed_input = false);
   void Cancel(const std::string& request_id, const ResponseSink* sink);
   void Abort(const v1::AbortRequest& request, absl::Time deadline,
              std::function<void(absl::StatusOr<v1::AbortResponse>)> done,

@@ -211,8 +211,11 @@ class CoreFuzzer {
     if (modality > 0) request.add_output_modalities(static_cast<v1::Modality>(modality));
     std::shared_ptr<CheckingSink> sink = checker_.NewSink(request.request_id());
     sink->set_caller(Caller());
-    Trace(absl::StrCat(sink->label(), " by '", sink->caller(), "': ", request.ShortDebugString()));
-    fixture_.Generate(std::move(request), sink, sink->caller());
+    // Now and then a GenerateDuplex request, its input fed by Input().
+    const bool streamed = in_.Below(4) == 0;
+    Trace(absl::StrCat(sink->label(), " by '", sink->caller(), streamed ? "' (duplex): " : "': ",
+                       request.ShortDebugString()));
+    fixture_.Generate(std::move(request), sink, sink->caller(), streamed);
   }
 
   void Outputs() {
@@ -373,8 +376,37 @@ class CoreFuzzer {
     fixture_.AdvanceClock(absl::Milliseconds(ms));
   }
 
+  // A later GenerateDuplex message from a client: mostly well formed for its
+  // own request, sometimes malformed, past its last, or another call's.
+  void Input() {
+    const std::vector<std::shared_ptr<CheckingSink>>& sinks = checker_.sinks();
+    if (sinks.empty()) return;
+    const CheckingSink* caller = sinks[in_.Below(static_cast<uint32_t>(sinks.size()))].get();
+    const std::string id = in_.Below(4) != 0 ? caller->id() : Id();
+    v1::GenerateInput message;
+    switch (in_.Below(6)) {
+      case 0:
+        message.mutable_request()->set_prompt("again");
+        break;
+      case 1:
+        message.mutable_input()->add_payloads();  // no content
+        break;
+      case 2:
+        message.mutable_input()->add_payloads()->mutable_audio()->set_pcm_s16le("odd");
+        break;
+      default:
+        message.mutable_input()->add_payloads()->mutable_text()->set_text("more ");
+    }
+    if (message.has_input()) message.mutable_input()->set_last(in_.Below(3) == 0);
+    Trace(absl::StrCat("input for ", id, " by ", caller->label(), ": ",
+                       message.ShortDebugString()));
+    fixture_.core().AppendInput(id, caller, std::move(message));
+  }
+
   void Other() {
-    switch (in_.Below(4)) {
+    switch (in_.Below(5)) {
+      case 4:
+        return Input();
       case 0: {
         const int stage = Stage();
         const int replica = Replica(stage);
