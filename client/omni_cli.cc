@@ -18,10 +18,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,16 +33,16 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "client/connection.h"
 #include "client/generate_output.h"
 #include "client/listen.h"
 #include "client/speak.h"
-#include "common/wav_reader.h"
-#include "common/bearer_token.h"
 #include "common/flags_usage.h"
 #include "common/grpc_log.h"
 #include "common/limits.h"
 #include "common/modality.h"
 #include "common/tls.h"
+#include "common/wav_reader.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
@@ -128,77 +125,8 @@ v1::StageParameters* ParamsOf(v1::GenerateRequest& request, int stage) {
   return p;
 }
 
-// Connects within 5 s or says clearly that nothing answers at `server`.
-std::shared_ptr<grpc::Channel> Connect(const std::string& server) {
-  const TlsFiles tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
-                     absl::GetFlag(FLAGS_tls_ca)};
-  const bool use_tls = absl::GetFlag(FLAGS_tls) || tls.enabled();
-  grpc::ChannelArguments args;
-  if (const std::string name = absl::GetFlag(FLAGS_tls_server_name); !name.empty()) {
-    args.SetSslTargetNameOverride(name);
-  }
-  auto channel = grpc::CreateCustomChannel(
-      server,
-      tls.enabled() ? ChannelCredentialsFor(tls)
-                    : use_tls ? grpc::SslCredentials(grpc::SslCredentialsOptions())
-                              : grpc::InsecureChannelCredentials(),
-      args);
-  if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
-    // gRPC's own lines about the handshake went to the debug log
-    // (common/grpc_log.h); its reason, when there was one, says what to fix.
-    const std::string handshake = LastTlsHandshakeFailure();
-    if (use_tls && handshake == "certificate verify failed") {
-      std::cerr << "omni: the orchestrator at " << server << " presented a certificate that "
-                << (tls.ca.empty() ? "the system's roots do not trust"
-                                   : "does not chain to --tls_ca=" + tls.ca)
-                << " (certificate verify failed): pass the CA that issued it with --tls_ca\n";
-    } else if (use_tls && handshake == "wrong version number") {
-      std::cerr << "omni: the orchestrator at " << server
-                << " does not speak TLS (wrong version number): drop --tls and --tls_ca\n";
-    } else if (use_tls && !handshake.empty()) {
-      std::cerr << "omni: cannot reach the orchestrator at " << server
-                << " over TLS: the handshake failed (" << handshake
-                << "); check --tls_ca, --tls_cert and --tls_key\n";
-    } else if (use_tls) {
-      std::cerr << "omni: cannot reach the orchestrator at " << server
-                << " over TLS (is it running, serving TLS, with a certificate that chains to "
-                   "--tls_ca and names the host?)\n";
-    } else {
-      std::cerr << "omni: cannot reach the orchestrator at " << server
-                << " (is it running? start one with ./demo.sh --serve; if it serves TLS, "
-                   "pass --tls_ca)\n";
-    }
-    return nullptr;
-  }
-  return channel;
-}
-
-// The bearer token: --token_file's content, else $OMNISTAGE_TOKEN, without
-// surrounding whitespace (common/bearer_token.h).
+// The bearer token: --token_file's content, else $OMNISTAGE_TOKEN (connection.h).
 std::string token;
-
-absl::Status LoadToken() {
-  const std::string path = absl::GetFlag(FLAGS_token_file);
-  std::string raw;
-  std::string source;
-  if (path.empty()) {
-    const char* env = std::getenv("OMNISTAGE_TOKEN");
-    raw = env != nullptr ? env : "";
-    source = "$OMNISTAGE_TOKEN";
-  } else {
-    std::ifstream in(path);
-    std::stringstream content;
-    if (!in || !(content << in.rdbuf())) {
-      return absl::InvalidArgumentError(absl::StrCat("--token_file: cannot read ", path));
-    }
-    raw = content.str();
-    source = absl::StrCat("--token_file=", path);
-  }
-  absl::StatusOr<std::string> cleaned = CleanBearerToken(raw, source);
-  if (!cleaned.ok()) return cleaned.status();
-  token = *std::move(cleaned);
-  return absl::OkStatus();
-}
 
 // Every call's deadline and token.
 void Prepare(grpc::ClientContext* context) {
@@ -467,11 +395,17 @@ int Run(const std::vector<char*>& args) {
     std::cerr << "omni: --tls_cert/--tls_key/--tls_ca: " << s.message() << "\n";
     return kUsage;
   }
-  if (absl::Status s = LoadToken(); !s.ok()) {
-    std::cerr << "omni: " << s.message() << "\n";
+  absl::StatusOr<std::string> loaded = LoadToken(absl::GetFlag(FLAGS_token_file));
+  if (!loaded.ok()) {
+    std::cerr << "omni: " << loaded.status().message() << "\n";
     return kUsage;
   }
-  std::shared_ptr<grpc::Channel> channel = Connect(absl::GetFlag(FLAGS_server));
+  token = *std::move(loaded);
+  ConnectOptions connect;
+  connect.tls = tls;
+  connect.use_tls = absl::GetFlag(FLAGS_tls) || tls.enabled();
+  connect.server_name = absl::GetFlag(FLAGS_tls_server_name);
+  std::shared_ptr<grpc::Channel> channel = Connect(absl::GetFlag(FLAGS_server), connect);
   if (channel == nullptr) return kUnreachable;
   auto stub = v1::Orchestrator::NewStub(channel);
   if (command == "generate") return Generate(*stub);

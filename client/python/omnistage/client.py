@@ -180,6 +180,26 @@ class Client:
         if failed:
             raise failed[0]
 
+    def abort(self, request_ids: Iterable[str], timeout: float = 20.0) -> Dict[str, str]:
+        """Aborts requests: id -> "aborted", "not_found" or "failed: <why>" (retry)."""
+        response = self._stub.Abort(
+            orchestrator_pb2.AbortRequest(request_ids=list(request_ids)), timeout=timeout,
+            metadata=self._metadata)
+        outcomes = {}
+        for result in response.results:
+            if result.outcome == orchestrator_pb2.AbortResult.OUTCOME_ABORTED:
+                outcomes[result.request_id] = "aborted"
+            elif result.outcome == orchestrator_pb2.AbortResult.OUTCOME_FAILED:
+                outcomes[result.request_id] = "failed: " + result.error.message
+            else:
+                outcomes[result.request_id] = "not_found"
+        return outcomes
+
+    def status(self, timeout: float = 10.0) -> orchestrator_pb2.PipelineStatus:
+        """The pipeline's stages, replicas and in-flight count."""
+        return self._stub.GetPipelineStatus(orchestrator_pb2.PipelineStatusRequest(),
+                                            timeout=timeout, metadata=self._metadata)
+
 
 def _request(prompt, request_id, modalities, max_tokens, extra):
     request = orchestrator_pb2.GenerateRequest(prompt=prompt, request_id=request_id)
