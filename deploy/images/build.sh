@@ -2,7 +2,8 @@
 # Builds the three omnistage images without pulling anything: the binaries come
 # from this checkout's Bazel build, and each image's root filesystem is only
 # those binaries, the shared libraries they load (found with ldd), espeak-ng's
-# data (the talker and vocoder speak with it), and a passwd/group naming the
+# data (the talker and vocoder speak with it), pocketsphinx's en-us model (the
+# listener hears with it), and a passwd/group naming the
 # non-root user 65532. The filesystem is imported with Debian's podman (or
 # buildah).
 #
@@ -42,6 +43,8 @@ trap 'rm -rf "$work"' EXIT
 # Where Debian's libespeak-ng reads its data (package espeak-ng-data); the
 # library is no use without it.
 espeak_data=/usr/lib/x86_64-linux-gnu/espeak-ng-data
+# Where the listener's default model lives (package pocketsphinx-en-us).
+sphinx_model=/usr/share/pocketsphinx/model/en-us
 
 # rootfs DIR BINARY...: the binaries in DIR/usr/local/bin, plus their libraries.
 rootfs() {
@@ -65,6 +68,11 @@ rootfs() {
       [ -d "$espeak_data" ] || { echo "build.sh: $espeak_data missing (apt-get install espeak-ng-data)" >&2; exit 1; }
       mkdir -p "$dir$(dirname "$espeak_data")"
       cp -rL "$espeak_data" "$dir$espeak_data"
+    fi
+    if grep -q 'libpocketsphinx\.so' <<<"$libs" && [ ! -d "$dir$sphinx_model" ]; then
+      [ -d "$sphinx_model" ] || { echo "build.sh: $sphinx_model missing (apt-get install pocketsphinx-en-us)" >&2; exit 1; }
+      mkdir -p "$dir$(dirname "$sphinx_model")"
+      cp -rL "$sphinx_model" "$dir$sphinx_model"
     fi
   done
   # Debian's loader lives at /lib64/ld-linux-x86-64.so.2 -> /lib/x86_64-linux-gnu/...
