@@ -63,7 +63,7 @@ ABSL_FLAG(std::string, log_level, "info", "the least severe lines logged: debug,
 ABSL_FLAG(std::string, metrics_listen, "",
           "host:port for Prometheus metrics at /metrics over HTTP (off when empty; port 0 "
           "picks one)");
-ABSL_FLAG(std::string, engine, "sim_llm", "engine name (sim_llm, thinker, talker, vocoder, or python: a Python class named by --engine_params module=...,class=...)");
+ABSL_FLAG(std::string, engine, "sim_llm", "engine name (sim_llm, listener, thinker, talker, vocoder, or python: a Python class named by --engine_params module=...,class=...)");
 ABSL_FLAG(std::string, engine_params, "",
           "engine parameters as comma-separated key=value pairs, e.g. batch_size=64");
 ABSL_FLAG(std::string, instance_id, "", "instance id reported to clients (default: generated)");

@@ -136,8 +136,8 @@ TEST(StageWorkerProcessTest, BadFlagsStopStartUpWithAClearMessage) {
   };
   const std::vector<Case> cases = {
       {{"--engine=no_such_engine"},
-       "refused field=engine reason=unknown engine 'no_such_engine' (known: sim_llm, thinker, "
-       "talker, vocoder, python)"},
+       "refused field=engine reason=unknown engine 'no_such_engine' (known: sim_llm, listener, "
+       "thinker, talker, vocoder, python)"},
       {{"--engine=sim_llm", "--engine_params=batch_size=x"},
        "refused field=engine_params.batch_size reason=engine sim_llm: parameter batch_size: "
        "expected an integer in [1, 65536], got 'x'"},

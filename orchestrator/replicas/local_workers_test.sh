@@ -34,7 +34,7 @@ refused bad_param "engine: sim_llm, engine_params: {batch_size: x}" \
 refused unknown_param "engine: sim_llm, engine_params: {bach_size: 4}" \
   "stages[0].engine_params.bach_size: engine sim_llm: unknown parameter 'bach_size'"
 refused unknown_engine "engine: gpt" \
-  "stages[0].engine: unknown engine 'gpt' (known: sim_llm, thinker, talker, vocoder, python)"
+  "stages[0].engine: unknown engine 'gpt' (known: sim_llm, listener, thinker, talker, vocoder, python)"
 refused bad_defaults "engine: sim_llm, defaults: {extra: {colour: red}}" \
   "stages[0].defaults.extra.colour: refused the session: stage defaults: engine sim_llm: unknown extra parameter 'colour'"
 # The same for a Python engine (sim_llm's Python port): the module, the class,
