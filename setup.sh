@@ -24,6 +24,9 @@ PACKAGES=(
   # The talker's phonemes and the vocoder's speech: espeak-ng's library and
   # header to build, its data (/usr/lib/x86_64-linux-gnu/espeak-ng-data) to run.
   libespeak-ng-dev espeak-ng-data
+  # The listener's speech recognizer: pocketsphinx on sphinxbase to build, its
+  # en-us model (/usr/share/pocketsphinx/model/en-us) to run.
+  libpocketsphinx-dev libsphinxbase-dev pocketsphinx-en-us
   # The OpenAI-compatible gateway: libevent's HTTP server (one event loop, no
   # thread per client; HTTPS through its OpenSSL bufferevents) and nlohmann's
   # JSON. OpenSSL's headers and libraries (also random ids, token digests).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The omni CLI against a real local pipeline: generate (text + WAV), status,
-# utility, abort, and a clear message when nothing answers. Stops what it
+# utility, abort, speak (stdin streamed into a text-to-speech request), and a
+# clear message when nothing answers. Stops what it
 # starts, by PID.
 set -euo pipefail
 
@@ -109,6 +110,22 @@ grep -q '"value": 2$' "$out/div" || fail "div 6,3: $(cat "$out/div")"
 "$omni" abort "$server" --ids=nope,also-nope >"$out/abort" || fail "abort"
 [ "$(grep -c 'not found' "$out/abort")" -eq 2 ] || fail "abort output: $(cat "$out/abort")"
 
+stop_orchestrator
+
+# speak: stdin into a running text-to-speech request, line by line.
+start_orchestrator orchestrator/configs/local_tts.yaml
+{ echo "Hello there, how are you today."; sleep 0.5; echo "The sea is calm tonight."; } |
+  "$omni" speak "$server" --latency --wav="$out/spoken.wav" >"$out/speak_text" 2>"$out/speak_err" ||
+  fail "speak exited $?: $(cat "$out/speak_err")"
+grep -q 'finished (FINISH_REASON_STOP)' "$out/speak_err" || fail "speak: $(cat "$out/speak_err")"
+[ "$(grep -c 'first audio .* ms after its last character' "$out/speak_err")" -eq 2 ] ||
+  fail "speak --latency: $(cat "$out/speak_err")"
+[ "$(stat -c %s "$out/spoken.wav")" -gt 48044 ] || fail "speak: WAV too small"
+# Word by word gives the same samples: chunking changes nothing.
+printf 'Hello there, how are you today.\nThe sea is calm tonight.\n' |
+  "$omni" speak "$server" --by_word --wav="$out/words.wav" 2>"$out/words_err" >/dev/null ||
+  fail "speak --by_word: $(cat "$out/words_err")"
+cmp -s "$out/spoken.wav" "$out/words.wav" || fail "speak --by_word changed the audio"
 stop_orchestrator
 
 set +e

@@ -69,6 +69,32 @@ TEST(PipelineConfigFilesTest, ShippedTtsConfigSpeaksStreamedText) {
   EXPECT_EQ(config->input_idle_timeout, absl::Minutes(2));
 }
 
+TEST(PipelineConfigFilesTest, ShippedVoiceAgentConfigListensFirst) {
+  absl::StatusOr<PipelineConfig> config =
+      LoadPipelineConfig("orchestrator/configs/local_voice_agent.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->stages.size(), 4u);
+  const std::vector<std::string> engines = {"listener", "thinker", "talker", "vocoder"};
+  for (size_t s = 0; s < engines.size(); ++s) {
+    EXPECT_EQ(config->stages[s].name, engines[s]);
+    EXPECT_EQ(config->stages[s].engine, engines[s]);
+  }
+  const StageConfig& listener = config->stages[0];
+  EXPECT_EQ(listener.spawn_replicas, 1);
+  EXPECT_TRUE(listener.final_output);  // the client sees what was heard
+  EXPECT_EQ(listener.output_modality, v1::MODALITY_TEXT);
+  EXPECT_EQ(listener.engine_params.at("batch_size"), "4");
+  const StageConfig& thinker = config->stages[1];
+  EXPECT_TRUE(thinker.final_output);
+  EXPECT_EQ(thinker.input_mode, InputMode::kOnFinish);
+  EXPECT_EQ(thinker.engine_params.at("step_time_us"), "2000");
+  EXPECT_EQ(config->stages[2].spawn_replicas, 2);
+  EXPECT_EQ(config->stages[2].input_mode, InputMode::kStreaming);
+  EXPECT_TRUE(config->stages[3].final_output);
+  EXPECT_EQ(config->stages[3].output_modality, v1::MODALITY_AUDIO);
+  EXPECT_EQ(config->stages[3].input_mode, InputMode::kStreaming);
+}
+
 TEST(PipelineConfigFilesTest, ShippedSimConfigIsOneFastStage) {
   absl::StatusOr<PipelineConfig> config = LoadPipelineConfig("orchestrator/configs/local_sim.yaml");
   ASSERT_TRUE(config.ok()) << config.status();

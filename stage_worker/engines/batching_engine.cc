@@ -46,13 +46,14 @@ int64_t SteadyNowNs() {
 
 struct BatchingEngine::LiveRequest {
   void Append(const v1::Payload& payload) {
+    if (prefill.has_value()) prefill->Append(payload);
+    if (generator->TakePayload(payload)) return;
     if (payload.has_text()) {
       input.text += payload.text().text();
     } else if (payload.has_tokens()) {
       const auto& ids = payload.tokens().ids();
       input.tokens.insert(input.tokens.end(), ids.begin(), ids.end());
     }
-    if (prefill.has_value()) prefill->Append(payload);
   }
 
   std::string id;
@@ -63,7 +64,11 @@ struct BatchingEngine::LiveRequest {
 };
 
 BatchingOptions BatchingOptions::Read(EngineParams* params) {
-  BatchingOptions o;
+  return Read(params, BatchingOptions());
+}
+
+BatchingOptions BatchingOptions::Read(EngineParams* params, const BatchingOptions& defaults) {
+  BatchingOptions o = defaults;
   o.batch_size = static_cast<int>(params->Int("batch_size", o.batch_size, 1, kMaxBatchSize));
   o.step_time = params->DurationUs("step_time_us", o.step_time, absl::Seconds(60));
   o.step_mode = params->Enum("step_mode", "sleep", {"sleep", "busy"}) == "busy" ? StepMode::kBusy
@@ -107,7 +112,10 @@ BatchingEngine::~BatchingEngine() = default;
 absl::Status BatchingEngine::CheckKind(const v1::Payload& payload, const std::string& where) const {
   v1::Payload::KindCase kind = payload.kind_case();
   if (std::find(accepted_kinds_.begin(), accepted_kinds_.end(), kind) != accepted_kinds_.end()) {
-    return absl::OkStatus();
+    absl::Status status = CheckPayload(payload);
+    if (status.ok()) return status;
+    return absl::Status(status.code(),
+                        absl::StrCat("engine ", name_, ": ", where, ": ", status.message()));
   }
   std::vector<std::string> accepted;
   for (v1::Payload::KindCase k : accepted_kinds_) accepted.push_back(KindName(k));
@@ -149,14 +157,14 @@ absl::Status BatchingEngine::Add(EngineRequest request) {
   auto live = std::make_unique<LiveRequest>();
   live->id = request.id;
   if (prefills_) live->prefill.emplace(options_.block_tokens, cache_ != nullptr);
-  for (const v1::Payload& payload : request.input) live->Append(payload);
-  live->input.complete = request.input_complete;
   RequestSettings settings;
   settings.max_tokens =
       request.params.has_max_tokens() ? request.params.max_tokens() : options_.default_max_tokens;
   settings.seed = request.params.has_seed() ? request.params.seed() : 0;
   settings.extra = {request.params.extra().begin(), request.params.extra().end()};
   live->generator = NewGenerator(settings);
+  for (const v1::Payload& payload : request.input) live->Append(payload);
+  live->input.complete = request.input_complete;
   waiting_.push_back(live.get());
   requests_.emplace(request.id, std::move(live));
   return absl::OkStatus();

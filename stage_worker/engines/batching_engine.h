@@ -9,6 +9,10 @@
 //   is aborted.
 // - Streamed input: text and token payloads are concatenated per kind in arrival
 //   order into a RequestInput, so generators cannot see how input was chunked.
+//   A generator that must read payloads in order across kinds (the listener:
+//   audio, with text between it) takes them one by one instead
+//   (RequestGenerator::TakePayload); keeping its output independent of the
+//   chunking is then its own business.
 // - Replay (Engine::resume_mode()): a request's whole output is a function of
 //   its input and settings only, since its generator sees neither its batch
 //   mates nor how its input was chunked (above), and must be deterministic in
@@ -80,6 +84,9 @@ struct BatchingOptions {
 
   // Reads the shared parameters; errors stay in `params` for Finish().
   static BatchingOptions Read(EngineParams* params);
+  // The same, an absent key keeping its value in `defaults` (an engine whose
+  // requests are heavier than the others' gives a smaller batch_size).
+  static BatchingOptions Read(EngineParams* params, const BatchingOptions& defaults);
 };
 
 // All input a request has received so far.
@@ -110,6 +117,10 @@ struct GeneratedStep {
 class RequestGenerator {
  public:
   virtual ~RequestGenerator() = default;
+  // Offered each input payload as it arrives (the Add's, then AppendInput's),
+  // before it is added to the RequestInput: true when the generator keeps it
+  // itself, and the RequestInput does not get it. False by default.
+  virtual bool TakePayload(const v1::Payload& payload) { return false; }
   // Whether Step() can make progress with `input` (false: waiting for input).
   virtual bool Ready(const RequestInput& input) const = 0;
   // One step; called only when Ready(). Must be deterministic in `input` and
@@ -149,6 +160,12 @@ class BatchingEngine : public Engine {
  protected:
   // Creates the generator of a request that passed Validate().
   virtual std::unique_ptr<RequestGenerator> NewGenerator(const RequestSettings& settings) const = 0;
+
+  // Checks one input payload of an accepted kind beyond its kind (an audio
+  // format the engine cannot read): a refusal rejects a request in Validate()
+  // (at field input[i]) and fails only its request when it comes streamed. OK
+  // by default. Must be thread-safe, as Validate().
+  virtual absl::Status CheckPayload(const v1::Payload& payload) const { return absl::OkStatus(); }
 
   // Reads the engine's per-request StageParameters.extra keys through `extra`
   // (which then rejects the keys nobody read). The default reads none.

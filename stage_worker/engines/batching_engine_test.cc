@@ -44,6 +44,15 @@ TEST(BatchingOptionsTest, ReadsSharedParameters) {
   EXPECT_EQ(options.default_max_tokens, 7u);
 }
 
+TEST(BatchingOptionsTest, AbsentKeysKeepTheEnginesDefaults) {
+  BatchingOptions defaults;
+  defaults.batch_size = 3;
+  EngineParams absent("echo", {});
+  EXPECT_EQ(BatchingOptions::Read(&absent, defaults).batch_size, 3);
+  EngineParams given("echo", {{"batch_size", "5"}});
+  EXPECT_EQ(BatchingOptions::Read(&given, defaults).batch_size, 5);
+}
+
 // The fault and benchmark hooks belong to the registry's decorator
 // (fault_injection.h), not to the engines.
 TEST(BatchingOptionsTest, KnowsNoFaultHooks) {
@@ -163,6 +172,79 @@ TEST(BatchingEngineTest, BadStreamedInputFailsOnlyThatRequest) {
   std::map<std::string, Collected> out = RunToCompletion(&engine);
   EXPECT_EQ(out["good"].text, "k");  // "o" came in the first step
   EXPECT_EQ(out.count("bad"), 0u);
+}
+
+// An engine that reads its payloads in order across kinds: text as it is,
+// audio as "<N bytes>"; audio of an odd byte count is refused.
+class OrderedEngine : public BatchingEngine {
+ public:
+  OrderedEngine() : BatchingEngine("ordered", {v1::Payload::kText, v1::Payload::kAudio}, {}) {}
+
+ protected:
+  class Generator : public RequestGenerator {
+   public:
+    bool TakePayload(const v1::Payload& payload) override {
+      pending_ += payload.has_text() ? payload.text().text()
+                                     : absl::StrCat("<", payload.audio().pcm_s16le().size(), ">");
+      return true;
+    }
+    bool Ready(const RequestInput& input) const override {
+      return !pending_.empty() || input.complete;
+    }
+    GeneratedStep Step(const RequestInput& input) override {
+      GeneratedStep step;
+      EXPECT_TRUE(input.text.empty());  // taken by the generator
+      if (!pending_.empty()) step.payloads.push_back(TextPayload(std::move(pending_)));
+      pending_.clear();
+      if (input.complete) step.finish_reason = v1::FINISH_REASON_STOP;
+      return step;
+    }
+
+   private:
+    std::string pending_;
+  };
+
+  std::unique_ptr<RequestGenerator> NewGenerator(const RequestSettings&) const override {
+    return std::make_unique<Generator>();
+  }
+  absl::Status CheckPayload(const v1::Payload& payload) const override {
+    if (payload.has_audio() && payload.audio().pcm_s16le().size() % 2 != 0) {
+      return absl::InvalidArgumentError("odd byte count");
+    }
+    return absl::OkStatus();
+  }
+};
+
+v1::Payload Audio(size_t bytes) {
+  v1::Payload payload;
+  payload.mutable_audio()->set_pcm_s16le(std::string(bytes, '\0'));
+  return payload;
+}
+
+TEST(BatchingEngineTest, GeneratorTakesPayloadsInOrderAcrossKinds) {
+  OrderedEngine engine;
+  ASSERT_TRUE(engine.Add(MakeRequest("a", {TextPayload("hi "), Audio(4)}, false)).ok());
+  ASSERT_TRUE(engine.AppendInput("a", {TextPayload(" and "), Audio(6)}, true).ok());
+  std::map<std::string, Collected> out = RunToCompletion(&engine);
+  EXPECT_EQ(out["a"].text, "hi <4> and <6>");
+  EXPECT_EQ(out["a"].finish_reason, v1::FINISH_REASON_STOP);
+}
+
+TEST(BatchingEngineTest, CheckPayloadRefusesARequestOrFailsOnlyItsStream) {
+  OrderedEngine engine;
+  absl::Status refused = engine.Validate(MakeRequest("a", {Audio(2), Audio(3)}));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(), "engine ordered: input payload 1: odd byte count");
+
+  ASSERT_TRUE(engine.Add(MakeRequest("bad", {}, false)).ok());
+  ASSERT_TRUE(engine.Add(MakeRequest("good", {Audio(2)}, false)).ok());
+  ASSERT_TRUE(engine.AppendInput("bad", {Audio(5)}, true).ok());
+  ASSERT_TRUE(engine.AppendInput("good", {Audio(8)}, true).ok());
+  std::map<std::string, Collected> out = RunToCompletion(&engine);
+  EXPECT_EQ(out["bad"].finish_reason, v1::FINISH_REASON_ERROR);
+  EXPECT_EQ(out["bad"].error_code, static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(out["good"].text, "<2><8>");
+  EXPECT_EQ(out["good"].finish_reason, v1::FINISH_REASON_STOP);
 }
 
 TEST(BatchingEngineTest, Utilities) {

@@ -77,6 +77,11 @@ absl::Duration EngineParams::DurationUs(absl::string_view key, absl::Duration de
   return value;
 }
 
+std::string EngineParams::Text(absl::string_view key, absl::string_view default_value) {
+  const std::string* raw = Lookup(key);
+  return raw == nullptr ? std::string(default_value) : *raw;
+}
+
 std::string EngineParams::Enum(absl::string_view key, absl::string_view default_value,
                                const std::vector<std::string>& allowed) {
   const std::string* raw = Lookup(key);

@@ -47,6 +47,9 @@ class EngineParams {
   absl::Duration DurationUs(absl::string_view key, absl::Duration default_value,
                             absl::Duration max);
 
+  // Any string (a path, a list the engine parses itself).
+  std::string Text(absl::string_view key, absl::string_view default_value);
+
   // One of `allowed`, spelled exactly.
   std::string Enum(absl::string_view key, absl::string_view default_value,
                    const std::vector<std::string>& allowed);

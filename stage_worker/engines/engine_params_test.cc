@@ -15,6 +15,7 @@ TEST(EngineParamsTest, AbsentKeysGiveDefaults) {
   EXPECT_EQ(params.DurationUs("step_time_us", absl::Microseconds(5), absl::Seconds(1)),
             absl::Microseconds(5));
   EXPECT_EQ(params.Enum("step_mode", "sleep", {"sleep", "busy"}), "sleep");
+  EXPECT_EQ(params.Text("model_dir", "/usr/share/model"), "/usr/share/model");
   EXPECT_TRUE(params.Finish().ok());
 }
 
@@ -23,7 +24,8 @@ TEST(EngineParamsTest, ParsesValues) {
                                   {"fail_utilities", "true"},
                                   {"a_us", "2000"},
                                   {"b_us", "3ms"},
-                                  {"step_mode", "busy"}});
+                                  {"step_mode", "busy"},
+                                  {"model_dir", "/opt/model"}});
   EXPECT_EQ(params.Int("batch_size", 16, 1, 65536), 64);
   EXPECT_TRUE(params.Bool("fail_utilities", false));
   EXPECT_EQ(params.DurationUs("a_us", absl::ZeroDuration(), absl::Seconds(1)),
@@ -31,6 +33,7 @@ TEST(EngineParamsTest, ParsesValues) {
   EXPECT_EQ(params.DurationUs("b_us", absl::ZeroDuration(), absl::Seconds(1)),
             absl::Milliseconds(3));
   EXPECT_EQ(params.Enum("step_mode", "sleep", {"sleep", "busy"}), "busy");
+  EXPECT_EQ(params.Text("model_dir", "/usr/share/model"), "/opt/model");
   EXPECT_TRUE(params.Finish().ok());
 }
 

@@ -139,14 +139,16 @@ std::vector<std::string> Espeak::Phonemes(absl::string_view text, char separator
 }
 
 absl::StatusOr<std::vector<int16_t>> Espeak::Speak(absl::string_view text,
-                                                   const std::string& variant) {
+                                                   const std::string& variant,
+                                                   const std::string& voice) {
   const std::string input = WithoutNuls(text);
   absl::MutexLock lock(&mu_);
-  return SpeakLocked(input, variant);
+  return SpeakLocked(input, variant, voice);
 }
 
 absl::StatusOr<std::vector<int16_t>> Espeak::SpeakLocked(const std::string& text,
-                                                         const std::string& variant) {
+                                                         const std::string& variant,
+                                                         const std::string& voice) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError(ErrnoMessage("espeak-ng: pipe"));
   const pid_t pid = fork();
@@ -166,9 +168,12 @@ absl::StatusOr<std::vector<int16_t>> Espeak::SpeakLocked(const std::string& text
     // Breathy variants mix in noise from the C library's rand(), whose state
     // the child inherits from whatever the worker drew from it: start it alike.
     srand(1);
-    // A variant is set here only, in the child: the parent's voice never changes.
-    if (!variant.empty() &&
-        espeak_ng_SetVoiceByName(absl::StrCat(kVoice, "+", variant).c_str()) != ENS_OK) {
+    // A variant or voice is set here only, in the child: the parent's voice
+    // never changes.
+    if ((!variant.empty() || !voice.empty()) &&
+        espeak_ng_SetVoiceByName(absl::StrCat(voice.empty() ? kVoice : voice,
+                                              variant.empty() ? "" : "+", variant)
+                                     .c_str()) != ENS_OK) {
       _exit(1);
     }
     const espeak_ERROR error = espeak_Synth(text.c_str(), text.size() + 1, 0, POS_CHARACTER, 0,

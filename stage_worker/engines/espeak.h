@@ -67,10 +67,13 @@ class Espeak {
   // in [[ ]] are phoneme mnemonics as Phonemes() writes them (separator-free).
   // espeak leaves no pause after the last clause. `variant`: one of variants()
   // (a voice variant of "en": m3, f2, croak, ...), "" for espeak's default.
+  // `voice`: another of espeak-ng's voices than "en" for this call (the
+  // listener's tests speak "en-us", the accent pocketsphinx's model knows).
   // INTERNAL when the synthesis process fails (e.g. fork() is refused, or the
-  // variant does not load).
+  // variant or voice does not load).
   absl::StatusOr<std::vector<int16_t>> Speak(absl::string_view text,
-                                             const std::string& variant = "");
+                                             const std::string& variant = "",
+                                             const std::string& voice = "");
 
   // The voice variants espeak-ng's data holds (the files of voices/!v), sorted.
   const std::vector<std::string>& variants() const { return variants_; }
@@ -86,7 +89,8 @@ class Espeak {
   static absl::StatusOr<Espeak*> Create();
 
   absl::StatusOr<std::vector<int16_t>> SpeakLocked(const std::string& text,
-                                                   const std::string& variant = "")
+                                                   const std::string& variant = "",
+                                                   const std::string& voice = "")
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int sample_rate_hz_;

@@ -96,6 +96,18 @@ TEST(EspeakTest, PhonemesSpeakLikeTheirText) {
   EXPECT_NEAR(phonemes / direct, 1.0, 0.05);
 }
 
+// The listener's tests speak American English; the worker's own voice stays "en".
+TEST(EspeakTest, SpeaksInAnotherVoiceForOneCall) {
+  const std::string text = "Can you tell me the way to the station?";
+  absl::StatusOr<std::vector<int16_t>> american = MustGet().Speak(text, "", "en-us");
+  ASSERT_TRUE(american.ok()) << american.status();
+  EXPECT_GT(american->size(), 22050u / 2);
+  EXPECT_NE(*american, MustSpeak(text));
+  EXPECT_EQ(*MustGet().Speak(text, "", "en-us"), *american);
+  EXPECT_EQ(MustGet().Speak(text, "", "no-such-voice").status().code(),
+            absl::StatusCode::kInternal);
+}
+
 TEST(EspeakTest, PausesAfterClauses) {
   absl::StatusOr<int> full_stop = MustGet().PauseAfter('.');
   absl::StatusOr<int> comma = MustGet().PauseAfter(',');

@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "common/field_error.h"
 #include "stage_worker/engines/fault_injection.h"
+#include "stage_worker/engines/listener.h"
 #include "stage_worker/engines/python/python_engine.h"
 #include "stage_worker/engines/sim_llm.h"
 #include "stage_worker/engines/talker.h"
@@ -26,6 +27,7 @@ struct Registration {
 // linker or run in an unspecified order.
 constexpr Registration kEngines[] = {
     {kSimLlmEngineName, &CreateSimLlmEngine},
+    {kListenerEngineName, &CreateListenerEngine},
     {kThinkerEngineName, &CreateThinkerEngine},
     {kTalkerEngineName, &CreateTalkerEngine},
     {kVocoderEngineName, &CreateVocoderEngine},

@@ -28,8 +28,9 @@ namespace omnistage {
 absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
     const std::string& name, const std::map<std::string, std::string>& params);
 
-// The names CreateEngine() accepts: the built-in sim_llm, thinker, talker and
-// vocoder (in pipeline order), then python (a Python class, python_engine.h).
+// The names CreateEngine() accepts: the built-in sim_llm, listener, thinker,
+// talker and vocoder (in pipeline order), then python (a Python class,
+// python_engine.h).
 std::vector<std::string> EngineNames();
 
 }  // namespace omnistage

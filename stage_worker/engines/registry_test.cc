@@ -16,7 +16,7 @@ using engine_testing::RunToCompletion;
 using ::testing::ElementsAre;
 
 TEST(RegistryTest, KnowsTheBuiltInEngines) {
-  EXPECT_THAT(EngineNames(), ElementsAre("sim_llm", "thinker", "talker", "vocoder", "python"));
+  EXPECT_THAT(EngineNames(), ElementsAre("sim_llm", "listener", "thinker", "talker", "vocoder", "python"));
   for (const std::string& name : EngineNames()) {
     std::map<std::string, std::string> params = {{"batch_size", "3"}};
     if (name == "python") {  // sim_llm's Python port
@@ -37,6 +37,7 @@ TEST(RegistryTest, WrapsEnginesThatAskForFaultHooks) {
   for (const std::string& name : EngineNames()) {
     SCOPED_TRACE(name);
     std::map<std::string, std::string> params;
+    if (name == "listener") params = {{"batch_size", "1"}};  // a decoder takes a while
     if (name == "python") {
       params = {{"path", "stage_worker/engines/python"},
                 {"module", "omnistage_engines.sim_llm"},
@@ -70,7 +71,7 @@ TEST(RegistryTest, WrapsEnginesThatAskForFaultHooks) {
 TEST(RegistryTest, RejectsUnknownEnginesAndParameters) {
   absl::Status unknown = CreateEngine("x", {}).status();
   EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(unknown.message(), "unknown engine 'x' (known: sim_llm, thinker, talker, vocoder, python)");
+  EXPECT_EQ(unknown.message(), "unknown engine 'x' (known: sim_llm, listener, thinker, talker, vocoder, python)");
   EXPECT_THAT(std::string(CreateEngine("talker", {{"vocab_size", "5"}}).status().message()),
               ::testing::StartsWith("engine talker: unknown parameter 'vocab_size'"));
 }

@@ -25,6 +25,14 @@ class Output:
 
 
 @dataclasses.dataclass
+class Audio:
+    """Audio input for generate_duplex(): PCM signed 16-bit little-endian."""
+    pcm: bytes
+    sample_rate_hz: int
+    channels: int = 1
+
+
+@dataclasses.dataclass
 class Finished:
     """The request's end: the last item generate() yields."""
     request_id: str
@@ -121,48 +129,95 @@ class Client:
         early cancels the call, and the orchestrator stops the request on every
         stage.
         """
-        request = orchestrator_pb2.GenerateRequest(prompt=prompt, request_id=request_id)
-        for name in modalities:
-            request.output_modalities.append(common_pb2.Modality.Value("MODALITY_" + name.upper()))
-        stages = sorted(set((max_tokens or {}).keys()) | set((extra or {}).keys()))
-        for stage in stages:
-            params = request.stage_params.add(stage_id=stage)
-            if max_tokens and stage in max_tokens:
-                params.max_tokens = max_tokens[stage]
-            for key, value in ((extra or {}).get(stage) or {}).items():
-                params.extra[key] = str(value)
+        request = _request(prompt, request_id, modalities, max_tokens, extra)
         metadata = self._metadata + ([("traceparent", traceparent)] if traceparent else [])
-        call = self._stub.Generate(request, timeout=timeout, metadata=metadata)
+        yield from _responses(self._stub.Generate(request, timeout=timeout, metadata=metadata))
+
+    def generate_duplex(self, input: Iterable[Union[str, Audio, List[int]]], *,
+                        prompt: str = "", request_id: str = "",
+                        modalities: Iterable[str] = (),
+                        max_tokens: Optional[Dict[int, int]] = None,
+                        extra: Optional[Dict[int, Dict[str, str]]] = None,
+                        timeout: Optional[float] = None,
+                        traceparent: Optional[str] = None
+                        ) -> Iterator[Union[Output, Finished]]:
+        """Streams one request whose input streams in (GenerateDuplex).
+
+        `input` yields stage 0's input after `prompt`: text (str), Audio, or
+        token ids (a list of ints). It is read as the call runs, so a generator
+        that waits for the user sends each piece the moment it exists; its end
+        completes the input. Outputs stream back meanwhile, as generate()'s do,
+        and the same errors apply; input past the orchestrator's limits ends
+        the request with Finished("error").
+        """
+        first = orchestrator_pb2.GenerateInput(
+            request=_request(prompt, request_id, modalities, max_tokens, extra))
+
+        # An error of `input`'s (or a bad item) stops the call and is raised
+        # here, not swallowed by gRPC's thread that reads `input`.
+        failed: List[BaseException] = []
+        calls: List[grpc.Call] = []
+
+        def messages():
+            yield first
+            try:
+                for item in input:
+                    yield orchestrator_pb2.GenerateInput(input=orchestrator_pb2.InputChunk(
+                        payloads=[_payload(item)]))
+            except Exception as e:  # noqa: BLE001 - raised again below
+                failed.append(e)
+                if calls:  # Else the call ends with the input, and it is raised then.
+                    calls[0].cancel()
+
+        metadata = self._metadata + ([("traceparent", traceparent)] if traceparent else [])
+        calls.append(self._stub.GenerateDuplex(messages(), timeout=timeout, metadata=metadata))
         try:
-            for response in call:
-                for chunk in response.outputs:
-                    yield _output(chunk)
-                if response.HasField("terminal"):
-                    terminal = response.terminal
-                    yield Finished(response.request_id, _reason(terminal.finish_reason),
-                                   terminal.error.message)
-        finally:
-            call.cancel()  # No-op once the stream ended.
+            yield from _responses(calls[0])
+        except grpc.RpcError:
+            if failed:
+                raise failed[0] from None
+            raise
+        if failed:
+            raise failed[0]
 
-    def abort(self, request_ids: Iterable[str], timeout: float = 20.0) -> Dict[str, str]:
-        """Aborts requests: id -> "aborted", "not_found" or "failed: <why>" (retry)."""
-        response = self._stub.Abort(
-            orchestrator_pb2.AbortRequest(request_ids=list(request_ids)), timeout=timeout,
-            metadata=self._metadata)
-        outcomes = {}
-        for result in response.results:
-            if result.outcome == orchestrator_pb2.AbortResult.OUTCOME_ABORTED:
-                outcomes[result.request_id] = "aborted"
-            elif result.outcome == orchestrator_pb2.AbortResult.OUTCOME_FAILED:
-                outcomes[result.request_id] = "failed: " + result.error.message
-            else:
-                outcomes[result.request_id] = "not_found"
-        return outcomes
 
-    def status(self, timeout: float = 10.0) -> orchestrator_pb2.PipelineStatus:
-        """The pipeline's stages, replicas and in-flight count."""
-        return self._stub.GetPipelineStatus(orchestrator_pb2.PipelineStatusRequest(),
-                                            timeout=timeout, metadata=self._metadata)
+def _request(prompt, request_id, modalities, max_tokens, extra):
+    request = orchestrator_pb2.GenerateRequest(prompt=prompt, request_id=request_id)
+    for name in modalities:
+        request.output_modalities.append(common_pb2.Modality.Value("MODALITY_" + name.upper()))
+    stages = sorted(set((max_tokens or {}).keys()) | set((extra or {}).keys()))
+    for stage in stages:
+        params = request.stage_params.add(stage_id=stage)
+        if max_tokens and stage in max_tokens:
+            params.max_tokens = max_tokens[stage]
+        for key, value in ((extra or {}).get(stage) or {}).items():
+            params.extra[key] = str(value)
+    return request
+
+
+def _responses(call) -> Iterator[Union[Output, Finished]]:
+    try:
+        for response in call:
+            for chunk in response.outputs:
+                yield _output(chunk)
+            if response.HasField("terminal"):
+                terminal = response.terminal
+                yield Finished(response.request_id, _reason(terminal.finish_reason),
+                               terminal.error.message)
+    finally:
+        call.cancel()  # No-op once the stream ended.
+
+
+def _payload(item) -> common_pb2.Payload:
+    if isinstance(item, str):
+        return common_pb2.Payload(text=common_pb2.TextDelta(text=item))
+    if isinstance(item, Audio):
+        return common_pb2.Payload(audio=common_pb2.AudioChunk(
+            pcm_s16le=item.pcm, sample_rate_hz=item.sample_rate_hz, channels=item.channels))
+    if isinstance(item, (list, tuple)) and all(isinstance(i, int) for i in item):
+        return common_pb2.Payload(tokens=common_pb2.TokenIds(ids=list(item)))
+    raise TypeError(f"generate_duplex input: expected str, Audio or a list of ints, got "
+                    f"{type(item).__name__}")
 
 
 def _read(path: Optional[str]) -> Optional[bytes]:
