@@ -191,7 +191,7 @@ async function errors() {
      "session.audio.input.turn_detection", "unsupported_value"],
     [{ type: "response.cancel", event_id: "e7" }, null, "response_cancel_not_active"],
     [{ type: "response.create", event_id: "e8" }, null, "empty_conversation"],
-    [{ type: "input_audio_buffer.append", event_id: "e9", audio: "AAAA" }, null,
+    [{ type: "input_audio_buffer.append", event_id: "e9", audio: "AAAAAA==" }, null,
      "input_audio_not_supported"],
     [{ type: "input_audio_buffer.commit", event_id: "e10" }, null, "input_audio_not_supported"],
   ];
