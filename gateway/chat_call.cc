@@ -17,15 +17,15 @@ constexpr char kJson[] = "application/json";
 
 ChatCall::ChatCall(ChatRequest request, std::string model, std::string authorization,
                    std::string traceparent, std::shared_ptr<HttpExchange> exchange,
-                   LoopPoster post, CallObserver observer)
-    : request_(std::move(request)),
+                   LoopPoster post, CallObserver observer, Fallback fallback)
+    : ResponseReader(std::move(post), fallback),
+      request_(std::move(request)),
       model_(std::move(model)),
       authorization_(std::move(authorization)),
       traceparent_(std::move(traceparent)),
       stream_(request_.stream),
       encoder_(request_, model_, static_cast<int64_t>(std::time(nullptr))),
       exchange_(std::move(exchange)),
-      post_(std::move(post)),
       observer_(std::move(observer)) {}
 
 void ChatCall::Start(v1::Orchestrator::Stub* stub, Fallback fallback, bool orchestrator_tls,
@@ -34,8 +34,7 @@ void ChatCall::Start(v1::Orchestrator::Stub* stub, Fallback fallback, bool orche
                      LoopPoster post, CallObserver observer) {
   auto* call = new ChatCall(std::move(request), std::move(model), std::move(authorization),
                             std::move(traceparent), std::move(exchange), std::move(post),
-                            std::move(observer));
-  call->fallback_ = fallback;
+                            std::move(observer), fallback);
   call->orchestrator_tls_ = orchestrator_tls;
   call->Begin(stub);
 }
@@ -44,46 +43,14 @@ void ChatCall::Begin(v1::Orchestrator::Stub* stub) {
   if (!authorization_.empty()) context_.AddMetadata("authorization", authorization_);
   if (!traceparent_.empty()) context_.AddMetadata("traceparent", traceparent_);
   // The client going away stops the request on every stage.
-  exchange_->OnClose([this] { ClientGone(); });
+  exchange_->OnClose([this] { Cancel(); });
   v1::GenerateRequest generate = request_.generate;
   stub->async()->Generate(&context_, &generate, this);
-  // Reads are started from the loop, outside the reactions: held until the
-  // stream's end was read.
-  AddHold();
-  ReadNext();
+  BeginReading();
   StartCall();
 }
 
-void ChatCall::ReadNext() {
-  reading_ = true;
-  StartRead(&response_);
-}
-
-void ChatCall::ClientGone() {
-  context_.TryCancel();
-  // Waiting for the client to take events it never will: read on, to the end.
-  if (!reading_) ReadNext();
-}
-
-void ChatCall::OnReadDone(bool ok) {
-  if (!ok) {  // The stream ended: no more reads; OnDone follows.
-    RemoveHold();
-    return;
-  }
-  auto response = std::make_shared<v1::GenerateResponse>(std::move(response_));
-  response_.Clear();
-  post_([this, response] { Deliver(*response); });
-}
-
-void ChatCall::OnDone(const grpc::Status& status) {
-  post_([this, status] {
-    Finish(status);
-    delete this;
-  });
-}
-
 void ChatCall::Deliver(const v1::GenerateResponse& response) {
-  reading_ = false;
   got_response_ = true;
   if (!response.request_id().empty()) encoder_.set_request_id(response.request_id());
   if (response.has_terminal()) {
@@ -118,18 +85,16 @@ void ChatCall::Answer(int http_status, const std::string& body) {
   observer_(http_status);
 }
 
-void ChatCall::Finish(const grpc::Status& status) {
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE && !got_response_ &&
-      fallback_.stub != nullptr && !exchange_->done()) {
-    // The second try takes the exchange (and its close hook) over; this call
-    // ends without answering.
-    if (fallback_.taken != nullptr) fallback_.taken->Increment();
-    auto* again = new ChatCall(request_, model_, authorization_, traceparent_, exchange_, post_,
-                               observer_);
-    again->orchestrator_tls_ = orchestrator_tls_;
-    again->Begin(fallback_.stub);
-    return;
-  }
+void ChatCall::Retry(v1::Orchestrator::Stub* stub) {
+  // The second try takes the exchange (and its close hook) over; this call
+  // ends without answering.
+  auto* again = new ChatCall(request_, model_, authorization_, traceparent_, exchange_, post(),
+                             observer_, Fallback());
+  again->orchestrator_tls_ = orchestrator_tls_;
+  again->Begin(stub);
+}
+
+void ChatCall::Ended(const grpc::Status& status) {
   if (exchange_->done()) {
     observer_(exchange_->streaming() ? 200 : 499);  // 499: the client closed first.
     return;

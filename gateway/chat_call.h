@@ -12,7 +12,8 @@
 // ready, as the channel's health checks see it) is made once more through the
 // fallback stub, whose channel does not look at readiness: an orchestrator
 // that is not ready may still serve it (a text-only request while the audio
-// stages have no replica) or refuse it with its own precise reason.
+// stages have no replica) or refuse it with its own precise reason. The
+// reading, the cancel and that second try are response_reader.h's.
 #ifndef OMNISTAGE_GATEWAY_CHAT_CALL_H_
 #define OMNISTAGE_GATEWAY_CHAT_CALL_H_
 
@@ -25,28 +26,21 @@
 #include "gateway/chat_request.h"
 #include "gateway/chat_response.h"
 #include "gateway/http_server.h"
+#include "gateway/response_reader.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
 
 namespace omnistage {
 
-// Runs a task on the HTTP server's loop.
-using LoopPoster = std::function<void(std::function<void()>)>;
-
 // Hears how each call ended: the HTTP status answered (200 for a stream that
 // began) and whether the client went away first.
 using CallObserver = std::function<void(int http_status)>;
 
-class ChatCall final : public grpc::ClientReadReactor<v1::GenerateResponse> {
+class ChatCall final : public ResponseReader<grpc::ClientReadReactor<v1::GenerateResponse>> {
  public:
   // Starts the call; it deletes itself once it ended. Loop thread.
   // `authorization`: the client's Authorization header, passed on.
-  // The second try: its stub (null: none), and a counter of the calls that
-  // took it (may be null).
-  struct Fallback {
-    v1::Orchestrator::Stub* stub = nullptr;
-    Counter* taken = nullptr;
-  };
+  using Fallback = CallFallback;
   // `orchestrator_tls`: whether the stubs dial with TLS (for the fix an
   // unreachable orchestrator's message names: api_error.h).
   static void Start(v1::Orchestrator::Stub* stub, Fallback fallback, bool orchestrator_tls,
@@ -54,22 +48,17 @@ class ChatCall final : public grpc::ClientReadReactor<v1::GenerateResponse> {
                     std::string traceparent, std::shared_ptr<HttpExchange> exchange,
                     LoopPoster post, CallObserver observer);
 
-  // Reactor (gRPC threads).
-  void OnReadDone(bool ok) override;
-  void OnDone(const grpc::Status& status) override;
 
  private:
   ChatCall(ChatRequest request, std::string model, std::string authorization,
            std::string traceparent, std::shared_ptr<HttpExchange> exchange, LoopPoster post,
-           CallObserver observer);
+           CallObserver observer, Fallback fallback);
   // Issues the Generate on `stub` (loop thread).
   void Begin(v1::Orchestrator::Stub* stub);
-  // Loop thread.
-  void Deliver(const v1::GenerateResponse& response);
-  // Asks the orchestrator for the next response.
-  void ReadNext();
-  void ClientGone();
-  void Finish(const grpc::Status& status);
+  // ResponseReader (loop thread).
+  void Deliver(const v1::GenerateResponse& response) override;
+  void Ended(const grpc::Status& status) override;
+  void Retry(v1::Orchestrator::Stub* stub) override;
   void Answer(int http_status, const std::string& body);
   // `error`'s status, headers and body.
   void AnswerError(const ApiError& error);
@@ -79,23 +68,15 @@ class ChatCall final : public grpc::ClientReadReactor<v1::GenerateResponse> {
   const std::string model_;
   const std::string authorization_;
   const std::string traceparent_;
-  Fallback fallback_;
   bool orchestrator_tls_ = false;
   bool got_response_ = false;
 
-  grpc::ClientContext context_;
-  v1::GenerateResponse response_;
   const bool stream_;
   ChatEncoder encoder_;
   const std::shared_ptr<HttpExchange> exchange_;
-  const LoopPoster post_;
   const CallObserver observer_;
   v1::Terminal terminal_;
   bool got_terminal_ = false;
-  // A read is outstanding, or its Deliver is posted (loop thread). While it is
-  // not, the call is held open (AddHold) for the next one, which waits for the
-  // client to take the last events.
-  bool reading_ = false;
 };
 
 }  // namespace omnistage

@@ -2,9 +2,11 @@
 // (docs/openai.md, "Realtime API"). Before the 101, the client's token is put
 // to the orchestrator in a GetPipelineStatus call, as a chat completion's
 // would be in its Generate: UNAUTHENTICATED is a 401 in OpenAI's shape (the
-// SDK's WebSocket fails to open), an admin's token also learns stage 0's
-// engine (whether the pipeline takes audio: realtime_audio_input.h), a
-// user's is refused that call (PERMISSION_DENIED) and is let in.
+// SDK's WebSocket fails to open), an admin's token also learns the stages
+// (whether stage 0 echoes text responses' prompts: realtime_session.h), a
+// user's is refused that call (PERMISSION_DENIED) and is let in. Whether the
+// pipeline takes audio is learned from the audio's own call
+// (realtime_audio_input.h), for either token.
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -105,8 +107,15 @@ void Gateway::StartRealtime(std::shared_ptr<HttpExchange> exchange, const std::s
     Refuse(*exchange, kRoute, FromStatus(failed));
     return;
   }
-  const v1::StageStatus* stage0 =
-      status.ok() && pipeline.stages_size() > 0 ? &pipeline.stages(0) : nullptr;
+  // A stage 0 that shows the client text while a later stage answers in text
+  // too (the voice agent's listener, which passes typed text through).
+  bool stage0_echoes = false;
+  for (int i = 1; status.ok() && i < pipeline.stages_size(); ++i) {
+    const auto is_text = [](const v1::StageStatus& s) {
+      return s.final_output() && s.output_modality() == v1::MODALITY_TEXT;
+    };
+    if (is_text(pipeline.stages(0)) && is_text(pipeline.stages(i))) stage0_echoes = true;
+  }
   std::unique_ptr<HttpUpgrade> upgrade = exchange->Upgrade(head);
   if (upgrade == nullptr) return;
   Count(kRoute, 101);
@@ -122,8 +131,7 @@ void Gateway::StartRealtime(std::shared_ptr<HttpExchange> exchange, const std::s
     realtime_sessions_.Add(-1);
   };
   RealtimeSession::Start(std::move(upgrade), options_.realtime, options_.model,
-                         std::move(backend), std::move(authorization), stage0,
-                         status.ok() ? "" : status.error_message());
+                         std::move(backend), std::move(authorization), stage0_echoes);
 }
 
 }  // namespace omnistage

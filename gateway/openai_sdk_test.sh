@@ -17,34 +17,15 @@
 # Stops what it starts, by PID.
 set -euo pipefail
 
-# The runfiles tree is symlinks; node finds node_modules next to the real file.
-SDK_DIR="$(dirname "$(readlink -f gateway/sdk_test/sdk_test.mjs)")"
-NODE="${NODE:-node}"
-omni=client/omni
-source tests/orchestrator_process.sh
-command -v "$NODE" >/dev/null || fail "node not found (set NODE=/path/to/node)"
-[ -d "$SDK_DIR/node_modules/openai" ] ||
-  fail "$SDK_DIR/node_modules/openai is missing: run ./setup.sh at the repository root"
-
-token="gateway-test-token-$RANDOM$RANDOM"
-admin="gateway-test-admin-$RANDOM$RANDOM"
+source gateway/sdk_test/setup.sh
+sdk_setup gateway/sdk_test/sdk_test.mjs openai
 slow="gateway-test-slow-$RANDOM$RANDOM"
-cat >"$out/tokens.yaml" <<YAML
-tokens:
-  - identity: sdk-user
+write_tokens "$out/tokens.yaml" gateway-test "  - identity: one-per-2s
     role: user
-    token: "$token"
-  - identity: ops
-    role: admin
-    token: "$admin"
-  - identity: one-per-2s
-    role: user
-    token: "$slow"
+    token: \"$slow\"
     requests_per_second: 0.5
-    requests_burst: 1
-YAML
+    requests_burst: 1\n"
 start_orchestrator orchestrator/configs/local_omni.yaml --tokens_file="$out/tokens.yaml"
-export OMNISTAGE_TOKEN="$token"
 
 # start_gateway NAME ORCHESTRATOR_PORT [FLAGS...]: a gateway on port 0, ready
 # once it reaches a ready orchestrator; sets $gw_pid, $base.
@@ -110,12 +91,7 @@ echo "sdk voice: alloy speaks as espeak-ng's f2 ($(stat -c %s "$out/voiced/strea
 sdk errors
 
 sdk disconnect
-in_flight() { OMNISTAGE_TOKEN="$admin" "$omni" status "$server" 2>/dev/null | sed -n 's/.*"inFlightRequests": \([0-9]*\).*/\1/p'; }
-for _ in $(seq 1 50); do
-  [ "$(in_flight)" = 0 ] && break
-  sleep 0.1
-done
-[ "$(in_flight)" = 0 ] || fail "after the disconnect $(in_flight) request(s) still in flight"
+wait_idle "the disconnect"
 
 OMNISTAGE_TOKEN="$slow" sdk rate_limited
 

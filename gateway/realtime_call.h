@@ -3,9 +3,8 @@
 // on the HTTP server's loop and reading the next only when the session asks
 // (once the client's socket took the last events: a slow client slows its
 // own response). Cancel() cancels the call, which aborts the request on every
-// stage. As for chat completions (chat_call.h), a call refused UNAVAILABLE
-// before any response is made once more through the fallback stub, whose
-// channel does not look at readiness.
+// stage. As for chat completions, a call refused UNAVAILABLE before any
+// response is made once more through the fallback stub (response_reader.h).
 #ifndef OMNISTAGE_GATEWAY_REALTIME_CALL_H_
 #define OMNISTAGE_GATEWAY_REALTIME_CALL_H_
 
@@ -13,62 +12,60 @@
 #include <memory>
 #include <string>
 
-#include "gateway/chat_call.h"
+#include "gateway/response_reader.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
 
 namespace omnistage {
 
-class RealtimeCall final : public grpc::ClientReadReactor<v1::GenerateResponse> {
- public:
-  struct Handler {
-    // A response arrived (loop thread); ReadNext() asks for the next.
-    std::function<void(const v1::GenerateResponse&)> on_response;
-    // The call ended (loop thread); the call is gone once this returns.
-    std::function<void(const grpc::Status&)> on_done;
-  };
-  // What the session holds: it reaches the call running now (the fallback's
-  // second try takes the first one's place) while one runs. Loop thread.
-  class Control {
-   public:
-    // Asks for the next response.
-    void ReadNext();
-    // Cancels the call: the request is aborted on every stage; on_done
-    // follows.
-    void Cancel();
+// What a Realtime call tells its session (loop thread).
+struct RealtimeCallHandler {
+  // A response arrived; the control's ReadNext() asks for the next.
+  std::function<void(const v1::GenerateResponse&)> on_response;
+  // The call ended; the call is gone once this returns.
+  std::function<void(const grpc::Status&)> on_done;
+};
 
-   private:
-    friend class RealtimeCall;
-    RealtimeCall* call_ = nullptr;
-  };
+// What the session holds: it reaches the call running now (the fallback's
+// second try takes the first one's place) while one runs; nothing after.
+// Loop thread.
+class RealtimeCallControl : public ReadControl {
+ public:
+  void ReadNext() override {
+    if (call_ != nullptr) call_->ReadNext();
+  }
+  void Cancel() override {
+    if (call_ != nullptr) call_->Cancel();
+  }
+
+ protected:
+  friend class RealtimeCall;
+  friend class RealtimeDuplexCall;
+  ReadControl* call_ = nullptr;
+};
+
+class RealtimeCall final
+    : public ResponseReader<grpc::ClientReadReactor<v1::GenerateResponse>> {
+ public:
+  using Handler = RealtimeCallHandler;
+  using Control = RealtimeCallControl;
   // Starts the call (loop thread); it deletes itself once it ended.
-  static std::shared_ptr<Control> Start(v1::Orchestrator::Stub* stub, ChatCall::Fallback fallback,
+  static std::shared_ptr<Control> Start(v1::Orchestrator::Stub* stub, CallFallback fallback,
                                         v1::GenerateRequest request, std::string authorization,
                                         LoopPoster post, Handler handler);
 
-  // Reactor (gRPC threads).
-  void OnReadDone(bool ok) override;
-  void OnDone(const grpc::Status& status) override;
-
  private:
   RealtimeCall(v1::GenerateRequest request, std::string authorization, LoopPoster post,
-               Handler handler, std::shared_ptr<Control> control);
+               CallFallback fallback, Handler handler, std::shared_ptr<Control> control);
   void Begin(v1::Orchestrator::Stub* stub);
-  void Read();
-  // Loop thread: the call ended; tries the fallback or tells the handler.
-  void Finish(const grpc::Status& status);
+  // ResponseReader (loop thread).
+  void Deliver(const v1::GenerateResponse& response) override;
+  void Ended(const grpc::Status& status) override;
+  void Retry(v1::Orchestrator::Stub* stub) override;
 
   const v1::GenerateRequest request_;
   const std::string authorization_;
-  const LoopPoster post_;
   Handler handler_;
-  ChatCall::Fallback fallback_;
-  grpc::ClientContext context_;
-  v1::GenerateResponse response_;
-  bool got_response_ = false;
-  bool cancelled_ = false;
-  // A read is outstanding, or its response is posted to the loop.
-  bool reading_ = false;
   const std::shared_ptr<Control> control_;
 };
 

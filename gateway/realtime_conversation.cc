@@ -62,24 +62,57 @@ bool RealtimeConversation::Delete(const std::string& id) {
   return true;
 }
 
-std::variant<ChatRequest, RealtimeError> RealtimeConversation::Request(
-    const RealtimeConfig& config, const ServedModel& model) const {
+bool RealtimeConversation::SetText(const std::string& id, const std::string& text) {
+  for (RealtimeItem& item : items_) {
+    if (item.id != id) continue;
+    item.text = text;
+    return true;
+  }
+  return false;
+}
+
+json RealtimeConversation::Messages(const RealtimeConfig& config) const {
   json messages = json::array();
   if (!config.instructions.empty()) {
     messages.push_back({{"role", "system"}, {"content", config.instructions}});
   }
   for (const RealtimeItem& item : items_) {
     // What an assistant did not get to say (a cut response with no text yet)
-    // is no message.
-    if (item.text.empty() && item.role == "assistant") continue;
+    // is no message, nor is audio nothing was heard in.
+    if (item.text.empty() && (item.role == "assistant" || item.input_audio)) continue;
     messages.push_back({{"role", item.role}, {"content", item.text}});
   }
+  return messages;
+}
+
+std::variant<ChatRequest, RealtimeError> RealtimeConversation::Request(
+    const RealtimeConfig& config, const ServedModel& model) const {
+  json messages = Messages(config);
   if (messages.empty()) {
     return RealtimeError{"empty_conversation",
                          "There is nothing to respond to: add a message "
                          "(conversation.item.create) or instructions first.",
                          ""};
   }
+  return Parse(std::move(messages), config, model);
+}
+
+std::variant<ChatRequest, RealtimeError> RealtimeConversation::AudioTurnRequest(
+    const RealtimeConfig& config, const ServedModel& model) const {
+  json messages = Messages(config);
+  const bool empty = messages.empty();
+  // The parameters are read as for any request; with no message yet, from
+  // one that holds a placeholder, whose prompt is then dropped.
+  if (empty) messages.push_back({{"role", "user"}, {"content", "-"}});
+  std::variant<ChatRequest, RealtimeError> request = Parse(std::move(messages), config, model);
+  if (auto* chat = std::get_if<ChatRequest>(&request)) {
+    chat->generate.set_prompt(empty ? "" : chat->generate.prompt() + "\n");
+  }
+  return request;
+}
+
+std::variant<ChatRequest, RealtimeError> RealtimeConversation::Parse(
+    json messages, const RealtimeConfig& config, const ServedModel& model) const {
   json body = {{"model", model.id}, {"messages", std::move(messages)}};
   if (config.audio) {
     body["modalities"] = {"text", "audio"};

@@ -32,6 +32,9 @@ class RealtimeConversation {
                                    std::string* previous);
   // nullptr when no item has that id.
   const RealtimeItem* Find(const std::string& id) const;
+  // Sets the text of the item `id` (an audio item's transcript as it grows);
+  // false when there is none.
+  bool SetText(const std::string& id, const std::string& text);
   bool Delete(const std::string& id);
   size_t size() const { return items_.size(); }
   // The last item's id ("" when there is none).
@@ -42,8 +45,20 @@ class RealtimeConversation {
   // max_completion_tokens. An error when there is nothing to answer.
   std::variant<ChatRequest, RealtimeError> Request(const RealtimeConfig& config,
                                                    const ServedModel& model) const;
+  // The request an audio turn opens GenerateDuplex with: as Request()'s, but
+  // its prompt is the conversation so far and a line break (empty when there
+  // is none), which the audio's words follow. Stage 0 passes that text
+  // through first: realtime_audio_input.h skips its echo.
+  std::variant<ChatRequest, RealtimeError> AudioTurnRequest(const RealtimeConfig& config,
+                                                            const ServedModel& model) const;
 
  private:
+  // The conversation as chat messages (instructions first).
+  nlohmann::json Messages(const RealtimeConfig& config) const;
+  std::variant<ChatRequest, RealtimeError> Parse(nlohmann::json messages,
+                                                 const RealtimeConfig& config,
+                                                 const ServedModel& model) const;
+
   std::vector<RealtimeItem> items_;
 };
 

@@ -5,6 +5,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/random_id.h"
+#include "gateway/api_error.h"
 #include "gateway/chat_request.h"
 
 namespace omnistage {
@@ -226,7 +227,10 @@ std::optional<RealtimeError> ApplyResponseCreate(const json& event, RealtimeConf
 
 json ItemJson(const RealtimeItem& item) {
   json part;
-  if (item.role != "assistant") {
+  if (item.input_audio) {
+    part = {{"type", "input_audio"},
+            {"transcript", item.text.empty() ? json(nullptr) : json(item.text)}};
+  } else if (item.role != "assistant") {
     part = {{"type", "input_text"}, {"text", item.text}};
   } else if (item.audio) {
     part = {{"type", "output_audio"}, {"transcript", item.text}};
@@ -307,6 +311,12 @@ std::variant<std::string, RealtimeError> ParseAudioAppend(const json& event) {
     return Error("invalid_value", "audio", "Invalid 'audio': not base64.");
   }
   return pcm;
+}
+
+RealtimeError ErrorOfStatus(const absl::Status& status) {
+  const ApiError error = FromStatus(status);
+  return RealtimeError{error.code.empty() ? "pipeline_error" : error.code, error.message, "",
+                       error.type};
 }
 
 EventIds::EventIds() : prefix_(absl::StrCat("event_", RandomHex(6))) {}

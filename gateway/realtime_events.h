@@ -15,6 +15,7 @@
 #include <utility>
 #include <variant>
 
+#include "absl/status/status.h"
 #include "nlohmann/json.hpp"
 
 namespace omnistage {
@@ -95,6 +96,9 @@ struct RealtimeItem {
   bool audio = false;
   // completed, incomplete (a response cut short) or in_progress.
   std::string status = "completed";
+  // A user's audio (input_audio_buffer): text is its transcript (null while
+  // empty).
+  bool input_audio = false;
 };
 // The item as the protocol shows it (type message, object realtime.item).
 nlohmann::json ItemJson(const RealtimeItem& item);
@@ -114,6 +118,11 @@ std::variant<std::string, RealtimeError> StringField(const nlohmann::json& event
 
 // input_audio_buffer.append's audio: the PCM bytes its base64 holds.
 std::variant<std::string, RealtimeError> ParseAudioAppend(const nlohmann::json& event);
+
+// A failure as an `error` event's error (and a failed response's
+// status_details.error): the chat completions' type and code for its status
+// (api_error.h), `pipeline_error` where they have none.
+RealtimeError ErrorOfStatus(const absl::Status& status);
 
 // Server events' ids: "event_" and a session's random prefix and a count.
 class EventIds {

@@ -17,30 +17,13 @@
 # - the same text over ws:// (plain HTTP).
 # Stops what it starts, by PID.
 set -euo pipefail
-SDK_DIR="$(dirname "$(readlink -f gateway/sdk_test/realtime_test.mjs)")"
-NODE="${NODE:-node}"
-omni=client/omni
-source tests/orchestrator_process.sh
-command -v "$NODE" >/dev/null || fail "node not found (set NODE=/path/to/node)"
-[ -d "$SDK_DIR/node_modules/ws" ] ||
-  fail "$SDK_DIR/node_modules/ws is missing: run ./setup.sh at the repository root"
-
-token="realtime-test-token-$RANDOM$RANDOM"
-admin="realtime-test-admin-$RANDOM$RANDOM"
-cat >"$out/tokens.yaml" <<YAML
-tokens:
-  - identity: sdk-user
-    role: user
-    token: "$token"
-  - identity: ops
-    role: admin
-    token: "$admin"
-YAML
+source gateway/sdk_test/setup.sh
+sdk_setup gateway/sdk_test/realtime_test.mjs ws
+write_tokens "$out/tokens.yaml" realtime-test
 deploy/certs/make_dev_certs.sh "$out/certs" >/dev/null
 start_orchestrator orchestrator/configs/local_omni.yaml --tokens_file="$out/tokens.yaml"
 pids="$pid"
 trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
-export OMNISTAGE_TOKEN="$token"
 
 gateway/gateway --orchestrator="127.0.0.1:$port" --listen=127.0.0.1:0 \
   --tls_cert="$out/certs/gateway.crt" --tls_key="$out/certs/gateway.key" \
@@ -78,12 +61,7 @@ cmp -s "$out/audio.pcm" <(tail -c +45 "$out/grpc.wav") ||
   fail "audio differs: $(stat -c %s "$out/audio.pcm") bytes vs gRPC's $(($(stat -c %s "$out/grpc.wav") - 44))"
 
 rt cancel
-in_flight() { OMNISTAGE_TOKEN="$admin" "$omni" status "$server" 2>/dev/null | sed -n 's/.*"inFlightRequests": \([0-9]*\).*/\1/p'; }
-for _ in $(seq 1 50); do
-  [ "$(in_flight)" = 0 ] && break
-  sleep 0.1
-done
-[ "$(in_flight)" = 0 ] || fail "after the cancel $(in_flight) request(s) still in flight"
+wait_idle "the cancel"
 
 rt errors
 rt unauthorized

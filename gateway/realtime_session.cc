@@ -17,20 +17,13 @@ using nlohmann::json;
 // it drained.
 constexpr size_t kHighWaterBytes = 256 << 10;
 
-// A failure as a response's status_details.error (and an `error` event's).
-RealtimeError ErrorOf(const absl::Status& status) {
-  const ApiError error = FromStatus(status);
-  return RealtimeError{error.code.empty() ? "pipeline_error" : error.code, error.message, "",
-                       error.type};
-}
-
 }  // namespace
 
 void RealtimeSession::Start(std::unique_ptr<HttpUpgrade> upgrade, const WebSocketLimits& limits,
                             const ServedModel& model, Backend backend, std::string authorization,
-                            const v1::StageStatus* stage0, const std::string& stage0_unknown_why) {
-  std::shared_ptr<RealtimeSession> session(new RealtimeSession(
-      model, std::move(backend), std::move(authorization), stage0, stage0_unknown_why));
+                            bool stage0_echoes) {
+  std::shared_ptr<RealtimeSession> session(
+      new RealtimeSession(model, std::move(backend), std::move(authorization), stage0_echoes));
   RealtimeSession* raw = session.get();
   session->ws_ = WebSocket::Start(
       std::move(upgrade), limits, [raw](std::string text) { raw->OnMessage(text); },
@@ -48,13 +41,28 @@ void RealtimeSession::Start(std::unique_ptr<HttpUpgrade> upgrade, const WebSocke
 }
 
 RealtimeSession::RealtimeSession(const ServedModel& model, Backend backend,
-                                 std::string authorization, const v1::StageStatus* stage0,
-                                 const std::string& stage0_unknown_why)
+                                 std::string authorization, bool stage0_echoes)
     : model_(model),
       backend_(std::move(backend)),
       authorization_(std::move(authorization)),
-      audio_input_(stage0, stage0_unknown_why),
-      conversation_id_(absl::StrCat("conv_", RandomHex(12))) {
+      stage0_echoes_(stage0_echoes),
+      conversation_id_(absl::StrCat("conv_", RandomHex(12))),
+      audio_input_(RealtimeAudioInput::Host{
+          &ids_, &conversation_, [this](const std::string& event) { Send(event); },
+          [this]() -> std::variant<ChatRequest, RealtimeError> {
+            return conversation_.AudioTurnRequest(config_, model_);
+          },
+          [this](v1::GenerateRequest request, std::shared_ptr<AudioTurn> turn) {
+            request.set_session_key(config_.session_id);
+            // The call holds the session (as a response's does) until it ended.
+            std::shared_ptr<RealtimeSession> self = shared_from_this();
+            return RealtimeDuplexCall::Start(
+                backend_.stub, std::move(request), authorization_, backend_.post,
+                {[self, turn](const v1::GenerateResponse& response) {
+                   self->TurnResponse(turn, response);
+                 },
+                 [self, turn](const grpc::Status& status) { self->TurnDone(turn, status); }});
+          }}) {
   config_.session_id = absl::StrCat("sess_", RandomHex(12));
   config_.model = model_.id;
 }
@@ -179,6 +187,21 @@ void RealtimeSession::ResponseCreate(const ClientEvent& event) {
     SendError(*error, event.event_id);
     return;
   }
+  if (std::shared_ptr<AudioTurn> turn = audio_input_.TakeCommitted()) {
+    // The committed turn's call runs already (with the settings of its
+    // first append): it becomes this response's.
+    Begin(config, turn->transcript);
+    turn_ = turn;
+    call_ = turn->call;
+    if (turn->held.has_value()) {
+      v1::GenerateResponse held = *std::move(turn->held);
+      turn->held.reset();
+      Deliver(std::move(held));
+    } else {
+      call_->ReadNext();
+    }
+    return;
+  }
   std::variant<ChatRequest, RealtimeError> request = conversation_.Request(config, model_);
   if (std::holds_alternative<RealtimeError>(request)) {
     SendError(std::get<RealtimeError>(request), event.event_id);
@@ -187,12 +210,7 @@ void RealtimeSession::ResponseCreate(const ClientEvent& event) {
   v1::GenerateRequest generate = std::get<ChatRequest>(std::move(request)).generate;
   // One conversation: its turns prefer the replicas that hold its beginning.
   generate.set_session_key(config.session_id);
-  response_ = std::make_unique<RealtimeEncoder>(ids_, config, conversation_id_, generate.prompt());
-  got_terminal_ = false;
-  cancelled_ = false;
-  Send(response_->Created());
-  for (const std::string& e : response_->Begin(conversation_.last_id())) Send(e);
-  if (backend_.responses) backend_.responses(1);
+  Begin(config, generate.prompt());
   std::shared_ptr<RealtimeSession> self = shared_from_this();
   call_ = RealtimeCall::Start(
       backend_.stub, backend_.fallback, std::move(generate), authorization_, backend_.post,
@@ -200,7 +218,39 @@ void RealtimeSession::ResponseCreate(const ClientEvent& event) {
        [self](const grpc::Status& status) { self->Done(status); }});
 }
 
-void RealtimeSession::Deliver(const v1::GenerateResponse& response) {
+void RealtimeSession::Begin(const RealtimeConfig& config, const std::string& prompt) {
+  response_ = std::make_unique<RealtimeEncoder>(ids_, config, conversation_id_, prompt);
+  got_terminal_ = false;
+  cancelled_ = false;
+  Send(response_->Created());
+  for (const std::string& e : response_->Begin(conversation_.last_id())) Send(e);
+  if (backend_.responses) backend_.responses(1);
+}
+
+void RealtimeSession::TurnResponse(const std::shared_ptr<AudioTurn>& turn,
+                                   v1::GenerateResponse response) {
+  const bool responding = turn == turn_;
+  if (audio_input_.Heard(*turn, &response, responding)) return;
+  if (responding) {
+    Deliver(std::move(response));
+  } else {
+    turn->call->ReadNext();
+  }
+}
+
+void RealtimeSession::TurnDone(const std::shared_ptr<AudioTurn>& turn,
+                               const grpc::Status& status) {
+  if (turn == turn_) {
+    Done(status);
+  } else {
+    audio_input_.Ended(*turn, status, /*responding=*/false);
+  }
+}
+
+void RealtimeSession::Deliver(v1::GenerateResponse response) {
+  // Stage 0's text is the prompt it passed through (an audio turn's took it
+  // out already: what was heard).
+  if (stage0_echoes_ && turn_ == nullptr) RealtimeAudioInput::TakeStage0Text(&response);
   if (response.has_terminal()) {
     terminal_ = response.terminal();
     got_terminal_ = true;
@@ -235,8 +285,11 @@ void RealtimeSession::Done(const grpc::Status& status) {
     how = RealtimeEncoder::Status::kCancelled;
   } else if (!status.ok() || !got_terminal_) {
     how = RealtimeEncoder::Status::kFailed;
-    error = ErrorOf(status.ok() ? absl::InternalError("the stream ended without a terminal")
-                                : FromGrpcStatus(status));
+    error = turn_ != nullptr && !status.ok()
+                ? RealtimeAudioInput::TurnError(FromGrpcStatus(status))
+                : ErrorOfStatus(status.ok()
+                                    ? absl::InternalError("the stream ended without a terminal")
+                                    : FromGrpcStatus(status));
     if (!status.ok() && status.error_code() == grpc::StatusCode::UNAVAILABLE) {
       error->message = ExplainUnreachable(error->message, false);
     }
@@ -250,12 +303,13 @@ void RealtimeSession::Done(const grpc::Status& status) {
         break;
       case v1::FINISH_REASON_ERROR:
         how = RealtimeEncoder::Status::kFailed;
-        error = ErrorOf(StatusFromErrorProto(terminal_.error()));
+        error = RealtimeAudioInput::TurnError(StatusFromErrorProto(terminal_.error()));
         break;
       default:
         break;
     }
   }
+  if (turn_ != nullptr) audio_input_.Ended(*turn_, status, /*responding=*/true);
   for (const std::string& e : response_->Finish(how, error ? &*error : nullptr)) Send(e);
   // What the assistant said is part of the conversation from here on.
   RealtimeItem item = response_->item();
@@ -263,6 +317,7 @@ void RealtimeSession::Done(const grpc::Status& status) {
   conversation_.Add(&item, std::nullopt, &previous);
   response_.reset();
   call_.reset();
+  turn_.reset();
   if (backend_.responses) backend_.responses(-1);
 }
 
@@ -300,9 +355,7 @@ void RealtimeSession::AudioInput(const ClientEvent& event, RealtimeAudioInput::O
     }
     pcm = std::get<std::string>(std::move(audio));
   }
-  if (auto error = audio_input_.Handle(op, pcm, event.event_id)) {
-    SendError(*error, event.event_id);
-  }
+  audio_input_.Handle(op, pcm, event.event_id);
 }
 
 void RealtimeSession::OnClosed() {
@@ -312,6 +365,7 @@ void RealtimeSession::OnClosed() {
     cancelled_ = true;
     call_->Cancel();
   }
+  audio_input_.Close();
   std::unique_ptr<WebSocket> ws = std::move(ws_);
   std::shared_ptr<RealtimeSession> self = std::move(self_);
   if (backend_.ended) backend_.ended();

@@ -3,8 +3,9 @@
 // HTTP server's loop thread. It keeps the session's settings
 // (session.update), its conversation (realtime_conversation.h) and at most
 // one response at a time, whose Generate (realtime_call.h) runs the
-// conversation through the pipeline and whose events realtime_encoder.h
-// makes; the input audio buffer is realtime_audio_input.h's. A malformed or
+// conversation through the pipeline — or, after an audio turn's commit, whose
+// call is that turn's GenerateDuplex (realtime_audio_input.h) — and whose
+// events realtime_encoder.h makes. A malformed or
 // unsupported event is answered with an `error` event and the session goes
 // on. The client going away cancels the running response (aborted on every
 // stage) and frees the session. docs/openai.md, "Realtime API".
@@ -21,6 +22,7 @@
 #include "gateway/realtime_audio_input.h"
 #include "gateway/realtime_call.h"
 #include "gateway/realtime_conversation.h"
+#include "gateway/realtime_duplex_call.h"
 #include "gateway/realtime_encoder.h"
 #include "gateway/realtime_events.h"
 #include "gateway/websocket.h"
@@ -32,7 +34,7 @@ class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
   // What a session needs of the gateway.
   struct Backend {
     v1::Orchestrator::Stub* stub = nullptr;
-    ChatCall::Fallback fallback;
+    CallFallback fallback;
     LoopPoster post;
     // A response began (+1) or ended (-1).
     std::function<void(int)> responses;
@@ -40,15 +42,17 @@ class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
     std::function<void()> ended;
   };
   // Starts a session on `upgrade` (the 101 written): sends session.created.
-  // `authorization` goes with each Generate; `stage0` is what the
-  // orchestrator said of stage 0 (nullptr: unknown, `stage0_unknown_why`).
+  // `authorization` goes with each call. `stage0_echoes`: the orchestrator
+  // showed a stage 0 that passes text through to the client (a final-output
+  // recognizer followed by another final-output text stage): a text
+  // response drops stage 0's text, which is its prompt echoed.
   static void Start(std::unique_ptr<HttpUpgrade> upgrade, const WebSocketLimits& limits,
                     const ServedModel& model, Backend backend, std::string authorization,
-                    const v1::StageStatus* stage0, const std::string& stage0_unknown_why);
+                    bool stage0_echoes);
 
  private:
   RealtimeSession(const ServedModel& model, Backend backend, std::string authorization,
-                  const v1::StageStatus* stage0, const std::string& stage0_unknown_why);
+                  bool stage0_echoes);
   void OnMessage(const std::string& text);
   void OnClosed();
   void Send(const std::string& event);
@@ -62,14 +66,19 @@ class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
   void ResponseCancel(const ClientEvent& event);
   void AudioInput(const ClientEvent& event, RealtimeAudioInput::Op op);
 
-  // The running response's Generate answered / ended.
-  void Deliver(const v1::GenerateResponse& response);
+  // A response begins: response.created and its item's first events.
+  void Begin(const RealtimeConfig& config, const std::string& prompt);
+  // The running response's call answered / ended.
+  void Deliver(v1::GenerateResponse response);
   void Done(const grpc::Status& status);
+  // An audio turn's call answered / ended (the response's, once taken).
+  void TurnResponse(const std::shared_ptr<AudioTurn>& turn, v1::GenerateResponse response);
+  void TurnDone(const std::shared_ptr<AudioTurn>& turn, const grpc::Status& status);
 
   const ServedModel model_;
   const Backend backend_;
   const std::string authorization_;
-  RealtimeAudioInput audio_input_;
+  const bool stage0_echoes_;
   std::unique_ptr<WebSocket> ws_;
   // Holds the session while its connection is open.
   std::shared_ptr<RealtimeSession> self_;
@@ -77,9 +86,12 @@ class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
   RealtimeConfig config_;
   const std::string conversation_id_;
   RealtimeConversation conversation_;
-  // The running response (none: null).
+  RealtimeAudioInput audio_input_;
+  // The running response (none: null), its call, and the audio turn it
+  // answers (none: a Generate of the conversation).
   std::unique_ptr<RealtimeEncoder> response_;
-  std::shared_ptr<RealtimeCall::Control> call_;
+  std::shared_ptr<RealtimeCallControl> call_;
+  std::shared_ptr<AudioTurn> turn_;
   v1::Terminal terminal_;
   bool got_terminal_ = false;
   bool cancelled_ = false;

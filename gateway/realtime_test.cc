@@ -7,7 +7,6 @@
 
 #include "absl/strings/escaping.h"
 #include "gateway/chat_request.h"
-#include "gateway/realtime_audio_input.h"
 #include "gateway/realtime_conversation.h"
 #include "gateway/realtime_encoder.h"
 #include "gateway/realtime_events.h"
@@ -251,26 +250,6 @@ TEST(RealtimeEncoderTest, TextCancelledAndAudioOfAnotherRate) {
   const RealtimeError error = *audio.failure();
   const json failed = json::parse(audio.Finish(RealtimeEncoder::Status::kFailed, &error).back());
   EXPECT_EQ(failed["response"]["status_details"]["error"]["code"], "unsupported_audio");
-}
-
-TEST(RealtimeAudioInputTest, SaysWhyStage0TakesNoAudio) {
-  v1::StageStatus thinker;
-  thinker.set_name("thinker");
-  thinker.set_engine("thinker");
-  std::optional<RealtimeError> error =
-      RealtimeAudioInput(&thinker, "").Handle(RealtimeAudioInput::Op::kAppend, "pcm", "evt_1");
-  ASSERT_TRUE(error.has_value());
-  EXPECT_EQ(error->code, "input_audio_not_supported");
-  EXPECT_EQ(error->event_id, "evt_1");
-  v1::StageStatus listener;
-  listener.set_name("ears");
-  listener.set_engine("listener");
-  EXPECT_EQ(RealtimeAudioInput(&listener, "").Handle(RealtimeAudioInput::Op::kCommit, "", "")->code,
-            "input_audio_unavailable");
-  EXPECT_NE(RealtimeAudioInput(nullptr, "GetPipelineStatus needs the admin role")
-                .Handle(RealtimeAudioInput::Op::kClear, "", "")
-                ->message.find("admin role"),
-            std::string::npos);
 }
 
 TEST(RealtimeEventsTest, AudioAppendDecodesBase64) {

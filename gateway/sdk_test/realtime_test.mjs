@@ -17,6 +17,13 @@
 //   unauthorized a token the orchestrator does not know: the socket is refused
 //               with 401
 //   plain       (base http://) the same text response over ws:// with `ws`
+// Against a pipeline whose stage 0 listens (local_voice_agent.yaml), with
+// SPEECH_DIR holding N.pcm (24 kHz PCM16 mono) and N.txt, the sentence spoken:
+//   voice       each sentence appended in 100 ms pieces, committed, answered:
+//               the transcript (input_audio_transcription) and its word error
+//               rate against the sentence, the answer as text and audio
+//   voice_cancel a spoken turn's response cancelled at its first audio
+//   voice_errors malformed audio events get errors; a spoken turn then works
 import fs from "node:fs";
 import path from "node:path";
 import OpenAI from "openai";
@@ -184,7 +191,7 @@ async function errors() {
      "session.audio.input.turn_detection", "unsupported_value"],
     [{ type: "response.cancel", event_id: "e7" }, null, "response_cancel_not_active"],
     [{ type: "response.create", event_id: "e8" }, null, "empty_conversation"],
-    [{ type: "input_audio_buffer.append", event_id: "e9", audio: "AAAA" }, null,
+    [{ type: "input_audio_buffer.append", event_id: "e9", audio: "AAAAAA==" }, null,
      "input_audio_not_supported"],
     [{ type: "input_audio_buffer.commit", event_id: "e10" }, null, "input_audio_not_supported"],
   ];
@@ -275,7 +282,149 @@ async function plain() {
   return { status: done.response.status, chars: deltas.length };
 }
 
-const checks = { text, audio, cancel, errors, concurrent, unauthorized, plain };
+// Words, lower case, without punctuation.
+function words(text) {
+  return text.toLowerCase().replace(/[^a-z0-9' ]+/g, " ").split(/\s+/).filter(Boolean);
+}
+
+// Word-level edit distance (substitutions, insertions, deletions).
+function wordErrors(reference, heard) {
+  const r = words(reference), h = words(heard);
+  let row = Array.from({ length: h.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= r.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= h.length; j++) {
+      next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (r[i - 1] === h[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return { errors: row[h.length], words: r.length };
+}
+
+const speechDir = process.env.SPEECH_DIR;
+function speech(i) {
+  return { pcm: fs.readFileSync(path.join(speechDir, `${i}.pcm`)),
+           text: fs.readFileSync(path.join(speechDir, `${i}.txt`), "utf8").trim() };
+}
+
+// `pcm` appended in 100 ms pieces (4,800 bytes of 24 kHz 16-bit mono), then
+// committed.
+function appendAndCommit(session, pcm) {
+  for (let at = 0; at < pcm.length; at += 4800) {
+    session.send({ type: "input_audio_buffer.append",
+                   audio: pcm.subarray(at, at + 4800).toString("base64") });
+  }
+  session.send({ type: "input_audio_buffer.commit" });
+}
+
+// One spoken turn: appended, committed, answered.
+async function speak(session, pcm) {
+  const from = session.events.length;
+  const started = Date.now();
+  appendAndCommit(session, pcm);
+  const committed = await session.next("input_audio_buffer.committed", from);
+  session.send({ type: "response.create" });
+  const done = (await session.next("response.done", from)).response;
+  const heard = session.of("conversation.item.input_audio_transcription.completed", from)
+    .find((e) => e.item_id === committed.item_id);
+  const firstAudio = session.events.slice(from)
+    .findIndex((e) => e.type === "response.output_audio.delta");
+  return { done, from, committed, heard, ms: Date.now() - started, firstAudio };
+}
+
+async function voice() {
+  const session = new Session();
+  await session.next("session.created");
+  session.send({ type: "session.update",
+                 session: { type: "realtime", output_modalities: ["audio"] } });
+  await session.next("session.updated");
+  let errors = 0, total = 0;
+  const turns = [];
+  for (let i = 0; fs.existsSync(path.join(speechDir, `${i}.pcm`)); i++) {
+    const { pcm, text } = speech(i);
+    const turn = await speak(session, pcm);
+    if (turn.done.status !== "completed") fail(`turn ${i}: ${JSON.stringify(turn.done.status_details)}`);
+    if (!turn.heard?.transcript) fail(`turn ${i}: nothing heard`);
+    const deltas = session.of("conversation.item.input_audio_transcription.delta", turn.from)
+      .map((e) => e.delta).join("");
+    if (deltas !== turn.heard.transcript) fail(`transcript deltas '${deltas}' vs '${turn.heard.transcript}'`);
+    const answer = session.of("response.output_audio_transcript.delta", turn.from)
+      .map((e) => e.delta).join("");
+    const audio = session.of("response.output_audio.delta", turn.from)
+      .reduce((n, e) => n + Buffer.from(e.delta, "base64").length, 0);
+    if (!answer || audio === 0) fail(`turn ${i}: answer '${answer}', ${audio} audio bytes`);
+    const wer = wordErrors(text, turn.heard.transcript);
+    errors += wer.errors;
+    total += wer.words;
+    turns.push({ said: text, heard: turn.heard.transcript, answer: answer.slice(0, 60),
+                 audio_bytes: audio, ms: turn.ms });
+  }
+  if (turns.length === 0) fail(`no speech in ${speechDir}`);
+  // The user's items hold what was heard: the next text turn sees it.
+  const item = session.of("conversation.item.added").find((e) => e.item.content[0].type === "input_audio");
+  if (!item || item.item.role !== "user") fail("no user input_audio item");
+  session.close();
+  return { wer: Number((errors / total).toFixed(3)), errors, words: total, turns };
+}
+
+async function voice_cancel() {
+  const session = new Session();
+  await session.next("session.created");
+  const { pcm } = speech(0);
+  appendAndCommit(session, pcm);
+  await session.next("input_audio_buffer.committed");
+  session.send({ type: "response.create" });
+  const created = await session.next("response.created");
+  await session.next("response.output_audio.delta");
+  session.send({ type: "response.cancel", response_id: created.response.id });
+  const done = await session.next("response.done");
+  if (done.response.status !== "cancelled") fail(`status ${done.response.status}`);
+  // A turn left open by a clear is cancelled too.
+  session.send({ type: "input_audio_buffer.append", audio: pcm.subarray(0, 4800).toString("base64") });
+  const mark = session.events.length;
+  session.send({ type: "input_audio_buffer.clear" });
+  await session.next("input_audio_buffer.cleared", mark);
+  session.close();
+  return { status: done.response.status };
+}
+
+async function voice_errors() {
+  const session = new Session();
+  await session.next("session.created");
+  const cases = [
+    [{ type: "input_audio_buffer.append", event_id: "v1", audio: "AAE=" /* 2 bytes: fine */ }, null],
+    [{ type: "input_audio_buffer.append", event_id: "v2", audio: "AAEC" /* 3 bytes */ }, "invalid_value"],
+    [{ type: "input_audio_buffer.append", event_id: "v3", audio: "!!" }, "invalid_value"],
+    [{ type: "input_audio_buffer.append", event_id: "v4" }, "missing_required_parameter"],
+    [{ type: "input_audio_buffer.append", event_id: "v5", audio: 7 }, "invalid_type"],
+    [{ type: "session.update", event_id: "v6", session: { type: "realtime",
+       audio: { input: { format: { type: "audio/pcm", rate: 16000 } } } } }, "invalid_value"],
+    [{ type: "input_audio_buffer.clear", event_id: "v7" }, null],
+    [{ type: "input_audio_buffer.commit", event_id: "v8" }, "input_audio_buffer_commit_empty"],
+  ];
+  const seen = [];
+  for (const [event, code] of cases) {
+    const mark = session.events.length;
+    session.send(event);
+    if (code === null) {
+      if (event.type === "input_audio_buffer.clear") await session.next("input_audio_buffer.cleared", mark);
+      continue;
+    }
+    const error = (await session.next("error", mark)).error;
+    if (error.code !== code || error.event_id !== event.event_id) {
+      fail(`${JSON.stringify(event)}: ${JSON.stringify(error)}`);
+    }
+    seen.push(code);
+  }
+  // The session goes on: a spoken turn is heard and answered.
+  const turn = await speak(session, speech(0).pcm);
+  if (turn.done.status !== "completed" || !turn.heard) fail(`then ${turn.done.status}`);
+  session.close();
+  return { errors: seen.length, then: turn.done.status, heard: turn.heard.transcript };
+}
+
+const checks = { text, audio, cancel, errors, concurrent, unauthorized, plain, voice, voice_cancel,
+                 voice_errors };
 if (!checks[check]) fail(`unknown check '${check}'`);
 try {
   const result = await checks[check]();
