@@ -31,14 +31,23 @@ using engine_testing::MustStep;
 using engine_testing::RunToCompletion;
 using ::testing::HasSubstr;
 
-// espeak-ng's en-us voice's cepstral mean through the listener's resampler,
-// measured as docs/engines.md ("listener") says on other sentences than these.
-constexpr char kEspeakCmn[] = "61.4,5.6,-5.2,29.4,-15.7,-2.7,-3.8,-25.6,0.3,-15.8,12.8,-7.8,-2.1";
-// The word error rate this corpus must stay under. Measured: 49/69 = 0.71
-// (0.80 with the model's own cepstral mean, which this bound refuses);
-// docs/engines.md says why espeak-ng's voice is hard for the en-us model.
-constexpr double kMaxWordErrorRate = 0.75;
+// The speaker: espeak-ng's en-us voice with its Klatt-synthesizer variant, the
+// one pocketsphinx's en-us model hears best of those tried on the tuning
+// sentences (docs/engines.md, "listener": the default variant scores 0.61 on
+// them, klatt 0.22).
+constexpr char kVoice[] = "en-us";
+constexpr char kVariant[] = "klatt";
+// That voice's cepstral mean through the listener's resampler, measured as
+// docs/engines.md ("listener") says on the tuning sentences, not on the test's.
+constexpr char kEspeakCmn[] = "59.5,12.4,-15.6,17.5,-16.9,2.4,-6.3,-17.3,4.1,-12.4,5.4,-4.6,-1.9";
+// The word error rates the test and tuning sentences must stay under.
+// Measured: 20/69 = 0.29 and 20/89 = 0.22 (0.35 and 0.38 with the model's own
+// cepstral mean); docs/engines.md says why espeak-ng's voice is hard for the
+// en-us model.
+constexpr double kMaxWordErrorRate = 0.35;
+constexpr double kMaxTuningWordErrorRate = 0.28;
 
+// The test sentences: no setting was chosen by its score on these.
 const char* const kSentences[] = {
     "The quick brown fox jumps over the lazy dog.",
     "I would like a cup of coffee please.",
@@ -49,26 +58,44 @@ const char* const kSentences[] = {
     "We are going to the park after lunch.",
     "My brother works at the hospital in the city.",
 };
-constexpr size_t kCount = sizeof(kSentences) / sizeof(kSentences[0]);
 
-// Sentence i as espeak-ng's en-us voice speaks it, with 300 ms of silence on
-// either side, at its 22050 Hz.
-const std::vector<int16_t>& Speech(size_t i) {
-  static auto* const speech = new std::map<size_t, std::vector<int16_t>>();
-  auto it = speech->find(i);
+// The tuning sentences: the voice, cmn_init and decoder settings were chosen
+// by their score on these (docs/engines.md, "listener").
+const char* const kTuningSentences[] = {
+    "She bought three apples at the market yesterday.",
+    "How much does this book cost?",
+    "I need to finish my homework before dinner.",
+    "The children are playing in the garden.",
+    "Do you know where my keys are?",
+    "He drives to work every day at eight.",
+    "Let me know if you need any help.",
+    "Our flight was delayed by two hours.",
+    "The restaurant on the corner serves good food.",
+    "Turn left at the next traffic light.",
+    "It is going to rain this afternoon.",
+    "They moved to a new house last summer.",
+};
+
+// `text` as the test's speaker says it, with 300 ms of silence on either
+// side, at espeak-ng's 22050 Hz.
+const std::vector<int16_t>& SpeechOf(const std::string& text) {
+  static auto* const speech = new std::map<std::string, std::vector<int16_t>>();
+  auto it = speech->find(text);
   if (it != speech->end()) return it->second;
   absl::StatusOr<Espeak*> espeak = Espeak::Get();
   EXPECT_TRUE(espeak.ok()) << espeak.status();
-  std::vector<int16_t>& samples = (*speech)[i];
+  std::vector<int16_t>& samples = (*speech)[text];
   if (!espeak.ok()) return samples;
   const std::vector<int16_t> silence(static_cast<size_t>((*espeak)->sample_rate_hz() * 3 / 10));
-  absl::StatusOr<std::vector<int16_t>> spoken = (*espeak)->Speak(kSentences[i], "", "en-us");
+  absl::StatusOr<std::vector<int16_t>> spoken = (*espeak)->Speak(text, kVariant, kVoice);
   EXPECT_TRUE(spoken.ok()) << spoken.status();
   samples = silence;
   if (spoken.ok()) samples.insert(samples.end(), spoken->begin(), spoken->end());
   samples.insert(samples.end(), silence.begin(), silence.end());
   return samples;
 }
+
+const std::vector<int16_t>& Speech(size_t i) { return SpeechOf(kSentences[i]); }
 
 v1::Payload Audio(absl::Span<const int16_t> samples, int rate_hz = 22050, int channels = 1) {
   v1::Payload payload;
@@ -107,28 +134,42 @@ std::map<std::string, Collected> Stream(Engine* engine, const std::string& id,
   return out;
 }
 
-// Sentence i's transcript, streamed alone in 20 ms pieces.
-const std::string& Alone(size_t i) {
-  static auto* const transcripts = new std::map<size_t, std::string>();
+// The transcript of `text` spoken, streamed alone in 20 ms pieces.
+const std::string& Heard(const std::string& text) {
+  static auto* const transcripts = new std::map<std::string, std::string>();
   static Engine* const engine = NewListener(1).release();
-  auto it = transcripts->find(i);
+  auto it = transcripts->find(text);
   if (it != transcripts->end()) return it->second;
-  std::map<std::string, Collected> out = Stream(engine, "alone", Speech(i), 441);
+  std::map<std::string, Collected> out = Stream(engine, "alone", SpeechOf(text), 441);
   EXPECT_EQ(out["alone"].finish_reason, v1::FINISH_REASON_STOP);
-  return (*transcripts)[i] = out["alone"].text;
+  return (*transcripts)[text] = out["alone"].text;
 }
 
-TEST(ListenerTest, HearsSpokenSentences) {
+// Sentence i's transcript.
+const std::string& Alone(size_t i) { return Heard(kSentences[i]); }
+
+// The word errors over `sentences` heard alone, each printed.
+WordErrors Score(absl::Span<const char* const> sentences) {
   WordErrors total;
-  for (size_t i = 0; i < kCount; ++i) {
-    const WordErrors errors = CountWordErrors(kSentences[i], Alone(i));
-    std::cout << "said:  " << kSentences[i] << "\nheard: " << Alone(i) << " (" << errors.edits
+  for (const char* sentence : sentences) {
+    const WordErrors errors = CountWordErrors(sentence, Heard(sentence));
+    std::cout << "said:  " << sentence << "\nheard: " << Heard(sentence) << " (" << errors.edits
               << " errors)\n";
     total += errors;
   }
   std::cout << "word error rate " << total.edits << "/" << total.reference_words << " = "
             << total.rate() << "\n";
-  EXPECT_LE(total.rate(), kMaxWordErrorRate);
+  return total;
+}
+
+TEST(ListenerTest, HearsSpokenSentences) {
+  EXPECT_LE(Score(kSentences).rate(), kMaxWordErrorRate);
+}
+
+// The figure the settings were chosen by, kept so a change that helps the
+// test sentences at the tuning sentences' expense shows.
+TEST(ListenerTest, HearsTheTuningSentences) {
+  EXPECT_LE(Score(kTuningSentences).rate(), kMaxTuningWordErrorRate);
 }
 
 TEST(ListenerTest, DeclaresItsContract) {

@@ -1,7 +1,8 @@
 """Engines for the python engine's tests: broken classes, exceptions from a
 chosen method, malformed outputs, a recorder of threads and calls, a sim_llm
-that fails or hangs in Python, an engine that resumes by continuation, and
-engines that declare a prefix cache, well or badly."""
+that fails or hangs in Python, an engine that resumes by continuation,
+engines that declare how they take streamed input, and engines that declare a
+prefix cache, well or badly."""
 
 import ctypes
 import threading
@@ -136,6 +137,22 @@ class BadCapacity(Echo):
 
 class BadResume(Echo):
     resume = "rerun"
+
+
+class Incremental(Echo):
+    """Declares it consumes input pieces as they arrive; echoes what arrived by
+    its next step, as Echo does."""
+    streamed_input = "incremental"
+
+
+class Unstreamed(Echo):
+    """Declares it takes no input in pieces: the worker refuses an Add whose
+    input is not complete."""
+    streamed_input = "none"
+
+
+class BadStreamedInput(Echo):
+    streamed_input = "pieces"
 
 
 class Caching(Echo):
