@@ -1,5 +1,6 @@
 // speak_pcm: a sentence as the Realtime API's input audio — espeak-ng's en-us
-// voice (the accent the listener's pocketsphinx model knows) resampled from
+// voice with its Klatt variant (the accent the listener's pocketsphinx model
+// knows, in the variant it hears best: docs/engines.md, "listener") resampled from
 // its 22050 Hz to 24 kHz, 16-bit little-endian mono, with 300 ms of silence
 // on either side (so the recognizer hears the utterance end). For the
 // gateway's voice tests (realtime_voice_test.sh).
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "speak_pcm: %s\n", espeak.status().ToString().c_str());
     return 1;
   }
-  absl::StatusOr<std::vector<int16_t>> spoken = (*espeak)->Speak(argv[2], "", "en-us");
+  absl::StatusOr<std::vector<int16_t>> spoken = (*espeak)->Speak(argv[2], "klatt", "en-us");
   if (!spoken.ok()) {
     std::fprintf(stderr, "speak_pcm: %s\n", spoken.status().ToString().c_str());
     return 1;

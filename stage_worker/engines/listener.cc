@@ -212,8 +212,11 @@ class ListenerEngine : public BatchingEngine {
 };
 
 // "41.0,-5.29,..." -> the numbers; false when one is not a number.
+// Numbers separated by commas or spaces. Spaces are what a pipeline config
+// needs: the orchestrator passes a spawned worker's engine_params as one
+// --engine_params=k=v,k=v flag, where a comma inside a value would split it.
 bool ParseNumbers(const std::string& text, std::vector<float>* numbers) {
-  for (absl::string_view part : absl::StrSplit(text, ',')) {
+  for (absl::string_view part : absl::StrSplit(text, absl::ByAnyChar(", "), absl::SkipEmpty())) {
     float value = 0;
     if (!absl::SimpleAtof(absl::StripAsciiWhitespace(part), &value)) return false;
     numbers->push_back(value);
@@ -239,8 +242,8 @@ absl::StatusOr<std::unique_ptr<Engine>> CreateListenerEngine(
   if (absl::Status status = reader.Finish(); !status.ok()) return status;
   if (!cmn_init.empty() && !ParseNumbers(cmn_init, &sphinx.cmn_init)) {
     return AtField(absl::InvalidArgumentError(absl::StrCat(
-                       "engine listener: parameter cmn_init: expected comma-separated numbers, "
-                       "got '",
+                       "engine listener: parameter cmn_init: expected numbers separated by "
+                       "spaces or commas, got '",
                        cmn_init, "'")),
                    "cmn_init");
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/types/span.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -316,11 +317,15 @@ TEST(ListenerTest, MissingModelOrBadParametersFailAtCreation) {
   EXPECT_EQ(missing.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(missing.message()), HasSubstr("acoustic model"));
 
-  for (const char* cmn : {"1,2", "a,b"}) {
+  for (const char* cmn : {"1,2", "a,b", "1 2 x"}) {
     absl::Status bad = CreateEngine("listener", {{"batch_size", "1"}, {"cmn_init", cmn}}).status();
     EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument) << cmn;
     EXPECT_EQ(ErrorField(bad), "engine_params.cmn_init") << cmn;
   }
+  // Spaces separate too, as a pipeline config must write it.
+  EXPECT_TRUE(CreateEngine("listener", {{"batch_size", "1"},
+                                        {"cmn_init", absl::StrReplaceAll(kEspeakCmn, {{",", " "}})}})
+                  .ok());
 }
 
 }  // namespace
