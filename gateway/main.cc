@@ -86,8 +86,8 @@ ABSL_FLAG(int, realtime_ping_interval_ms, 30000,
           "with a pong by themselves)");
 ABSL_FLAG(int, realtime_idle_timeout_ms, 90000,
           "a Realtime client that sends nothing, not even a pong, for this long is sent a close "
-          "with 1001 (\"idle timeout\") and its connection ended; so is one that takes none of "
-          "what is sent for as long. More than --realtime_ping_interval_ms");
+          "with 1001 (\"idle timeout\") and its connection ended; one that takes none of what "
+          "is sent for as long is closed. More than --realtime_ping_interval_ms");
 ABSL_FLAG(std::string, log_format, "text", "log lines on stderr: text or json");
 ABSL_FLAG(std::string, log_level, "info", "the least severe lines logged: debug, info, "
           "warning or error");
