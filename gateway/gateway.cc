@@ -192,7 +192,7 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
     return;
   }
   in_flight_.Add(1);
-  ++in_flight_count_;
+  ++chat_count_;
   std::string traceparent = exchange->Header("traceparent");
   // A malformed one is ignored (docs/observability.md), and one with a byte
   // gRPC metadata cannot carry is malformed.
@@ -206,7 +206,7 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
                   options_.model.id, *std::move(authorization), traceparent, exchange, post_,
                   [this, path = exchange->path()](int status) {
                     in_flight_.Add(-1);
-                    --in_flight_count_;
+                    --chat_count_;
                     Count(path, status);
                   });
 }

@@ -16,6 +16,8 @@
 #define OMNISTAGE_GATEWAY_GATEWAY_H_
 
 #include <atomic>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -30,6 +32,8 @@
 #include "protos/orchestrator.grpc.pb.h"
 
 namespace omnistage {
+
+class RealtimeSession;
 
 struct GatewayOptions {
   ServedModel model;
@@ -55,11 +59,18 @@ class Gateway {
   // The HttpServer's handler (loop thread).
   void Handle(std::shared_ptr<HttpExchange> exchange);
   // Shutting down: /health answers 503 (readiness: no new clients are sent
-  // here) and new chat completions are refused with 503; those running go on.
-  // Thread-safe.
-  void Drain() { draining_ = true; }
-  // Chat completions running. Thread-safe.
-  int in_flight() const { return in_flight_count_.load(); }
+  // here), new chat completions and Realtime sessions are refused with 503;
+  // those running go on, and each Realtime session is closed with 1001 once
+  // its running response ended (RealtimeSession::GoAway). Thread-safe.
+  void Drain();
+  // The drain's deadline passed: each Realtime session's running response is
+  // cancelled, then its session closed with 1001. Thread-safe.
+  void GoAway();
+  // Chat completions running, Realtime responses running, Realtime sessions
+  // open (or being upgraded). Thread-safe.
+  int chat_completions() const { return chat_count_.load(); }
+  int realtime_responses() const { return realtime_responses_count_.load(); }
+  int realtime_sessions() const { return realtime_sessions_count_.load(); }
   MetricsRegistry& metrics() { return registry_; }
   // The HttpServer's events (HttpServer::OnEvent): open connections, and what
   // the HTTP limits refused or cut, by reason. Loop thread.
@@ -74,6 +85,8 @@ class Gateway {
   void StartRealtime(std::shared_ptr<HttpExchange> exchange, const std::string& head,
                      std::string authorization, const grpc::Status& status,
                      const v1::PipelineStatus& pipeline);
+  // Tells every open Realtime session to go away (loop thread).
+  void GoAwaySessions(bool now);
   // Answers a refusal of the route `route` in OpenAI's shape.
   void Refuse(HttpExchange& exchange, const std::string& route, const ApiError& error);
   void Health(std::shared_ptr<HttpExchange> exchange);
@@ -104,10 +117,14 @@ class Gateway {
   Family<Counter>& http_refusals_;
   Gauge& realtime_sessions_;
   // Loop thread: sessions open, and upgrades on their way (their token is
-  // being checked).
+  // being checked); the sessions open, by a number of their own.
   int realtime_count_ = 0;
+  std::map<uint64_t, std::weak_ptr<RealtimeSession>> sessions_;
+  uint64_t next_session_ = 0;
   std::atomic<bool> draining_{false};
-  std::atomic<int> in_flight_count_{0};
+  std::atomic<int> chat_count_{0};
+  std::atomic<int> realtime_responses_count_{0};
+  std::atomic<int> realtime_sessions_count_{0};
 };
 
 }  // namespace omnistage

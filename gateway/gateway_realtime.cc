@@ -8,6 +8,7 @@
 // pipeline takes audio is learned from the audio's own call
 // (realtime_audio_input.h), for either token.
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/bearer_token.h"
@@ -28,6 +29,24 @@ void Gateway::Refuse(HttpExchange& exchange, const std::string& route, const Api
   for (const auto& [name, value] : error.Headers()) exchange.AddHeader(name, value);
   exchange.Respond(error.http_status, "application/json", error.Json());
   Count(route, error.http_status);
+}
+
+void Gateway::Drain() {
+  draining_ = true;
+  post_([this] { GoAwaySessions(/*now=*/false); });
+}
+
+void Gateway::GoAway() {
+  post_([this] { GoAwaySessions(/*now=*/true); });
+}
+
+void Gateway::GoAwaySessions(bool now) {
+  // A copy: a session may end while it is told (and leave `sessions_`).
+  std::vector<std::weak_ptr<RealtimeSession>> open;
+  for (const auto& [id, session] : sessions_) open.push_back(session);
+  for (const auto& weak : open) {
+    if (std::shared_ptr<RealtimeSession> session = weak.lock()) session->GoAway(now);
+  }
 }
 
 void Gateway::Realtime(std::shared_ptr<HttpExchange> exchange) {
@@ -74,6 +93,7 @@ void Gateway::Realtime(std::shared_ptr<HttpExchange> exchange) {
     return;
   }
   ++realtime_count_;  // Held while the token is checked.
+  ++realtime_sessions_count_;
   struct Ask {
     grpc::ClientContext context;
     v1::PipelineStatusRequest request;
@@ -89,6 +109,7 @@ void Gateway::Realtime(std::shared_ptr<HttpExchange> exchange) {
         post_([this, ask, exchange, head = std::move(head), token = std::move(token),
                status]() mutable {
           --realtime_count_;
+          --realtime_sessions_count_;
           StartRealtime(exchange, head, std::move(token), status, ask->status);
         });
       });
@@ -98,6 +119,12 @@ void Gateway::StartRealtime(std::shared_ptr<HttpExchange> exchange, const std::s
                             std::string authorization, const grpc::Status& status,
                             const v1::PipelineStatus& pipeline) {
   if (exchange->done()) return;  // The client left while its token was checked.
+  if (draining_) {  // Began while its token was checked.
+    Refuse(*exchange, kRoute,
+           FromStatus(absl::UnavailableError(
+               "the gateway is shutting down; retry (another replica answers)")));
+    return;
+  }
   if (!status.ok() && status.error_code() != grpc::StatusCode::PERMISSION_DENIED) {
     absl::Status failed = FromGrpcStatus(status);
     if (failed.code() == absl::StatusCode::kUnavailable) {
@@ -120,18 +147,24 @@ void Gateway::StartRealtime(std::shared_ptr<HttpExchange> exchange, const std::s
   if (upgrade == nullptr) return;
   Count(kRoute, 101);
   ++realtime_count_;
+  ++realtime_sessions_count_;
   realtime_sessions_.Add(1);
+  const uint64_t id = next_session_++;
   RealtimeSession::Backend backend;
   backend.stub = stub_.get();
   backend.fallback = {any_stub_.get(), &fallbacks_};
   backend.post = post_;
-  backend.responses = [this](int delta) { in_flight_count_ += delta; };
-  backend.ended = [this] {
+  backend.responses = [this](int delta) { realtime_responses_count_ += delta; };
+  backend.ended = [this, id] {
     --realtime_count_;
+    --realtime_sessions_count_;
     realtime_sessions_.Add(-1);
+    sessions_.erase(id);
   };
-  RealtimeSession::Start(std::move(upgrade), options_.realtime, options_.model,
-                         std::move(backend), std::move(authorization), stage0_echoes);
+  std::shared_ptr<RealtimeSession> session =
+      RealtimeSession::Start(std::move(upgrade), options_.realtime, options_.model,
+                             std::move(backend), std::move(authorization), stage0_echoes);
+  if (session != nullptr) sessions_.emplace(id, session);
 }
 
 }  // namespace omnistage

@@ -17,16 +17,6 @@ thinker_pipeline "$out/thinker.yaml"
 start_orchestrator "$out/thinker.yaml"
 pids="$pid"
 trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
-# start_gateway NAME FLAGS...: sets $gw_port.
-start_gateway() {
-  local name="$1"
-  shift
-  gateway/gateway --orchestrator="127.0.0.1:$port" --listen=127.0.0.1:0 "$@" \
-    >"$out/$name.out" 2>"$out/$name.err" &
-  pids="$pids $!"
-  gw_port=$(listened_port "$name")
-  wait_healthy "http://127.0.0.1:$gw_port"
-}
 # complete FROM: a chat completion from the address FROM; prints the status.
 complete() {
   curl -s --interface "$1" -o "$out/complete.json" -w '%{http_code}' \

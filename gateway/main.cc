@@ -9,9 +9,11 @@
 //       "messages": [{"role": "user", "content": "Hi"}], "stream": true}'
 //
 // Prints one line "listening port=<port> address=<host:port>" once it serves.
-// SIGTERM/SIGINT: drains — takes no new connection, answers /health and new
-// completions with 503, lets running ones finish for --drain_timeout_ms — then
-// exits 0 (what still runs is cancelled, which aborts it on every stage).
+// SIGTERM/SIGINT: drains — takes no new connection, answers /health, new
+// completions and new Realtime sessions with 503, lets running ones finish for
+// --drain_timeout_ms, closing each Realtime session with 1001 once its
+// response ended — then exits 0 (what still runs is cancelled, which aborts it
+// on every stage).
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -69,8 +71,9 @@ ABSL_FLAG(int, max_header_bytes, 32768,
           "a request's line and headers together, in bytes; more is answered 400");
 ABSL_FLAG(int, max_headers, 100, "header lines in a request; more is answered 431. 0: no limit");
 ABSL_FLAG(int, drain_timeout_ms, 20000,
-          "on SIGTERM, how long running chat completions may still finish before the "
-          "process ends (their requests are then cancelled)");
+          "on SIGTERM, how long running chat completions and Realtime responses may still "
+          "finish before the process ends (they are then cancelled); each Realtime session is "
+          "closed with 1001 (going away) once its response ended");
 ABSL_FLAG(int, max_realtime_sessions, 1000,
           "Realtime API sessions (WebSockets on /v1/realtime) open at once; one more is refused "
           "with 503 before the upgrade. Each is an HTTP connection too (--max_connections). 0: "
@@ -78,12 +81,23 @@ ABSL_FLAG(int, max_realtime_sessions, 1000,
 ABSL_FLAG(int, max_realtime_message_bytes, 16 << 20,
           "the largest message a Realtime client may send (its base64 audio included); larger "
           "closes the WebSocket with 1009");
+ABSL_FLAG(int, realtime_ping_interval_ms, 30000,
+          "how often the gateway pings each Realtime client (a WebSocket ping; clients answer "
+          "with a pong by themselves)");
+ABSL_FLAG(int, realtime_idle_timeout_ms, 90000,
+          "a Realtime client that sends nothing, not even a pong, for this long is sent a close "
+          "with 1001 (\"idle timeout\") and its connection ended; one that takes none of what "
+          "is sent for as long is closed. More than --realtime_ping_interval_ms");
 ABSL_FLAG(std::string, log_format, "text", "log lines on stderr: text or json");
 ABSL_FLAG(std::string, log_level, "info", "the least severe lines logged: debug, info, "
           "warning or error");
 
 namespace omnistage {
 namespace {
+
+// Past the drain's deadline, how long Realtime sessions get to hear their
+// response cancelled and close before their connections are cut.
+constexpr absl::Duration kGoAwayGrace = absl::Seconds(1);
 
 int Run() {
   StopSignals signals;
@@ -122,6 +136,16 @@ int Run() {
                                    "--max_realtime_message_bytes 1024 or more");
   }
   options.realtime.max_message_bytes = static_cast<size_t>(max_realtime_message_bytes);
+  const int ping_ms = absl::GetFlag(FLAGS_realtime_ping_interval_ms);
+  const int idle_ms = absl::GetFlag(FLAGS_realtime_idle_timeout_ms);
+  // Pings are what a live but silent client answers: the idle timeout must
+  // leave room for one.
+  if (ping_ms < 10 || idle_ms <= ping_ms) {
+    return StartRefused("gateway", "--realtime_ping_interval_ms takes 10 or more, "
+                                   "--realtime_idle_timeout_ms more than it");
+  }
+  options.realtime.ping_interval = absl::Milliseconds(ping_ms);
+  options.realtime.idle_timeout = absl::Milliseconds(idle_ms);
   if (options.model.id.empty()) return StartRefused("gateway", "--model is empty");
   if (absl::Status s = CheckTlsFiles(options.orchestrator_tls, TlsSide::kClient); !s.ok()) {
     return StartRefused("gateway", absl::StrCat("--orchestrator_tls_*: ", s.message()));
@@ -174,22 +198,44 @@ int Run() {
   LogInfo(absl::StrCat("serving model '", options.model.id, "' on ", tls ? "https://" : "http://",
                        address, " for the orchestrator at ", options.orchestrator));
   const int signal_number = signals.Wait();
-  // Drain: no new connection or completion; /health turns 503 so the load
-  // balancer stops sending clients; running streams may finish.
+  // Drain: no new connection, completion or session; /health turns 503 so the
+  // load balancer stops sending clients; running streams may finish, and each
+  // Realtime session is closed (1001) once its response ended.
   const absl::Duration drain = absl::Milliseconds(absl::GetFlag(FLAGS_drain_timeout_ms));
   LogInfo(absl::StrCat(StopSignals::Name(signal_number), ", draining: ",
-                       gateway.in_flight(), " chat completion(s) get up to ",
-                       absl::FormatDuration(drain), " (signal again to stop at once)"));
+                       gateway.chat_completions(), " chat completion(s) and ",
+                       gateway.realtime_responses(), " realtime response(s) get up to ",
+                       absl::FormatDuration(drain), "; ", gateway.realtime_sessions(),
+                       " realtime session(s) are closed as their responses end (signal again "
+                       "to stop at once)"));
   gateway.Drain();
   (*server)->StopListening();
   // A second signal ends the wait.
   const absl::Time deadline = absl::Now() + drain;
-  while (gateway.in_flight() > 0 && absl::Now() < deadline) {
-    if (signals.WaitFor(absl::Milliseconds(50)) != 0) break;
+  const auto busy = [&gateway] {
+    return gateway.chat_completions() > 0 || gateway.realtime_responses() > 0 ||
+           gateway.realtime_sessions() > 0;
+  };
+  bool signalled = false;
+  while (busy() && absl::Now() < deadline) {
+    if (signals.WaitFor(absl::Milliseconds(50)) != 0) {
+      signalled = true;
+      break;
+    }
   }
-  if (gateway.in_flight() > 0) {
-    LogWarning(absl::StrCat("stopping with ", gateway.in_flight(),
-                            " chat completion(s) still running; they are cancelled"));
+  if (gateway.chat_completions() > 0 || gateway.realtime_responses() > 0) {
+    LogWarning(absl::StrCat("stopping with ", gateway.chat_completions(),
+                            " chat completion(s) and ", gateway.realtime_responses(),
+                            " realtime response(s) still running; they are cancelled"));
+  }
+  if (gateway.realtime_sessions() > 0 && !signalled) {
+    // Their responses cancelled, the sessions are told (response.done, then
+    // the close) before the connections go.
+    gateway.GoAway();
+    const absl::Time closed_by = absl::Now() + kGoAwayGrace;
+    while (gateway.realtime_sessions() > 0 && absl::Now() < closed_by) {
+      if (signals.WaitFor(absl::Milliseconds(20)) != 0) break;
+    }
   }
   (*server)->Stop();
   return 0;

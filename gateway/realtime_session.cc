@@ -19,9 +19,11 @@ constexpr size_t kHighWaterBytes = 256 << 10;
 
 }  // namespace
 
-void RealtimeSession::Start(std::unique_ptr<HttpUpgrade> upgrade, const WebSocketLimits& limits,
-                            const ServedModel& model, Backend backend, std::string authorization,
-                            bool stage0_echoes) {
+std::shared_ptr<RealtimeSession> RealtimeSession::Start(std::unique_ptr<HttpUpgrade> upgrade,
+                                                        const WebSocketLimits& limits,
+                                                        const ServedModel& model, Backend backend,
+                                                        std::string authorization,
+                                                        bool stage0_echoes) {
   std::shared_ptr<RealtimeSession> session(
       new RealtimeSession(model, std::move(backend), std::move(authorization), stage0_echoes));
   RealtimeSession* raw = session.get();
@@ -30,7 +32,7 @@ void RealtimeSession::Start(std::unique_ptr<HttpUpgrade> upgrade, const WebSocke
       [raw] { raw->OnClosed(); });
   if (session->ws_ == nullptr) {
     if (session->backend_.ended) session->backend_.ended();
-    return;
+    return nullptr;
   }
   session->self_ = session;
   session->Send(ServerEvent(session->ids_, "session.created",
@@ -38,6 +40,7 @@ void RealtimeSession::Start(std::unique_ptr<HttpUpgrade> upgrade, const WebSocke
   session->Send(ServerEvent(
       session->ids_, "conversation.created",
       {{"conversation", {{"id", session->conversation_id_}, {"object", "realtime.conversation"}}}}));
+  return session;
 }
 
 RealtimeSession::RealtimeSession(const ServedModel& model, Backend backend,
@@ -77,6 +80,9 @@ void RealtimeSession::SendError(RealtimeError error, const std::string& event_id
 }
 
 void RealtimeSession::OnMessage(const std::string& text) {
+  // Closing for the drain: what the client sends until its close answers
+  // ours would start calls whose events could not be sent.
+  if (going_away_ && response_ == nullptr) return;
   std::variant<ClientEvent, RealtimeError> parsed = ParseClientEvent(text);
   if (std::holds_alternative<RealtimeError>(parsed)) {
     Send(ErrorEvent(ids_, std::get<RealtimeError>(parsed)));
@@ -319,6 +325,21 @@ void RealtimeSession::Done(const grpc::Status& status) {
   call_.reset();
   turn_.reset();
   if (backend_.responses) backend_.responses(-1);
+  if (going_away_) CloseGoingAway();
+}
+
+void RealtimeSession::GoAway(bool now) {
+  going_away_ = true;
+  if (response_ == nullptr) {
+    CloseGoingAway();
+  } else if (now && !cancelled_) {
+    cancelled_ = true;
+    call_->Cancel();  // Done() sends response.done (cancelled), then the close.
+  }
+}
+
+void RealtimeSession::CloseGoingAway() {
+  if (ws_ != nullptr) ws_->Close(1001, "the gateway is shutting down");
 }
 
 void RealtimeSession::ResponseCancel(const ClientEvent& event) {

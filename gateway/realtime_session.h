@@ -8,7 +8,8 @@
 // events realtime_encoder.h makes. A malformed or
 // unsupported event is answered with an `error` event and the session goes
 // on. The client going away cancels the running response (aborted on every
-// stage) and frees the session. docs/openai.md, "Realtime API".
+// stage) and frees the session; the gateway going away (GoAway) closes it
+// with 1001 once its response ended. docs/openai.md, "Realtime API".
 #ifndef OMNISTAGE_GATEWAY_REALTIME_SESSION_H_
 #define OMNISTAGE_GATEWAY_REALTIME_SESSION_H_
 
@@ -46,9 +47,17 @@ class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
   // showed a stage 0 that passes text through to the client (a final-output
   // recognizer followed by another final-output text stage): a text
   // response drops stage 0's text, which is its prompt echoed.
-  static void Start(std::unique_ptr<HttpUpgrade> upgrade, const WebSocketLimits& limits,
-                    const ServedModel& model, Backend backend, std::string authorization,
-                    bool stage0_echoes);
+  // Null when the connection could not be taken (`ended` ran).
+  static std::shared_ptr<RealtimeSession> Start(std::unique_ptr<HttpUpgrade> upgrade,
+                                                const WebSocketLimits& limits,
+                                                const ServedModel& model, Backend backend,
+                                                std::string authorization, bool stage0_echoes);
+  // The gateway shuts down: the session closes with 1001 ("going away") once
+  // its running response ended, at once if none runs; `now` (the drain's
+  // deadline passed): the running response is cancelled first, and its
+  // response.done (cancelled) goes before the close. Events the client sends
+  // once the close is out are not answered.
+  void GoAway(bool now);
 
  private:
   RealtimeSession(const ServedModel& model, Backend backend, std::string authorization,
@@ -74,6 +83,7 @@ class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
   // An audio turn's call answered / ended (the response's, once taken).
   void TurnResponse(const std::shared_ptr<AudioTurn>& turn, v1::GenerateResponse response);
   void TurnDone(const std::shared_ptr<AudioTurn>& turn, const grpc::Status& status);
+  void CloseGoingAway();
 
   const ServedModel model_;
   const Backend backend_;
@@ -95,6 +105,7 @@ class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
   v1::Terminal terminal_;
   bool got_terminal_ = false;
   bool cancelled_ = false;
+  bool going_away_ = false;
 };
 
 }  // namespace omnistage

@@ -203,6 +203,10 @@ void WebSocket::OnWrite(struct bufferevent* bev, void* arg) {
   // The output drained (the write low watermark is 0).
   auto* self = static_cast<WebSocket*>(arg);
   if (self->finished_) return;
+  if (self->idle_closing_) {
+    self->FinishSoon();
+    return;
+  }
   if (self->reading_paused_) {
     self->reading_paused_ = false;
     bufferevent_enable(bev, EV_READ);
@@ -211,9 +215,27 @@ void WebSocket::OnWrite(struct bufferevent* bev, void* arg) {
   if (!self->finished_) self->CheckDone();
 }
 
-void WebSocket::OnEvent(struct bufferevent*, short, void* arg) {
-  // EOF, an error, or a timeout: the client is gone.
-  static_cast<WebSocket*>(arg)->FinishSoon();
+void WebSocket::OnEvent(struct bufferevent*, short what, void* arg) {
+  auto* self = static_cast<WebSocket*>(arg);
+  if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && !self->idle_closing_) {
+    self->CloseIdle();
+    return;
+  }
+  // EOF, an error, or the client not reading: it is gone.
+  self->FinishSoon();
+}
+
+void WebSocket::CloseIdle() {
+  if (finished_) return;
+  // A client that still reads (one that merely answers no ping) learns why;
+  // its answer is not awaited, and the write timeout bounds the wait for the
+  // close to go out to one that does not read either.
+  idle_closing_ = true;
+  static constexpr char kReason[] = "idle timeout";
+  wslay_event_queue_close(ctx_, 1001, reinterpret_cast<const uint8_t*>(kReason),
+                          sizeof(kReason) - 1);
+  if (wslay_event_want_write(ctx_)) wslay_event_send(ctx_);
+  if (buffered() == 0) FinishSoon();
 }
 
 void WebSocket::OnPing(int, short, void* arg) {

@@ -7,9 +7,11 @@
 // wslay answers pings, fails a protocol error with the close code it calls
 // for, closes a message past `max_message_bytes` with 1009, and does the
 // close handshake. The server pings every `ping_interval`; a connection that
-// brings no byte for `idle_timeout` (a client that vanished without a FIN) or
-// takes none of what is sent for as long is closed, and so is one whose
-// client sent a close and got the answer. Whatever ends it, `on_closed` runs
+// brings no byte for `idle_timeout` (a client that vanished without a FIN, or
+// one that answers no ping) is sent a close, 1001 "idle timeout", that is not
+// waited for: the connection ends once it went out. One that takes none of
+// what is sent for `idle_timeout` is closed, and so is one whose client sent a
+// close and got the answer. Whatever ends it, `on_closed` runs
 // once, last: the owner may destroy the WebSocket from it.
 //
 //   auto ws = WebSocket::Start(std::move(upgrade), limits,
@@ -87,6 +89,8 @@ class WebSocket {
   // Schedules Finish() on the loop (from where `this` must live on).
   void FinishSoon();
   void RunDrained();
+  // The client sent nothing for the idle timeout: 1001, then the end.
+  void CloseIdle();
 
   static void OnRead(struct bufferevent*, void* self);
   static void OnWrite(struct bufferevent*, void* self);
@@ -104,6 +108,8 @@ class WebSocket {
   // Within wslay_event_recv: sends wait until it returns.
   bool receiving_ = false;
   bool reading_paused_ = false;
+  // The idle close went to wslay: the connection ends once it is written.
+  bool idle_closing_ = false;
   bool finished_ = false;
   std::vector<std::function<void()>> drained_;
 

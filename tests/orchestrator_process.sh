@@ -9,6 +9,7 @@
 #   other_port=$(listened_port other)   # a process started with >$out/other.out 2>$out/other.err
 #   wait_healthy http://127.0.0.1:8000  # a gateway's GET /health is 200 (up to 30 s)
 #   thinker_pipeline "$out/thinker.yaml"  # a config of one stage writing text
+#   start_gateway gw --drain_timeout_ms=300  # sets $gw (PID, in $pids), $gw_port
 
 out="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -41,19 +42,35 @@ wait_healthy() {
   return 0
 }
 
-# thinker_pipeline FILE: writes a pipeline config (named omni-demo, as the
-# gateway's default model) of one stage, a spawned thinker, that writes text.
+# thinker_pipeline FILE [ENGINE_PARAMS]: writes a pipeline config (named
+# omni-demo, as the gateway's default model) of one stage, a spawned thinker,
+# that writes text; ENGINE_PARAMS (YAML, without braces) replace its
+# "batch_size: 8, step_time_us: 1000".
 thinker_pipeline() {
   cat >"$1" <<YAML
 name: omni-demo
 stages:
   - name: thinker
     engine: thinker
-    engine_params: {batch_size: 8, step_time_us: 1000}
+    engine_params: {${2:-batch_size: 8, step_time_us: 1000}}
     replicas: 1
     final_output: true
     output_modality: text
 YAML
+}
+
+# start_gateway NAME FLAGS...: a gateway in front of the orchestrator started
+# last ($port) on a port of its own, output in $out/NAME.out and .err; sets gw
+# (its PID, added to $pids) and gw_port, and waits until it is healthy.
+start_gateway() {
+  local name="$1"
+  shift
+  gateway/gateway --orchestrator="127.0.0.1:$port" --listen=127.0.0.1:0 "$@" \
+    >"$out/$name.out" 2>"$out/$name.err" &
+  gw=$!
+  pids="${pids:-} $gw"
+  gw_port=$(listened_port "$name") || exit 1
+  wait_healthy "http://127.0.0.1:$gw_port"
 }
 
 start_orchestrator() {

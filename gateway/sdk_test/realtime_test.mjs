@@ -24,85 +24,14 @@
 //               rate against the sentence, the answer as text and audio
 //   voice_cancel a spoken turn's response cancelled at its first audio
 //   voice_errors malformed audio events get errors; a spoken turn then works
+// The session and its helpers are realtime_client.mjs's; the malformed
+// events' checks (errors, voice_errors) realtime_malformed.mjs's.
 import fs from "node:fs";
 import path from "node:path";
-import OpenAI from "openai";
-import { OpenAIRealtimeWS } from "openai/realtime/ws";
 import WebSocket from "ws";
-
-const [base, out, check] = process.argv.slice(2);
-const apiKey = process.env.OMNISTAGE_TOKEN || "unused-without-tokens";
-const model = process.env.OMNISTAGE_MODEL || "omni-demo";
-const prompt = "Tell me about the sea.";
-
-function fail(message) {
-  console.log(JSON.stringify({ check, ok: false, message }));
-  process.exit(1);
-}
-
-// A session: every server event kept, in order; next(type) waits for one.
-class Session {
-  constructor(key = apiKey) {
-    const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key });
-    this.rt = new OpenAIRealtimeWS({ model }, client);
-    this.events = [];
-    this.waiters = [];
-    this.errors = [];
-    this.rt.on("event", (event) => this.take(event));
-    // Error events arrive here too (and through "event", where they are
-    // looked at); what has no event is the connection's own failure.
-    this.rt.on("error", (error) => {
-      if (error.error) return;
-      this.errors.push(error);
-      this.take(null);
-    });
-  }
-  take(event) {
-    if (event) this.events.push(event);
-    for (const waiter of [...this.waiters]) waiter();
-  }
-  // The first event of `type` after index `from` (or an SDK error), within 60 s.
-  next(type, from = 0) {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no ${type} within 60 s`)), 60000);
-      const look = () => {
-        const found = this.events.slice(from).find((e) => e.type === type);
-        if (found || (this.errors.length && type !== "error")) {
-          clearTimeout(timer);
-          this.waiters = this.waiters.filter((w) => w !== look);
-          if (found) resolve(found);
-          else reject(this.errors[0]);
-        }
-      };
-      this.waiters.push(look);
-      look();
-    });
-  }
-  send(event) { this.rt.send(event); }
-  close() { this.rt.close(); }
-  // The events of the response `done` ended, from index `from`.
-  of(type, from = 0) { return this.events.slice(from).filter((e) => e.type === type); }
-}
-
-function say(text) {
-  return { type: "conversation.item.create",
-           item: { type: "message", role: "user", content: [{ type: "input_text", text }] } };
-}
-
-// One response in a session set to `modality`; returns the response.done and
-// the index its events start from.
-async function respond(session, modality, text, max_output_tokens) {
-  const from = session.events.length;
-  session.send({ type: "session.update",
-                 session: { type: "realtime", output_modalities: [modality], max_output_tokens,
-                            audio: { output: { voice: "alloy" } } } });
-  await session.next("session.updated", from);
-  session.send(say(text));
-  await session.next("conversation.item.done", from);
-  session.send({ type: "response.create" });
-  const done = await session.next("response.done", from);
-  return { done: done.response, from };
-}
+import { appendAndCommit, apiKey, base, check, fail, model, out, prompt, respond, say, Session,
+         speak, speech, speechDir } from "./realtime_client.mjs";
+import { errors, voice_errors } from "./realtime_malformed.mjs";
 
 async function text() {
   const session = new Session();
@@ -170,49 +99,6 @@ async function cancel() {
   }
   session.close();
   return { status: done.response.status, said: done.response.output[0]?.content[0]?.transcript };
-}
-
-async function errors() {
-  const session = new Session();
-  await session.next("session.created");
-  const cases = [
-    ["not json", null, "invalid_json"],
-    [{ type: "no.such.event", event_id: "e1" }, "type", "invalid_value"],
-    [{ event_id: "e2" }, "type", "missing_required_parameter"],
-    [{ type: "conversation.item.create", event_id: "e3" }, "item", "missing_required_parameter"],
-    [{ type: "conversation.item.create", event_id: "e4",
-       item: { type: "message", role: "user", content: [{ type: "input_text", text: 7 }] } },
-     "item.content[0].text", "invalid_type"],
-    [{ type: "session.update", event_id: "e5", session: { type: "realtime",
-       audio: { output: { format: { type: "audio/pcmu" } } } } },
-     "session.audio.output.format.type", "unsupported_value"],
-    [{ type: "session.update", event_id: "e6", session: { type: "realtime",
-       audio: { input: { turn_detection: { type: "server_vad" } } } } },
-     "session.audio.input.turn_detection", "unsupported_value"],
-    [{ type: "response.cancel", event_id: "e7" }, null, "response_cancel_not_active"],
-    [{ type: "response.create", event_id: "e8" }, null, "empty_conversation"],
-    [{ type: "input_audio_buffer.append", event_id: "e9", audio: "AAAAAA==" }, null,
-     "input_audio_not_supported"],
-    [{ type: "input_audio_buffer.commit", event_id: "e10" }, null, "input_audio_not_supported"],
-  ];
-  const seen = [];
-  for (const [event, param, code] of cases) {
-    const mark = session.events.length;
-    if (typeof event === "string") session.rt.socket.send(event);
-    else session.send(event);
-    const error = (await session.next("error", mark)).error;
-    if (error.type !== "invalid_request_error" || error.code !== code ||
-        (param !== null && error.param !== param) || !error.message ||
-        (event.event_id && error.event_id !== event.event_id)) {
-      fail(`${JSON.stringify(event)}: ${JSON.stringify(error)}`);
-    }
-    seen.push(code);
-  }
-  // After all that, the session answers.
-  const { done } = await respond(session, "text", prompt, 8);
-  if (done.status !== "completed" && done.status !== "incomplete") fail(`then ${done.status}`);
-  session.close();
-  return { errors: seen.length, then: done.status };
 }
 
 async function concurrent() {
@@ -301,37 +187,6 @@ function wordErrors(reference, heard) {
   return { errors: row[h.length], words: r.length };
 }
 
-const speechDir = process.env.SPEECH_DIR;
-function speech(i) {
-  return { pcm: fs.readFileSync(path.join(speechDir, `${i}.pcm`)),
-           text: fs.readFileSync(path.join(speechDir, `${i}.txt`), "utf8").trim() };
-}
-
-// `pcm` appended in 100 ms pieces (4,800 bytes of 24 kHz 16-bit mono), then
-// committed.
-function appendAndCommit(session, pcm) {
-  for (let at = 0; at < pcm.length; at += 4800) {
-    session.send({ type: "input_audio_buffer.append",
-                   audio: pcm.subarray(at, at + 4800).toString("base64") });
-  }
-  session.send({ type: "input_audio_buffer.commit" });
-}
-
-// One spoken turn: appended, committed, answered.
-async function speak(session, pcm) {
-  const from = session.events.length;
-  const started = Date.now();
-  appendAndCommit(session, pcm);
-  const committed = await session.next("input_audio_buffer.committed", from);
-  session.send({ type: "response.create" });
-  const done = (await session.next("response.done", from)).response;
-  const heard = session.of("conversation.item.input_audio_transcription.completed", from)
-    .find((e) => e.item_id === committed.item_id);
-  const firstAudio = session.events.slice(from)
-    .findIndex((e) => e.type === "response.output_audio.delta");
-  return { done, from, committed, heard, ms: Date.now() - started, firstAudio };
-}
-
 async function voice() {
   const session = new Session();
   await session.next("session.created");
@@ -386,41 +241,6 @@ async function voice_cancel() {
   await session.next("input_audio_buffer.cleared", mark);
   session.close();
   return { status: done.response.status };
-}
-
-async function voice_errors() {
-  const session = new Session();
-  await session.next("session.created");
-  const cases = [
-    [{ type: "input_audio_buffer.append", event_id: "v1", audio: "AAE=" /* 2 bytes: fine */ }, null],
-    [{ type: "input_audio_buffer.append", event_id: "v2", audio: "AAEC" /* 3 bytes */ }, "invalid_value"],
-    [{ type: "input_audio_buffer.append", event_id: "v3", audio: "!!" }, "invalid_value"],
-    [{ type: "input_audio_buffer.append", event_id: "v4" }, "missing_required_parameter"],
-    [{ type: "input_audio_buffer.append", event_id: "v5", audio: 7 }, "invalid_type"],
-    [{ type: "session.update", event_id: "v6", session: { type: "realtime",
-       audio: { input: { format: { type: "audio/pcm", rate: 16000 } } } } }, "invalid_value"],
-    [{ type: "input_audio_buffer.clear", event_id: "v7" }, null],
-    [{ type: "input_audio_buffer.commit", event_id: "v8" }, "input_audio_buffer_commit_empty"],
-  ];
-  const seen = [];
-  for (const [event, code] of cases) {
-    const mark = session.events.length;
-    session.send(event);
-    if (code === null) {
-      if (event.type === "input_audio_buffer.clear") await session.next("input_audio_buffer.cleared", mark);
-      continue;
-    }
-    const error = (await session.next("error", mark)).error;
-    if (error.code !== code || error.event_id !== event.event_id) {
-      fail(`${JSON.stringify(event)}: ${JSON.stringify(error)}`);
-    }
-    seen.push(code);
-  }
-  // The session goes on: a spoken turn is heard and answered.
-  const turn = await speak(session, speech(0).pcm);
-  if (turn.done.status !== "completed" || !turn.heard) fail(`then ${turn.done.status}`);
-  session.close();
-  return { errors: seen.length, then: turn.done.status, heard: turn.heard.transcript };
 }
 
 const checks = { text, audio, cancel, errors, concurrent, unauthorized, plain, voice, voice_cancel,
