@@ -110,8 +110,9 @@ absl::Status ValidateGenerateRequest(const PipelineConfig& config,
 }
 
 absl::Status ValidateInputMessage(const PipelineConfig& config, const v1::GenerateInput& message,
-                                  int64_t streamed_before, int64_t* bytes) {
+                                  int64_t streamed_before, int64_t* bytes, const char** reason) {
   *bytes = 0;
+  *reason = "malformed";
   if (!message.has_input()) {
     return absl::InvalidArgumentError(
         "only the first message of a GenerateDuplex call carries `request`; the later ones "
@@ -146,11 +147,13 @@ absl::Status ValidateInputMessage(const PipelineConfig& config, const v1::Genera
   }
   const int64_t size = static_cast<int64_t>(chunk.ByteSizeLong());
   if (size > config.max_input_chunk_bytes) {
+    *reason = "chunk_too_large";
     return absl::InvalidArgumentError(absl::StrCat("an input message of ", size,
                                                    " bytes; limits.max_input_chunk_bytes is ",
                                                    config.max_input_chunk_bytes));
   }
   if (streamed_before + size > config.max_input_bytes) {
+    *reason = "too_much";
     return absl::InvalidArgumentError(absl::StrCat(
         "the streamed input reached ", streamed_before + size,
         " bytes; limits.max_input_bytes is ", config.max_input_bytes));

@@ -34,9 +34,11 @@ absl::Status ValidateGenerateRequest(const PipelineConfig& config,
 // chunk over limits.max_input_chunk_bytes; past limits.max_input_bytes with
 // the `streamed_before` bytes that came before it; a payload with no content;
 // audio whose bytes are no whole samples, or whose rate or channels are out of
-// range). `*bytes` is what it adds to the request's input.
+// range). `*bytes` is what it adds to the request's input; on a refusal,
+// `*reason` names it for the metrics: "malformed", "chunk_too_large" or
+// "too_much".
 absl::Status ValidateInputMessage(const PipelineConfig& config, const v1::GenerateInput& message,
-                                  int64_t streamed_before, int64_t* bytes);
+                                  int64_t streamed_before, int64_t* bytes, const char** reason);
 
 // Stage `stage`'s defaults from the config, overridden field by field by the
 // request's stage_params for it.

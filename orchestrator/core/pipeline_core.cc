@@ -209,6 +209,7 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   InFlightRequest& r = *added;
   r.owner = owner;
   if (streamed_input) {
+    metrics_.DuplexAdmitted();
     r.input = std::make_unique<InputStream>();
     r.input->last_at = scheduler_->Now();
     ArmInputTimer(r);

@@ -146,8 +146,10 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // Watches the pause since `r`'s last input message.
   void ArmInputTimer(InFlightRequest& r);
   void OnInputIdle(const std::string& id);
-  // Ends `r` for input that breaks the contract or the limits.
-  void FailInput(InFlightRequest& r, absl::StatusCode code, const std::string& message);
+  // Ends `r` for input that breaks the contract or the limits; `reason` is
+  // the metric's (PipelineMetrics::InputRefused).
+  void FailInput(InFlightRequest& r, absl::string_view reason, absl::StatusCode code,
+                 const std::string& message);
 
   // The admission queue (pipeline_core_queue.cc). Whether a new request waits:
   // the queue is on, and others wait or stage 0 has no free slot (but a live

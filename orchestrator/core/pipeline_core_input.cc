@@ -25,7 +25,8 @@ absl::Status PipelineCore::CheckTakesStreamedInput() const {
     return absl::FailedPreconditionError(absl::StrCat(
         "stage 0 (", config_.stages[0].name, ", engine ", config_.stages[0].engine,
         ") takes no streamed input: its replica ", replica,
-        " says its engine takes a request's input whole; use Generate"));
+        " says its engine takes none in pieces (Ready.streamed_input NONE); send the whole "
+        "prompt with Generate"));
   }
   return absl::OkStatus();
 }
@@ -39,15 +40,18 @@ void PipelineCore::AppendInput(const std::string& id, const ResponseSink* sink,
   InFlightRequest& r = *found;
   InputStream& input = *r.input;
   if (!input.open) {
-    FailInput(r, absl::StatusCode::kInvalidArgument,
+    FailInput(r, "after_last", absl::StatusCode::kInvalidArgument,
               "input came after the message that said it was the last");
     return;
   }
   int64_t bytes = 0;
-  if (absl::Status s = ValidateInputMessage(config_, message, input.bytes, &bytes); !s.ok()) {
-    FailInput(r, s.code(), std::string(s.message()));
+  const char* reason = "";
+  if (absl::Status s = ValidateInputMessage(config_, message, input.bytes, &bytes, &reason);
+      !s.ok()) {
+    FailInput(r, reason, s.code(), std::string(s.message()));
     return;
   }
+  metrics_.InputStreamed(bytes);
   v1::InputChunk& chunk = *message.mutable_input();
   const absl::Time now = scheduler_->Now();
   input.bytes += bytes;
@@ -72,9 +76,10 @@ void PipelineCore::AppendInput(const std::string& id, const ResponseSink* sink,
   }
 }
 
-void PipelineCore::FailInput(InFlightRequest& r, absl::StatusCode code,
+void PipelineCore::FailInput(InFlightRequest& r, absl::string_view reason, absl::StatusCode code,
                              const std::string& message) {
   LogInfo(ContextOf(r), absl::StrCat("input refused: ", message));
+  metrics_.InputRefused(reason);
   FailRequests({r.id}, ErrorProto(absl::Status(code, absl::StrCat("streamed input: ", message))));
 }
 
@@ -95,7 +100,7 @@ void PipelineCore::OnInputIdle(const std::string& id) {
     ArmInputTimer(*r);
     return;
   }
-  FailInput(*r, absl::StatusCode::kDeadlineExceeded,
+  FailInput(*r, "idle", absl::StatusCode::kDeadlineExceeded,
             absl::StrCat("no input for ", absl::FormatDuration(config_.input_idle_timeout),
                          " while it was open (limits.input_idle_ms); send the last message "
                          "with last, or half-close the call, when the input is complete"));

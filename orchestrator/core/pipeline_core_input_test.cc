@@ -182,6 +182,18 @@ TEST_F(PipelineCoreInputTest, EachLimitEndsOnlyItsRequest) {
   EXPECT_EQ(fine->terminal_count(), 0);
   EXPECT_EQ(core().in_flight(), 1u);
   ASSERT_TRUE(AbortNow({"fine"}).ok());
+  // Counted by reason: the operator sees which limit clients meet.
+  const std::string metrics = core().metrics_registry().Render();
+  EXPECT_THAT(metrics, HasSubstr("omnistage_duplex_requests_total 6\n"));
+  EXPECT_THAT(metrics,
+              HasSubstr("omnistage_streamed_input_refusals_total{reason=\"chunk_too_large\"} 1\n"));
+  EXPECT_THAT(metrics,
+              HasSubstr("omnistage_streamed_input_refusals_total{reason=\"too_much\"} 1\n"));
+  EXPECT_THAT(metrics,
+              HasSubstr("omnistage_streamed_input_refusals_total{reason=\"malformed\"} 3\n"));
+  // Two of total's 40-byte chunks (46 bytes encoded, as the limits count) and
+  // fine's last "ok" (10) went through.
+  EXPECT_THAT(metrics, HasSubstr("omnistage_streamed_input_bytes_total 102\n"));
 }
 
 TEST_F(PipelineCoreInputTest, AClientSilentPastTheInputIdleLimitEndsItsRequest) {
@@ -203,6 +215,8 @@ TEST_F(PipelineCoreInputTest, AClientSilentPastTheInputIdleLimitEndsItsRequest) 
             static_cast<int>(absl::StatusCode::kDeadlineExceeded));
   EXPECT_THAT(sink->terminal().error().message(), HasSubstr("limits.input_idle_ms"));
   EXPECT_THAT(LogWith(".abort"), ElementsAre("T0.abort [r1]"));
+  EXPECT_THAT(core().metrics_registry().Render(),
+              HasSubstr("omnistage_streamed_input_refusals_total{reason=\"idle\"} 1\n"));
 }
 
 TEST_F(PipelineCoreInputTest, OnceTheInputIsCompleteTheRequestIdleLimitAppliesAgain) {

@@ -38,6 +38,9 @@ constexpr const char* kPickReasons[] = {"round_robin", "least_loaded", "session"
 // Why the admission queue refused or ended a request (QueueRefused()).
 constexpr const char* kQueueRefusalReasons[] = {"full", "shed", "expired", "draining",
                                                 "rate_limited"};
+// Why a GenerateDuplex request's input ended it (InputRefused()).
+constexpr const char* kInputRefusalReasons[] = {"malformed", "chunk_too_large", "too_much",
+                                                "after_last", "idle"};
 
 }  // namespace
 
@@ -139,6 +142,22 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
           "higher priority), expired (limits.max_queue_ms), draining, or rate_limited (the "
           "identity's rates in the tokens file; the call failed).",
           {"reason"})),
+      duplex_(registry
+                  ->AddCounter("omnistage_duplex_requests_total",
+                               "GenerateDuplex requests admitted (their input streams in).", {})
+                  .With({})),
+      input_bytes_(registry
+                       ->AddCounter("omnistage_streamed_input_bytes_total",
+                                    "Input GenerateDuplex clients streamed in after their request, "
+                                    "in bytes of its encoded messages (as the limits count).",
+                                    {})
+                       .With({})),
+      input_refusals_(registry->AddCounter(
+          "omnistage_streamed_input_refusals_total",
+          "GenerateDuplex requests ended by their input: malformed (no content, bad audio, a "
+          "second request), chunk_too_large (limits.max_input_chunk_bytes), too_much "
+          "(limits.max_input_bytes), after_last, or idle (limits.input_idle_ms).",
+          {"reason"})),
       loop_lag_(registry
                     ->AddHistogram("omnistage_event_loop_lag_seconds",
                                    "From posting a task to the event loop to its start.", {},
@@ -168,6 +187,11 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
     stage_picks_.push_back(std::move(picks));
   }
   for (const char* reason : kQueueRefusalReasons) queue_refusals_.With({reason});
+  for (const char* reason : kInputRefusalReasons) input_refusals_.With({reason});
+}
+
+void PipelineMetrics::InputRefused(absl::string_view reason) {
+  input_refusals_.With({std::string(reason)}).Increment();
 }
 
 void PipelineMetrics::QueueRefused(absl::string_view reason) {

@@ -48,6 +48,12 @@ class PipelineMetrics {
   // draining or rate_limited.
   void QueueRefused(absl::string_view reason);
 
+  // ---- Streamed input (GenerateDuplex) ----
+  void DuplexAdmitted() { duplex_.Increment(); }
+  void InputStreamed(int64_t bytes) { input_bytes_.Increment(static_cast<double>(bytes)); }
+  // `reason`: malformed, chunk_too_large, too_much, after_last or idle.
+  void InputRefused(absl::string_view reason);
+
   // ---- Stages and replicas ----
   void StageDone(int stage, absl::Duration since_sent);
   // `reason`: stream_ended, stalled or send_failed.
@@ -106,6 +112,9 @@ class PipelineMetrics {
   Family<Gauge>& queued_;
   Histogram& queue_wait_;
   Family<Counter>& queue_refusals_;
+  Counter& duplex_;
+  Counter& input_bytes_;
+  Family<Counter>& input_refusals_;
   Histogram& loop_lag_;
 };
 
