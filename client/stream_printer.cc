@@ -4,10 +4,15 @@
 
 #include <cstdio>
 #include <iostream>
+#include <utility>
 
 namespace omnistage {
 
-StreamPrinter::StreamPrinter() : tty_(isatty(STDOUT_FILENO) && isatty(STDERR_FILENO)) {}
+StreamPrinter::StreamPrinter()
+    : StreamPrinter(isatty(STDOUT_FILENO) && isatty(STDERR_FILENO), [] { return absl::Now(); }) {}
+
+StreamPrinter::StreamPrinter(bool tty, std::function<absl::Time()> now)
+    : tty_(tty), now_(std::move(now)), last_progress_(now_()) {}
 
 void StreamPrinter::Text(const std::string& text) {
   printed_ = true;
@@ -26,13 +31,15 @@ void StreamPrinter::Text(const std::string& text) {
 }
 
 void StreamPrinter::Audio(double seconds) {
-  const bool new_second = static_cast<int>(seconds) > static_cast<int>(audio_);
   audio_ = seconds;
   if (tty_) {
     Redraw();
-  } else if (new_second) {
-    std::fprintf(stderr, "[audio %.2f s]\n", seconds);
+    return;
   }
+  const absl::Time now = now_();
+  if (now - last_progress_ < absl::Seconds(1)) return;
+  last_progress_ = now;
+  std::fprintf(stderr, "[audio %.2f s]\n", seconds);
 }
 
 void StreamPrinter::End() {
