@@ -106,6 +106,14 @@ grep -q '"reachable": true' "$out/cluster" || fail "cluster status lacks this or
 "$omni" utility "$server" --stage=1 --name=ping >"$out/util" || fail "utility"
 [ "$(grep -c '"pong"' "$out/util")" -eq 2 ] || fail "utility on both talkers: $(cat "$out/util")"
 "$omni" utility "$server" --stage=0 --name=div --args=6,3 >"$out/div" || fail "utility with args"
+# A utility that fails: exit 1, and each replica's error by its code's name.
+set +e
+"$omni" utility "$server" --stage=0 --name=no_such_utility >"$out/nou" 2>"$out/nou_err"
+rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "failed utility exit code $rc"
+grep -q '^omni: replica 0 (.*): [A-Z_]*: .*no_such_utility' "$out/nou_err" ||
+  fail "failed utility message: $(cat "$out/nou_err")"
 grep -q '"value": 2$' "$out/div" || fail "div 6,3: $(cat "$out/div")"
 
 "$omni" abort "$server" --ids=nope,also-nope >"$out/abort" || fail "abort"

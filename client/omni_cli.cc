@@ -12,7 +12,8 @@
 // arrived before an abort, a deadline or Ctrl-C). speak does the same while it
 // sends stdin into the running request line by line (speak.h). abort prints one line per
 // id: aborted, not found, or failed (still in flight; retry) with the reason.
-// Exit codes: 0 finished, 1 error (for abort: some id failed), 2 bad usage,
+// Exit codes: 0 finished, 1 error (for abort: some id failed; for utility:
+// some replica's call failed, each named on stderr), 2 bad usage,
 // 3 aborted, 4 no orchestrator answers at --server, 130 interrupted (Ctrl-C).
 #include <atomic>
 #include <chrono>
@@ -379,7 +380,19 @@ int Utility(v1::Orchestrator::Stub& stub) {
     std::cerr << "omni: utility failed: " << Describe(status) << "\n";
     return kError;
   }
-  return PrintJson(response);
+  PrintJson(response);
+  // The JSON is for machines (its codes are numbers); a person reads which
+  // replicas failed, and how, here, and the exit code says whether any did.
+  int rc = kOk;
+  for (const v1::ReplicaUtilityResult& result : response.results()) {
+    if (!result.has_error()) continue;
+    std::cerr << "omni: replica " << result.replica()
+              << (result.address().empty() ? "" : " (" + result.address() + ")") << ": "
+              << absl::StatusCodeToString(static_cast<absl::StatusCode>(result.error().code()))
+              << ": " << result.error().message() << "\n";
+    rc = kError;
+  }
+  return rc;
 }
 
 int Run(const std::vector<char*>& args) {
