@@ -33,6 +33,9 @@ int RequestTable::InFlightOf(const std::string& caller) const {
 void RequestTable::Forget(const InFlightRequest& request) {
   auto it = per_caller_.find(request.caller);
   if (it != per_caller_.end() && --it->second == 0) per_caller_.erase(it);
+  scheduler_->Cancel(request.idle_timer);
+  scheduler_->Cancel(request.queue_timer);
+  if (request.input != nullptr) scheduler_->Cancel(request.input->idle_timer);
 }
 
 void RequestTable::Finish(const std::string& id, v1::Terminal terminal) {
@@ -44,18 +47,12 @@ void RequestTable::Finish(const std::string& id, v1::Terminal terminal) {
   std::unique_ptr<InFlightRequest> ended = std::move(it->second);
   requests_.erase(it);
   Forget(*ended);
-  scheduler_->Cancel(ended->idle_timer);
-  scheduler_->Cancel(ended->queue_timer);
-  if (ended->input != nullptr) scheduler_->Cancel(ended->input->idle_timer);
   ended->sink->Finish(ended->id, std::move(terminal));
 }
 
 void RequestTable::Remove(const std::string& id) {
   auto it = requests_.find(id);
   if (it == requests_.end()) return;
-  scheduler_->Cancel(it->second->idle_timer);
-  scheduler_->Cancel(it->second->queue_timer);
-  if (it->second->input != nullptr) scheduler_->Cancel(it->second->input->idle_timer);
   Forget(*it->second);
   requests_.erase(it);
 }

@@ -131,7 +131,7 @@ class RequestTable {
   std::vector<std::string> Ids() const;
 
  private:
-  // Takes `request` off per_caller_.
+  // Takes `request` off per_caller_ and cancels its timers (it is leaving).
   void Forget(const InFlightRequest& request);
 
   Scheduler* const scheduler_;
