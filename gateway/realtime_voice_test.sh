@@ -35,9 +35,9 @@ for sentence in "I would like a cup of coffee please." \
 done
 
 # The listener is told the speaker's channel mean, as a deployment tells it its
-# microphones' (measured for this voice in listener_test.cc; spaces, not
-# commas, in a config).
-sed 's/engine_params: {batch_size: 4}/engine_params: {batch_size: 4, cmn_init: "59.5 12.4 -15.6 17.5 -16.9 2.4 -6.3 -17.3 4.1 -12.4 5.4 -4.6 -1.9"}/' \
+# microphones' (stage_worker/engines/test_speaker.h).
+mean=$(gateway/speak_pcm --channel_mean) || fail "speak_pcm --channel_mean"
+sed "s/engine_params: {batch_size: 4}/engine_params: {batch_size: 4, cmn_init: \"$mean\"}/" \
   orchestrator/configs/local_voice_agent.yaml >"$out/voice_agent.yaml"
 grep -q cmn_init "$out/voice_agent.yaml" || fail "the listener's engine_params changed: update this test"
 start_orchestrator "$out/voice_agent.yaml" --tokens_file="$out/tokens.yaml"

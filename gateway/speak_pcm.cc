@@ -6,6 +6,7 @@
 // gateway's voice tests (realtime_voice_test.sh).
 //
 //   speak_pcm OUT.pcm "The quick brown fox jumps over the lazy dog."
+//   speak_pcm --channel_mean      # that voice's mean, for the listener's cmn_init
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -13,10 +14,16 @@
 
 #include "stage_worker/engines/espeak.h"
 #include "stage_worker/engines/resampler.h"
+#include "stage_worker/engines/test_speaker.h"
 
 int main(int argc, char** argv) {
+  // The listener's cmn_init for this speaker, for the test's pipeline config.
+  if (argc == 2 && std::string(argv[1]) == "--channel_mean") {
+    std::printf("%s\n", omnistage::kTestSpeakerChannelMean);
+    return 0;
+  }
   if (argc != 3) {
-    std::fprintf(stderr, "usage: speak_pcm OUT.pcm TEXT\n");
+    std::fprintf(stderr, "usage: speak_pcm OUT.pcm TEXT | speak_pcm --channel_mean\n");
     return 2;
   }
   absl::StatusOr<omnistage::Espeak*> espeak = omnistage::Espeak::Get();
@@ -24,7 +31,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "speak_pcm: %s\n", espeak.status().ToString().c_str());
     return 1;
   }
-  absl::StatusOr<std::vector<int16_t>> spoken = (*espeak)->Speak(argv[2], "klatt", "en-us");
+  absl::StatusOr<std::vector<int16_t>> spoken =
+      (*espeak)->Speak(argv[2], omnistage::kTestSpeakerVariant, omnistage::kTestSpeakerVoice);
   if (!spoken.ok()) {
     std::fprintf(stderr, "speak_pcm: %s\n", spoken.status().ToString().c_str());
     return 1;

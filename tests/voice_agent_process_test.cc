@@ -5,7 +5,7 @@
 // resamples), and answers in text and audio. The transcripts' word error rate
 // is measured and bounded (docs/engines.md, "listener"). The speaker is the
 // voice the listener hears best, and the listener is told its channel's mean,
-// as a deployment tells it its microphones' (listener_test.cc measured both).
+// as a deployment tells it its microphones' (stage_worker/engines/test_speaker.h).
 #include <cstdint>
 #include <iostream>
 #include <memory>
@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "stage_worker/engines/espeak.h"
+#include "stage_worker/engines/test_speaker.h"
 #include "stage_worker/engines/word_error_rate.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
@@ -23,11 +24,7 @@ namespace omnistage {
 namespace {
 
 constexpr char kVoiceAgentConfig[] = "orchestrator/configs/local_voice_agent.yaml";
-constexpr char kVoice[] = "en-us";
-constexpr char kVariant[] = "klatt";
-// Space-separated, as a config writes it (a comma would split --engine_params).
-constexpr char kChannelMean[] =
-    "cmn_init=59.5 12.4 -15.6 17.5 -16.9 2.4 -6.3 -17.3 4.1 -12.4 5.4 -4.6 -1.9";
+
 constexpr absl::Duration kCallTimeout = absl::Seconds(90);
 // Measured 0.27 (8 of 30 words; 0.87 with espeak-ng's default voice and the
 // model's own mean). Decoding is deterministic and the same in a batch as
@@ -62,14 +59,15 @@ TEST(VoiceAgentProcessTest, HearsSpokenSentencesAndAnswersInTextAndAudio) {
   absl::StatusOr<PipelineSpec> spec = SpecFromConfig(kVoiceAgentConfig);
   ASSERT_TRUE(spec.ok()) << spec.status();
   ASSERT_EQ(spec->stages[0].engine, "listener");
-  spec->stages[0].engine_params += absl::StrCat(",", kChannelMean);
+  spec->stages[0].engine_params += absl::StrCat(",cmn_init=", kTestSpeakerChannelMean);
   std::unique_ptr<PipelineHarness> pipeline = StartPipeline(*spec);
   ASSERT_NE(pipeline, nullptr);
 
   // All sentences at once, each its own call.
   std::vector<std::unique_ptr<GenerateCall>> calls;
   for (size_t i = 0; i < std::size(kSentences); ++i) {
-    absl::StatusOr<std::vector<int16_t>> pcm = (*espeak)->Speak(kSentences[i], kVariant, kVoice);
+    absl::StatusOr<std::vector<int16_t>> pcm =
+        (*espeak)->Speak(kSentences[i], kTestSpeakerVariant, kTestSpeakerVoice);
     ASSERT_TRUE(pcm.ok()) << pcm.status();
     calls.push_back(std::make_unique<GenerateCall>(pipeline->stub(),
                                                    MakeRequest(absl::StrCat("said-", i), ""),
@@ -105,8 +103,8 @@ TEST(VoiceAgentProcessTest, TypedTextGoesStraightToTheThinker) {
   ASSERT_TRUE(spec.ok()) << spec.status();
   std::unique_ptr<PipelineHarness> pipeline = StartPipeline(*spec);
   ASSERT_NE(pipeline, nullptr);
-  GenerateCall call(pipeline->stub(), MakeRequest("typed", "Tell me about the sea."),
-                    kCallTimeout, "", GenerateCall::DuplexTag());
+  GenerateCall call(pipeline->stub(), MakeRequest("typed", "Tell me about the sea."), kCallTimeout,
+                    "", GenerateCall::DuplexTag());
   ASSERT_TRUE(call.CloseInput());
   const GenerateResult r = call.Wait(kCallTimeout);
   ExpectOneTerminal(r);

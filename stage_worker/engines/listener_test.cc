@@ -11,13 +11,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/types/span.h"
+#include "common/field_error.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "common/field_error.h"
 #include "stage_worker/engines/espeak.h"
 #include "stage_worker/engines/pcm.h"
 #include "stage_worker/engines/registry.h"
 #include "stage_worker/engines/resampler.h"
+#include "stage_worker/engines/test_speaker.h"
 #include "stage_worker/engines/test_util.h"
 #include "stage_worker/engines/word_error_rate.h"
 
@@ -32,15 +33,6 @@ using engine_testing::MustStep;
 using engine_testing::RunToCompletion;
 using ::testing::HasSubstr;
 
-// The speaker: espeak-ng's en-us voice with its Klatt-synthesizer variant, the
-// one pocketsphinx's en-us model hears best of those tried on the tuning
-// sentences (docs/engines.md, "listener": the default variant scores 0.61 on
-// them, klatt 0.22).
-constexpr char kVoice[] = "en-us";
-constexpr char kVariant[] = "klatt";
-// That voice's cepstral mean through the listener's resampler, measured as
-// docs/engines.md ("listener") says on the tuning sentences, not on the test's.
-constexpr char kEspeakCmn[] = "59.5,12.4,-15.6,17.5,-16.9,2.4,-6.3,-17.3,4.1,-12.4,5.4,-4.6,-1.9";
 // The word error rates the test and tuning sentences must stay under.
 // Measured: 20/69 = 0.29 and 20/89 = 0.22 (0.35 and 0.38 with the model's own
 // cepstral mean); docs/engines.md says why espeak-ng's voice is hard for the
@@ -88,7 +80,8 @@ const std::vector<int16_t>& SpeechOf(const std::string& text) {
   std::vector<int16_t>& samples = (*speech)[text];
   if (!espeak.ok()) return samples;
   const std::vector<int16_t> silence(static_cast<size_t>((*espeak)->sample_rate_hz() * 3 / 10));
-  absl::StatusOr<std::vector<int16_t>> spoken = (*espeak)->Speak(text, kVariant, kVoice);
+  absl::StatusOr<std::vector<int16_t>> spoken =
+      (*espeak)->Speak(text, kTestSpeakerVariant, kTestSpeakerVoice);
   EXPECT_TRUE(spoken.ok()) << spoken.status();
   samples = silence;
   if (spoken.ok()) samples.insert(samples.end(), spoken->begin(), spoken->end());
@@ -107,8 +100,8 @@ v1::Payload Audio(absl::Span<const int16_t> samples, int rate_hz = 22050, int ch
 }
 
 std::unique_ptr<Engine> NewListener(int batch_size) {
-  return MustCreate("listener",
-                    {{"batch_size", absl::StrCat(batch_size)}, {"cmn_init", kEspeakCmn}});
+  return MustCreate("listener", {{"batch_size", absl::StrCat(batch_size)},
+                                 {"cmn_init", kTestSpeakerChannelMean}});
 }
 
 // Streams `samples` into a new request `id` in pieces of `piece` samples
@@ -122,8 +115,8 @@ std::map<std::string, Collected> Stream(Engine* engine, const std::string& id,
   const size_t step = piece * static_cast<size_t>(channels);
   for (size_t at = 0; at < samples.size(); at += step) {
     const bool last = at + step >= samples.size();
-    EXPECT_TRUE(engine->AppendInput(id, {Audio(samples.subspan(at, step), rate_hz, channels)}, last)
-                    .ok());
+    EXPECT_TRUE(
+        engine->AppendInput(id, {Audio(samples.subspan(at, step), rate_hz, channels)}, last).ok());
     if (engine->HasWork()) Collect(MustStep(engine), &out);
   }
   for (auto& [key, collected] : RunToCompletion(engine)) {
@@ -163,9 +156,7 @@ WordErrors Score(absl::Span<const char* const> sentences) {
   return total;
 }
 
-TEST(ListenerTest, HearsSpokenSentences) {
-  EXPECT_LE(Score(kSentences).rate(), kMaxWordErrorRate);
-}
+TEST(ListenerTest, HearsSpokenSentences) { EXPECT_LE(Score(kSentences).rate(), kMaxWordErrorRate); }
 
 // The figure the settings were chosen by, kept so a change that helps the
 // test sentences at the tuning sentences' expense shows.
@@ -226,10 +217,9 @@ TEST(ListenerTest, PassesTextThroughInOrder) {
   ASSERT_TRUE(engine->Add(MakeRequest("mixed", {TextPayload("typed: ")}, false)).ok());
   const std::vector<int16_t>& speech = Speech(1);
   for (size_t at = 0; at < speech.size(); at += 441) {
-    ASSERT_TRUE(engine
-                    ->AppendInput("mixed", {Audio(absl::MakeConstSpan(speech).subspan(at, 441))},
-                                  false)
-                    .ok());
+    ASSERT_TRUE(
+        engine->AppendInput("mixed", {Audio(absl::MakeConstSpan(speech).subspan(at, 441))}, false)
+            .ok());
   }
   ASSERT_TRUE(engine->AppendInput("mixed", {TextPayload(" (sent)")}, true).ok());
   std::map<std::string, Collected> out = RunToCompletion(engine.get());
@@ -293,10 +283,9 @@ TEST(ListenerTest, AbortMidStreamFreesTheDecoder) {
   ASSERT_TRUE(engine->Add(MakeRequest("aborted", {}, false)).ok());
   std::map<std::string, Collected> out;
   for (size_t at = 0; at < speech.size() / 2; at += 441) {
-    ASSERT_TRUE(engine
-                    ->AppendInput("aborted",
-                                  {Audio(absl::MakeConstSpan(speech).subspan(at, 441))}, false)
-                    .ok());
+    ASSERT_TRUE(
+        engine->AppendInput("aborted", {Audio(absl::MakeConstSpan(speech).subspan(at, 441))}, false)
+            .ok());
     if (engine->HasWork()) Collect(MustStep(engine.get()), &out);
   }
   engine->Abort({"aborted"});
@@ -322,9 +311,10 @@ TEST(ListenerTest, MissingModelOrBadParametersFailAtCreation) {
     EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument) << cmn;
     EXPECT_EQ(ErrorField(bad), "engine_params.cmn_init") << cmn;
   }
-  // Spaces separate too, as a pipeline config must write it.
+  // Commas separate too, as on a worker's own command line.
   EXPECT_TRUE(CreateEngine("listener", {{"batch_size", "1"},
-                                        {"cmn_init", absl::StrReplaceAll(kEspeakCmn, {{",", " "}})}})
+                                        {"cmn_init", absl::StrReplaceAll(kTestSpeakerChannelMean,
+                                                                         {{" ", ","}})}})
                   .ok());
 }
 
