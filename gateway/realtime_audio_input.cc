@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/field_error.h"
 #include "common/error_proto.h"
 #include "common/grpc_util.h"
 
@@ -37,21 +38,23 @@ RealtimeError RealtimeAudioInput::TurnError(const absl::Status& status) {
                    absl::StrCat("This pipeline does not take audio (", message, ")", kSendText),
                    "invalid_request_error");
   }
-  // The orchestrator's limits on streamed input (limits.*, docs/clients.md).
-  if (absl::StrContains(message, "limits.max_input_bytes")) {
+  // The orchestrator's limits on streamed input (docs/clients.md), by the
+  // config field its error names.
+  const std::string field = ErrorField(status);
+  if (field == "limits.max_input_bytes") {
     return Refusal("input_audio_buffer_too_large",
                    absl::StrCat("The audio turn is longer than the pipeline takes (", message,
                                 "); commit sooner."),
                    "invalid_request_error");
   }
-  if (absl::StrContains(message, "limits.max_input_chunk_bytes")) {
+  if (field == "limits.max_input_chunk_bytes") {
     return Refusal("input_audio_chunk_too_large",
                    absl::StrCat("An input_audio_buffer.append is larger than the pipeline "
                                 "takes in one piece (",
                                 message, "); append smaller pieces."),
                    "invalid_request_error");
   }
-  if (absl::StrContains(message, "limits.input_idle_ms")) {
+  if (field == "limits.input_idle_ms") {
     return Refusal("input_audio_idle_timeout",
                    absl::StrCat("The audio turn waited too long for more audio or its commit (",
                                 message, ")."),

@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/field_error.h"
 #include "common/limits.h"
 #include "common/modality.h"
 #include "orchestrator/core/caller.h"
@@ -110,53 +111,58 @@ absl::Status ValidateGenerateRequest(const PipelineConfig& config,
 }
 
 absl::Status ValidateInputMessage(const PipelineConfig& config, const v1::GenerateInput& message,
-                                  int64_t streamed_before, int64_t* bytes, const char** reason) {
+                                  int64_t streamed_before, int64_t* bytes) {
   *bytes = 0;
-  *reason = "malformed";
   if (!message.has_input()) {
-    return absl::InvalidArgumentError(
-        "only the first message of a GenerateDuplex call carries `request`; the later ones "
-        "carry `input`");
+    return AtField(absl::InvalidArgumentError(
+                       "only the first message of a GenerateDuplex call carries `request`; the "
+                       "later ones carry `input`"),
+                   "request");
   }
   const v1::InputChunk& chunk = message.input();
   for (int i = 0; i < chunk.payloads_size(); ++i) {
     const v1::Payload& p = chunk.payloads(i);
     const std::string field = absl::StrCat("input.payloads[", i, "]");
     if (p.kind_case() == v1::Payload::KIND_NOT_SET) {
-      return absl::InvalidArgumentError(absl::StrCat(field, " has no content"));
+      return AtField(absl::InvalidArgumentError(absl::StrCat(field, " has no content")), field);
     }
     if (!p.has_audio()) continue;
     const v1::AudioChunk& audio = p.audio();
     const int channels = audio.channels() == 0 ? 1 : audio.channels();
     if (channels < 1 || channels > kMaxAudioChannels) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ".audio.channels is ", audio.channels(),
-                                                     "; it must be in 0..", kMaxAudioChannels,
-                                                     " (0: mono)"));
+      return AtField(absl::InvalidArgumentError(
+                         absl::StrCat(field, ".audio.channels is ", audio.channels(),
+                                      "; it must be in 0..", kMaxAudioChannels, " (0: mono)")),
+                     field + ".audio.channels");
     }
     if (audio.sample_rate_hz() < kMinAudioSampleRateHz ||
         audio.sample_rate_hz() > kMaxAudioSampleRateHz) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ".audio.sample_rate_hz is ", audio.sample_rate_hz(), "; it must be in ",
-          kMinAudioSampleRateHz, "..", kMaxAudioSampleRateHz));
+      return AtField(absl::InvalidArgumentError(absl::StrCat(
+                         field, ".audio.sample_rate_hz is ", audio.sample_rate_hz(),
+                         "; it must be in ", kMinAudioSampleRateHz, "..", kMaxAudioSampleRateHz)),
+                     field + ".audio.sample_rate_hz");
     }
     if (audio.pcm_s16le().size() % (2 * static_cast<size_t>(channels)) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ".audio.pcm_s16le is ", audio.pcm_s16le().size(), " bytes: not whole 16-bit ",
-          channels == 1 ? "mono" : absl::StrCat(channels, "-channel"), " samples"));
+      return AtField(
+          absl::InvalidArgumentError(absl::StrCat(
+              field, ".audio.pcm_s16le is ", audio.pcm_s16le().size(),
+              " bytes: not whole 16-bit ",
+              channels == 1 ? "mono" : absl::StrCat(channels, "-channel"), " samples")),
+          field + ".audio.pcm_s16le");
     }
   }
   const int64_t size = static_cast<int64_t>(chunk.ByteSizeLong());
   if (size > config.max_input_chunk_bytes) {
-    *reason = "chunk_too_large";
-    return absl::InvalidArgumentError(absl::StrCat("an input message of ", size,
-                                                   " bytes; limits.max_input_chunk_bytes is ",
-                                                   config.max_input_chunk_bytes));
+    return AtField(absl::InvalidArgumentError(absl::StrCat(
+                       "an input message of ", size, " bytes; limits.max_input_chunk_bytes is ",
+                       config.max_input_chunk_bytes)),
+                   kInputChunkLimitField);
   }
   if (streamed_before + size > config.max_input_bytes) {
-    *reason = "too_much";
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the streamed input reached ", streamed_before + size,
-        " bytes; limits.max_input_bytes is ", config.max_input_bytes));
+    return AtField(absl::InvalidArgumentError(absl::StrCat(
+                       "the streamed input reached ", streamed_before + size,
+                       " bytes; limits.max_input_bytes is ", config.max_input_bytes)),
+                   kInputBytesLimitField);
   }
   *bytes = size;
   return absl::OkStatus();

@@ -29,16 +29,22 @@ absl::Status ValidateGenerateRequest(const PipelineConfig& config,
                                      const v1::GenerateRequest& request,
                                      bool streamed_input = false);
 
+// The config fields a GenerateDuplex request's refusals name when a limit
+// ended it (its Error's `field`, common/field_error.h), so that clients such
+// as the gateway tell them apart without reading messages.
+inline constexpr char kInputChunkLimitField[] = "limits.max_input_chunk_bytes";
+inline constexpr char kInputBytesLimitField[] = "limits.max_input_bytes";
+inline constexpr char kInputIdleLimitField[] = "limits.input_idle_ms";
+
 // A later message of a GenerateDuplex call, read against the limits: OK, or
-// INVALID_ARGUMENT saying what is wrong (it carries a request and not input; a
-// chunk over limits.max_input_chunk_bytes; past limits.max_input_bytes with
-// the `streamed_before` bytes that came before it; a payload with no content;
-// audio whose bytes are no whole samples, or whose rate or channels are out of
-// range). `*bytes` is what it adds to the request's input; on a refusal,
-// `*reason` names it for the metrics: "malformed", "chunk_too_large" or
-// "too_much".
+// INVALID_ARGUMENT saying what is wrong, at the field it is about (`request`:
+// it carries a request and not input; `input.payloads[i]...`: a payload with
+// no content, audio whose bytes are no whole samples, or whose rate or
+// channels are out of range; kInputChunkLimitField: a chunk over the limit;
+// kInputBytesLimitField: past the limit with the `streamed_before` bytes that
+// came before it). `*bytes` is what it adds to the request's input.
 absl::Status ValidateInputMessage(const PipelineConfig& config, const v1::GenerateInput& message,
-                                  int64_t streamed_before, int64_t* bytes, const char** reason);
+                                  int64_t streamed_before, int64_t* bytes);
 
 // Stage `stage`'s defaults from the config, overridden field by field by the
 // request's stage_params for it.

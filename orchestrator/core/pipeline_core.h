@@ -146,10 +146,9 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // Watches the pause since `r`'s last input message.
   void ArmInputTimer(InFlightRequest& r);
   void OnInputIdle(const std::string& id);
-  // Ends `r` for input that breaks the contract or the limits; `reason` is
-  // the metric's (PipelineMetrics::InputRefused).
-  void FailInput(InFlightRequest& r, absl::string_view reason, absl::StatusCode code,
-                 const std::string& message);
+  // Ends `r` for input that breaks the contract or the limits: `refusal`,
+  // whose field (common/field_error.h) says which, also to the metrics.
+  void FailInput(InFlightRequest& r, const absl::Status& refusal);
 
   // The admission queue (pipeline_core_queue.cc). Whether a new request waits:
   // the queue is on, and others wait or stage 0 has no free slot (but a live

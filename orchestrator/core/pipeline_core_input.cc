@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/error_proto.h"
+#include "common/field_error.h"
 #include "orchestrator/core/generate_request.h"
 #include "orchestrator/core/pipeline_core.h"
 
@@ -40,15 +41,14 @@ void PipelineCore::AppendInput(const std::string& id, const ResponseSink* sink,
   InFlightRequest& r = *found;
   InputStream& input = *r.input;
   if (!input.open) {
-    FailInput(r, "after_last", absl::StatusCode::kInvalidArgument,
-              "input came after the message that said it was the last");
+    FailInput(r, AtField(absl::InvalidArgumentError(
+                             "input came after the message that said it was the last"),
+                         "input.last"));
     return;
   }
   int64_t bytes = 0;
-  const char* reason = "";
-  if (absl::Status s = ValidateInputMessage(config_, message, input.bytes, &bytes, &reason);
-      !s.ok()) {
-    FailInput(r, reason, s.code(), std::string(s.message()));
+  if (absl::Status s = ValidateInputMessage(config_, message, input.bytes, &bytes); !s.ok()) {
+    FailInput(r, s);
     return;
   }
   metrics_.InputStreamed(bytes);
@@ -76,11 +76,16 @@ void PipelineCore::AppendInput(const std::string& id, const ResponseSink* sink,
   }
 }
 
-void PipelineCore::FailInput(InFlightRequest& r, absl::string_view reason, absl::StatusCode code,
-                             const std::string& message) {
-  LogInfo(ContextOf(r), absl::StrCat("input refused: ", message));
-  metrics_.InputRefused(reason);
-  FailRequests({r.id}, ErrorProto(absl::Status(code, absl::StrCat("streamed input: ", message))));
+void PipelineCore::FailInput(InFlightRequest& r, const absl::Status& refusal) {
+  LogInfo(ContextOf(r), absl::StrCat("input refused: ", refusal.message()));
+  const std::string field = ErrorField(refusal);
+  metrics_.InputRefused(field == kInputChunkLimitField   ? "chunk_too_large"
+                        : field == kInputBytesLimitField ? "too_much"
+                        : field == kInputIdleLimitField  ? "idle"
+                        : field == "input.last"          ? "after_last"
+                                                         : "malformed");
+  FailRequests({r.id},
+               ErrorProto(WithMessage(refusal, absl::StrCat("streamed input: ", refusal.message()))));
 }
 
 void PipelineCore::ArmInputTimer(InFlightRequest& r) {
@@ -100,10 +105,11 @@ void PipelineCore::OnInputIdle(const std::string& id) {
     ArmInputTimer(*r);
     return;
   }
-  FailInput(*r, "idle", absl::StatusCode::kDeadlineExceeded,
-            absl::StrCat("no input for ", absl::FormatDuration(config_.input_idle_timeout),
-                         " while it was open (limits.input_idle_ms); send the last message "
-                         "with last, or half-close the call, when the input is complete"));
+  FailInput(*r, AtField(absl::DeadlineExceededError(absl::StrCat(
+                            "no input for ", absl::FormatDuration(config_.input_idle_timeout),
+                            " while it was open (limits.input_idle_ms); send the last message "
+                            "with last, or half-close the call, when the input is complete")),
+                        kInputIdleLimitField));
 }
 
 }  // namespace omnistage

@@ -142,6 +142,7 @@ TEST_F(PipelineCoreInputTest, InputAfterTheLastEndsTheRequestAndStopsItEverywher
   EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_ERROR);
   EXPECT_EQ(sink->terminal().error().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(sink->terminal().error().message(), HasSubstr("after the message that said"));
+  EXPECT_EQ(sink->terminal().error().field(), "input.last");
   EXPECT_THAT(LogWith(".abort"), ElementsAre("T0.abort [r1]"));
   EXPECT_EQ(StageZeroText(), "Hello you");
 }
@@ -166,18 +167,24 @@ TEST_F(PipelineCoreInputTest, EachLimitEndsOnlyItsRequest) {
   again.mutable_request()->set_prompt("twice");
   core().AppendInput("request", request.get(), again);
   Input("fine", *fine, {Text("ok")}, /*last=*/true);
-  const std::vector<std::pair<std::shared_ptr<FakeResponseSink>, std::string>> refused = {
-      {big, "limits.max_input_chunk_bytes"},
-      {total, "limits.max_input_bytes"},
-      {empty, "input.payloads[0] has no content"},
-      {audio, "not whole 16-bit mono samples"},
-      {request, "carry `input`"}};
-  for (const auto& [sink, why] : refused) {
-    ASSERT_EQ(sink->terminal_count(), 1) << why;
-    EXPECT_EQ(sink->terminal().error().code(),
+  struct Refused {
+    std::shared_ptr<FakeResponseSink> sink;
+    std::string why;
+    std::string field;  // what a client reads instead of the message
+  };
+  const std::vector<Refused> refused = {
+      {big, "limits.max_input_chunk_bytes", "limits.max_input_chunk_bytes"},
+      {total, "limits.max_input_bytes", "limits.max_input_bytes"},
+      {empty, "input.payloads[0] has no content", "input.payloads[0]"},
+      {audio, "not whole 16-bit mono samples", "input.payloads[0].audio.pcm_s16le"},
+      {request, "carry `input`", "request"}};
+  for (const Refused& r : refused) {
+    ASSERT_EQ(r.sink->terminal_count(), 1) << r.why;
+    EXPECT_EQ(r.sink->terminal().error().code(),
               static_cast<int>(absl::StatusCode::kInvalidArgument))
-        << why;
-    EXPECT_THAT(sink->terminal().error().message(), HasSubstr(why));
+        << r.why;
+    EXPECT_THAT(r.sink->terminal().error().message(), HasSubstr(r.why));
+    EXPECT_EQ(r.sink->terminal().error().field(), r.field);
   }
   EXPECT_EQ(fine->terminal_count(), 0);
   EXPECT_EQ(core().in_flight(), 1u);
@@ -214,6 +221,7 @@ TEST_F(PipelineCoreInputTest, AClientSilentPastTheInputIdleLimitEndsItsRequest) 
   EXPECT_EQ(sink->terminal().error().code(),
             static_cast<int>(absl::StatusCode::kDeadlineExceeded));
   EXPECT_THAT(sink->terminal().error().message(), HasSubstr("limits.input_idle_ms"));
+  EXPECT_EQ(sink->terminal().error().field(), "limits.input_idle_ms");
   EXPECT_THAT(LogWith(".abort"), ElementsAre("T0.abort [r1]"));
   EXPECT_THAT(core().metrics_registry().Render(),
               HasSubstr("omnistage_streamed_input_refusals_total{reason=\"idle\"} 1\n"));
