@@ -100,6 +100,16 @@ struct PeersConfig {
   bool enabled() const { return !addresses.empty() || discovery.has_value(); }
 };
 
+// Each stage's autoscaling signal (`scaling:`; docs/observability.md,
+// "Autoscaling signals"): the share of its slots a replica should keep busy,
+// how far back the measured demand reaches (an exponentially weighted
+// average's time constant), and how often it is sampled.
+struct ScalingConfig {
+  int target_utilization_percent = 80;
+  absl::Duration window = absl::Seconds(30);
+  absl::Duration sample_interval = absl::Seconds(1);
+};
+
 // The initializers are the documented defaults of the keys left out of a file.
 struct PipelineConfig {
   // Free text, for logs and status.
@@ -170,6 +180,7 @@ struct PipelineConfig {
   absl::Duration min_client_ping_interval = absl::Seconds(5);
   absl::Duration max_connection_age = absl::Minutes(30);
   absl::Duration max_connection_age_grace = absl::Minutes(10);
+  ScalingConfig scaling;
 };
 
 // Parses and validates a config. INVALID_ARGUMENT naming the field by path

@@ -43,6 +43,10 @@ limits:
   max_input_chunk_bytes: 4096
   max_input_bytes: 1000000
   input_idle_ms: 5000
+scaling:
+  target_utilization_percent: 70
+  window_ms: 60000
+  sample_ms: 2000
 stages:
   - name: thinker
     engine: thinker
@@ -98,6 +102,9 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
   EXPECT_EQ(config->peers.discovery->port, 50052);
   EXPECT_EQ(config->peers.discovery->refresh, absl::Seconds(1));
   EXPECT_TRUE(config->peers.enabled());
+  EXPECT_EQ(config->scaling.target_utilization_percent, 70);
+  EXPECT_EQ(config->scaling.window, absl::Seconds(60));
+  EXPECT_EQ(config->scaling.sample_interval, absl::Seconds(2));
   EXPECT_EQ(config->peer_timeout, absl::Milliseconds(1500));
   EXPECT_EQ(config->max_in_flight, 500);
   EXPECT_EQ(config->max_prompt_bytes, 1024u);
@@ -189,6 +196,9 @@ TEST(PipelineConfigTest, AppliesDefaults) {
   EXPECT_EQ(config->max_input_chunk_bytes, 1 << 20);
   EXPECT_EQ(config->max_input_bytes, 16 << 20);
   EXPECT_EQ(config->input_idle_timeout, absl::Seconds(30));
+  EXPECT_EQ(config->scaling.target_utilization_percent, 80);
+  EXPECT_EQ(config->scaling.window, absl::Seconds(30));
+  EXPECT_EQ(config->scaling.sample_interval, absl::Seconds(1));
   ASSERT_EQ(config->stages.size(), 1u);
   const StageConfig& stage = config->stages[0];
   EXPECT_TRUE(stage.engine_params.empty());
@@ -331,6 +341,13 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {"limits: {max_input_bytes: 0}\n" + OneStage(""),
        "limits.max_input_bytes: expected an integer in [1, 1073741824], got '0'"},
       {"limits: {input_idle_ms: 0}\n" + OneStage(""), "limits.input_idle_ms: expected"},
+      {"scaling: {target_utilization_percent: 0}\n" + OneStage(""),
+       "scaling.target_utilization_percent: expected an integer in [1, 100], got '0'"},
+      {"scaling: {sample_ms: 50}\n" + OneStage(""), "scaling.sample_ms: expected"},
+      {"scaling: {window_ms: 500, sample_ms: 1000}\n" + OneStage(""),
+       "scaling.window_ms: must be >= sample_ms (1000), got 500"},
+      {"scaling: {target: 80}\n" + OneStage(""),
+       "scaling.target: unknown key (known: target_utilization_percent, window_ms, sample_ms)"},
       {"limits: {max_replay_bytes: 10}\n" + OneStage(""),
        "limits.max_replay_bytes: expected an integer in [1024, 1073741824], got '10'"},
       {OneStage("failover: {max_attempts: 0}"),

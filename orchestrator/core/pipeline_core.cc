@@ -43,6 +43,13 @@ int64_t OutputTokensOf(const v1::Payload& payload) {
 
 namespace {
 
+DemandOptions DemandOptionsFor(const ScalingConfig& scaling) {
+  DemandOptions options;
+  options.target_utilization = scaling.target_utilization_percent / 100.0;
+  options.window = scaling.window;
+  return options;
+}
+
 std::vector<std::string> StageNames(const PipelineConfig& config) {
   std::vector<std::string> names;
   for (const StageConfig& stage : config.stages) names.push_back(stage.name);
@@ -57,7 +64,8 @@ PipelineCore::PipelineCore(PipelineConfig config,
       scheduler_(scheduler),
       metrics_(&metrics_registry_, StageNames(config_)),
       table_(scheduler),
-      abort_(AbortOptionsFor(config_), &config_, &pools_, &table_, scheduler, this) {
+      abort_(AbortOptionsFor(config_), &config_, &pools_, &table_, scheduler, this),
+      demand_(static_cast<int>(replicas.size()), DemandOptionsFor(config_.scaling)) {
   for (size_t s = config_.stages.size(); s-- > 0;) {
     if (config_.stages[s].failover_max_attempts > 0) first_failover_stage_ = static_cast<int>(s);
   }
@@ -75,11 +83,13 @@ PipelineCore::PipelineCore(PipelineConfig config,
           metrics_.WorkerAbortCall(stage, replica);
         });
   }
+  ArmDemandTimer();
 }
 
 PipelineCore::~PipelineCore() {
   *alive_ = false;
   scheduler_->Cancel(drain_timer_);
+  scheduler_->Cancel(demand_timer_);
 }
 
 void PipelineCore::CheckInLoop() const {
@@ -206,6 +216,7 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   }
   InFlightRequest* added = table_.Add(std::move(fresh));
   if (added == nullptr) return;  // A broken invariant; the call has failed.
+  ++arrivals_;
   InFlightRequest& r = *added;
   r.owner = owner;
   if (streamed_input) {

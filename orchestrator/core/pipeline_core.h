@@ -41,6 +41,7 @@
 #include "orchestrator/core/replica_client.h"
 #include "orchestrator/core/request_table.h"
 #include "orchestrator/core/response_sink.h"
+#include "orchestrator/core/stage_demand.h"
 #include "orchestrator/core/stage_pool.h"
 #include "protos/orchestrator.pb.h"
 
@@ -114,8 +115,8 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // The orchestrator's metrics (the registry /metrics serves).
   MetricsRegistry& metrics_registry() { return metrics_registry_; }
   PipelineMetrics& metrics() { return metrics_; }
-  // Sets the gauges of loop-owned state (in flight, per replica up and bound)
-  // for a scrape.
+  // Sets the gauges of loop-owned state (in flight, per replica up and bound,
+  // the stages' autoscaling signals) for a scrape.
   void SnapshotMetrics();
   // For membership (replicas that join and leave at run time).
   const std::shared_ptr<StagePool>& shared_pool(int stage) { return pools_[stage]; }
@@ -217,6 +218,10 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   void ArmIdleTimer(InFlightRequest& request);
   void OnIdleTimer(const std::string& id);
   void CheckDrained();
+  // Samples every stage for its autoscaling signal (stage_demand.h), then
+  // again after scaling.sample_interval.
+  void SampleDemand();
+  void ArmDemandTimer();
 
   v1::Error StageErrorAt(absl::StatusCode code, int stage, int replica,
                          absl::string_view what) const;
@@ -241,6 +246,11 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   bool holding_queue_ = false;
   std::function<void()> on_drained_;
   Scheduler::TimerId drain_timer_ = 0;
+  // Requests admitted since start (queued ones too), and what the stages'
+  // autoscaling signals make of them.
+  uint64_t arrivals_ = 0;
+  StageDemand demand_;
+  Scheduler::TimerId demand_timer_ = 0;
   // Expires with the core, so late timers do nothing.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -57,6 +57,26 @@ void PipelineCore::SnapshotMetrics() {
   std::vector<size_t> queued(kMaxPriority + 1);
   for (int p = 0; p <= kMaxPriority; ++p) queued[p] = queue_.CountAt(p);
   metrics_.Snapshot(table_.size(), pools_, queued);
+  std::vector<const v1::StageScaling*> scaling;
+  for (size_t s = 0; s < pools_.size(); ++s) scaling.push_back(&demand_.Signal(static_cast<int>(s)));
+  metrics_.Scaling(scaling);
+}
+
+void PipelineCore::SampleDemand() {
+  CheckInLoop();
+  std::vector<StageLoad> loads;
+  for (const auto& pool : pools_) loads.push_back(pool->Load());
+  // What waits for stage 0 waits in the admission queue.
+  if (!loads.empty()) loads[0].waiting += static_cast<int>(queue_.size());
+  demand_.Sample(scheduler_->Now(), arrivals_, loads);
+  ArmDemandTimer();
+}
+
+void PipelineCore::ArmDemandTimer() {
+  demand_timer_ = scheduler_->PostAfter(config_.scaling.sample_interval,
+                                        [this, alive = std::weak_ptr<bool>(alive_)] {
+                                          if (!alive.expired()) SampleDemand();
+                                        });
 }
 
 v1::PipelineStatus PipelineCore::Status() const {
@@ -66,6 +86,9 @@ v1::PipelineStatus PipelineCore::Status() const {
   status.set_accepting(accepting_);
   status.set_invariant_violations(InvariantViolations());
   DescribeStages(config_, pools_, scheduler_->Now(), &status);
+  for (v1::StageStatus& stage : *status.mutable_stages()) {
+    *stage.mutable_scaling() = demand_.Signal(stage.stage_id());
+  }
   status.set_node_id(node_id_);
   for (const QueueLevel& level : queue_.Levels()) {
     v1::QueuedRequests* queued = status.add_queued();

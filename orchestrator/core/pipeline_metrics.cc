@@ -162,7 +162,21 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
                     ->AddHistogram("omnistage_event_loop_lag_seconds",
                                    "From posting a task to the event loop to its start.", {},
                                    FineLatencyBuckets())
-                    .With({})) {
+                    .With({})),
+      saturation_(registry->AddGauge(
+          "omnistage_stage_saturation",
+          "Requests a stage holds and that wait for it (for stage 0 the admission queue), "
+          "per slot of its live replicas; above 1 it is short of replicas.",
+          {"stage"})),
+      demand_replicas_(registry->AddGauge(
+          "omnistage_stage_demand_replicas",
+          "Replicas a stage needs for the demand measured here (arrivals x slot seconds per "
+          "request, at scaling.target_utilization_percent); sum over orchestrators.",
+          {"stage"})),
+      recommended_replicas_(registry->AddGauge(
+          "omnistage_stage_recommended_replicas",
+          "omnistage_stage_demand_replicas rounded up, at least 1 (one orchestrator's view).",
+          {"stage"})) {
   AddInvariantMetric(registry);
   // Counters whose labels are known start at 0, so that rate() and alerts on
   // an absent series work from the first scrape.
@@ -271,6 +285,15 @@ void PipelineMetrics::Snapshot(size_t in_flight,
   }
   up_.ReplaceAll(up);
   bound_.ReplaceAll(bound);
+}
+
+void PipelineMetrics::Scaling(const std::vector<const v1::StageScaling*>& stages) {
+  for (size_t s = 0; s < stages.size() && s < stage_names_.size(); ++s) {
+    const std::vector<std::string> labels = {stage_names_[s]};
+    saturation_.With(labels).Set(stages[s]->saturation());
+    demand_replicas_.With(labels).Set(stages[s]->demand_replicas());
+    recommended_replicas_.With(labels).Set(stages[s]->recommended_replicas());
+  }
 }
 
 }  // namespace omnistage

@@ -18,6 +18,7 @@
 #include "common/metrics.h"
 #include "orchestrator/core/stage_pool.h"
 #include "protos/common.pb.h"
+#include "protos/orchestrator.pb.h"
 
 namespace omnistage {
 
@@ -77,6 +78,9 @@ class PipelineMetrics {
   void Snapshot(size_t in_flight, const std::vector<std::shared_ptr<StagePool>>& pools,
                 const std::vector<size_t>& queued_by_priority);
 
+  // Each stage's autoscaling signal (`stages[s]` for stage s).
+  void Scaling(const std::vector<const v1::StageScaling*>& stages);
+
   // The event loop's post-to-run delay (EventLoop::set_lag_observer).
   void LoopLag(absl::Duration lag) { loop_lag_.Observe(absl::ToDoubleSeconds(lag)); }
 
@@ -116,6 +120,9 @@ class PipelineMetrics {
   Counter& input_bytes_;
   Family<Counter>& input_refusals_;
   Histogram& loop_lag_;
+  Family<Gauge>& saturation_;
+  Family<Gauge>& demand_replicas_;
+  Family<Gauge>& recommended_replicas_;
 };
 
 }  // namespace omnistage

@@ -31,7 +31,9 @@ void StagePool::Bind(const std::string& request_id, int replica) {
   const Binding binding{replica, next_generation_++};
   auto [it, added] = bindings_.emplace(request_id, binding);
   const int previous = it->second.replica;
+  ++entries_;
   if (!added) {
+    ++departures_;
     bound_[previous].erase(request_id);
     it->second = binding;
   }
@@ -60,6 +62,7 @@ void StagePool::Release(const std::string& request_id) {
   const int replica = it->second.replica;
   bound_[replica].erase(request_id);
   bindings_.erase(it);
+  ++departures_;
   CheckIdle(replica);
 }
 
@@ -67,6 +70,7 @@ std::vector<std::string> StagePool::Evict(int replica) {
   states_[replica].alive = false;
   std::vector<std::string> affected(bound_[replica].begin(), bound_[replica].end());
   for (const std::string& id : affected) bindings_.erase(id);
+  departures_ += affected.size();
   bound_[replica].clear();
   std::sort(affected.begin(), affected.end());
   CheckIdle(replica);
@@ -204,6 +208,7 @@ void StagePool::Admit(int replica, const v1::Ready& ready) {
   ReplicaState& state = states_[replica];
   state.instance_id = ready.instance_id();
   state.capacity = ready.capacity();
+  if (ready.capacity() > 0) last_capacity_ = ready.capacity();
   state.max_message_bytes = ready.max_message_bytes();
   state.resume = ready.resume();
   state.streamed_input = ready.streamed_input();

@@ -63,6 +63,7 @@
 #include "orchestrator/core/prefix_index.h"
 #include "orchestrator/core/replica_client.h"
 #include "orchestrator/core/session_affinity.h"
+#include "orchestrator/core/stage_demand.h"
 #include "protos/orchestrator.pb.h"
 
 namespace omnistage {
@@ -224,6 +225,10 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   bool HasFreeSlot(int headroom) const;
   int BoundCount(int replica) const { return static_cast<int>(bound_[replica].size()); }
   size_t bindings() const { return bindings_.size(); }
+  // What the stage holds now and has taken since it began, for its
+  // autoscaling signal (stage_demand.h); `waiting` counts only the requests
+  // bound beyond a replica's capacity.
+  StageLoad Load() const;
 
   // Asynchronous; `done` runs once, after the last call completed. The pool
   // must be held by a shared_ptr while an abort runs.
@@ -291,6 +296,11 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   std::vector<ReplicaState> states_;
   absl::flat_hash_map<std::string, Binding> bindings_;
   uint64_t next_generation_ = 1;
+  // Bindings made and ended since the pool began (StageLoad).
+  uint64_t entries_ = 0;
+  uint64_t departures_ = 0;
+  // The capacity the last handshake reported (0: none yet).
+  int last_capacity_ = 0;
   // bound_[r]: the ids bound to replica r (the same bindings, indexed by replica).
   std::vector<absl::flat_hash_set<std::string>> bound_;
   uint64_t rr_ = 0;

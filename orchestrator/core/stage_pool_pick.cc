@@ -113,4 +113,31 @@ bool StagePool::HasFreeSlot(int headroom) const {
   return false;
 }
 
+StageLoad StagePool::Load() const {
+  StageLoad load;
+  int reported = 0;  // Alive replicas that report a capacity.
+  int64_t slots = 0;
+  for (int r = 0; r < size(); ++r) {
+    const ReplicaState& state = states_[r];
+    if (!state.alive) continue;
+    if (IsLive(r)) ++load.live_replicas;
+    const int bound = BoundCount(r);
+    if (state.capacity <= 0) {
+      load.held += bound;
+      load.capacity += bound;
+      continue;
+    }
+    ++reported;
+    slots += state.capacity;
+    load.held += std::min(bound, state.capacity);
+    load.waiting += std::max(0, bound - state.capacity);
+    load.capacity += state.capacity;
+  }
+  load.slots_per_replica = reported > 0 ? static_cast<int>((slots + reported - 1) / reported)
+                                        : std::max(1, last_capacity_);
+  load.entries = entries_;
+  load.departures = departures_;
+  return load;
+}
+
 }  // namespace omnistage

@@ -1,0 +1,129 @@
+// Each stage's autoscaling signal from PipelineCore, over fakes and a manual
+// clock: a steady stream of requests whose stages take 1 s, 3 s and 1 s gives
+// the talker three times the thinker's demand, in the status and the
+// metrics; the admission queue counts as what waits for stage 0; and when the
+// requests stop the counts come back to one replica each.
+#include <deque>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "orchestrator/core/pipeline_core_test_harness.h"
+
+namespace omnistage {
+namespace pipeline_core_test {
+namespace {
+
+using ::testing::HasSubstr;
+
+class PipelineCoreScalingTest : public PipelineCoreTest {
+ protected:
+  void SetUp() override {
+    PipelineConfig config = OmniConfig(Shape().Talkers(3).TalkerInput(InputMode::kOnFinish)
+                                           .VocoderInput(InputMode::kOnFinish));
+    config.scaling.window = absl::Seconds(10);
+    config.scaling.sample_interval = absl::Seconds(1);
+    config.max_in_flight = 1000;
+    Build(std::move(config));
+  }
+
+  // `seconds` of `per_second` new requests a second; a request spends 1 s on
+  // the thinker, 3 s on the talker and 1 s on the vocoder (every replica
+  // reports 8 slots).
+  void Stream(int per_second, int seconds) {
+    for (int t = 0; t < seconds; ++t) {
+      for (int i = 0; i < per_second; ++i) {
+        const std::string id = absl::StrCat("r", next_++);
+        Gen(id);
+        started_.push_back({id, 0});
+      }
+      scheduler_.AdvanceBy(absl::Seconds(1));
+      Age();
+    }
+  }
+  void Drain(int seconds) { Stream(0, seconds); }
+
+  const v1::StageScaling Scaling(int stage) { return core().Status().stages(stage).scaling(); }
+
+ private:
+  struct Running {
+    std::string id;
+    int age = 0;
+  };
+  void Age() {
+    for (Running& r : started_) {
+      ++r.age;
+      if (r.age == 1) Done(0, 0, r.id, {Text("Hello")});
+      if (r.age == 4) Done(1, *core().pool(1).Bound(r.id), r.id, {Codes({1, 2})});
+      if (r.age == 5) Done(2, 0, r.id, {Audio("ab")});
+    }
+    while (!started_.empty() && started_.front().age >= 5) started_.pop_front();
+  }
+
+  std::deque<Running> started_;
+  int next_ = 0;
+};
+
+// 2 requests a second: 2 slots busy on the thinker and the vocoder, 6 on the
+// talker; at 80% of 8 slots, 0.3125 and 0.9375 replicas.
+TEST_F(PipelineCoreScalingTest, EachStageAsksForItsShareOfTheDemand) {
+  Stream(2, 60);
+  const v1::StageScaling thinker = Scaling(0), talker = Scaling(1), vocoder = Scaling(2);
+  EXPECT_NEAR(thinker.arrivals_per_second(), 2, 0.05);
+  EXPECT_NEAR(thinker.slot_seconds_per_request(), 1, 0.05);
+  EXPECT_NEAR(talker.slot_seconds_per_request(), 3, 0.15);
+  EXPECT_NEAR(thinker.demand_replicas(), 2.0 / 6.4, 0.02);
+  EXPECT_NEAR(talker.demand_replicas(), 6.0 / 6.4, 0.05);
+  EXPECT_NEAR(vocoder.demand_replicas(), 2.0 / 6.4, 0.02);
+  EXPECT_NEAR(talker.demand_replicas() / thinker.demand_replicas(), 3, 0.15);
+  EXPECT_EQ(talker.recommended_replicas(), 1);
+  EXPECT_EQ(talker.live_replicas(), 3);
+  EXPECT_EQ(talker.capacity(), 24);
+  // Sampled at a second's end: the talker holds the last three seconds' six.
+  EXPECT_EQ(talker.held_requests(), 6);
+  EXPECT_DOUBLE_EQ(talker.saturation(), 6.0 / 24);
+
+  core().SnapshotMetrics();
+  const std::string text = core().metrics_registry().Render();
+  EXPECT_THAT(text, HasSubstr("omnistage_stage_saturation{stage=\"talker\"} 0.25\n"));
+  EXPECT_THAT(text, HasSubstr("omnistage_stage_recommended_replicas{stage=\"talker\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("omnistage_stage_demand_replicas{stage=\"thinker\"} 0.3"));
+  Drain(6);
+}
+
+// 6 requests a second need 18 talker slots: 2.8 replicas of 8 at 80%, so 3;
+// the thinker's 6 slots fit one. (The fakes run whatever they are sent, so
+// no stage here holds more than its slots: stage_demand_test has a stage
+// short of replicas.)
+TEST_F(PipelineCoreScalingTest, MoreLoadThanOneReplicaTakesAsksForMore) {
+  Stream(6, 60);
+  EXPECT_EQ(Scaling(0).recommended_replicas(), 1);
+  EXPECT_EQ(Scaling(1).recommended_replicas(), 3);
+  EXPECT_EQ(Scaling(1).held_requests(), 18);
+  EXPECT_EQ(Scaling(1).waiting_requests(), 0);
+  EXPECT_DOUBLE_EQ(Scaling(1).saturation(), 18.0 / 24);
+  // When the requests stop, every stage comes back to one replica.
+  Drain(60);
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_EQ(Scaling(s).recommended_replicas(), 1) << "stage " << s;
+    EXPECT_LT(Scaling(s).demand_replicas(), 0.05) << "stage " << s;
+  }
+}
+
+// Requests waiting in the admission queue wait for stage 0.
+TEST_F(PipelineCoreScalingTest, TheAdmissionQueueWaitsForStageZero) {
+  // 8 slots + 2 headroom take 10; the other 5 queue.
+  for (int i = 0; i < 15; ++i) Gen(absl::StrCat("q", i));
+  scheduler_.AdvanceBy(absl::Seconds(1));
+  EXPECT_EQ(Scaling(0).held_requests(), 8);
+  EXPECT_EQ(Scaling(0).waiting_requests(), 2 + 5);
+  EXPECT_DOUBLE_EQ(Scaling(0).saturation(), 15.0 / 8);
+  // Nothing has left stage 0 yet: it asks for what it holds and what waits.
+  EXPECT_EQ(Scaling(0).recommended_replicas(), 3);
+  LeaveOpen("the requests stay queued and running");
+}
+
+}  // namespace
+}  // namespace pipeline_core_test
+}  // namespace omnistage

@@ -1,0 +1,89 @@
+// StageDemand: each stage's autoscaling signal (docs/observability.md,
+// "Autoscaling signals"): how saturated the stage is now, and how many
+// replicas the pipeline's measured demand needs there.
+//
+// The count comes from Little's law per stage, not from the stage's queue:
+//   slot seconds per request  S_s = mean occupied slots / mean departure rate
+//   requests offered          L_s = pipeline arrivals * (stage entries / stage 0 entries)
+//   demand_replicas           D_s = L_s * S_s / (slots per replica * target utilization)
+// Arrivals count every request admitted, also those the admission queue
+// holds, and the entry ratio is the share of requests that reach the stage;
+// both are throttled alike when an earlier stage is the bottleneck, so every
+// stage's count follows what the clients ask for, not what got through.
+// That keeps the ratio between stages right while the pipeline is short of
+// replicas anywhere, and a queue that grows makes no count run away. Until a
+// stage has seen a request leave, D_s is what it holds and what waits for it.
+// Every mean is an exponentially weighted average with time constant
+// `window`, updated by Sample() (the core calls it every `sample_interval`).
+//
+// demand_replicas adds up across orchestrators (each measures its own
+// requests); recommended_replicas is its ceiling, at least 1.
+//
+// Not thread-safe: owned by the orchestrator's event loop.
+#ifndef OMNISTAGE_ORCHESTRATOR_CORE_STAGE_DEMAND_H_
+#define OMNISTAGE_ORCHESTRATOR_CORE_STAGE_DEMAND_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "protos/orchestrator.pb.h"
+
+namespace omnistage {
+
+// One stage's state at a sample, as its StagePool sees it.
+struct StageLoad {
+  // Requests bound to alive replicas, within each one's capacity.
+  int held = 0;
+  // Requests bound beyond a replica's capacity (they wait in the worker),
+  // plus, for stage 0, the admission queue.
+  int waiting = 0;
+  int live_replicas = 0;
+  // The alive replicas' capacity together (a replica that reports none
+  // counts as holding what it has).
+  int capacity = 0;
+  // One replica's slots: the alive ones' mean, else the last known, else 1.
+  int slots_per_replica = 1;
+  // Since the pool began: bindings made (requests entering the stage) and
+  // ended (released, evicted or re-bound elsewhere).
+  uint64_t entries = 0;
+  uint64_t departures = 0;
+};
+
+struct DemandOptions {
+  // The share of its slots a replica should hold busy, in (0, 1].
+  double target_utilization = 0.8;
+  absl::Duration window = absl::Seconds(30);
+};
+
+class StageDemand {
+ public:
+  StageDemand(int stages, DemandOptions options);
+
+  // `arrivals`: requests admitted since start; `loads[s]`: stage s now.
+  void Sample(absl::Time now, uint64_t arrivals, const std::vector<StageLoad>& loads);
+  // Stage `stage` as of the last Sample (all zeros before the first, but
+  // recommended_replicas 1).
+  const v1::StageScaling& Signal(int stage) const { return signals_[stage]; }
+
+ private:
+  struct Averages {
+    double entries_per_second = 0;
+    double departures_per_second = 0;
+    double occupied = 0;
+    uint64_t last_entries = 0;
+    uint64_t last_departures = 0;
+  };
+  void Update(int stage, const StageLoad& load, double alpha, double seconds);
+
+  const DemandOptions options_;
+  std::vector<Averages> averages_;
+  std::vector<v1::StageScaling> signals_;
+  double arrivals_per_second_ = 0;
+  uint64_t last_arrivals_ = 0;
+  absl::Time last_sample_ = absl::InfinitePast();
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_ORCHESTRATOR_CORE_STAGE_DEMAND_H_

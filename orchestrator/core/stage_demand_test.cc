@@ -1,0 +1,158 @@
+#include "orchestrator/core/stage_demand.h"
+
+#include <vector>
+
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+
+namespace omnistage {
+namespace {
+
+// A pipeline in a steady state, one sample a second: the clients send
+// `arrivals` requests a second; stage s takes in entries[s] a second (as many
+// leave) and keeps occupied[s] slots busy, on `replicas[s]` replicas of
+// `slots` slots each.
+struct Steady {
+  double arrivals = 0;
+  std::vector<double> entries;
+  std::vector<int> occupied;
+  std::vector<int> waiting;
+  std::vector<int> replicas;
+  int slots = 4;
+};
+
+class Pipeline {
+ public:
+  explicit Pipeline(int stages, DemandOptions options = {})
+      : demand_(stages, options), entered_(stages, 0) {}
+
+  void Run(const Steady& steady, int seconds) {
+    for (int i = 0; i < seconds; ++i) {
+      now_ += absl::Seconds(1);
+      arrived_ += steady.arrivals;
+      std::vector<StageLoad> loads;
+      for (size_t s = 0; s < entered_.size(); ++s) {
+        entered_[s] += steady.entries[s];
+        StageLoad load;
+        load.held = steady.occupied[s];
+        load.waiting = steady.waiting.empty() ? 0 : steady.waiting[s];
+        load.live_replicas = steady.replicas[s];
+        load.capacity = steady.replicas[s] * steady.slots;
+        load.slots_per_replica = steady.slots;
+        load.entries = static_cast<uint64_t>(entered_[s]);
+        // Those inside now left; the rest have.
+        load.departures = load.entries - steady.occupied[s] - load.waiting;
+        loads.push_back(load);
+      }
+      demand_.Sample(now_, static_cast<uint64_t>(arrived_), loads);
+    }
+  }
+  const v1::StageScaling& operator[](int stage) const { return demand_.Signal(stage); }
+
+ private:
+  StageDemand demand_;
+  absl::Time now_ = absl::FromUnixSeconds(1000);
+  double arrived_ = 0;
+  std::vector<double> entered_;
+};
+
+TEST(StageDemandTest, NothingMeasuredYetRecommendsOneReplicaEach) {
+  StageDemand demand(2, {});
+  EXPECT_EQ(demand.Signal(0).recommended_replicas(), 1);
+  EXPECT_EQ(demand.Signal(1).demand_replicas(), 0);
+}
+
+// 20 requests a second; a request holds a slot 0.2 s on stage 0 and 0.6 s on
+// stage 1: 4 and 12 busy slots, at 80% of 4 slots per replica 1.25 and 3.75
+// replicas. The ratio between the stages is the ratio of their slot times.
+TEST(StageDemandTest, SteadyLoadAsksForEachStagesShare) {
+  Pipeline pipeline(2);
+  pipeline.Run({20, {20, 20}, {4, 12}, {}, {2, 4}}, 300);
+  EXPECT_NEAR(pipeline[0].arrivals_per_second(), 20, 0.01);
+  EXPECT_NEAR(pipeline[0].slot_seconds_per_request(), 0.2, 0.001);
+  EXPECT_NEAR(pipeline[1].slot_seconds_per_request(), 0.6, 0.001);
+  EXPECT_NEAR(pipeline[0].demand_replicas(), 1.25, 0.01);
+  EXPECT_NEAR(pipeline[1].demand_replicas(), 3.75, 0.01);
+  EXPECT_EQ(pipeline[0].recommended_replicas(), 2);
+  EXPECT_EQ(pipeline[1].recommended_replicas(), 4);
+  EXPECT_EQ(pipeline[1].held_requests(), 12);
+  EXPECT_EQ(pipeline[1].capacity(), 16);
+  EXPECT_DOUBLE_EQ(pipeline[1].saturation(), 0.75);
+}
+
+// Stage 0 is the bottleneck: one replica of 4 slots gets 10 requests a
+// second through while the clients send 20 (the rest wait in the admission
+// queue), so stage 1 sees only 10. Both stages still ask for what 20 need,
+// in the same 1:3 ratio: scaling stage 0 alone would only move the
+// bottleneck.
+TEST(StageDemandTest, ABottleneckUpstreamDoesNotHideDemandDownstream) {
+  Pipeline pipeline(2);
+  pipeline.Run({20, {10, 10}, {4, 4}, {30, 2}, {1, 1}}, 300);
+  EXPECT_NEAR(pipeline[0].slot_seconds_per_request(), 0.4, 0.01);
+  EXPECT_NEAR(pipeline[1].arrivals_per_second(), 20, 0.1);
+  // 20/s x 0.4 s = 8 slots of 3.2 per replica.
+  EXPECT_NEAR(pipeline[0].demand_replicas(), 2.5, 0.05);
+  EXPECT_EQ(pipeline[0].recommended_replicas(), 3);
+  EXPECT_NEAR(pipeline[0].saturation(), 34.0 / 4, 1e-9);
+  EXPECT_EQ(pipeline[0].waiting_requests(), 30);
+  // Stage 1 holds 4 slots for requests leaving at 10/s: 0.4 s each.
+  EXPECT_NEAR(pipeline[1].demand_replicas(), 2.5, 0.05);
+}
+
+// A stage that has not seen a request leave yet (all still running) asks for
+// what it holds and what waits for it.
+TEST(StageDemandTest, BeforeAnyRequestLeavesItAsksForWhatItHolds) {
+  StageDemand demand(1, {});
+  StageLoad load;
+  load.held = 4;
+  load.waiting = 4;
+  load.capacity = 4;
+  load.live_replicas = 1;
+  load.slots_per_replica = 4;
+  load.entries = 8;
+  demand.Sample(absl::FromUnixSeconds(1), 8, {load});
+  demand.Sample(absl::FromUnixSeconds(2), 8, {load});
+  // 8 requests at 80% of 4 slots: 2.5 replicas.
+  EXPECT_NEAR(demand.Signal(0).demand_replicas(), 2.5, 1e-9);
+  EXPECT_EQ(demand.Signal(0).recommended_replicas(), 3);
+  EXPECT_DOUBLE_EQ(demand.Signal(0).saturation(), 2);
+}
+
+// When the load goes away the count follows it down, within a few windows,
+// to one replica.
+TEST(StageDemandTest, ShrinksWhenTheLoadGoes) {
+  Pipeline pipeline(2, {0.8, absl::Seconds(10)});
+  pipeline.Run({20, {20, 20}, {4, 12}, {}, {2, 4}}, 100);
+  EXPECT_EQ(pipeline[1].recommended_replicas(), 4);
+  pipeline.Run({5, {5, 5}, {1, 3}, {}, {2, 4}}, 100);
+  EXPECT_NEAR(pipeline[1].demand_replicas(), 3.0 / 3.2, 0.01);
+  EXPECT_EQ(pipeline[1].recommended_replicas(), 1);
+  pipeline.Run({0, {0, 0}, {0, 0}, {}, {2, 4}}, 200);
+  EXPECT_LT(pipeline[0].demand_replicas(), 0.01);
+  EXPECT_EQ(pipeline[0].recommended_replicas(), 1);
+  EXPECT_EQ(pipeline[1].recommended_replicas(), 1);
+}
+
+// A higher target utilization packs the same demand into fewer replicas.
+TEST(StageDemandTest, TargetUtilizationScalesTheCount) {
+  Pipeline relaxed(1, {0.5, absl::Seconds(30)});
+  Pipeline packed(1, {1.0, absl::Seconds(30)});
+  relaxed.Run({20, {20}, {8}, {}, {2}}, 300);
+  packed.Run({20, {20}, {8}, {}, {2}}, 300);
+  EXPECT_NEAR(relaxed[0].demand_replicas(), 4, 0.01);
+  EXPECT_NEAR(packed[0].demand_replicas(), 2, 0.01);
+  EXPECT_EQ(packed[0].recommended_replicas(), 2);
+}
+
+// With no capacity reported, saturation is what the stage is asked to hold.
+TEST(StageDemandTest, SaturationWithoutCapacityIsTheRequestCount) {
+  StageDemand demand(1, {});
+  StageLoad load;
+  load.held = 3;
+  load.waiting = 2;
+  demand.Sample(absl::FromUnixSeconds(1), 0, {load});
+  EXPECT_DOUBLE_EQ(demand.Signal(0).saturation(), 5);
+}
+
+}  // namespace
+}  // namespace omnistage
