@@ -30,6 +30,7 @@ std::string PipelineConfigYaml(const PipelineSpec& spec,
     absl::StrAppend(&yaml, "limits: {", absl::StrJoin(limits, ", "), "}\n");
   }
   if (!spec.peers.empty()) absl::StrAppend(&yaml, "peers: ", spec.peers, "\n");
+  if (!spec.scaling.empty()) absl::StrAppend(&yaml, "scaling: ", spec.scaling, "\n");
   absl::StrAppend(&yaml, "stages:\n");
   for (size_t s = 0; s < spec.stages.size(); ++s) {
     const StageSpec& stage = spec.stages[s];

@@ -69,6 +69,9 @@ struct PipelineSpec {
   // The config's `peers:` as a YAML flow map, e.g. "{addresses: [...]}"; empty:
   // none (OrchestratorCluster sets it).
   std::string peers;
+  // The config's `scaling:` as a YAML flow map, e.g. "{window_ms: 3000}";
+  // empty: none.
+  std::string scaling;
   // host:port of the DNS server for stages with a dns_name (--dns_server).
   std::string dns_server;
   // More flags for the orchestrator, e.g. "--metrics_listen=127.0.0.1:0".
