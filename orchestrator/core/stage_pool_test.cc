@@ -41,6 +41,45 @@ TEST(StagePoolTest, StickyPickDoesNotAdvanceRoundRobin) {
   EXPECT_THAT(pool->Pick("z"), IsOkAndHolds(2));
 }
 
+// Load(), for the stage's autoscaling signal: requests within a replica's
+// capacity are held, the rest wait; dead replicas count for nothing; every
+// binding made and ended is counted, also by an eviction and a re-bind.
+TEST(StagePoolTest, LoadCountsHeldWaitingAndEveryBindingMadeAndEnded) {
+  std::vector<std::string> log;
+  FakeReplicaClient a("A", &log), b("B", &log), c("C", &log);
+  std::shared_ptr<StagePool> pool = MakePool(0, {&a, &b, &c});
+  v1::Ready ready;
+  ready.set_capacity(2);
+  pool->Admit(0, ready);
+  pool->Admit(1, ready);
+  pool->MarkDown(2, absl::UnavailableError("gone"));
+  for (const char* id : {"p", "q", "r", "s", "t"}) ASSERT_TRUE(pool->Pick(id).ok());
+  // Round robin over 0 and 1: p, r, t on 0; q, s on 1.
+  StageLoad load = pool->Load();
+  EXPECT_EQ(load.held, 4);
+  EXPECT_EQ(load.waiting, 1);
+  EXPECT_EQ(load.live_replicas, 2);
+  EXPECT_EQ(load.capacity, 4);
+  EXPECT_EQ(load.slots_per_replica, 2);
+  EXPECT_EQ(load.entries, 5u);
+  EXPECT_EQ(load.departures, 0u);
+  pool->Release("p");
+  pool->Evict(1);  // q and s
+  load = pool->Load();
+  EXPECT_EQ(load.held, 2);
+  EXPECT_EQ(load.waiting, 0);
+  EXPECT_EQ(load.live_replicas, 1);
+  EXPECT_EQ(load.capacity, 2);
+  EXPECT_EQ(load.departures, 3u);
+  // With no replica alive, one replica's slots are the last handshake's.
+  pool->Evict(0);
+  load = pool->Load();
+  EXPECT_EQ(load.capacity, 0);
+  EXPECT_EQ(load.slots_per_replica, 2);
+  EXPECT_EQ(load.entries, 5u);
+  EXPECT_EQ(load.departures, 5u);
+}
+
 TEST(StagePoolTest, BoundIsReadOnly) {
   std::vector<std::string> log;
   FakeReplicaClient a("A", &log);
