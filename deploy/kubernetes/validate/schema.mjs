@@ -8,9 +8,10 @@
 // additionalProperties either.
 // Part of validate.mjs; checkSchema() returns problems as {path, message}.
 
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import * as clientModels from "@kubernetes/client-node/dist/gen/models/all.js";
+import { pathToFileURL } from "node:url";
 import { typeOfDeclaration } from "./crdfields.mjs";
 
 // API group of a custom resource -> the npm package of its models (pinned in
@@ -18,6 +19,22 @@ import { typeOfDeclaration } from "./crdfields.mjs";
 // CRDs of KEDA 2.10.1.
 const CRD_PACKAGES = { "keda.sh": "@kubernetes-models/keda" };
 const require = createRequire(import.meta.url);
+
+// client-node's generated models, one file each (dist/gen/models/<Name>.js,
+// no imports of their own), loaded as needed: importing all of them
+// (models/all.js) takes a second of every run.
+const MODELS_DIR = join(dirname(require.resolve("@kubernetes/client-node/package.json")), "dist", "gen", "models");
+const modelCache = new Map();
+// The model class `name` (with attributeTypeMap), or null.
+function clientModel(name) {
+  if (!modelCache.has(name)) {
+    const file = join(MODELS_DIR, `${name}.js`);
+    modelCache.set(name, /^[A-Za-z0-9]+$/.test(name) && existsSync(file)
+      ? import(pathToFileURL(file).href).then((m) => (m[name]?.attributeTypeMap ? m[name] : null))
+      : Promise.resolve(null));
+  }
+  return modelCache.get(name);
+}
 
 // "apps/v1" -> {group: "apps", version: "v1"}; "v1" -> {group: "", version: "v1"}.
 function splitApiVersion(apiVersion) {
@@ -85,19 +102,19 @@ function crdFields(apiVersion, kind) {
 
 // Reports every key that a CRD field tree does not define, recursively;
 // metadata (IObjectMeta) is checked against client-node's V1ObjectMeta.
-function findUnknownCrdFields(value, tree, path, problems) {
+async function findUnknownCrdFields(value, tree, path, problems) {
   if (value === null || value === undefined || !tree) return;
   if (tree.ref) {
-    if (tree.ref === "IObjectMeta") findUnknownFields(value, "V1ObjectMeta", path, problems);
+    if (tree.ref === "IObjectMeta") await findUnknownFields(value, "V1ObjectMeta", path, problems);
     return;
   }
   if (tree.array) {
-    if (Array.isArray(value)) value.forEach((item, i) => findUnknownCrdFields(item, tree.array, joinPath(path, i), problems));
+    if (Array.isArray(value)) for (const [i, item] of value.entries()) await findUnknownCrdFields(item, tree.array, joinPath(path, i), problems);
     return;
   }
   if (typeof value !== "object" || Array.isArray(value)) return;
   if (tree.map) {
-    for (const [key, item] of Object.entries(value)) findUnknownCrdFields(item, tree.map, joinPath(path, key), problems);
+    for (const [key, item] of Object.entries(value)) await findUnknownCrdFields(item, tree.map, joinPath(path, key), problems);
     return;
   }
   if (!tree.object) return;
@@ -105,13 +122,13 @@ function findUnknownCrdFields(value, tree, path, problems) {
     if (!tree.object.has(key)) {
       problems.push({ path: joinPath(path, key), message: "unknown field" });
     } else {
-      findUnknownCrdFields(item, tree.object.get(key), joinPath(path, key), problems);
+      await findUnknownCrdFields(item, tree.object.get(key), joinPath(path, key), problems);
     }
   }
 }
 
 // The client-node model (a class with attributeTypeMap) of apiVersion/kind.
-function fieldModel(apiVersion, kind) {
+async function fieldModel(apiVersion, kind) {
   const { group, version } = splitApiVersion(apiVersion);
   const v = version.charAt(0).toUpperCase() + version.slice(1);
   const groupPrefix = group
@@ -119,35 +136,35 @@ function fieldModel(apiVersion, kind) {
     .replace(/(^|-)([a-z])/g, (_, __, c) => c.toUpperCase());
   const coreOrGroup = group === "" ? "Core" : groupPrefix;
   for (const name of [`${v}${kind}`, `${coreOrGroup}${v}${kind}`]) {
-    if (clientModels[name]?.attributeTypeMap) return name;
+    if (await clientModel(name)) return name;
   }
   return null;
 }
 
 // Reports every key that the model type `type` does not define, recursively.
 // Values of the wrong shape are left to the JSON schema check.
-function findUnknownFields(value, type, path, problems) {
+async function findUnknownFields(value, type, path, problems) {
   if (value === null || value === undefined) return;
   const array = /^Array<(.+)>$/.exec(type);
   if (array) {
-    if (Array.isArray(value)) value.forEach((item, i) => findUnknownFields(item, array[1], joinPath(path, i), problems));
+    if (Array.isArray(value)) for (const [i, item] of value.entries()) await findUnknownFields(item, array[1], joinPath(path, i), problems);
     return;
   }
   const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
   if (map) {
     if (typeof value === "object" && !Array.isArray(value)) {
-      for (const [key, item] of Object.entries(value)) findUnknownFields(item, map[1], joinPath(path, key), problems);
+      for (const [key, item] of Object.entries(value)) await findUnknownFields(item, map[1], joinPath(path, key), problems);
     }
     return;
   }
-  const model = clientModels[type];
-  if (!model?.attributeTypeMap || typeof value !== "object" || Array.isArray(value)) return;
+  const model = await clientModel(type);
+  if (!model || typeof value !== "object" || Array.isArray(value)) return;
   const fields = new Map(model.attributeTypeMap.map((a) => [a.baseName, a.type]));
   for (const [key, item] of Object.entries(value)) {
     if (!fields.has(key)) {
       problems.push({ path: joinPath(path, key), message: "unknown field" });
     } else {
-      findUnknownFields(item, fields.get(key), joinPath(path, key), problems);
+      await findUnknownFields(item, fields.get(key), joinPath(path, key), problems);
     }
   }
 }
@@ -197,15 +214,15 @@ export async function checkSchema(obj) {
     }
   }
   const crd = CRD_PACKAGES[splitApiVersion(apiVersion).group];
-  const model = crd ? null : fieldModel(apiVersion, kind);
+  const model = crd ? null : await fieldModel(apiVersion, kind);
   if (crd) {
     const tree = crdFields(apiVersion, kind);
-    if (tree) findUnknownCrdFields(obj, tree, "", problems);
+    if (tree) await findUnknownCrdFields(obj, tree, "", problems);
     else if (cls) problems.push({ path: "", message: `no field list for ${apiVersion} ${kind} in ${crd}: unknown fields not checked` });
   } else if (!model) {
     if (cls) problems.push({ path: "", message: `no field list for ${apiVersion} ${kind}: unknown fields not checked` });
   } else {
-    findUnknownFields(obj, model, "", problems);
+    await findUnknownFields(obj, model, "", problems);
   }
   return problems;
 }
