@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Test of the Kubernetes manifests, offline (no cluster): renders the sim and
-# gpu overlays with `${KUBECTL:-kubectl} kustomize`, checks both with
+# Test of the Kubernetes manifests, offline (no cluster): renders the sim, gpu,
+# keda and hpa overlays with `${KUBECTL:-kubectl} kustomize`, checks each with
 # validate/validate.mjs (schemas, unknown fields, cross-references, the
 # orchestrator's peers, the gateway and the orchestrator it dials, security:
 # with the Secrets make_secrets.sh writes, so every mounted key and the peer
-# and orchestrator certificates' names are checked), then makes
+# and orchestrator certificates' names are checked; the stage workers'
+# autoscalers: KEDA ScaledObjects, or HPAs with the prometheus-adapter rule of
+# overlays/hpa/prometheus-adapter-values.yaml), then makes
 # sure the validator catches each defect planted in validate/testdata/.
 # Optional: KUBECTL_COMPARE=/path/to/another/kubectl also renders with that one
 # (e.g. kubectl 1.20's kustomize v2 and 1.32's v5) and requires the same objects.
@@ -25,7 +27,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 command -v "$NODE" >/dev/null || fail "node not found (set NODE=/path/to/node)"
 command -v "$KUBECTL" >/dev/null || fail "kubectl not found (set KUBECTL=/path/to/kubectl)"
-for pkg in kubernetes-models @kubernetes/client-node yaml; do
+for pkg in kubernetes-models @kubernetes-models/keda @kubernetes/client-node yaml; do
   [ -d "$VALIDATE_DIR/node_modules/$pkg" ] ||
     fail "$VALIDATE_DIR/node_modules/$pkg is missing: run ./setup.sh at the repository root" \
       "(it runs npm ci --prefix deploy/kubernetes/validate)"
@@ -49,9 +51,12 @@ render() {
   { cat "$TMP/certs.log" >&2; fail "make_secrets.sh failed"; }
 
 checks=0
-for overlay in sim gpu; do
+for overlay in sim gpu keda hpa; do
   render "$KUBECTL" "$overlay" "$TMP/$overlay.yaml"
-  if ! out="$("$NODE" "$VALIDATE_DIR/validate.mjs" "$TMP/$overlay.yaml" "$TMP/secrets.yaml")"; then
+  # The hpa overlay's External metrics need prometheus-adapter's rule.
+  extra=()
+  [ "$overlay" != hpa ] || extra=("$HERE/overlays/hpa/prometheus-adapter-values.yaml")
+  if ! out="$("$NODE" "$VALIDATE_DIR/validate.mjs" "$TMP/$overlay.yaml" "$TMP/secrets.yaml" "${extra[@]}")"; then
     echo "$out" >&2
     fail "overlays/$overlay does not validate"
   fi
@@ -63,6 +68,14 @@ for overlay in sim gpu; do
   # The gateway: its --orchestrator Service, probes and TLS to the orchestrator.
   grep -q "1 gateway container(s) checked against their orchestrator" <<<"$out" ||
     fail "overlays/$overlay: the gateway was not checked against the orchestrator it dials"
+  # The autoscalers: one per stage worker Deployment (stage, target, gauge,
+  # minimum, scale-down window), and for the HPAs the adapter rule of each metric.
+  case "$overlay" in
+    keda) want="3 autoscaler(s) (3 ScaledObject, 0 HorizontalPodAutoscaler) checked against 3 stage worker Deployment(s)" ;;
+    hpa) want="3 autoscaler(s) (0 ScaledObject, 3 HorizontalPodAutoscaler) checked against 3 stage worker Deployment(s), 3 External metric(s) served by a prometheus-adapter rule" ;;
+    *) want="0 autoscaler(s) (0 ScaledObject, 0 HorizontalPodAutoscaler) checked against 3 stage worker Deployment(s)" ;;
+  esac
+  grep -qF "$want" <<<"$out" || fail "overlays/$overlay: the autoscalers were not checked as expected ($want)"
   checks=$((checks + 1))
 
   if [ -n "${KUBECTL_COMPARE:-}" ]; then
@@ -80,6 +93,14 @@ done
 gpus="$(grep -c 'nvidia.com/gpu: 1' "$TMP/gpu.yaml" || true)"
 [ "$gpus" = 3 ] || fail "overlays/gpu: expected 3 workers with nvidia.com/gpu: 1 in limits, found $gpus"
 ! grep -q 'nvidia.com/gpu' "$TMP/sim.yaml" || fail "overlays/sim must not ask for GPUs"
+checks=$((checks + 1))
+# The autoscaled overlays are the sim overlay plus autoscalers, without the
+# workers' replicas (the validator rejects replicas: on an autoscaled
+# Deployment); the orchestrator and the gateway keep theirs.
+for overlay in keda hpa; do
+  n="$(grep -c '^  replicas:' "$TMP/$overlay.yaml" || true)"
+  [ "$n" = 2 ] || fail "overlays/$overlay: expected replicas: on the orchestrator and the gateway only, found $n"
+done
 checks=$((checks + 1))
 
 # Negative cases: fixture, and a substring its problem line must contain.
@@ -109,6 +130,18 @@ NEGATIVE=(
   "gateway-not-published.yaml|--orchestrator=o:50051: Service/o needs publishNotReadyAddresses: true"
   "gateway-probe-scheme.yaml|readinessProbe.httpGet.scheme: HTTP (the default): the gateway serves HTTPS only (--tls_cert): use scheme: HTTPS"
   "gateway-cert-name.yaml|the orchestrator's certificate (Deployment/orchestrator --tls_cert, Secret o-tls) does not name o (it has: DNS:o-other)"
+  "keda-unknown-field.yaml|ScaledObject/wa: spec.advanced.horizontalPodAutoscalerConfig.behaviour: unknown field"
+  "keda-wrong-type.yaml|ScaledObject/wa: spec.maxReplicaCount: wrong type: must be integer"
+  "keda-no-target.yaml|ScaledObject/wa: spec.scaleTargetRef.name: wa-typo names no Deployment of the rendered output"
+  "keda-unknown-stage.yaml|stage=\"c\" names no stage of the pipeline config (ConfigMap/pipeline pipeline.yaml has: a, b)"
+  "keda-stage-mismatch.yaml|stage=\"b\" is stages[1] of ConfigMap/pipeline pipeline.yaml, but its target Deployment/wa passes --stage_id=0 (a)"
+  "keda-min-zero.yaml|ScaledObject/wa: spec.minReplicaCount: 0: scale to zero is not supported"
+  "keda-not-summed.yaml|max(...): omnistage_stage_demand_replicas must be sum(...) over the orchestrators"
+  "keda-not-a-gauge.yaml|omnistage_stage_queue_depth is none of the orchestrator's scaling gauges"
+  "autoscaled-replicas.yaml|Deployment/wb: spec.replicas: 2 is set, but ScaledObject/wb scales this Deployment"
+  "two-autoscalers.yaml|Deployment/wa: scaled by 2 autoscalers (ScaledObject/wa, HorizontalPodAutoscaler/wa)"
+  "hpa-no-stabilization.yaml|HorizontalPodAutoscaler/wa: spec.behavior.scaleDown.stabilizationWindowSeconds: not set"
+  "hpa-adapter-no-matchers.yaml|prometheus-adapter rule for omnistage_stage_demand_replicas: metricsQuery sum by (stage) (<<.Series>>): lacks <<.LabelMatchers>>"
 )
 for case in "${NEGATIVE[@]}"; do
   fixture="${case%%|*}"
@@ -122,8 +155,9 @@ for case in "${NEGATIVE[@]}"; do
 done
 
 version="$("$KUBECTL" version --client 2>/dev/null | grep -o 'v[0-9][0-9.]*' | head -1 || true)"
-echo "PASS: $checks checks: overlays sim and gpu render (kubectl ${version:-?}${KUBECTL_COMPARE:+, same objects with $KUBECTL_COMPARE})" \
+echo "PASS: $checks checks: overlays sim, gpu, keda and hpa render (kubectl ${version:-?}${KUBECTL_COMPARE:+, same objects with $KUBECTL_COMPARE})" \
   "and validate (schemas, unknown fields, selectors, ports, probes, ConfigMaps, discovery, stage ids," \
   "peers, the gateway's headless orchestrator Service, probes and their scheme and certificate name, grace vs drain," \
-  "TLS/mTLS/token flags, their Secret keys and the peer certificate's name);" \
+  "TLS/mTLS/token flags, their Secret keys and the peer certificate's name; the autoscalers: target, stage, gauge," \
+  "aggregation, threshold, minimum, scale-down window, one per worker, and prometheus-adapter's rule);" \
   "${#NEGATIVE[@]} planted defects each rejected."

@@ -2,9 +2,39 @@
 // kubernetes-models (wrong types, missing required fields, bad enum values)
 // and the field lists of @kubernetes/client-node's generated models (unknown
 // fields, which those schemas let through but the API server rejects or drops).
+// Custom resources come from the kubernetes-models package of their group
+// (CRD_PACKAGES): the schema of its kind, and its fields from the kind's
+// TypeScript declaration there (crdfields.mjs), since those schemas carry no
+// additionalProperties either.
 // Part of validate.mjs; checkSchema() returns problems as {path, message}.
 
-import * as clientModels from "@kubernetes/client-node/dist/gen/models/all.js";
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { typeOfDeclaration } from "./crdfields.mjs";
+
+// API group of a custom resource -> the npm package of its models (pinned in
+// package.json): KEDA's ScaledObject (keda.sh/v1alpha1), generated from the
+// CRDs of KEDA 2.10.1.
+const CRD_PACKAGES = { "keda.sh": "@kubernetes-models/keda" };
+const require = createRequire(import.meta.url);
+
+// client-node's generated models, one file each (dist/gen/models/<Name>.js,
+// no imports of their own), loaded as needed: importing all of them
+// (models/all.js) takes a second of every run.
+const MODELS_DIR = join(dirname(require.resolve("@kubernetes/client-node/package.json")), "dist", "gen", "models");
+const modelCache = new Map();
+// The model class `name` (with attributeTypeMap), or null.
+function clientModel(name) {
+  if (!modelCache.has(name)) {
+    const file = join(MODELS_DIR, `${name}.js`);
+    modelCache.set(name, /^[A-Za-z0-9]+$/.test(name) && existsSync(file)
+      ? import(pathToFileURL(file).href).then((m) => (m[name]?.attributeTypeMap ? m[name] : null))
+      : Promise.resolve(null));
+  }
+  return modelCache.get(name);
+}
 
 // "apps/v1" -> {group: "apps", version: "v1"}; "v1" -> {group: "", version: "v1"}.
 function splitApiVersion(apiVersion) {
@@ -30,6 +60,9 @@ function joinPath(path, key) {
 
 const schemaCache = new Map();
 
+// The package of apiVersion's models: kubernetes-models, or a CRD package.
+const packageOf = (apiVersion) => CRD_PACKAGES[splitApiVersion(apiVersion).group] ?? "kubernetes-models";
+
 // The kubernetes-models class of apiVersion/kind, or null when it has none.
 async function modelClass(apiVersion, kind) {
   const id = `${apiVersion}/${kind}`;
@@ -37,7 +70,7 @@ async function modelClass(apiVersion, kind) {
     let cls = null;
     if (/^[a-z0-9.\-]*\/?v[0-9a-z]+$/.test(apiVersion) && /^[A-Za-z0-9]+$/.test(kind)) {
       try {
-        cls = (await import(`kubernetes-models/${apiVersion}/${kind}`))[kind] ?? null;
+        cls = (await import(`${packageOf(apiVersion)}/${apiVersion}/${kind}`))[kind] ?? null;
       } catch {
         cls = null;
       }
@@ -47,8 +80,55 @@ async function modelClass(apiVersion, kind) {
   return schemaCache.get(id);
 }
 
+const crdFieldCache = new Map();
+
+// The field tree of a custom resource's kind (crdfields.mjs), or null.
+function crdFields(apiVersion, kind) {
+  const id = `${apiVersion}/${kind}`;
+  if (!crdFieldCache.has(id)) {
+    let tree = null;
+    const pkg = CRD_PACKAGES[splitApiVersion(apiVersion).group];
+    if (pkg) {
+      try {
+        tree = typeOfDeclaration(join(dirname(require.resolve(`${pkg}/package.json`)), apiVersion, `${kind}.d.ts`), kind);
+      } catch {
+        tree = null;
+      }
+    }
+    crdFieldCache.set(id, tree);
+  }
+  return crdFieldCache.get(id);
+}
+
+// Reports every key that a CRD field tree does not define, recursively;
+// metadata (IObjectMeta) is checked against client-node's V1ObjectMeta.
+async function findUnknownCrdFields(value, tree, path, problems) {
+  if (value === null || value === undefined || !tree) return;
+  if (tree.ref) {
+    if (tree.ref === "IObjectMeta") await findUnknownFields(value, "V1ObjectMeta", path, problems);
+    return;
+  }
+  if (tree.array) {
+    if (Array.isArray(value)) for (const [i, item] of value.entries()) await findUnknownCrdFields(item, tree.array, joinPath(path, i), problems);
+    return;
+  }
+  if (typeof value !== "object" || Array.isArray(value)) return;
+  if (tree.map) {
+    for (const [key, item] of Object.entries(value)) await findUnknownCrdFields(item, tree.map, joinPath(path, key), problems);
+    return;
+  }
+  if (!tree.object) return;
+  for (const [key, item] of Object.entries(value)) {
+    if (!tree.object.has(key)) {
+      problems.push({ path: joinPath(path, key), message: "unknown field" });
+    } else {
+      await findUnknownCrdFields(item, tree.object.get(key), joinPath(path, key), problems);
+    }
+  }
+}
+
 // The client-node model (a class with attributeTypeMap) of apiVersion/kind.
-function fieldModel(apiVersion, kind) {
+async function fieldModel(apiVersion, kind) {
   const { group, version } = splitApiVersion(apiVersion);
   const v = version.charAt(0).toUpperCase() + version.slice(1);
   const groupPrefix = group
@@ -56,35 +136,35 @@ function fieldModel(apiVersion, kind) {
     .replace(/(^|-)([a-z])/g, (_, __, c) => c.toUpperCase());
   const coreOrGroup = group === "" ? "Core" : groupPrefix;
   for (const name of [`${v}${kind}`, `${coreOrGroup}${v}${kind}`]) {
-    if (clientModels[name]?.attributeTypeMap) return name;
+    if (await clientModel(name)) return name;
   }
   return null;
 }
 
 // Reports every key that the model type `type` does not define, recursively.
 // Values of the wrong shape are left to the JSON schema check.
-function findUnknownFields(value, type, path, problems) {
+async function findUnknownFields(value, type, path, problems) {
   if (value === null || value === undefined) return;
   const array = /^Array<(.+)>$/.exec(type);
   if (array) {
-    if (Array.isArray(value)) value.forEach((item, i) => findUnknownFields(item, array[1], joinPath(path, i), problems));
+    if (Array.isArray(value)) for (const [i, item] of value.entries()) await findUnknownFields(item, array[1], joinPath(path, i), problems);
     return;
   }
   const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
   if (map) {
     if (typeof value === "object" && !Array.isArray(value)) {
-      for (const [key, item] of Object.entries(value)) findUnknownFields(item, map[1], joinPath(path, key), problems);
+      for (const [key, item] of Object.entries(value)) await findUnknownFields(item, map[1], joinPath(path, key), problems);
     }
     return;
   }
-  const model = clientModels[type];
-  if (!model?.attributeTypeMap || typeof value !== "object" || Array.isArray(value)) return;
+  const model = await clientModel(type);
+  if (!model || typeof value !== "object" || Array.isArray(value)) return;
   const fields = new Map(model.attributeTypeMap.map((a) => [a.baseName, a.type]));
   for (const [key, item] of Object.entries(value)) {
     if (!fields.has(key)) {
       problems.push({ path: joinPath(path, key), message: "unknown field" });
     } else {
-      findUnknownFields(item, fields.get(key), joinPath(path, key), problems);
+      await findUnknownFields(item, fields.get(key), joinPath(path, key), problems);
     }
   }
 }
@@ -133,11 +213,16 @@ export async function checkSchema(obj) {
       problems.push(...describeSchemaErrors(err.errors));
     }
   }
-  const model = fieldModel(apiVersion, kind);
-  if (!model) {
+  const crd = CRD_PACKAGES[splitApiVersion(apiVersion).group];
+  const model = crd ? null : await fieldModel(apiVersion, kind);
+  if (crd) {
+    const tree = crdFields(apiVersion, kind);
+    if (tree) await findUnknownCrdFields(obj, tree, "", problems);
+    else if (cls) problems.push({ path: "", message: `no field list for ${apiVersion} ${kind} in ${crd}: unknown fields not checked` });
+  } else if (!model) {
     if (cls) problems.push({ path: "", message: `no field list for ${apiVersion} ${kind}: unknown fields not checked` });
   } else {
-    findUnknownFields(obj, model, "", problems);
+    await findUnknownFields(obj, model, "", problems);
   }
   return problems;
 }

@@ -15,13 +15,16 @@
 // tied to the orchestrator), Prometheus annotations naming a declared port, and
 // security: the TLS, mTLS and token flags every omnistage container must pass
 // (secure by default), each file they name provided by a key of a mounted
-// Secret, and no gRPC probe on a port that serves TLS.
+// Secret, and no gRPC probe on a port that serves TLS; and the autoscalers of
+// the stage workers (autoscaling.mjs: KEDA ScaledObjects, HPAs and the
+// prometheus-adapter rule they need, given as a further input document).
 // Prints one line per problem ("Kind/name: field.path: what") and exits 1 if
 // any, else a summary and exit 0. Needs only node_modules (no cluster).
 
 import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
+import { checkAutoscalers } from "./autoscaling.mjs";
 import { checkSchema } from "./schema.mjs";
 
 const WORKER_DRAIN_DEFAULT_MS = 30000; // stage_worker --drain_timeout_ms default
@@ -48,6 +51,8 @@ const GATEWAY_LISTEN_DEFAULT = "127.0.0.1:8000";
 const EKU = { serverAuth: "1.3.6.1.5.5.7.3.1", clientAuth: "1.3.6.1.5.5.7.3.2" };
 
 const problems = [];
+// prometheus-adapter configs among the inputs (no Kubernetes objects).
+const adapterConfigs = [];
 const idOf = (obj) => `${obj?.kind ?? "?"}/${obj?.metadata?.name ?? "?"}`;
 const report = (obj, path, message) => problems.push(`${idOf(obj)}: ${path ? path + ": " : ""}${message}`);
 
@@ -67,6 +72,8 @@ function readInputs(args) {
       if (obj === null || obj === undefined) continue;
       if (typeof obj !== "object" || Array.isArray(obj)) {
         problems.push(`${file}: a document is not a mapping (an object)`);
+      } else if (obj.apiVersion === undefined && obj.kind === undefined && (obj.rules?.external || obj.externalRules)) {
+        adapterConfigs.push(obj); // the prometheus-adapter chart's values, or its config.yaml
       } else if (obj.kind === "List" && Array.isArray(obj.items)) {
         objects.push(...obj.items);
       } else {
@@ -630,6 +637,7 @@ let pipelines = 0;
 let workers = 0;
 let withPeers = 0;
 let gateways = 0;
+const pipelineConfigs = [];
 for (const w of workloads) {
   for (const [ci, c] of w.containers.entries()) {
     const flags = flagsOf(c);
@@ -646,12 +654,16 @@ for (const w of workloads) {
       const cfg = mountedConfig(w, c, flags.get("config"), configMaps);
       if (cfg) {
         pipelines++;
+        pipelineConfigs.push(cfg);
         checkPipeline(w, c, cfg, services, workloads, serviceTargets);
         if (checkPeers(w, c, ci, cfg, services, serviceTargets, secrets)) withPeers++;
       }
     }
   }
 }
+
+const stageIdOf = (w) => w.containers.map((c) => flagsOf(c).get("stage_id")).find((id) => id !== undefined);
+const scaling = checkAutoscalers({ objects, workloads, stageIdOf, pipelines: pipelineConfigs, adapterConfigs, report, problems });
 
 if (problems.length) {
   for (const p of problems) console.log(`FAIL ${p}`);
@@ -663,5 +675,7 @@ for (const o of objects) kinds[o.kind] = (kinds[o.kind] ?? 0) + 1;
 console.log(
   `validate: OK: ${objects.length} objects (${Object.entries(kinds).map(([k, n]) => `${n} ${k}`).join(", ")}); ` +
     `${pipelines} pipeline config(s) checked against ${workers} stage worker container(s), ${withPeers} with peers; ` +
-    `${gateways} gateway container(s) checked against their orchestrator`,
+    `${gateways} gateway container(s) checked against their orchestrator; ` +
+    `${scaling.scaledObjects + scaling.hpas} autoscaler(s) (${scaling.scaledObjects} ScaledObject, ${scaling.hpas} HorizontalPodAutoscaler) ` +
+    `checked against ${scaling.workers} stage worker Deployment(s), ${scaling.adapterServed} External metric(s) served by a prometheus-adapter rule`,
 );
