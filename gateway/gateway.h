@@ -9,6 +9,10 @@
 //   GET  /metrics               Prometheus text
 //   GET  /v1/realtime           the Realtime API over WebSocket
 //                               (gateway_realtime.cc, realtime_session.h)
+//   GET  /console               the live console's page, and its files under
+//                               /console/ (gateway_console.cc, console/)
+//   GET  /console/status        the orchestrator's GetPipelineStatus as JSON,
+//                               with the completions this gateway served
 // Anything else: 404, as OpenAI answers it. The client's bearer token (and W3C
 // traceparent) go to the orchestrator with each call, whose authentication
 // decides.
@@ -21,10 +25,12 @@
 #include <memory>
 #include <string>
 
+#include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/tls.h"
 #include "gateway/chat_call.h"
 #include "gateway/chat_request.h"
+#include "gateway/console/served_requests.h"
 #include "gateway/http_server.h"
 #include "gateway/websocket.h"
 #include "grpcpp/grpcpp.h"
@@ -85,6 +91,14 @@ class Gateway {
   void StartRealtime(std::shared_ptr<HttpExchange> exchange, const std::string& head,
                      std::string authorization, const grpc::Status& status,
                      const v1::PipelineStatus& pipeline);
+  // /console and its files, /console/status (gateway_console.cc).
+  void Console(std::shared_ptr<HttpExchange> exchange);
+  // Asks an orchestrator (any: the console is for a pipeline that is not
+  // ready too) for its status with the client's token, whose role the
+  // orchestrator checks (GetPipelineStatus is an admin's call).
+  void ConsoleStatus(std::shared_ptr<HttpExchange> exchange);
+  // A chat completion that started at `started` ended as `outcome`.
+  void Served(const CallOutcome& outcome, absl::Time started);
   // Tells every open Realtime session to go away (loop thread).
   void GoAwaySessions(bool now);
   // Answers a refusal of the route `route` in OpenAI's shape.
@@ -120,6 +134,9 @@ class Gateway {
   // being checked); the sessions open, by a number of their own.
   int realtime_count_ = 0;
   std::map<uint64_t, std::weak_ptr<RealtimeSession>> sessions_;
+  // Loop thread: the chat completions served, for the console.
+  static constexpr size_t kServedKept = 50;
+  ServedRequests served_{kServedKept};
   uint64_t next_session_ = 0;
   std::atomic<bool> draining_{false};
   std::atomic<int> chat_count_{0};
