@@ -8,8 +8,9 @@
 #   the token, then draws the running pipeline's stages; a prompt sent from the
 #   page streams text and sets an <audio> element to a WAV with sound; that
 #   request shows among the recent ones with its outcome; a talker worker
-#   killed by PID turns dead on the page. Screenshots go to
-#   $TEST_UNDECLARED_OUTPUTS_DIR.
+#   killed by PID turns dead on the page; a stage's scaling signal and the
+#   orchestrator's recent requests, added to its answers on their way to the
+#   page, are drawn too. Screenshots go to $TEST_UNDECLARED_OUTPUTS_DIR.
 # Needs node, Debian's chromium and gateway/console_test/node_modules
 # (./setup.sh). Stops what it starts, by PID.
 set -euo pipefail

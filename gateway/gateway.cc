@@ -217,6 +217,23 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
                   });
 }
 
+void Gateway::AskPipelineStatus(v1::Orchestrator::Stub* stub, const std::string& authorization,
+                                std::chrono::seconds timeout, StatusAnswer done) {
+  struct Ask {
+    grpc::ClientContext context;
+    v1::PipelineStatusRequest request;
+    v1::PipelineStatus status;
+  };
+  auto ask = std::make_shared<Ask>();
+  if (!authorization.empty()) ask->context.AddMetadata("authorization", authorization);
+  ask->context.set_deadline(std::chrono::system_clock::now() + timeout);
+  stub->async()->GetPipelineStatus(
+      &ask->context, &ask->request, &ask->status,
+      [this, ask, done = std::move(done)](grpc::Status status) {
+        post_([ask, done, status] { done(status, ask->status); });
+      });
+}
+
 void Gateway::Health(std::shared_ptr<HttpExchange> exchange) {
   if (draining_) {
     Respond(*exchange, 503, kJson, R"({"status": "draining"})");

@@ -20,7 +20,9 @@
 #define OMNISTAGE_GATEWAY_GATEWAY_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -91,6 +93,13 @@ class Gateway {
   void StartRealtime(std::shared_ptr<HttpExchange> exchange, const std::string& head,
                      std::string authorization, const grpc::Status& status,
                      const v1::PipelineStatus& pipeline);
+  // Asks `stub` for the pipeline's status with the client's `authorization`
+  // (passed on: the orchestrator decides whether that token may see it), for
+  // up to `timeout`; `done` runs on the loop thread with the call's status and
+  // the answer.
+  using StatusAnswer = std::function<void(const grpc::Status&, const v1::PipelineStatus&)>;
+  void AskPipelineStatus(v1::Orchestrator::Stub* stub, const std::string& authorization,
+                         std::chrono::seconds timeout, StatusAnswer done);
   // /console and its files, /console/status (gateway_console.cc).
   void Console(std::shared_ptr<HttpExchange> exchange);
   // Asks an orchestrator (any: the console is for a pipeline that is not

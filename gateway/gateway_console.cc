@@ -71,31 +71,22 @@ void Gateway::ConsoleStatus(std::shared_ptr<HttpExchange> exchange) {
                     "invalid_api_key", std::nullopt});
     return;
   }
-  struct Ask {
-    grpc::ClientContext context;
-    v1::PipelineStatusRequest request;
-    v1::PipelineStatus status;
-  };
-  auto ask = std::make_shared<Ask>();
-  if (!authorization->empty()) ask->context.AddMetadata("authorization", *authorization);
-  ask->context.set_deadline(std::chrono::system_clock::now() + kStatusDeadline);
-  any_stub_->async()->GetPipelineStatus(
-      &ask->context, &ask->request, &ask->status, [this, ask, exchange](grpc::Status status) {
-        post_([this, ask, exchange, status] {
-          if (exchange->done()) return;  // The page went away.
-          if (!status.ok()) {
-            absl::Status failed = FromGrpcStatus(status);
-            if (failed.code() == absl::StatusCode::kUnavailable) {
-              failed = absl::UnavailableError(ExplainUnreachable(
-                  std::string(failed.message()), options_.orchestrator_tls.enabled()));
-            }
-            Refuse(*exchange, kStatusRoute, FromStatus(failed));
-            return;
+  AskPipelineStatus(
+      any_stub_.get(), *authorization, kStatusDeadline,
+      [this, exchange](const grpc::Status& status, const v1::PipelineStatus& pipeline) {
+        if (exchange->done()) return;  // The page went away.
+        if (!status.ok()) {
+          absl::Status failed = FromGrpcStatus(status);
+          if (failed.code() == absl::StatusCode::kUnavailable) {
+            failed = absl::UnavailableError(ExplainUnreachable(
+                std::string(failed.message()), options_.orchestrator_tls.enabled()));
           }
-          exchange->AddHeader("Cache-Control", "no-store");
-          exchange->Respond(200, "application/json", ConsoleStatusJson(ask->status, served_));
-          Count(kStatusRoute, 200);
-        });
+          Refuse(*exchange, kStatusRoute, FromStatus(failed));
+          return;
+        }
+        exchange->AddHeader("Cache-Control", "no-store");
+        exchange->Respond(200, "application/json", ConsoleStatusJson(pipeline, served_));
+        Count(kStatusRoute, 200);
       });
 }
 

@@ -91,7 +91,9 @@ function drawStage(svg, stage, x, height) {
   }
   if (stage.scaling) {
     const s = stage.scaling;
-    g.append(el("text", { class: "small", x: 10, y: y + 12, "data-field": "scaling" },
+    // Above 1 the stage is short of slots.
+    const saturated = Number(s.saturation || 0) > 1 ? " saturated" : "";
+    g.append(el("text", { class: `small${saturated}`, x: 10, y: y + 12, "data-field": "scaling" },
                 `saturation ${Number(s.saturation || 0).toFixed(2)}  ` +
                 `recommended ${Number(s.recommendedReplicas || 0)} replica(s)`));
     g.append(el("text", { class: "small", x: 10, y: y + 28 },

@@ -7,6 +7,8 @@
 // token), KILL_PID (a talker worker to kill), KILL_REPLICA (its replica
 // index), CHROMIUM (the browser), SHOTS (where screenshots go).
 // Prints one JSON line of what it saw; exits 1 with the reason on a failure.
+// Screenshots: console.png (after the kill), console_reported.png (with what
+// the orchestrator may report besides: scaling, recent requests).
 import { chromium } from "playwright-core";
 
 const env = (name) => {
@@ -106,6 +108,39 @@ try {
   check(seen.talker_states.filter((s) => s === "live").length === 1,
         `talker replicas: ${seen.talker_states}`);
   await page.screenshot({ path: `${shots}/console.png`, fullPage: true });
+
+  // What the orchestrator may report besides (StageStatus.scaling,
+  // PipelineStatus.recent), added to its real answers on their way to the
+  // page: each stage's saturation and recommended replicas, and its recent
+  // requests in place of the gateway's record.
+  await page.route("**/console/status", async (route) => {
+    const response = await route.fetch();
+    const json = await response.json();
+    for (const stage of json.pipeline.stages) {
+      stage.scaling = { heldRequests: 1, waitingRequests: 2, liveReplicas: 1, capacity: 2,
+                        saturation: 1.5, arrivalsPerSecond: 3.25, slotSecondsPerRequest: 0.4,
+                        demandReplicas: 2.6, recommendedReplicas: 3 };
+    }
+    json.pipeline.recent = [{
+      requestId: "req-reported", identity: "ops", finishReason: "FINISH_REASON_LENGTH",
+      error: "", stages: [{ stageId: 0, replica: 0, instanceId: "a" },
+                          { stageId: 1, replica: 1, instanceId: "b" }],
+      outputTokens: "24", audioSeconds: 3.5, firstOutputSeconds: 0.1, durationSeconds: 0.75,
+      finishedUnixMs: String(Date.now()),
+    }];
+    await route.fulfill({ response, json });
+  });
+  const scaling = page.locator('g.stage[data-stage="talker"] [data-field="scaling"]');
+  await scaling.waitFor();
+  seen.scaling = await scaling.textContent();
+  check(/saturation 1\.50 .*recommended 3 /.test(seen.scaling), `scaling: '${seen.scaling}'`);
+  const reported = page.locator('#recent tbody tr[data-request-id="req-reported"]');
+  await reported.waitFor();
+  seen.reported = await reported.evaluate((row) => ({
+    outcome: row.dataset.outcome, replicas: row.cells[3].textContent }));
+  check(seen.reported.outcome === "length" && seen.reported.replicas === "thinker r0 → talker r1",
+        `the orchestrator's recent request: ${JSON.stringify(seen.reported)}`);
+  await page.screenshot({ path: `${shots}/console_reported.png`, fullPage: true });
   check(problems.length === 0, problems.join("; "));
   console.log(JSON.stringify(seen));
 } catch (e) {
