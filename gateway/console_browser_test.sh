@@ -83,6 +83,7 @@ grep -q '"type":"authentication_error"' "$out/status.json" || fail "$(cat "$out/
 code=$(status "$token")
 [ "$code" = 403 ] || fail "/console/status with a user's token: HTTP $code: $(cat "$out/status.json")"
 grep -q 'needs the admin role' "$out/status.json" || fail "not why: $(cat "$out/status.json")"
+grep -q '"type":"permission_error"' "$out/status.json" || fail "$(cat "$out/status.json")"
 code=$(status "not-a-token-anyone-has")
 [ "$code" = 401 ] || fail "/console/status with an unknown token: HTTP $code"
 code=$(status "$admin")
