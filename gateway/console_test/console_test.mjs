@@ -149,5 +149,7 @@ try {
   console.error(`FAIL: ${e.message}\nseen: ${JSON.stringify(seen)}\n${problems.join("\n")}`);
   process.exitCode = 1;
 } finally {
+  // A poll may be on its way through the route: its end is not waited for.
+  if (page) await page.unrouteAll({ behavior: "ignoreErrors" }).catch(() => {});
   await browser.close();
 }
