@@ -2,7 +2,7 @@
 // token the page was given (Authorization: Bearer; kept in this tab's
 // sessionStorage), draws the pipeline, lists recent requests with their
 // outcome, and sends prompts (prompt.js). docs/console.md.
-import { drawPipeline } from "/console/pipeline_view.js";
+import { drawPipeline, queuedTotal } from "/console/pipeline_view.js";
 import { sendPrompt } from "/console/prompt.js";
 
 const POLL_MS = 1000;
@@ -36,9 +36,8 @@ function servedRate(status, now) {
 
 function showSummary(status, rate) {
   const pipeline = status.pipeline || {};
-  const queued = (pipeline.queued || []).reduce((sum, q) => sum + Number(q.waiting || 0), 0);
   $("summary").textContent =
-      `${Number(pipeline.inFlightRequests || 0)} in flight · ${queued} queued · ` +
+      `${Number(pipeline.inFlightRequests || 0)} in flight · ${queuedTotal(pipeline)} queued · ` +
       `served ${Number(status.gateway?.servedTotal || 0)}` +
       (rate === null ? "" : ` (${rate.toFixed(2)}/s)`);
   $("node").textContent = pipeline.nodeId ? `orchestrator ${pipeline.nodeId}` : "";

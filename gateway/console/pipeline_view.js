@@ -23,7 +23,8 @@ export function replicaState(replica) {
   return ["live", "draining", "dead"].includes(state) ? state : "unknown";
 }
 
-function queuedTotal(pipeline) {
+// Requests waiting in the admission queue, every priority and identity together.
+export function queuedTotal(pipeline) {
   return (pipeline.queued || []).reduce((sum, q) => sum + Number(q.waiting || 0), 0);
 }
 
