@@ -143,10 +143,10 @@ class Gateway {
   // being checked); the sessions open, by a number of their own.
   int realtime_count_ = 0;
   std::map<uint64_t, std::weak_ptr<RealtimeSession>> sessions_;
+  uint64_t next_session_ = 0;
   // Loop thread: the chat completions served, for the console.
   static constexpr size_t kServedKept = 50;
   ServedRequests served_{kServedKept};
-  uint64_t next_session_ = 0;
   std::atomic<bool> draining_{false};
   std::atomic<int> chat_count_{0};
   std::atomic<int> realtime_responses_count_{0};
