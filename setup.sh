@@ -67,6 +67,9 @@ if [ "$BUILD_ONLY" = 0 ]; then
   # The partition test cuts links with nftables rules in a network namespace of
   # its own (unshare from util-linux, ip from iproute2).
   nftables iproute2 util-linux
+  # The gateway's console test drives the page in headless Chromium
+  # (/usr/bin/chromium, through npm playwright-core).
+  chromium
   )
 fi
 if [ "$WITH_BENCHMARK" = 1 ]; then
@@ -121,5 +124,6 @@ npm_ci() {  # npm_ci DIR WHAT
 if [ "$BUILD_ONLY" = 0 ]; then
   npm_ci deploy/kubernetes/validate "the manifest validator"
   npm_ci gateway/sdk_test "the official OpenAI SDK, for the gateway's tests"
+  npm_ci gateway/console_test "playwright-core, for the gateway's console test"
 fi
 echo "setup: done"

@@ -13,6 +13,20 @@ namespace {
 constexpr char kEventStream[] = "text/event-stream";
 constexpr char kJson[] = "application/json";
 
+// The finish reason as CallOutcome names it.
+const char* OutcomeOf(const v1::Terminal& terminal) {
+  switch (terminal.finish_reason()) {
+    case v1::FINISH_REASON_STOP:
+      return "stop";
+    case v1::FINISH_REASON_LENGTH:
+      return "length";
+    case v1::FINISH_REASON_ABORT:
+      return "abort";
+    default:
+      return "error";
+  }
+}
+
 }  // namespace
 
 ChatCall::ChatCall(ChatRequest request, std::string model, std::string authorization,
@@ -52,7 +66,10 @@ void ChatCall::Begin(v1::Orchestrator::Stub* stub) {
 
 void ChatCall::Deliver(const v1::GenerateResponse& response) {
   got_response_ = true;
-  if (!response.request_id().empty()) encoder_.set_request_id(response.request_id());
+  if (!response.request_id().empty()) {
+    request_id_ = response.request_id();
+    encoder_.set_request_id(request_id_);
+  }
   if (response.has_terminal()) {
     terminal_ = response.terminal();
     got_terminal_ = true;
@@ -75,14 +92,19 @@ void ChatCall::Deliver(const v1::GenerateResponse& response) {
   exchange_->Send(events, [this] { ReadNext(); });
 }
 
-void ChatCall::AnswerError(const ApiError& error) {
+void ChatCall::AnswerError(const ApiError& error, const char* outcome) {
   for (const auto& [name, value] : error.Headers()) exchange_->AddHeader(name, value);
-  Answer(error.http_status, error.Json());
+  exchange_->Respond(error.http_status, kJson, error.Json());
+  Finish(error.http_status, outcome, error.message);
 }
 
-void ChatCall::Answer(int http_status, const std::string& body) {
-  exchange_->Respond(http_status, kJson, body);
-  observer_(http_status);
+void ChatCall::Answer(const std::string& body) {
+  exchange_->Respond(200, kJson, body);
+  Finish(200, OutcomeOf(terminal_));
+}
+
+void ChatCall::Finish(int http_status, std::string outcome, std::string error) {
+  observer_({http_status, request_id_, std::move(outcome), std::move(error)});
 }
 
 void ChatCall::Retry(v1::Orchestrator::Stub* stub) {
@@ -96,7 +118,7 @@ void ChatCall::Retry(v1::Orchestrator::Stub* stub) {
 
 void ChatCall::Ended(const grpc::Status& status) {
   if (exchange_->done()) {
-    observer_(exchange_->streaming() ? 200 : 499);  // 499: the client closed first.
+    Finish(exchange_->streaming() ? 200 : 499, "client_closed");  // 499: before any response.
     return;
   }
   if (!status.ok() || !got_terminal_) {
@@ -109,7 +131,7 @@ void ChatCall::Ended(const grpc::Status& status) {
     }
     const ApiError error = FromStatus(failed);
     if (!exchange_->streaming()) {
-      AnswerError(error);
+      AnswerError(error, got_response_ ? "error" : "refused");
       return;
     }
     // Events went out already: say that this one broke the stream.
@@ -117,16 +139,15 @@ void ChatCall::Ended(const grpc::Status& status) {
     broke.message = absl::StrCat("the stream broke before its end: ", error.message);
     exchange_->Send(absl::StrCat("data: ", broke.Json(), "\n\ndata: [DONE]\n\n"));
     exchange_->EndStream();
-    observer_(200);
+    Finish(200, "error", broke.message);
     return;
   }
   if (!stream_) {
     std::variant<std::string, ApiError> body = encoder_.Completion(terminal_);
     if (std::holds_alternative<ApiError>(body)) {
-      const ApiError& error = std::get<ApiError>(body);
-      AnswerError(error);
+      AnswerError(std::get<ApiError>(body), OutcomeOf(terminal_));
     } else {
-      Answer(200, std::get<std::string>(body));
+      Answer(std::get<std::string>(body));
     }
     return;
   }
@@ -134,14 +155,15 @@ void ChatCall::Ended(const grpc::Status& status) {
     // Nothing streamed yet: a failure is still the call's own status.
     if (terminal_.finish_reason() == v1::FINISH_REASON_ERROR) {
       const ApiError error = FromStatus(StatusFromErrorProto(terminal_.error()));
-      AnswerError(error);
+      AnswerError(error, "error");
       return;
     }
     exchange_->StartStream(200, kEventStream);
   }
   exchange_->Send(encoder_.FinalEvents(terminal_));
   exchange_->EndStream();
-  observer_(200);
+  Finish(200, OutcomeOf(terminal_),
+         terminal_.finish_reason() == v1::FINISH_REASON_ERROR ? terminal_.error().message() : "");
 }
 
 }  // namespace omnistage

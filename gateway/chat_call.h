@@ -32,9 +32,22 @@
 
 namespace omnistage {
 
-// Hears how each call ended: the HTTP status answered (200 for a stream that
-// began) and whether the client went away first.
-using CallObserver = std::function<void(int http_status)>;
+// How a call ended.
+struct CallOutcome {
+  // The HTTP status answered (200 for a stream that began; 499 when the
+  // client went away before any response).
+  int http_status = 0;
+  // The orchestrator's request id; "" when none came.
+  std::string request_id;
+  // "stop", "length", "abort" or "error" (the pipeline's finish reason; "error"
+  // also for a stream that broke), "refused" (an error answered before the
+  // pipeline produced anything), "client_closed" (the client went away first).
+  std::string outcome;
+  // With "error" and "refused": the message the client was told.
+  std::string error;
+};
+// Hears how each call ended.
+using CallObserver = std::function<void(const CallOutcome& outcome)>;
 
 class ChatCall final : public ResponseReader<grpc::ClientReadReactor<v1::GenerateResponse>> {
  public:
@@ -59,9 +72,12 @@ class ChatCall final : public ResponseReader<grpc::ClientReadReactor<v1::Generat
   void Deliver(const v1::GenerateResponse& response) override;
   void Ended(const grpc::Status& status) override;
   void Retry(v1::Orchestrator::Stub* stub) override;
-  void Answer(int http_status, const std::string& body);
-  // `error`'s status, headers and body.
-  void AnswerError(const ApiError& error);
+  // Answers 200 with `body`; the call ended with the terminal's finish reason.
+  void Answer(const std::string& body);
+  // `error`'s status, headers and body; the call ended as `outcome`.
+  void AnswerError(const ApiError& error, const char* outcome);
+  // Tells the observer how the call ended.
+  void Finish(int http_status, std::string outcome, std::string error = "");
 
   // For the fallback's second try.
   const ChatRequest request_;
@@ -70,6 +86,7 @@ class ChatCall final : public ResponseReader<grpc::ClientReadReactor<v1::Generat
   const std::string traceparent_;
   bool orchestrator_tls_ = false;
   bool got_response_ = false;
+  std::string request_id_;
 
   const bool stream_;
   ChatEncoder encoder_;

@@ -5,7 +5,9 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/bearer_token.h"
 #include "common/grpc_util.h"
 #include "common/limits.h"
@@ -155,6 +157,8 @@ void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
     Realtime(std::move(exchange));
   } else if (method == "GET" && path == "/health") {
     Health(std::move(exchange));
+  } else if (method == "GET" && (path == "/console" || absl::StartsWith(path, "/console/"))) {
+    Console(std::move(exchange));
   } else if (method == "GET" && path == "/metrics") {
     Respond(*exchange, 200, "text/plain; version=0.0.4", registry_.Render());
   } else {
@@ -204,11 +208,30 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
   ChatCall::Start(stub_.get(), {any_stub_.get(), &fallbacks_}, options_.orchestrator_tls.enabled(),
                   std::get<ChatRequest>(std::move(parsed)),
                   options_.model.id, *std::move(authorization), traceparent, exchange, post_,
-                  [this, path = exchange->path()](int status) {
+                  [this, path = exchange->path(),
+                   started = absl::Now()](const CallOutcome& outcome) {
                     in_flight_.Add(-1);
                     --chat_count_;
-                    Count(path, status);
+                    Count(path, outcome.http_status);
+                    Served(outcome, started);
                   });
+}
+
+void Gateway::AskPipelineStatus(v1::Orchestrator::Stub* stub, const std::string& authorization,
+                                std::chrono::seconds timeout, StatusAnswer done) {
+  struct Ask {
+    grpc::ClientContext context;
+    v1::PipelineStatusRequest request;
+    v1::PipelineStatus status;
+  };
+  auto ask = std::make_shared<Ask>();
+  if (!authorization.empty()) ask->context.AddMetadata("authorization", authorization);
+  ask->context.set_deadline(std::chrono::system_clock::now() + timeout);
+  stub->async()->GetPipelineStatus(
+      &ask->context, &ask->request, &ask->status,
+      [this, ask, done = std::move(done)](grpc::Status status) {
+        post_([ask, done, status] { done(status, ask->status); });
+      });
 }
 
 void Gateway::Health(std::shared_ptr<HttpExchange> exchange) {

@@ -9,6 +9,10 @@
 //   GET  /metrics               Prometheus text
 //   GET  /v1/realtime           the Realtime API over WebSocket
 //                               (gateway_realtime.cc, realtime_session.h)
+//   GET  /console               the live console's page, and its files under
+//                               /console/ (gateway_console.cc, console/)
+//   GET  /console/status        the orchestrator's GetPipelineStatus as JSON,
+//                               with the completions this gateway served
 // Anything else: 404, as OpenAI answers it. The client's bearer token (and W3C
 // traceparent) go to the orchestrator with each call, whose authentication
 // decides.
@@ -16,15 +20,19 @@
 #define OMNISTAGE_GATEWAY_GATEWAY_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 
+#include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/tls.h"
 #include "gateway/chat_call.h"
 #include "gateway/chat_request.h"
+#include "gateway/console/served_requests.h"
 #include "gateway/http_server.h"
 #include "gateway/websocket.h"
 #include "grpcpp/grpcpp.h"
@@ -85,6 +93,21 @@ class Gateway {
   void StartRealtime(std::shared_ptr<HttpExchange> exchange, const std::string& head,
                      std::string authorization, const grpc::Status& status,
                      const v1::PipelineStatus& pipeline);
+  // Asks `stub` for the pipeline's status with the client's `authorization`
+  // (passed on: the orchestrator decides whether that token may see it), for
+  // up to `timeout`; `done` runs on the loop thread with the call's status and
+  // the answer.
+  using StatusAnswer = std::function<void(const grpc::Status&, const v1::PipelineStatus&)>;
+  void AskPipelineStatus(v1::Orchestrator::Stub* stub, const std::string& authorization,
+                         std::chrono::seconds timeout, StatusAnswer done);
+  // /console and its files, /console/status (gateway_console.cc).
+  void Console(std::shared_ptr<HttpExchange> exchange);
+  // Asks an orchestrator (any: the console is for a pipeline that is not
+  // ready too) for its status with the client's token, whose role the
+  // orchestrator checks (GetPipelineStatus is an admin's call).
+  void ConsoleStatus(std::shared_ptr<HttpExchange> exchange);
+  // A chat completion that started at `started` ended as `outcome`.
+  void Served(const CallOutcome& outcome, absl::Time started);
   // Tells every open Realtime session to go away (loop thread).
   void GoAwaySessions(bool now);
   // Answers a refusal of the route `route` in OpenAI's shape.
@@ -121,6 +144,9 @@ class Gateway {
   int realtime_count_ = 0;
   std::map<uint64_t, std::weak_ptr<RealtimeSession>> sessions_;
   uint64_t next_session_ = 0;
+  // Loop thread: the chat completions served, for the console.
+  static constexpr size_t kServedKept = 50;
+  ServedRequests served_{kServedKept};
   std::atomic<bool> draining_{false};
   std::atomic<int> chat_count_{0};
   std::atomic<int> realtime_responses_count_{0};

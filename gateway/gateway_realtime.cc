@@ -94,25 +94,14 @@ void Gateway::Realtime(std::shared_ptr<HttpExchange> exchange) {
   }
   ++realtime_count_;  // Held while the token is checked.
   ++realtime_sessions_count_;
-  struct Ask {
-    grpc::ClientContext context;
-    v1::PipelineStatusRequest request;
-    v1::PipelineStatus status;
-  };
-  auto ask = std::make_shared<Ask>();
-  if (!authorization->empty()) ask->context.AddMetadata("authorization", *authorization);
-  ask->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  stub_->async()->GetPipelineStatus(
-      &ask->context, &ask->request, &ask->status,
-      [this, ask, exchange, head = std::get<std::string>(head),
-       token = *std::move(authorization)](grpc::Status status) mutable {
-        post_([this, ask, exchange, head = std::move(head), token = std::move(token),
-               status]() mutable {
-          --realtime_count_;
-          --realtime_sessions_count_;
-          StartRealtime(exchange, head, std::move(token), status, ask->status);
-        });
-      });
+  AskPipelineStatus(stub_.get(), *authorization, std::chrono::seconds(10),
+                    [this, exchange, head = std::get<std::string>(head),
+                     token = *authorization](const grpc::Status& status,
+                                             const v1::PipelineStatus& pipeline) {
+                      --realtime_count_;
+                      --realtime_sessions_count_;
+                      StartRealtime(exchange, head, token, status, pipeline);
+                    });
 }
 
 void Gateway::StartRealtime(std::shared_ptr<HttpExchange> exchange, const std::string& head,

@@ -1,0 +1,150 @@
+// The live console: polls GET /console/status every second with the admin
+// token the page was given (Authorization: Bearer; kept in this tab's
+// sessionStorage), draws the pipeline, lists recent requests with their
+// outcome, and sends prompts (prompt.js). docs/console.md.
+import { drawPipeline, queuedTotal } from "/console/pipeline_view.js";
+import { sendPrompt } from "/console/prompt.js";
+
+const POLL_MS = 1000;
+const TOKEN_KEY = "omnistage-console-token";
+const $ = (id) => document.getElementById(id);
+
+let token = sessionStorage.getItem(TOKEN_KEY) || "";
+let model = "";
+let previous = null;  // The last poll: {at (ms), servedTotal}.
+let pollTimer = 0;
+
+function authHeaders() {
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
+function showError(text) {
+  $("status-error").textContent = text;
+  $("status-error").hidden = !text;
+}
+
+// Completions per second the gateway served, from successive polls.
+function servedRate(status, now) {
+  const total = Number(status.gateway?.servedTotal || 0);
+  let rate = null;
+  if (previous && now > previous.at) {
+    rate = ((total - previous.servedTotal) * 1000) / (now - previous.at);
+  }
+  previous = { at: now, servedTotal: total };
+  return rate;
+}
+
+function showSummary(status, rate) {
+  const pipeline = status.pipeline || {};
+  $("summary").textContent =
+      `${Number(pipeline.inFlightRequests || 0)} in flight · ${queuedTotal(pipeline)} queued · ` +
+      `served ${Number(status.gateway?.servedTotal || 0)}` +
+      (rate === null ? "" : ` (${rate.toFixed(2)}/s)`);
+  $("node").textContent = pipeline.nodeId ? `orchestrator ${pipeline.nodeId}` : "";
+}
+
+function cell(row, text, className) {
+  const td = row.insertCell();
+  td.textContent = text;
+  if (className) td.className = className;
+}
+
+function finishedAt(unixMs) {
+  const ms = Number(unixMs || 0);
+  return ms > 0 ? new Date(ms).toLocaleTimeString() : "";
+}
+
+// The orchestrator's recent requests (PipelineStatus.recent) when it reports
+// them, else the gateway's own record of the completions it served.
+function showRecent(status) {
+  const pipeline = status.pipeline || {};
+  const body = $("recent").tBodies[0];
+  body.replaceChildren();
+  const fromPipeline = (pipeline.recent || []).length > 0;
+  $("recent-source").textContent = fromPipeline ? "as the orchestrator finished them"
+                                                : "as this gateway served them";
+  if (fromPipeline) {
+    const names = new Map((pipeline.stages || []).map((s) => [s.stageId, s.name]));
+    for (const r of pipeline.recent) {
+      const outcome = String(r.finishReason || "").replace(/^FINISH_REASON_/, "").toLowerCase();
+      const row = body.insertRow();
+      row.dataset.requestId = r.requestId;
+      row.dataset.outcome = outcome;
+      cell(row, r.requestId + (r.identity ? ` (${r.identity})` : ""));
+      cell(row, outcome + (r.error ? `: ${r.error}` : ""), `outcome-${outcome}`);
+      cell(row, `${Number(r.durationSeconds || 0).toFixed(2)} s`);
+      cell(row, (r.stages || []).map((s) => `${names.get(s.stageId) ?? s.stageId} r${s.replica}`)
+                    .join(" → "));
+      cell(row, finishedAt(r.finishedUnixMs));
+    }
+    return;
+  }
+  for (const r of status.gateway?.recent || []) {
+    const row = body.insertRow();
+    row.dataset.requestId = r.requestId;
+    row.dataset.outcome = r.outcome;
+    cell(row, r.requestId || "(none)");
+    cell(row, r.outcome + (r.error ? `: ${r.error}` : ""), `outcome-${r.outcome}`);
+    cell(row, `${Number(r.durationSeconds || 0).toFixed(2)} s`);
+    cell(row, `HTTP ${r.httpStatus}`);
+    cell(row, finishedAt(r.finishedUnixMs));
+  }
+}
+
+async function poll() {
+  clearTimeout(pollTimer);
+  try {
+    const response = await fetch("/console/status", { headers: authHeaders(), cache: "no-store" });
+    if (!response.ok) {
+      const refused = await response.json().catch(() => ({}));
+      const hint = response.status === 401 || response.status === 403
+          ? " — enter an admin token above" : "";
+      showError(`/console/status: HTTP ${response.status}: ${refused.error?.message || ""}${hint}`);
+    } else {
+      const status = await response.json();
+      showError("");
+      showSummary(status, servedRate(status, Date.now()));
+      drawPipeline($("pipeline"), status.pipeline || {});
+      showRecent(status);
+      document.body.dataset.polls = String(Number(document.body.dataset.polls || 0) + 1);
+    }
+  } catch (e) {
+    showError(`/console/status: ${e.message}`);
+  }
+  pollTimer = setTimeout(poll, POLL_MS);
+}
+
+async function loadModel() {
+  const response = await fetch("/v1/models", { headers: authHeaders() });
+  if (response.ok) model = (await response.json()).data?.[0]?.id || "";
+}
+
+function start() {
+  $("token").value = token;
+  $("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    token = $("token").value.trim();
+    if (token) sessionStorage.setItem(TOKEN_KEY, token);
+    else sessionStorage.removeItem(TOKEN_KEY);
+    poll();
+  });
+  $("prompt-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    $("send").disabled = true;
+    try {
+      if (!model) await loadModel();
+      await sendPrompt({
+        prompt: $("prompt").value, model, token, withAudio: $("with-audio").checked,
+        view: { text: $("reply"), status: $("reply-status"), audio: $("reply-audio") },
+      });
+    } catch (e) {
+      $("reply-status").textContent = `failed: ${e.message}`;
+    } finally {
+      $("send").disabled = false;
+    }
+  });
+  loadModel().catch(() => {});
+  poll();
+}
+
+start();
