@@ -20,7 +20,7 @@ start_demo() {
   demo=$!
   set +m
   # The demo stops its services on SIGTERM too; KILL only what outlives that.
-  trap 'kill -TERM $demo 2>/dev/null; for _ in $(seq 1 100); do kill -0 $demo 2>/dev/null || break; sleep 0.1; done; kill -KILL $demo 2>/dev/null; true' EXIT
+  trap 'kill -TERM $demo 2>/dev/null || true; for _ in $(seq 1 100); do kill -0 $demo 2>/dev/null || break; sleep 0.1; done; kill -KILL $demo 2>/dev/null || true' EXIT
   for _ in $(seq 1 1200); do
     grep -q '^demo: serving' "$out/demo.err" && break
     kill -0 "$demo" 2>/dev/null || fail "the demo ended: $(tail -n 20 "$out/demo.err")"
