@@ -12,6 +12,12 @@ sed 's/engine_params: {batch_size: 64, step_time_us: 2000}/engine_params: {batch
   orchestrator/configs/local_omni.yaml >"$out/omni.yaml"
 grep -q 'test_utilities: true' "$out/omni.yaml" || fail "the thinker's engine_params changed: update this test"
 start_orchestrator "$out/omni.yaml"
+# interrupt PID: Ctrl-C to a client in the background; sets rc to its exit code.
+interrupt() {
+  kill -INT "$1"
+  rc=0
+  wait "$1" || rc=$?
+}
 
 "$omni" generate "$server" --prompt="Hello CLI" --wav="$out/a.wav" >"$out/text" 2>"$out/err" ||
   fail "generate exited $?: $(cat "$out/err")"
@@ -81,11 +87,7 @@ grep -q "wrote $out/partial.wav (.*what arrived)" "$out/deadline" || fail "no pa
   --wav="$out/ctrlc.wav" >/dev/null 2>"$out/ctrlc" &
 client=$!
 for _ in $(seq 1 100); do grep -q '\[audio' "$out/ctrlc" && break; sleep 0.1; done
-kill -INT "$client"
-set +e
-wait "$client"
-rc=$?
-set -e
+interrupt "$client"
 [ "$rc" -eq 130 ] || fail "Ctrl-C exit code $rc: $(cat "$out/ctrlc")"
 grep -q 'interrupted; cancelled ctrl-c' "$out/ctrlc" || fail "Ctrl-C message: $(cat "$out/ctrlc")"
 [ "$(head -c 4 "$out/ctrlc.wav")" = "RIFF" ] || fail "Ctrl-C lost the audio"
@@ -118,11 +120,7 @@ grep -q '^  [0-9a-f]*  *(this one)  *yes  ' "$out/cluster_table" ||
 "$omni" status --watch --interval_s=0.2 "$server" >"$out/watch" 2>"$out/watch_err" &
 watcher=$!
 for _ in $(seq 1 100); do [ "$(grep -c '^--- ' "$out/watch")" -ge 3 ] && break; sleep 0.1; done
-kill -INT "$watcher"
-set +e
-wait "$watcher"
-rc=$?
-set -e
+interrupt "$watcher"
 [ "$rc" -eq 0 ] || fail "status --watch after Ctrl-C: exit code $rc: $(cat "$out/watch_err")"
 [ "$(grep -c '^--- [0-9-]*T[0-9:]*Z$' "$out/watch")" -ge 3 ] || fail "status --watch: $(cat "$out/watch")"
 [ "$(grep -c '^stage 0 thinker' "$out/watch")" -ge 3 ] || fail "status --watch tables: $(cat "$out/watch")"
