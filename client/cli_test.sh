@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# The omni CLI against a real local pipeline: generate (text + WAV), status,
-# utility, abort, speak (stdin streamed into a text-to-speech request), listen
-# (that speech streamed into the voice agent), and a clear message when nothing
-# answers. Stops what it
-# starts, by PID.
+# The omni CLI against a real local pipeline: generate (text + WAV), status (a
+# table, --json, --watch), utility, abort, speak (stdin streamed into a
+# text-to-speech request), listen (that speech streamed into the voice agent),
+# and a clear message when nothing answers. Stops what it starts, by PID.
 set -euo pipefail
 
 omni=client/omni
@@ -13,6 +12,12 @@ sed 's/engine_params: {batch_size: 64, step_time_us: 2000}/engine_params: {batch
   orchestrator/configs/local_omni.yaml >"$out/omni.yaml"
 grep -q 'test_utilities: true' "$out/omni.yaml" || fail "the thinker's engine_params changed: update this test"
 start_orchestrator "$out/omni.yaml"
+# interrupt PID: Ctrl-C to a client in the background; sets rc to its exit code.
+interrupt() {
+  kill -INT "$1"
+  rc=0
+  wait "$1" || rc=$?
+}
 
 "$omni" generate "$server" --prompt="Hello CLI" --wav="$out/a.wav" >"$out/text" 2>"$out/err" ||
   fail "generate exited $?: $(cat "$out/err")"
@@ -82,11 +87,7 @@ grep -q "wrote $out/partial.wav (.*what arrived)" "$out/deadline" || fail "no pa
   --wav="$out/ctrlc.wav" >/dev/null 2>"$out/ctrlc" &
 client=$!
 for _ in $(seq 1 100); do grep -q '\[audio' "$out/ctrlc" && break; sleep 0.1; done
-kill -INT "$client"
-set +e
-wait "$client"
-rc=$?
-set -e
+interrupt "$client"
 [ "$rc" -eq 130 ] || fail "Ctrl-C exit code $rc: $(cat "$out/ctrlc")"
 grep -q 'interrupted; cancelled ctrl-c' "$out/ctrlc" || fail "Ctrl-C message: $(cat "$out/ctrlc")"
 [ "$(head -c 4 "$out/ctrlc.wav")" = "RIFF" ] || fail "Ctrl-C lost the audio"
@@ -94,14 +95,41 @@ grep -q 'interrupted; cancelled ctrl-c' "$out/ctrlc" || fail "Ctrl-C message: $(
 "$omni" abort "$server" --ids=ctrl-c >"$out/after" || fail "abort after Ctrl-C"
 grep -q 'not found' "$out/after" || fail "ctrl-c still in flight: $(cat "$out/after")"
 
-"$omni" status "$server" >"$out/status" || fail "status"
+# status: a table per stage for people...
+"$omni" status "$server" >"$out/table" || fail "status"
+grep -q '^orchestrator [0-9a-f]*: accepting, 0 in flight, 0 queued$' "$out/table" ||
+  fail "status heading: $(cat "$out/table")"
+grep -q '^stage 1 talker (engine talker)$' "$out/table" || fail "status lacks talker: $(cat "$out/table")"
+grep -q '^  replica  address  *state  load  bound  last error$' "$out/table" ||
+  fail "status columns: $(cat "$out/table")"
+[ "$(grep -cE '^  [0-9]+  +127\.0\.0\.1:[0-9]+  live  +[0-9-]+/64  [0-9]+$' "$out/table")" -eq 4 ] ||
+  fail "status: not 4 live replicas: $(cat "$out/table")"
+# ... and the PipelineStatus's JSON for programs.
+"$omni" status --json "$server" >"$out/status" || fail "status --json"
 grep -q '"name": "talker"' "$out/status" || fail "status lacks talker: $(cat "$out/status")"
 grep -q '"alive": true' "$out/status" || fail "no live replica in status"
 grep -q '"loadAgeMs"' "$out/status" || fail "status lacks the workers' load: $(cat "$out/status")"
 # Alone, the cluster is this orchestrator: it lists itself, reachable.
-"$omni" status --cluster "$server" >"$out/cluster" || fail "status --cluster"
+"$omni" status --cluster --json "$server" >"$out/cluster" || fail "status --cluster"
 grep -q '"cluster": true' "$out/cluster" || fail "not a cluster status: $(cat "$out/cluster")"
 grep -q '"reachable": true' "$out/cluster" || fail "cluster status lacks this orchestrator"
+"$omni" status --cluster "$server" >"$out/cluster_table" || fail "status --cluster (table)"
+grep -q '^  [0-9a-f]*  *(this one)  *yes  ' "$out/cluster_table" ||
+  fail "cluster table lacks this orchestrator: $(cat "$out/cluster_table")"
+# --watch off a terminal: a separator line before each refresh, until Ctrl-C (exit 0).
+"$omni" status --watch --interval_s=0.2 "$server" >"$out/watch" 2>"$out/watch_err" &
+watcher=$!
+for _ in $(seq 1 100); do [ "$(grep -c '^--- ' "$out/watch")" -ge 3 ] && break; sleep 0.1; done
+interrupt "$watcher"
+[ "$rc" -eq 0 ] || fail "status --watch after Ctrl-C: exit code $rc: $(cat "$out/watch_err")"
+[ "$(grep -c '^--- [0-9-]*T[0-9:]*Z$' "$out/watch")" -ge 3 ] || fail "status --watch: $(cat "$out/watch")"
+[ "$(grep -c '^stage 0 thinker' "$out/watch")" -ge 3 ] || fail "status --watch tables: $(cat "$out/watch")"
+grep -q $'\033' "$out/watch" && fail "status --watch cleared a screen that is no terminal"
+set +e
+"$omni" status --watch --interval_s=0 "$server" >/dev/null 2>"$out/badinterval"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "--interval_s=0: exit code $rc"
 
 "$omni" utility "$server" --stage=1 --name=ping >"$out/util" || fail "utility"
 [ "$(grep -c '"pong"' "$out/util")" -eq 2 ] || fail "utility on both talkers: $(cat "$out/util")"

@@ -9,10 +9,17 @@
 
 namespace omnistage {
 
+std::string CodeName(int code) {
+  const std::string name = absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+  return name.empty() ? absl::StrCat("CODE ", code) : name;
+}
+
 std::string Describe(const grpc::Status& status) {
-  return absl::StrCat(status.error_message(), " (",
-                      absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
-                      ")");
+  return absl::StrCat(status.error_message(), " (", CodeName(status.error_code()), ")");
+}
+
+std::string Describe(const v1::Error& error) {
+  return absl::StrCat(error.message(), " (", CodeName(error.code()), ")");
 }
 
 void GenerateOutput::Add(const v1::GenerateResponse& response) {
@@ -82,7 +89,7 @@ int GenerateOutput::End(const grpc::Status& status, const std::string& command,
       std::cerr << "omni: " << who << " was aborted\n";
       return kAborted;
     default:
-      std::cerr << "omni: " << who << " failed: " << terminal_.error().message() << "\n";
+      std::cerr << "omni: " << who << " failed: " << Describe(terminal_.error()) << "\n";
       return kError;
   }
 }

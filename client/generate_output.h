@@ -20,8 +20,11 @@ namespace omnistage {
 inline constexpr int kOk = 0, kError = 1, kUsage = 2, kAborted = 3, kUnreachable = 4,
                      kInterrupted = 130;
 
-// "no stage 9 (INVALID_ARGUMENT)".
+// A gRPC status code's name ("UNAVAILABLE"); "CODE 42" for a number that is none.
+std::string CodeName(int code);
+// "no stage 9 (INVALID_ARGUMENT)": a call's status, or an Error a response carried.
 std::string Describe(const grpc::Status& status);
+std::string Describe(const v1::Error& error);
 
 class GenerateOutput {
  public:

@@ -4,7 +4,7 @@
 //   omni speak --wav=out.wav < text.txt     (a GenerateDuplex call: stdin streams in)
 //   omni listen --wav=question.wav --reply_wav=answer.wav   (the WAV streams in)
 //   omni abort --ids=req-1,req-2
-//   omni status [--cluster]
+//   omni status [--cluster] [--json] [--watch [--interval_s=2]]
 //   omni utility --stage=1 --name=stats
 //
 // generate streams text to stdout as it arrives, shows a progress line for
@@ -12,6 +12,7 @@
 // arrived before an abort, a deadline or Ctrl-C). speak does the same while it
 // sends stdin into the running request line by line (speak.h). abort prints one line per
 // id: aborted, not found, or failed (still in flight; retry) with the reason.
+// status prints a table per stage (status_table.h), or the JSON with --json.
 // Exit codes: 0 finished, 1 error (for abort: some id failed; for utility:
 // some replica's call failed, each named on stderr), 2 bad usage,
 // 3 aborted, 4 no orchestrator answers at --server, 130 interrupted (Ctrl-C).
@@ -37,14 +38,15 @@
 #include "client/connection.h"
 #include "client/generate_output.h"
 #include "client/listen.h"
+#include "client/proto_json.h"
 #include "client/speak.h"
+#include "client/status_command.h"
 #include "common/flags_usage.h"
 #include "common/grpc_log.h"
 #include "common/limits.h"
 #include "common/modality.h"
 #include "common/tls.h"
 #include "common/wav_reader.h"
-#include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
 
@@ -103,6 +105,12 @@ ABSL_FLAG(std::string, ids, "", "abort: comma-separated request ids");
 ABSL_FLAG(bool, cluster, false,
           "status: the whole cluster (every orchestrator sharing the workers, and each "
           "worker's freshest load)");
+ABSL_FLAG(bool, json, false,
+          "status: print the PipelineStatus as JSON (for programs) instead of the table");
+ABSL_FLAG(bool, watch, false,
+          "status: print it again every --interval_s seconds until Ctrl-C (on a terminal, "
+          "in place)");
+ABSL_FLAG(double, interval_s, 2, "status --watch: seconds between refreshes (at least 0.1)");
 ABSL_FLAG(int, stage, 0, "utility: the stage");
 ABSL_FLAG(std::string, name, "", "utility: the utility's name");
 ABSL_FLAG(std::vector<std::string>, args, {},
@@ -322,7 +330,7 @@ int Abort(v1::Orchestrator::Stub& stub) {
         break;
       case v1::AbortResult::OUTCOME_FAILED:
         // Still in flight: the abort can be retried.
-        std::cout << "failed\t" << result.error().message() << "\n";
+        std::cout << "failed\t" << Describe(result.error()) << "\n";
         rc = kError;
         break;
       default:
@@ -333,28 +341,22 @@ int Abort(v1::Orchestrator::Stub& stub) {
   return rc;
 }
 
-int PrintJson(const google::protobuf::Message& message) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.always_print_primitive_fields = true;
-  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
-  std::cout << json;
-  return kOk;
-}
-
 int Status(v1::Orchestrator::Stub& stub) {
-  grpc::ClientContext context;
-  Prepare(&context);
-  v1::PipelineStatusRequest request;
-  request.set_cluster(absl::GetFlag(FLAGS_cluster));
-  v1::PipelineStatus response;
-  const grpc::Status status = stub.GetPipelineStatus(&context, request, &response);
-  if (!status.ok()) {
-    std::cerr << "omni: status failed: " << Describe(status) << "\n";
-    return kError;
+  StatusOptions options;
+  options.cluster = absl::GetFlag(FLAGS_cluster);
+  options.json = absl::GetFlag(FLAGS_json);
+  options.watch = absl::GetFlag(FLAGS_watch);
+  options.interval_s = absl::GetFlag(FLAGS_interval_s);
+  if (!(options.interval_s >= 0.1)) {
+    std::cerr << "omni: --interval_s must be at least 0.1\n";
+    return kUsage;
   }
-  return PrintJson(response);
+  options.prepare = Prepare;
+  // Ctrl-C ends --watch; without it, it ends the process as usual.
+  if (options.watch) std::signal(SIGINT, OnInterrupt);
+  const int rc = RunStatus(stub, options, interrupted);
+  std::signal(SIGINT, SIG_DFL);
+  return rc;
 }
 
 int Utility(v1::Orchestrator::Stub& stub) {
@@ -380,7 +382,7 @@ int Utility(v1::Orchestrator::Stub& stub) {
     std::cerr << "omni: utility failed: " << Describe(status) << "\n";
     return kError;
   }
-  PrintJson(response);
+  std::cout << ToJson(response);
   // The JSON is for machines (its codes are numbers); a person reads which
   // replicas failed, and how, here, and the exit code says whether any did.
   int rc = kOk;
@@ -388,8 +390,7 @@ int Utility(v1::Orchestrator::Stub& stub) {
     if (!result.has_error()) continue;
     std::cerr << "omni: replica " << result.replica()
               << (result.address().empty() ? "" : " (" + result.address() + ")") << ": "
-              << absl::StatusCodeToString(static_cast<absl::StatusCode>(result.error().code()))
-              << ": " << result.error().message() << "\n";
+              << CodeName(result.error().code()) << ": " << result.error().message() << "\n";
     rc = kError;
   }
   return rc;

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/error_proto.h"
 #include "common/grpc_util.h"
 
 namespace omnistage {
@@ -154,7 +153,7 @@ void ChatCall::Ended(const grpc::Status& status) {
   if (!exchange_->streaming()) {
     // Nothing streamed yet: a failure is still the call's own status.
     if (terminal_.finish_reason() == v1::FINISH_REASON_ERROR) {
-      const ApiError error = FromStatus(StatusFromErrorProto(terminal_.error()));
+      const ApiError error = encoder_.TerminalError(terminal_);
       AnswerError(error, "error");
       return;
     }

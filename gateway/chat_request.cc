@@ -235,6 +235,7 @@ Part ReadAudio(const json& parsed, const ServedModel& model, ChatRequest* reques
     if (request->audio && model.voice_stage >= 0 && !voice->get<std::string>().empty()) {
       v1::StageParameters* speaker = request->generate.add_stage_params();
       speaker->set_stage_id(model.voice_stage);
+      request->voice_stage = model.voice_stage;
       (*speaker->mutable_extra())["voice"] = VoiceVariant(voice->get<std::string>());
     }
   }

@@ -65,6 +65,9 @@ struct ChatRequest {
   AudioFormat audio_format = AudioFormat::kWav;
   // The request's `user`, for logs.
   std::string user;
+  // The stage `audio.voice` went to as its extra parameter `voice`; -1 when
+  // it went nowhere. A refusal of that parameter there names `audio.voice`.
+  int voice_stage = -1;
 };
 
 // The request, or the error to answer with (400, or 404 for another model).

@@ -27,16 +27,6 @@ const char* FinishReason(v1::FinishReason reason) {
   return reason == v1::FINISH_REASON_LENGTH ? "length" : "stop";
 }
 
-// The error a terminal that did not finish well stands for.
-ApiError TerminalError(const v1::Terminal& terminal) {
-  if (terminal.finish_reason() == v1::FINISH_REASON_ERROR) {
-    return FromStatus(StatusFromErrorProto(terminal.error()));
-  }
-  ApiError aborted = FromStatus(absl::AbortedError("the request was aborted"));
-  aborted.code = "aborted";
-  return aborted;
-}
-
 bool FinishedWell(const v1::Terminal& terminal) {
   return terminal.finish_reason() == v1::FINISH_REASON_STOP ||
          terminal.finish_reason() == v1::FINISH_REASON_LENGTH;
@@ -51,9 +41,27 @@ ChatEncoder::ChatEncoder(const ChatRequest& request, std::string model, int64_t 
       audio_(request.audio),
       audio_format_(request.audio_format),
       include_usage_(request.include_usage),
+      voice_stage_(request.voice_stage),
       model_(std::move(model)),
       created_(created),
       prompt_tokens_(WordCount(request.generate.prompt())) {}
+
+ApiError ChatEncoder::TerminalError(const v1::Terminal& terminal) const {
+  if (terminal.finish_reason() != v1::FINISH_REASON_ERROR) {
+    ApiError aborted = FromStatus(absl::AbortedError("the request was aborted"));
+    aborted.code = "aborted";
+    return aborted;
+  }
+  const v1::Error& error = terminal.error();
+  ApiError refused = FromStatus(StatusFromErrorProto(error));
+  // The worker names the field of its request ("params.extra.voice"); the
+  // client wrote audio.voice.
+  if (voice_stage_ >= 0 && error.stage_id() == voice_stage_ &&
+      error.field() == "params.extra.voice") {
+    refused.param = "audio.voice";
+  }
+  return refused;
+}
 
 std::string ChatEncoder::ChunkEvent(const std::string& delta_fields, const char* finish_reason) {
   // Built as text around the one part that changes: an event per text piece

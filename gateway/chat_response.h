@@ -52,6 +52,10 @@ class ChatEncoder {
   void Gather(const v1::GenerateResponse& response);
   // Not streaming: the chat.completion body, or the error to answer with.
   std::variant<std::string, ApiError> Completion(const v1::Terminal& terminal) const;
+  // The error a terminal that did not finish well (ERROR or ABORT) stands
+  // for; its `param` is the request's field the pipeline refused, when the
+  // gateway put it there (audio.voice).
+  ApiError TerminalError(const v1::Terminal& terminal) const;
 
  private:
   // One "data: {chunk}\n\n" event whose delta holds `delta_fields` (JSON
@@ -63,6 +67,7 @@ class ChatEncoder {
   const bool audio_;
   const AudioFormat audio_format_;
   const bool include_usage_;
+  const int voice_stage_;
   const std::string model_;
   std::string id_ = "chatcmpl-unknown";
   const int64_t created_;

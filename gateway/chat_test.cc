@@ -334,6 +334,37 @@ TEST(ChatEncoderTest, AnErrorAfterTheStartIsAnErrorEvent) {
   EXPECT_EQ(events[1], "[DONE]");
 }
 
+// A voice the vocoder does not know: the worker refuses its request's
+// params.extra.voice, and the client is told which of its fields that was.
+TEST(ChatEncoderTest, AnUnknownVoiceIsRefusedNamingAudioVoice) {
+  const std::string body = R"({"model": "omni-demo", "messages": [{"role": "user",
+      "content": "x"}], "modalities": ["text", "audio"], "audio": {"voice": "nosuchvoice",
+      "format": "wav"}})";
+  std::variant<ChatRequest, ApiError> parsed =
+      ParseChatRequest(body, ServedModel{"omni-demo", 0, /*voice_stage=*/2});
+  ASSERT_TRUE(std::holds_alternative<ChatRequest>(parsed));
+  ChatEncoder encoder(std::get<ChatRequest>(parsed), "omni-demo", 1);
+  v1::Terminal refused;
+  refused.set_finish_reason(v1::FINISH_REASON_ERROR);
+  v1::Error* error = refused.mutable_error();
+  error->set_code(3);  // INVALID_ARGUMENT
+  error->set_message("stage 2 (vocoder) replica 0 rejected the request: engine vocoder: extra "
+                     "parameter voice: expected one of ..., got 'nosuchvoice'");
+  error->set_stage_id(2);
+  error->set_field("params.extra.voice");
+  std::variant<std::string, ApiError> answer = encoder.Completion(refused);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(answer));
+  const json body_json = json::parse(std::get<ApiError>(answer).Json());
+  EXPECT_EQ(std::get<ApiError>(answer).http_status, 400);
+  EXPECT_EQ(body_json["error"]["param"], "audio.voice");
+  EXPECT_EQ(body_json["error"]["type"], "invalid_request_error");
+  // The same refusal as a stream's error event.
+  EXPECT_EQ(EventsOf(encoder.FinalEvents(refused))[0]["error"]["param"], "audio.voice");
+  // Another stage's refusal of a field named alike is no audio.voice.
+  error->set_stage_id(1);
+  EXPECT_TRUE(json::parse(encoder.TerminalError(refused).Json())["error"]["param"].is_null());
+}
+
 TEST(ChatEncoderTest, AWholeCompletionCarriesTextAndAWavFile) {
   ChatRequest request = Parse(R"({"model": "omni-demo", "messages": [{"role": "user",
       "content": "x"}], "modalities": ["text", "audio"]})");

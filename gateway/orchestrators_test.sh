@@ -126,7 +126,7 @@ echo "spread: $spread_a and $spread_b of 12"
 in_flight() {
   local port="${1}_port"
   local ip="${1}_ip"
-  client/omni status --server="${!ip}:${!port}" 2>/dev/null |
+  client/omni status --json --server="${!ip}:${!port}" 2>/dev/null |
     sed -n 's/.*"inFlightRequests": \([0-9]*\).*/\1/p'
 }
 # A whole (not streamed) completion whose client gives up after 1 s, long

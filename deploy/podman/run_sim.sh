@@ -164,12 +164,12 @@ orchestrator="${orchestrators[0]}"
 ready_s="${SIM_READY_S:-180}"
 deadline=$((SECONDS + ready_s))
 while [ "$SECONDS" -lt "$deadline" ]; do
-  alive="$(omni admin status --server="$orchestrator" 2>/dev/null | grep -c '"alive": true' || true)"
+  alive="$(omni admin status --json --server="$orchestrator" 2>/dev/null | grep -c '"alive": true' || true)"
   [ "$alive" = "$want" ] && break
   sleep 0.5
 done
 echo "== orchestrator at $orchestrator: $alive of $want replicas alive"
-omni admin status --server="$orchestrator" |
+omni admin status --json --server="$orchestrator" |
   grep -E '"(name|address|origin|state|lastError)"' | sed 's/^ */  /'
 if [ "$alive" != "$want" ]; then
   echo "run_sim: not every replica came alive in ${ready_s}s" >&2
@@ -180,7 +180,7 @@ fi
 peers="${#orchestrators[@]}"
 deadline=$((SECONDS + 60))
 while [ "$SECONDS" -lt "$deadline" ]; do
-  omni admin status --cluster --server="$orchestrator" >"$work/cluster" 2>&1 || true
+  omni admin status --cluster --json --server="$orchestrator" >"$work/cluster" 2>&1 || true
   listed="$(grep -c '"reachable":' "$work/cluster" || true)"
   reachable="$(grep -c '"reachable": true' "$work/cluster" || true)"
   [ "$listed" = "$peers" ] && [ "$reachable" = "$peers" ] && break

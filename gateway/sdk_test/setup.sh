@@ -31,7 +31,7 @@ write_tokens() {
 }
 
 # in_flight: the requests the orchestrator ($server) has in flight (admin).
-in_flight() { OMNISTAGE_TOKEN="$admin" "$omni" status "$server" 2>/dev/null | sed -n 's/.*"inFlightRequests": \([0-9]*\).*/\1/p'; }
+in_flight() { OMNISTAGE_TOKEN="$admin" "$omni" status --json "$server" 2>/dev/null | sed -n 's/.*"inFlightRequests": \([0-9]*\).*/\1/p'; }
 
 # wait_idle WHAT: fails unless the orchestrator has 0 in flight within 5 s.
 wait_idle() {

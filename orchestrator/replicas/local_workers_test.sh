@@ -73,8 +73,8 @@ echo "flat install: started its workers and stopped"
 
 start_orchestrator orchestrator/configs/local_sim.yaml
 
-instance() { "$omni" status "$server" | sed -n 's/.*"instanceId": "\([^"]*\)".*/\1/p' | head -1; }
-alive() { grep -q '"alive": true' <<<"$("$omni" status "$server")"; }
+instance() { "$omni" status --json "$server" | sed -n 's/.*"instanceId": "\([^"]*\)".*/\1/p' | head -1; }
+alive() { grep -q '"alive": true' <<<"$("$omni" status --json "$server")"; }
 
 first=$(instance)
 [ -n "$first" ] || fail "no instance id in status"

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "stage_worker/engines/batching_engine.h"
 #include "stage_worker/engines/engine_params.h"
@@ -30,9 +31,15 @@ std::vector<std::string> MakeSentence(SplitMix64* rng) {
   std::vector<std::string> words;
   auto add = [&](absl::Span<const absl::string_view> list) { words.emplace_back(Pick(list, rng)); };
   auto noun_phrase = [&] {
+    const size_t determiner = words.size();
     add(Determiners());
     if (rng->Below(2) == 0) add(Adjectives());
     add(Nouns());
+    // "an ancient engine", not "a ancient engine" (no word here starts with a
+    // vowel letter yet a consonant sound, as "one" or "university" would).
+    if (words[determiner] == "a" && absl::StrContains("aeiou", words[determiner + 1][0])) {
+      words[determiner] = "an";
+    }
   };
   noun_phrase();
   add(Verbs());

@@ -1,0 +1,133 @@
+#include "client/status_table.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+
+namespace omnistage {
+namespace {
+
+using Row = std::vector<std::string>;
+
+// Rows as columns padded to their widest cell, two spaces apart, each line
+// starting with `indent`; no trailing spaces.
+std::string Columns(const std::vector<Row>& rows, const std::string& indent) {
+  std::vector<size_t> widths;
+  for (const Row& row : rows) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const Row& row : rows) {
+    std::string line = indent;
+    for (size_t i = 0; i < row.size(); ++i) {
+      absl::StrAppend(&line, row[i]);
+      if (i + 1 < row.size()) line.append(widths[i] - row[i].size() + 2, ' ');
+    }
+    absl::StrAppend(&out, absl::StripTrailingAsciiWhitespace(line), "\n");
+  }
+  return out;
+}
+
+std::string StateName(const v1::ReplicaStatus& replica) {
+  switch (replica.state()) {
+    case v1::ReplicaStatus::STATE_LIVE:
+      return "live";
+    case v1::ReplicaStatus::STATE_DRAINING:
+      return replica.retiring() ? "retiring" : "draining";
+    case v1::ReplicaStatus::STATE_DEAD:
+      return "dead";
+    default:
+      return replica.alive() ? "live" : "unknown";
+  }
+}
+
+// "load/capacity"; "-" for a load never reported.
+std::string Load(const v1::ReplicaStatus& replica) {
+  return absl::StrCat(replica.load_age_ms() < 0 ? "-" : absl::StrCat(replica.load_requests()),
+                      "/", replica.capacity());
+}
+
+// The message on one line, cut at kMaxErrorChars.
+std::string ShortError(const std::string& error) {
+  std::string line = absl::StrReplaceAll(error, {{"\r\n", " "}, {"\n", " "}, {"\t", " "}});
+  if (line.size() <= static_cast<size_t>(kMaxErrorChars)) return line;
+  line.resize(kMaxErrorChars - 3);
+  return absl::StrCat(absl::StripTrailingAsciiWhitespace(line), "...");
+}
+
+std::string ScalingLine(const v1::StageScaling& s) {
+  return absl::StrFormat(
+      "scaling: saturation %.2f (%d held, %d waiting, capacity %d on %d live); "
+      "recommended replicas %d (demand %.2f: %.2f req/s x %.3f s a slot)\n",
+      s.saturation(), s.held_requests(), s.waiting_requests(), s.capacity(), s.live_replicas(),
+      s.recommended_replicas(), s.demand_replicas(), s.arrivals_per_second(),
+      s.slot_seconds_per_request());
+}
+
+std::string Stage(const v1::StageStatus& stage) {
+  std::string out = absl::StrCat("stage ", stage.stage_id(), " ", stage.name(), " (engine ",
+                                 stage.engine(), ")\n");
+  if (!stage.discovery_error().empty()) {
+    absl::StrAppend(&out, "  discovery: ", ShortError(stage.discovery_error()), "\n");
+  }
+  if (stage.has_scaling()) absl::StrAppend(&out, "  ", ScalingLine(stage.scaling()));
+  if (stage.replicas_size() == 0) return absl::StrCat(out, "  no replicas\n");
+  std::vector<Row> rows = {{"replica", "address", "state", "load", "bound", "last error"}};
+  for (const v1::ReplicaStatus& r : stage.replicas()) {
+    rows.push_back({absl::StrCat(r.replica()), r.address().empty() ? "-" : r.address(),
+                    StateName(r), Load(r), absl::StrCat(r.bound_requests()),
+                    ShortError(r.last_error())});
+  }
+  return absl::StrCat(out, Columns(rows, "  "));
+}
+
+std::string Queue(const v1::PipelineStatus& status) {
+  int waiting = 0;
+  std::vector<std::string> parts;
+  for (const v1::QueuedRequests& q : status.queued()) {
+    waiting += q.waiting();
+    parts.push_back(absl::StrCat("priority ", q.priority(), " ",
+                                 q.identity().empty() ? "(anonymous)" : q.identity(), ": ",
+                                 q.waiting()));
+  }
+  if (parts.empty()) return "0 queued";
+  return absl::StrCat(waiting, " queued (", absl::StrJoin(parts, ", "), ")");
+}
+
+std::string Orchestrators(const v1::PipelineStatus& status) {
+  std::vector<Row> rows = {{"node id", "peer address", "reachable", "in flight", "accepting",
+                            "error"}};
+  for (const v1::OrchestratorStatus& o : status.orchestrators()) {
+    rows.push_back({o.node_id().empty() ? "?" : o.node_id(),
+                    o.peer_address().empty() ? "(this one)" : o.peer_address(),
+                    o.reachable() ? "yes" : "no",
+                    o.reachable() ? absl::StrCat(o.in_flight_requests()) : "-",
+                    o.reachable() ? (o.accepting() ? "yes" : "no") : "-", ShortError(o.error())});
+  }
+  return absl::StrCat("orchestrators:\n", Columns(rows, "  "));
+}
+
+}  // namespace
+
+std::string FormatStatusTable(const v1::PipelineStatus& status) {
+  std::string out = absl::StrCat("orchestrator ", status.node_id().empty() ? "?" : status.node_id(),
+                                 ": ", status.accepting() ? "accepting" : "draining (not accepting)",
+                                 ", ", status.in_flight_requests(), " in flight, ",
+                                 Queue(status), "\n");
+  if (status.invariant_violations() > 0) {
+    absl::StrAppend(&out, "invariant violations: ", status.invariant_violations(),
+                    " (a bug of omnistage: see its log)\n");
+  }
+  if (status.cluster()) absl::StrAppend(&out, Orchestrators(status));
+  for (const v1::StageStatus& stage : status.stages()) absl::StrAppend(&out, "\n", Stage(stage));
+  return out;
+}
+
+}  // namespace omnistage

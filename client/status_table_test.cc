@@ -1,0 +1,151 @@
+#include "client/status_table.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace omnistage {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+v1::ReplicaStatus* AddReplica(v1::StageStatus* stage, int index, const std::string& address,
+                              v1::ReplicaStatus::State state) {
+  v1::ReplicaStatus* r = stage->add_replicas();
+  r->set_replica(index);
+  r->set_address(address);
+  r->set_state(state);
+  r->set_alive(state != v1::ReplicaStatus::STATE_DEAD);
+  r->set_capacity(64);
+  r->set_load_age_ms(-1);
+  return r;
+}
+
+// Two stages: a thinker with one busy replica, a talker with a live and a dead one.
+v1::PipelineStatus TwoStages() {
+  v1::PipelineStatus status;
+  status.set_node_id("7f3a");
+  status.set_accepting(true);
+  status.set_in_flight_requests(2);
+  v1::StageStatus* thinker = status.add_stages();
+  thinker->set_stage_id(0);
+  thinker->set_name("thinker");
+  thinker->set_engine("thinker");
+  v1::ReplicaStatus* busy =
+      AddReplica(thinker, 0, "127.0.0.1:40123", v1::ReplicaStatus::STATE_LIVE);
+  busy->set_load_requests(2);
+  busy->set_load_age_ms(120);
+  busy->set_bound_requests(2);
+  v1::StageStatus* talker = status.add_stages();
+  talker->set_stage_id(1);
+  talker->set_name("talker");
+  talker->set_engine("talker");
+  AddReplica(talker, 0, "127.0.0.1:40124", v1::ReplicaStatus::STATE_LIVE);
+  AddReplica(talker, 1, "127.0.0.1:40125", v1::ReplicaStatus::STATE_DEAD)
+      ->set_last_error("connection refused");
+  return status;
+}
+
+TEST(StatusTableTest, StagesAndReplicasInAlignedColumns) {
+  EXPECT_EQ(FormatStatusTable(TwoStages()),
+            "orchestrator 7f3a: accepting, 2 in flight, 0 queued\n"
+            "\n"
+            "stage 0 thinker (engine thinker)\n"
+            "  replica  address          state  load  bound  last error\n"
+            "  0        127.0.0.1:40123  live   2/64  2\n"
+            "\n"
+            "stage 1 talker (engine talker)\n"
+            "  replica  address          state  load  bound  last error\n"
+            "  0        127.0.0.1:40124  live   -/64  0\n"
+            "  1        127.0.0.1:40125  dead   -/64  0      connection refused\n");
+}
+
+TEST(StatusTableTest, ScalingLineOnlyWhenReported) {
+  v1::PipelineStatus status = TwoStages();
+  EXPECT_THAT(FormatStatusTable(status), Not(HasSubstr("scaling")));
+  v1::StageScaling* s = status.mutable_stages(1)->mutable_scaling();
+  s->set_held_requests(100);
+  s->set_waiting_requests(28);
+  s->set_live_replicas(1);
+  s->set_capacity(64);
+  s->set_saturation(2.0);
+  s->set_arrivals_per_second(40);
+  s->set_slot_seconds_per_request(2.5);
+  s->set_demand_replicas(2.6);
+  s->set_recommended_replicas(3);
+  const std::string table = FormatStatusTable(status);
+  EXPECT_THAT(table,
+              HasSubstr("stage 1 talker (engine talker)\n"
+                        "  scaling: saturation 2.00 (100 held, 28 waiting, capacity 64 on 1 "
+                        "live); recommended replicas 3 (demand 2.60: 40.00 req/s x 2.500 s a "
+                        "slot)\n"
+                        "  replica  address"));
+  // Stage 0 reported none.
+  EXPECT_THAT(table, HasSubstr("stage 0 thinker (engine thinker)\n  replica"));
+}
+
+TEST(StatusTableTest, LongErrorsAreCutToOneLine) {
+  v1::PipelineStatus status = TwoStages();
+  status.mutable_stages(1)->mutable_replicas(1)->set_last_error(
+      "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:40125:\n"
+      "Failed to connect to remote host: Connection refused");
+  const std::string table = FormatStatusTable(status);
+  EXPECT_THAT(table, HasSubstr("dead   -/64  0      failed to connect to all addresses; last "
+                               "error: UNKNOWN:...\n"));
+  EXPECT_THAT(table, Not(HasSubstr("Connection refused")));
+  std::string line = table.substr(table.find("  1        127.0.0.1:40125"));
+  line = line.substr(0, line.find('\n'));
+  EXPECT_LE(line.size(), 2 + 9 + 17 + 7 + 6 + 7 + kMaxErrorChars);
+}
+
+TEST(StatusTableTest, DrainingRetiringAndUnreported) {
+  v1::PipelineStatus status = TwoStages();
+  status.set_accepting(false);
+  status.mutable_stages(1)->mutable_replicas(0)->set_state(v1::ReplicaStatus::STATE_DRAINING);
+  status.mutable_stages(1)->mutable_replicas(1)->set_state(v1::ReplicaStatus::STATE_DRAINING);
+  status.mutable_stages(1)->mutable_replicas(1)->set_retiring(true);
+  status.mutable_stages(0)->set_discovery_error("lookup of omnistage-thinker failed: NXDOMAIN");
+  status.mutable_stages(0)->clear_replicas();
+  const std::string table = FormatStatusTable(status);
+  EXPECT_THAT(table, HasSubstr("orchestrator 7f3a: draining (not accepting), 2 in flight"));
+  EXPECT_THAT(table, HasSubstr("  discovery: lookup of omnistage-thinker failed: NXDOMAIN\n"
+                               "  no replicas\n"));
+  EXPECT_THAT(table, HasSubstr("  0        127.0.0.1:40124  draining  -/64"));
+  EXPECT_THAT(table, HasSubstr("  1        127.0.0.1:40125  retiring  -/64"));
+}
+
+TEST(StatusTableTest, QueueClusterAndInvariants) {
+  v1::PipelineStatus status = TwoStages();
+  v1::QueuedRequests* q = status.add_queued();
+  q->set_priority(9);
+  q->set_identity("alice");
+  q->set_waiting(2);
+  q = status.add_queued();
+  q->set_priority(0);
+  q->set_waiting(1);
+  status.set_invariant_violations(1);
+  status.set_cluster(true);
+  v1::OrchestratorStatus* self = status.add_orchestrators();
+  self->set_node_id("7f3a");
+  self->set_reachable(true);
+  self->set_accepting(true);
+  self->set_in_flight_requests(2);
+  v1::OrchestratorStatus* peer = status.add_orchestrators();
+  peer->set_peer_address("10.0.0.2:50061");
+  peer->set_error("deadline exceeded");
+  const std::string table = FormatStatusTable(status);
+  EXPECT_THAT(table, HasSubstr("2 in flight, 3 queued (priority 9 alice: 2, priority 0 "
+                               "(anonymous): 1)\n"
+                               "invariant violations: 1 (a bug of omnistage: see its log)\n"
+                               "orchestrators:\n"
+                               "  node id  peer address    reachable  in flight  accepting  "
+                               "error\n"
+                               "  7f3a     (this one)      yes        2          yes\n"
+                               "  ?        10.0.0.2:50061  no         -          -          "
+                               "deadline exceeded\n"));
+}
+
+}  // namespace
+}  // namespace omnistage
