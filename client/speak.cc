@@ -27,10 +27,14 @@ class LatencyLog {
     sent_.push_back(Clock::now());
     first_audio_.emplace_back();
   }
+  // The first audio after a line is the first after it, also when a later
+  // line left before it came (a slow pipeline): every line still waiting
+  // gets it.
   void Audio() {
     absl::MutexLock lock(&mu_);
-    if (!sent_.empty() && first_audio_.back() == Clock::time_point()) {
-      first_audio_.back() = Clock::now();
+    const Clock::time_point now = Clock::now();
+    for (size_t i = first_audio_.size(); i-- > 0 && first_audio_[i] == Clock::time_point();) {
+      first_audio_[i] = now;
     }
   }
   void Print() const {
