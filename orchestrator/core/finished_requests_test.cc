@@ -107,7 +107,8 @@ TEST(FinishedRequestsTest, TheLineNamesStagesReplicasAndInstances) {
   record.set_identity("alice");
   record.set_finish_reason(v1::FINISH_REASON_STOP);
   for (auto [stage, replica, instance] :
-       {std::tuple<int, int, const char*>{0, 0, "thinker-0-4711-1"}, {1, 1, "talker-1-4711-1"},
+       {std::tuple<int, int, const char*>{0, 0, "thinker-0-4711-1"},
+        {1, 1, "talker-1-4711-1"},
         {2, 0, ""}}) {
     v1::StageReplica* ran = record.add_stages();
     ran->set_stage_id(stage);

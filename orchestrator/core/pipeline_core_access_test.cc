@@ -52,11 +52,11 @@ TEST_F(PipelineCoreAccessTest, FinishedFailedAndAbortedRequestsEachHaveOneRecord
   auto failed = Gen("failed", {}, "bob");
   auto aborted = Gen("aborted");
   scheduler_.AdvanceBy(absl::Milliseconds(20));
-  Out(0, 0, "ok", {Text("Hello there")});       // talker: ok -> K0
-  Out(0, 0, "failed", {Text("Nope")});          // talker: failed -> K1
+  Out(0, 0, "ok", {Text("Hello there")});  // talker: ok -> K0
+  Out(0, 0, "failed", {Text("Nope")});     // talker: failed -> K1
   scheduler_.AdvanceBy(absl::Milliseconds(10));
   Done(0, 0, "ok", {Text(" world")});
-  Out(1, 0, "ok", {Codes({1, 2, 3})}, true);    // vocoder: ok -> W0
+  Out(1, 0, "ok", {Codes({1, 2, 3})}, true);           // vocoder: ok -> W0
   Done(2, 0, "ok", {Audio(std::string(4800, '\0'))});  // 0.1 s at 24 kHz.
   scheduler_.AdvanceBy(absl::Milliseconds(70));
   core().OnReplicaDown(1, 1, absl::UnavailableError("worker exited"));
@@ -65,19 +65,20 @@ TEST_F(PipelineCoreAccessTest, FinishedFailedAndAbortedRequestsEachHaveOneRecord
 
   const std::vector<std::string> lines = AccessLines(logged);
   ASSERT_THAT(lines, SizeIs(3)) << logged;
-  EXPECT_THAT(lines[0], HasSubstr(
-      " info orchestrator request=ok access identity=alice finish=stop "
-      "stages=thinker:0@T0#1,talker:0@K0#1,vocoder:0@W0#1 output_tokens=3 "
-      "audio_seconds=0.100 first_output_ms=20.0 duration_ms=30.0"));
-  EXPECT_THAT(lines[1], HasSubstr(
-      " info orchestrator request=failed access identity=bob finish=error "
-      "stages=thinker:0@T0#1,talker:1@K1#1 output_tokens=1 audio_seconds=0.000 "
-      "first_output_ms=20.0 duration_ms=100.0 "
-      "error=\"UNAVAILABLE: stage 1 (talker) replica 1 died: worker exited\""));
-  EXPECT_THAT(lines[2], HasSubstr(
-      " info orchestrator request=aborted access identity=\"\" finish=abort "
-      "stages=thinker:0@T0#1 output_tokens=0 audio_seconds=0.000 first_output_ms=none "
-      "duration_ms=100.0"));
+  EXPECT_THAT(lines[0],
+              HasSubstr(" info orchestrator request=ok access identity=alice finish=stop "
+                        "stages=thinker:0@T0#1,talker:0@K0#1,vocoder:0@W0#1 output_tokens=3 "
+                        "audio_seconds=0.100 first_output_ms=20.0 duration_ms=30.0"));
+  EXPECT_THAT(lines[1],
+              HasSubstr(" info orchestrator request=failed access identity=bob finish=error "
+                        "stages=thinker:0@T0#1,talker:1@K1#1 output_tokens=1 audio_seconds=0.000 "
+                        "first_output_ms=20.0 duration_ms=100.0 "
+                        "error=\"UNAVAILABLE: stage 1 (talker) replica 1 died: worker exited\""));
+  EXPECT_THAT(
+      lines[2],
+      HasSubstr(" info orchestrator request=aborted access identity=\"\" finish=abort "
+                "stages=thinker:0@T0#1 output_tokens=0 audio_seconds=0.000 first_output_ms=none "
+                "duration_ms=100.0"));
 
   const v1::PipelineStatus status = core().Status();
   ASSERT_THAT(status.recent(), SizeIs(3));  // Newest first.
@@ -92,8 +93,7 @@ TEST_F(PipelineCoreAccessTest, FinishedFailedAndAbortedRequestsEachHaveOneRecord
   EXPECT_DOUBLE_EQ(o.audio_seconds(), 0.1);
   EXPECT_DOUBLE_EQ(o.first_output_seconds(), 0.02);
   EXPECT_DOUBLE_EQ(o.duration_seconds(), 0.03);
-  EXPECT_EQ(o.finished_unix_ms(),
-            absl::ToUnixMillis(scheduler_.Now() - absl::Milliseconds(70)));
+  EXPECT_EQ(o.finished_unix_ms(), absl::ToUnixMillis(scheduler_.Now() - absl::Milliseconds(70)));
   EXPECT_EQ(f.request_id(), "failed");
   EXPECT_EQ(f.finish_reason(), v1::FINISH_REASON_ERROR);
   EXPECT_THAT(Ran(f), ElementsAre("0:0@T0#1", "1:1@K1#1"));
