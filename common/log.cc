@@ -129,6 +129,10 @@ void Log(LogLevel level, const LogContext& context, absl::string_view message) {
     }
     if (context.stage >= 0) absl::StrAppend(&line, "\"stage\":", context.stage, ",");
     if (context.replica >= 0) absl::StrAppend(&line, "\"replica\":", context.replica, ",");
+    if (!context.instance.empty()) {
+      absl::StrAppend(&line, "\"instance\":\"", JsonEscape(context.instance), "\",");
+    }
+    if (context.session >= 0) absl::StrAppend(&line, "\"session\":", context.session, ",");
     if (!context.trace_id.empty()) {
       absl::StrAppend(&line, "\"trace_id\":\"", JsonEscape(context.trace_id), "\",");
     }
@@ -137,6 +141,8 @@ void Log(LogLevel level, const LogContext& context, absl::string_view message) {
     if (!context.request_id.empty()) absl::StrAppend(&line, "request=", context.request_id, " ");
     if (context.stage >= 0) absl::StrAppend(&line, "stage=", context.stage, " ");
     if (context.replica >= 0) absl::StrAppend(&line, "replica=", context.replica, " ");
+    if (!context.instance.empty()) absl::StrAppend(&line, "instance=", context.instance, " ");
+    if (context.session >= 0) absl::StrAppend(&line, "session=", context.session, " ");
     if (!context.trace_id.empty()) absl::StrAppend(&line, "trace=", context.trace_id, " ");
     absl::StrAppend(&line, message);
   }

@@ -11,10 +11,14 @@
 //
 // A line about a request carries its id, and the stage and replica where that
 // matters, and its W3C trace id when the client sent a traceparent, so one
-// request can be followed across processes. Thread-safe.
+// request can be followed across processes. A stage worker's lines carry its
+// instance, and the session where one is concerned:
+//   // ... info stage_worker stage=1 instance=talker-1-4711-1 session=2 session opened
+// Thread-safe.
 #ifndef OMNISTAGE_COMMON_LOG_H_
 #define OMNISTAGE_COMMON_LOG_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -38,6 +42,10 @@ struct LogContext {
   int replica = -1;
   // The trace id of a W3C traceparent (32 hex digits).
   std::string trace_id;
+  // A stage worker's instance id (its Ready's), and the session (its number
+  // on that worker) the line is about.
+  std::string instance = {};
+  int64_t session = -1;
 };
 
 // Sets the format and level of every later line; call at start-up, before

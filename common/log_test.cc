@@ -82,6 +82,24 @@ TEST(LogTest, JsonLinesParseBackWithEveryField) {
   EXPECT_EQ(line.fields().count("request_id"), 0u);
 }
 
+TEST(LogTest, AWorkersLinesCarryItsInstanceAndSession) {
+  InitLogging({"stage_worker", LogFormat::kText, LogLevel::kInfo});
+  LogContext context{"req-7", 1, -1, "4bf92f3577b34da6a3ce929d0e0e4736"};
+  context.instance = "talker-1-4711-1";
+  context.session = 2;
+  std::string out = CaptureStderr([&] { LogInfo(context, "added"); });
+  EXPECT_THAT(out, HasSubstr(" info stage_worker request=req-7 stage=1 instance=talker-1-4711-1 "
+                             "session=2 trace=4bf92f3577b34da6a3ce929d0e0e4736 added\n"));
+
+  InitLogging({"stage_worker", LogFormat::kJson, LogLevel::kInfo});
+  out = CaptureStderr([&] { LogInfo(context, "added"); });
+  google::protobuf::Struct line;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out, &line).ok()) << out;
+  EXPECT_EQ(line.fields().at("instance").string_value(), "talker-1-4711-1");
+  EXPECT_EQ(line.fields().at("session").number_value(), 2);
+  EXPECT_EQ(line.fields().count("replica"), 0u);
+}
+
 TEST(LogTest, LinesBelowTheLevelAreDropped) {
   InitLogging({"orchestrator", LogFormat::kText, LogLevel::kWarning});
   const std::string out = CaptureStderr([] {

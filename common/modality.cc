@@ -26,4 +26,10 @@ absl::StatusOr<v1::Modality> ParseModality(absl::string_view name) {
       absl::StrCat("expected text, audio or tokens, got '", absl::CHexEscape(name), "'"));
 }
 
+double AudioSecondsOf(const v1::AudioChunk& audio) {
+  if (audio.sample_rate_hz() <= 0) return 0;
+  const int channels = audio.channels() <= 0 ? 1 : audio.channels();
+  return static_cast<double>(audio.pcm_s16le().size()) / (2.0 * channels * audio.sample_rate_hz());
+}
+
 }  // namespace omnistage

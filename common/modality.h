@@ -1,4 +1,5 @@
-// Modality names as configs, the CLI and logs spell them: "text", "audio", "tokens".
+// Modality names as configs, the CLI and logs spell them: "text", "audio", "tokens";
+// and how long a chunk of audio plays.
 #ifndef OMNISTAGE_COMMON_MODALITY_H_
 #define OMNISTAGE_COMMON_MODALITY_H_
 
@@ -16,6 +17,10 @@ std::string ModalityName(v1::Modality m);
 // The inverse of ModalityName() for the three real modalities; INVALID_ARGUMENT
 // "expected text, audio or tokens, got '<name>'" otherwise.
 absl::StatusOr<v1::Modality> ParseModality(absl::string_view name);
+
+// How long `audio` plays: its 16-bit frames over its sample rate (channels 0
+// read as 1); 0 without a sample rate.
+double AudioSecondsOf(const v1::AudioChunk& audio);
 
 }  // namespace omnistage
 

@@ -18,5 +18,16 @@ TEST(ModalityTest, NamesRoundTrip) {
               ::testing::HasSubstr("expected text, audio or tokens, got 'Text'"));
 }
 
+TEST(ModalityTest, AudioSecondsAreFramesOverTheRate) {
+  v1::AudioChunk audio;
+  audio.set_pcm_s16le(std::string(48000, '\0'));  // 24000 16-bit samples.
+  audio.set_sample_rate_hz(24000);
+  EXPECT_DOUBLE_EQ(AudioSecondsOf(audio), 1.0);  // Channels 0: mono.
+  audio.set_channels(2);
+  EXPECT_DOUBLE_EQ(AudioSecondsOf(audio), 0.5);
+  audio.set_sample_rate_hz(0);
+  EXPECT_DOUBLE_EQ(AudioSecondsOf(audio), 0.0);
+}
+
 }  // namespace
 }  // namespace omnistage

@@ -66,6 +66,9 @@ ABSL_FLAG(std::string, log_format, "text",
           "shippers)");
 ABSL_FLAG(std::string, log_level, "info", "the least severe lines logged: debug, info, "
           "warning or error (debug adds a line per request and stage)");
+ABSL_FLAG(bool, access_log, true,
+          "an info line per finished request: who, the stages and replicas it ran on, what it "
+          "delivered, how long it took, how it ended (--access_log=false: none)");
 ABSL_FLAG(std::string, metrics_listen, "",
           "host:port for Prometheus metrics at /metrics over HTTP (off when empty; port 0 "
           "picks one)");
@@ -136,6 +139,7 @@ int Run() {
   options.listen = absl::GetFlag(FLAGS_listen);
   options.dns_server = absl::GetFlag(FLAGS_dns_server);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  options.access_log = absl::GetFlag(FLAGS_access_log);
   options.tls = TlsFiles{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                          absl::GetFlag(FLAGS_tls_client_ca)};
   options.worker_tls = TlsFiles{absl::GetFlag(FLAGS_worker_tls_cert),

@@ -49,6 +49,7 @@ absl::Status Orchestrator::MakeCore() {
   core_ = std::make_unique<PipelineCore>(
       config, std::vector<std::vector<ReplicaClient*>>(config.stages.size()), &loop_);
   core_->set_node_id(node_id_);
+  core_->set_access_log(options_.access_log);
   absl::StatusOr<std::unique_ptr<ReplicaSet>> replicas =
       ReplicaSet::Create(&config, core_.get(), &loop_, options_.worker_tls);
   if (!replicas.ok()) return replicas.status();

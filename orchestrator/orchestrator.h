@@ -61,6 +61,8 @@ struct OrchestratorOptions {
   std::string listen = "127.0.0.1:0";
   // host:port of the Prometheus endpoint (/metrics); empty: none.
   std::string metrics_listen;
+  // An info line per finished request (finished_requests.h).
+  bool access_log = true;
   // TLS for clients (with tls.ca: client certificates required); plaintext
   // when empty. `tls_flags` names them in errors.
   TlsFiles tls;

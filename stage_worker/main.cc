@@ -146,8 +146,8 @@ int Run() {
   // The engine is stuck for good: exit so that a supervisor (the orchestrator
   // for spawned workers, Kubernetes in a cluster) starts a fresh one. The busy
   // loop cannot be joined, so nothing is torn down.
-  worker.set_on_stall_exit([](const absl::Status& why) {
-    LogError(absl::StrCat(why.message(), "; exiting"));
+  worker.set_on_stall_exit([&worker](const absl::Status& why) {
+    LogError(worker.log_context(), absl::StrCat(why.message(), "; exiting"));
     std::_Exit(3);
   });
 
@@ -164,7 +164,8 @@ int Run() {
       WorkerServer::Start(server_options, &worker);
   if (!server.ok()) return StartRefused("stage_worker", server.status().message());
   if (server_options.tls.enabled() && server_options.tls.ca.empty()) {
-    LogWarning("--tls_client_ca is not set: any client that reaches this port may open "
+    LogWarning(worker.log_context(),
+               "--tls_client_ca is not set: any client that reaches this port may open "
                "sessions; set it to the CA of the orchestrators' certificates (mTLS)");
   }
   std::unique_ptr<MetricsServer> metrics;
@@ -185,10 +186,10 @@ int Run() {
     listening.fields.push_back({"health_port", absl::StrCat((*server)->health_port())});
   }
   PrintListeningLine(listening);
-  LogInfo({"", options.stage_id, -1, ""},
+  LogInfo(worker.log_context(),
           absl::StrCat("serving stage ", options.stage_id, " with engine ", engine_name,
-                       " (capacity ", worker.engine().capacity(), ") on ", address,
-                       ", instance ", worker.instance_id(),
+                       " (capacity ", worker.engine().capacity(), ") on ", address, ", instance ",
+                       worker.instance_id(),
                        metrics != nullptr ? absl::StrCat(", metrics on port ", metrics->port())
                                           : std::string("")));
 
@@ -205,7 +206,8 @@ int Run() {
     signal = signals.Wait();
   } while (signal == SIGUSR1 && !loop_ended);
   if (signal != SIGUSR1) {
-    LogInfo(absl::StrCat(StopSignals::Name(signal), ", draining (signal again to stop at once)"));
+    LogInfo(worker.log_context(),
+            absl::StrCat(StopSignals::Name(signal), ", draining (signal again to stop at once)"));
     signals.StopAtOnceOnNext();
     worker.Drain(absl::Milliseconds(absl::GetFlag(FLAGS_drain_timeout_ms)));
     worker.RequestShutdown();
@@ -214,7 +216,8 @@ int Run() {
   metrics.reset();
   (*server)->Shutdown(absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
   if (!result.ok()) {
-    LogError(absl::StrCat("exiting after a fatal engine error: ", result.message()));
+    LogError(worker.log_context(),
+             absl::StrCat("exiting after a fatal engine error: ", result.message()));
     return 1;
   }
   return 0;

@@ -8,9 +8,10 @@
 
 namespace omnistage {
 
-StallGuard::StallGuard(StallOptions options, Hooks hooks)
+StallGuard::StallGuard(StallOptions options, Hooks hooks, LogContext log_context)
     : options_(options),
       hooks_(std::move(hooks)),
+      log_context_(std::move(log_context)),
       watchdog_(options,
                 StepWatchdog::Callbacks{
                     [this](uint64_t step, absl::Duration running) { OnStall(step, running); },
@@ -48,7 +49,8 @@ void StallGuard::OnStall(uint64_t step, absl::Duration running) {
     event = stalled_event_;
     for (const auto& session : sessions) lost_.emplace_back(session, session->LiveIds());
   });
-  LogWarning(absl::StrCat("step ", step, " has run for ", absl::FormatDuration(running),
+  LogWarning(log_context_,
+             absl::StrCat("step ", step, " has run for ", absl::FormatDuration(running),
                           " (stall timeout ", absl::FormatDuration(options_.stall_after),
                           "): NOT_SERVING; its requests are lost"));
   hooks_.set_serving(false);
@@ -69,8 +71,8 @@ void StallGuard::OnRecover(uint64_t step, absl::Duration took) {
     sessions = open;
   });
   if (!recovered) return;
-  LogInfo(absl::StrCat("the stalled step ", step, " returned after ",
-                       absl::FormatDuration(took), ": SERVING again"));
+  LogInfo(log_context_, absl::StrCat("the stalled step ", step, " returned after ",
+                                     absl::FormatDuration(took), ": SERVING again"));
   // The clients were told these requests are lost: stop them, each ending on
   // its session with a finished ABORT.
   std::vector<CoreMessage> aborts;

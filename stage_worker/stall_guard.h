@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/log.h"
 #include "protos/stage_worker.pb.h"
 #include "stage_worker/engine_core.h"
 #include "stage_worker/session.h"
@@ -47,7 +48,8 @@ class StallGuard {
     std::function<void(std::vector<CoreMessage>)> submit;
   };
 
-  StallGuard(StallOptions options, Hooks hooks);
+  // Its lines carry `log_context` (the worker's stage and instance).
+  StallGuard(StallOptions options, Hooks hooks, LogContext log_context);
 
   // The busy loop's steps.
   void StepBegan(uint64_t step) { watchdog_.StepBegan(step); }
@@ -70,6 +72,7 @@ class StallGuard {
 
   const StallOptions options_;
   const Hooks hooks_;
+  const LogContext log_context_;
 
   mutable absl::Mutex mu_;
   uint64_t stalled_step_ ABSL_GUARDED_BY(mu_) = 0;

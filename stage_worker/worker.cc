@@ -24,23 +24,32 @@ WorkerOptions WithInstanceId(WorkerOptions options) {
   return options;
 }
 
+LogContext WorkerContext(const WorkerOptions& options) {
+  LogContext context;
+  context.stage = options.stage_id;
+  context.instance = options.instance_id;
+  return context;
+}
+
 }  // namespace
 
 Worker::Worker(WorkerOptions options, std::unique_ptr<Engine> engine)
     : options_(WithInstanceId(std::move(options))),
+      log_context_(WorkerContext(options_)),
       engine_(std::move(engine)),
       cache_layout_(engine_->prefix_cache()),
       cache_reports_(cache_layout_.capacity_blocks),
       core_(engine_.get(), this),
       submit_([this](std::vector<CoreMessage> batch) { core_.SubmitAll(std::move(batch)); }),
-      stall_(options_.stall,
-             StallGuard::Hooks{[this](absl::FunctionRef<void(
-                                          const std::vector<std::shared_ptr<Session>>&)>
-                                          with) {
-                                 absl::MutexLock lock(&mu_);
-                                 with(SessionsLocked());
-                               },
-                               [this](bool serving) { SetServing(serving); }, submit_}) {
+      stall_(
+          options_.stall,
+          StallGuard::Hooks{
+              [this](absl::FunctionRef<void(const std::vector<std::shared_ptr<Session>>&)> with) {
+                absl::MutexLock lock(&mu_);
+                with(SessionsLocked());
+              },
+              [this](bool serving) { SetServing(serving); }, submit_},
+          log_context_) {
   if (cache_layout_.block_tokens > 0) metrics_.AddPrefixCache(cache_layout_);
   // Gauges of state other threads own, read when a scrape asks.
   metrics_registry_.OnRender([this] {
@@ -96,9 +105,8 @@ int Worker::Drain(absl::Duration timeout) {
   }
   if (on_serving) on_serving(false);
   for (const auto& session : sessions) session->Send(event);
-  LogInfo({"", options_.stage_id, -1, ""},
-          absl::StrCat("draining: serving no new session, ", live_requests(),
-                       " request(s) get up to ", absl::FormatDuration(timeout)));
+  LogInfo(log_context_, absl::StrCat("draining: serving no new session, ", live_requests(),
+                                     " request(s) get up to ", absl::FormatDuration(timeout)));
   // Done early once nothing runs and no client will add more (each acknowledged
   // the drain or left).
   auto finished = [this] {
@@ -128,7 +136,7 @@ int Worker::Drain(absl::Duration timeout) {
     left.emplace_back(session, std::move(ids));
   }
   if (left.empty()) {
-    LogInfo({"", options_.stage_id, -1, ""}, "drained: every request ended");
+    LogInfo(log_context_, "drained: every request ended");
     return 0;
   }
   absl::BlockingCounter done(static_cast<int>(left.size()));
@@ -148,8 +156,7 @@ int Worker::Drain(absl::Duration timeout) {
   }
   core_.SubmitAll(std::move(aborts));
   done.Wait();
-  LogWarning({"", options_.stage_id, -1, ""},
-             absl::StrCat("drain timeout passed; stopped ", stopped, " request(s)"));
+  LogWarning(log_context_, absl::StrCat("drain timeout passed; stopped ", stopped, " request(s)"));
   return stopped;
 }
 
@@ -157,6 +164,15 @@ absl::Status Worker::Wait() {
   if (loop_.joinable()) loop_.join();
   absl::MutexLock lock(&mu_);
   return result_;
+}
+
+LogContext Worker::ContextOf(const Session& session, const std::string& request_id,
+                             const std::string& trace_id) const {
+  LogContext context = log_context_;
+  context.request_id = request_id;
+  context.trace_id = trace_id;
+  context.session = static_cast<int64_t>(session.number());
+  return context;
 }
 
 size_t Worker::live_requests() const {
@@ -204,8 +220,8 @@ void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs
     // Forget finished ids before the client can see them finish and reuse them.
     for (const v1::RequestOutput& output : event.step().outputs()) {
       if (!output.finished()) continue;
-      const LogContext context{output.request_id(), options_.stage_id, -1,
-                               session->EraseLive(output.request_id())};
+      const LogContext context =
+          ContextOf(*session, output.request_id(), session->EraseLive(output.request_id()));
       if (output.finish_reason() == v1::FINISH_REASON_ERROR) {
         LogWarning(context, absl::StrCat("failed in the engine: ", output.error().message()));
       } else {
@@ -289,7 +305,7 @@ void Worker::OnShutdown() {
 }
 
 void Worker::OnFatal(const absl::Status& reason) {
-  LogError({"", options_.stage_id, -1, ""},
+  LogError(log_context_,
            absl::StrCat("fatal engine error: ", reason.message(), "; ending every session"));
   {
     absl::MutexLock lock(&mu_);

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/limits.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "protos/stage_worker.pb.h"
 #include "stage_worker/cache_reports.h"
@@ -120,6 +121,8 @@ class Worker : public CoreSink {
              const std::string& peer = "");
 
   const std::string& instance_id() const { return options_.instance_id; }
+  // What every line about this worker carries: its stage and instance.
+  const LogContext& log_context() const { return log_context_; }
   int stage_id() const { return options_.stage_id; }
   const Engine& engine() const { return *engine_; }
   uint64_t steps() const { return core_.steps(); }
@@ -173,9 +176,14 @@ class Worker : public CoreSink {
   std::optional<v1::CacheEvents> TakeCacheReport(const Session& session);
   // Tells the server's health, unless the worker has stopped for good.
   void SetServing(bool serving) ABSL_LOCKS_EXCLUDED(mu_);
+  // What a line about `session`, or request `request_id` on it (traced by
+  // `trace_id`), carries.
+  LogContext ContextOf(const Session& session, const std::string& request_id = "",
+                       const std::string& trace_id = "") const;
   std::vector<std::shared_ptr<Session>> SessionsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const WorkerOptions options_;
+  const LogContext log_context_;
   MetricsRegistry metrics_registry_;
   WorkerMetrics metrics_{&metrics_registry_};
   const std::unique_ptr<Engine> engine_;

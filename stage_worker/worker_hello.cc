@@ -148,8 +148,8 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
     ready->mutable_prefix_cache()->set_capacity_blocks(cache_layout_.capacity_blocks);
   }
   if (cache.has_value()) *ready->mutable_load()->mutable_cache() = *std::move(cache);
-  LogInfo({"", options_.stage_id, -1, ""},
-          absl::StrCat("session ", session->number(), " opened",
+  LogInfo(ContextOf(*session),
+          absl::StrCat("session opened",
                        session->peer().empty() ? "" : absl::StrCat(" by '", session->peer(), "'")));
   session->Open(std::move(event));
 }

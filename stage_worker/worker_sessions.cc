@@ -72,9 +72,9 @@ void Worker::SendRejected(Session& session, uint64_t seq, v1::WorkerCommand::Com
       break;
   }
   *rejected->mutable_error() = ErrorProto(status, options_.stage_id, -1, options_.instance_id);
-  LogWarning({request_id, options_.stage_id, -1, ""},
-             absl::StrCat("rejected a command of session ", session.number(), ": ",
-                          absl::StatusCodeToString(status.code()), ": ", status.message()));
+  LogWarning(ContextOf(session, request_id),
+             absl::StrCat("rejected a command: ", absl::StatusCodeToString(status.code()), ": ",
+                          status.message()));
   session.Send(std::move(event));
 }
 
@@ -140,9 +140,9 @@ void Worker::HandleAdd(Session& session, v1::WorkerCommand& command) {
                                                  "' is already live in this session")));
     return;
   }
-  Log(LogLevel::kDebug, {add.request_id(), options_.stage_id, -1, trace_id},
-      absl::StrCat("added (session ", session.number(), ", ", request.input.size(),
-                   " input payload(s)", request.input_complete ? ")" : ", more to come)"));
+  Log(LogLevel::kDebug, ContextOf(session, add.request_id(), trace_id),
+      absl::StrCat("added (", request.input.size(), " input payload(s)",
+                   request.input_complete ? ")" : ", more to come)"));
   // An abort of the id that the loop applies before this Add did not stop
   // it: the session must know which of its live requests the engine holds.
   std::shared_ptr<Session> owner;
@@ -214,9 +214,8 @@ void Worker::CloseSession(Session& session) {
   const bool was_closed = session.closed();
   std::vector<std::string> ids = session.Close(&released);
   if (!was_closed) {
-    LogInfo({"", options_.stage_id, -1, ""},
-            absl::StrCat("session ", session.number(), " closed; aborting its ", ids.size(),
-                         " live request(s)"));
+    LogInfo(ContextOf(session),
+            absl::StrCat("session closed; aborting its ", ids.size(), " live request(s)"));
   }
   {
     absl::MutexLock lock(&mu_);

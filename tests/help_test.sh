@@ -20,7 +20,8 @@ check() {  # BINARY ARGS... -- EXPECTED...
   done
 }
 check orchestrator/orchestrator --help -- "--config" "--listen" 'default: "127.0.0.1:50051"' \
-  "--metrics_listen" "--dns_server" "--stage_worker" "--peer_listen" "--peer_tls_ca"
+  "--metrics_listen" "--dns_server" "--stage_worker" "--peer_listen" "--peer_tls_ca" \
+  "--access_log" "default: true"
 check stage_worker/stage_worker --help -- "--engine" "--engine_params" "--drain_timeout_ms" \
   "default: 30000" "--metrics_listen" "--stall_timeout_ms"
 check client/omni --help -- "--server" "--prompt" "--wav" "--ids" "--seed" "--cluster"

@@ -3,7 +3,10 @@
 # lines, debug level) spawns the omni pipeline's workers with the same log
 # flags; a Generate with a W3C traceparent leaves lines about its id on the
 # orchestrator and on every stage's worker, each carrying the trace id, and
-# the start-up, replica-up and drain lines are there too.
+# the start-up, replica-up and drain lines are there too. The request has one
+# access line naming the replica of each stage; every worker line names its
+# stage and instance (the two talker replicas' lines differ by it), and every
+# line about a session its session.
 set -uo pipefail
 source tests/orchestrator_process.sh
 
@@ -43,5 +46,17 @@ assert any(m.startswith("serving pipeline 'omni-demo'") for m in msgs), "no star
 assert sum(m.startswith("up: instance") for m in msgs) == 4, "not 4 replica-up lines"
 assert any(m.startswith("SIGTERM, draining") for m in msgs), "no SIGTERM line"
 assert any(m.startswith("drained") for m in msgs), "no drained line"
+access = [l for l in orch if l["msg"].startswith("access ")]
+assert len(access) == 1, ("not one access line", access)
+for want in ("finish=stop", "stages=thinker:0@", ",talker:", ",vocoder:0@", "output_tokens="):
+    assert want in access[0]["msg"], ("access line lacks", want, access[0])
+own = [l for l in lines if l["service"] == "stage_worker" and not l["msg"].startswith("grpc ")]
+assert all("stage" in l and l.get("instance") for l in own), \
+    [l for l in own if "stage" not in l or not l.get("instance")]
+about_sessions = [l for l in own if l["msg"].startswith(("session ", "added", "finished"))]
+assert about_sessions and all("session" in l for l in about_sessions), \
+    [l for l in about_sessions if "session" not in l]
+talkers = [l for l in own if l["stage"] == 1 and l["msg"].startswith("session opened")]
+assert len({l["instance"] for l in talkers}) == 2, ("two talker replicas' sessions", talkers)
 print("PASS:", len(mine), "lines about trace-me across", 1 + len(workers), "processes")
 PY

@@ -207,6 +207,7 @@ std::unique_ptr<InFlightRequest> NewInFlightRequest(const PipelineConfig& config
     r->params.push_back(StageParamsFor(config, request, s));
   }
   r->last_activity = now;
+  r->account = RequestAccount(now);
   return r;
 }
 

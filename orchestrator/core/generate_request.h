@@ -53,7 +53,7 @@ v1::StageParameters StageParamsFor(const PipelineConfig& config,
 
 // The in-flight request `request` (valid) becomes under `id`: which stages stream
 // to the client (the final stages of the asked-for modalities), the last stage it
-// needs, each stage's parameters; its last activity is `now`.
+// needs, each stage's parameters; its admission and last activity are `now`.
 std::unique_ptr<InFlightRequest> NewInFlightRequest(const PipelineConfig& config,
                                                     const v1::GenerateRequest& request,
                                                     const std::string& id,

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/error_proto.h"
 #include "common/invariant.h"
@@ -22,21 +21,6 @@ AbortOptions AbortOptionsFor(const PipelineConfig& config) {
   AbortOptions options;
   options.worker_abort_timeout = config.worker_abort_timeout;
   return options;
-}
-
-// What an output costs against its identity's output-token rate
-// (rate_limiter.h): a tokens payload its ids, a text payload its words.
-int64_t OutputTokensOf(const v1::Payload& payload) {
-  if (payload.has_tokens()) return payload.tokens().ids_size();
-  if (!payload.has_text()) return 0;
-  int64_t words = 0;
-  bool in_word = false;
-  for (char c : payload.text().text()) {
-    const bool space = absl::ascii_isspace(static_cast<unsigned char>(c));
-    if (!space && !in_word) ++words;
-    in_word = !space;
-  }
-  return words;
 }
 
 }  // namespace
@@ -63,6 +47,7 @@ PipelineCore::PipelineCore(PipelineConfig config,
     : config_(std::move(config)),
       scheduler_(scheduler),
       metrics_(&metrics_registry_, StageNames(config_)),
+      finished_(StageNames(config_)),
       table_(scheduler),
       abort_(AbortOptionsFor(config_), &config_, &pools_, &table_, scheduler, this),
       demand_(static_cast<int>(replicas.size()), DemandOptionsFor(config_.scaling)) {
@@ -329,12 +314,12 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
   if (r.to_client[stage] && output.payloads_size() > 0) {
     std::vector<v1::OutputChunk> chunks;
     chunks.reserve(output.payloads_size());
-    // Counted only for an identity with an output-token rate: the words of
-    // every text would cost each output a scan.
-    const bool charged = rate_limiter_.ChargesOutputOf(r.caller);
+    // Counted for the request's record, and charged to an identity with an
+    // output-token rate.
+    const absl::Time now = scheduler_->Now();
     int64_t output_tokens = 0;
     for (const v1::Payload& p : output.payloads()) {
-      if (charged) output_tokens += OutputTokensOf(p);
+      output_tokens += r.account.Delivered(p, now);
       if (p.has_text()) r.partial_text[stage] += p.text().text();
       if (p.has_tokens()) {
         r.partial_tokens[stage].insert(r.partial_tokens[stage].end(), p.tokens().ids().begin(),
@@ -345,7 +330,9 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
       chunk.set_modality(config_.stages[stage].output_modality);
       *chunk.mutable_payload() = p;
     }
-    if (output_tokens > 0) rate_limiter_.ChargeOutput(r.caller, output_tokens, scheduler_->Now());
+    if (output_tokens > 0 && rate_limiter_.ChargesOutputOf(r.caller)) {
+      rate_limiter_.ChargeOutput(r.caller, output_tokens, now);
+    }
     r.sink->Send(id, std::move(chunks));
   }
   if (output.finished()) metrics_.StageDone(stage, scheduler_->Now() - r.stages[stage].sent_at);

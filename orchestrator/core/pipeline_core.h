@@ -35,6 +35,7 @@
 #include "orchestrator/core/abort_coordinator.h"
 #include "orchestrator/core/admission_queue.h"
 #include "orchestrator/core/caller.h"
+#include "orchestrator/core/finished_requests.h"
 #include "orchestrator/config/pipeline_config.h"
 #include "orchestrator/core/pipeline_metrics.h"
 #include "orchestrator/core/rate_limiter.h"
@@ -101,6 +102,9 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // default): untagged.
   void set_node_id(std::string node_id) { node_id_ = std::move(node_id); }
   const std::string& node_id() const { return node_id_; }
+  // Whether every finished request gets an access log line (the default);
+  // Status().recent is filled either way (finished_requests.h).
+  void set_access_log(bool on) { finished_.set_access_log(on); }
   // True when request `id` is in flight here and `caller` may abort it (it
   // started it, or may abort any).
   bool Holds(const std::string& id, const Caller& caller) const;
@@ -210,6 +214,9 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   void ResumeLostStages(InFlightRequest& r);
 
   // Endings.
+  // The record of `r` ending with `terminal` now: the stages it ran on
+  // (replica and instance), what its client got, how long it took.
+  v1::FinishedRequest RecordOf(const InFlightRequest& r, const v1::Terminal& terminal) const;
   void FailRequests(const std::vector<std::string>& ids, const v1::Error& error);
   // A replica went away: its bound requests fail over or fail, naming it.
   void HandleReplicaLoss(int stage, const ReplicaLoss& loss);
@@ -230,6 +237,8 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   Scheduler* const scheduler_;
   MetricsRegistry metrics_registry_;
   PipelineMetrics metrics_;
+  // The most recent finished requests, and their access lines.
+  FinishedRequests finished_;
   std::vector<std::shared_ptr<StagePool>> pools_;
   RequestTable table_;
   AbortCoordinator abort_;

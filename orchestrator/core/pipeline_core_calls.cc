@@ -96,6 +96,7 @@ v1::PipelineStatus PipelineCore::Status() const {
     queued->set_identity(level.identity);
     queued->set_waiting(static_cast<int>(level.waiting));
   }
+  finished_.AppendTo(status.mutable_recent());
   return status;
 }
 

@@ -1,5 +1,5 @@
 // PipelineCore's endings (pipeline_core.h): every request ends through
-// EndRequests, once (a terminal, then its leftovers stopped); a request whose
+// EndRequests, once (a terminal and its record, then its leftovers stopped); a request whose
 // last abort failed resumes with the outputs held meanwhile; a request that
 // produces nothing for request_idle_timeout fails. Admission and routing are in
 // pipeline_core.cc.
@@ -36,13 +36,34 @@ void PipelineCore::EndRequests(
     const InFlightRequest* r = table_.Find(id);
     if (r == nullptr) continue;  // Ended already (or a duplicate id).
     if (r->queued) queue_.Remove(id);
-    table_.Finish(id, terminal_for(*r));
+    v1::Terminal terminal = terminal_for(*r);
+    v1::FinishedRequest record = RecordOf(*r, terminal);
+    const std::string trace_id = r->trace_id;
+    table_.Finish(id, std::move(terminal));
+    // After the terminal's own lines (a failure's warning).
+    finished_.Add(std::move(record), trace_id);
     ended.push_back(id);
   }
   // Before the drain check: a completed drain may stop the process.
   abort_.CleanUp(ended);
   PumpQueue();  // What ended on stage 0 left its slot.
   CheckDrained();
+}
+
+v1::FinishedRequest PipelineCore::RecordOf(const InFlightRequest& r,
+                                           const v1::Terminal& terminal) const {
+  v1::FinishedRequest record = r.account.Close(terminal, scheduler_->Now());
+  record.set_request_id(r.id);
+  record.set_identity(r.caller);
+  for (size_t s = 0; s < r.stages.size(); ++s) {
+    const int replica = r.stages[s].replica;
+    if (!r.stages[s].started || replica < 0) continue;
+    v1::StageReplica* ran = record.add_stages();
+    ran->set_stage_id(static_cast<int>(s));
+    ran->set_replica(replica);
+    ran->set_instance_id(pools_[s]->state(replica).instance_id);
+  }
+  return record;
 }
 
 void PipelineCore::FailRequests(const std::vector<std::string>& ids, const v1::Error& error) {

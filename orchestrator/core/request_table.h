@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "common/scheduler.h"
+#include "orchestrator/core/finished_requests.h"
 #include "orchestrator/core/replay.h"
 #include "orchestrator/core/response_sink.h"
 #include "protos/common.pb.h"
@@ -68,6 +69,9 @@ struct InFlightRequest {
   // (on every log line about the request); empty when it sent none.
   std::string traceparent;
   std::string trace_id;
+  // Since its admission: what its client got, for its record when it ends
+  // (finished_requests.h).
+  RequestAccount account;
   // GenerateRequest.session_key: its stages prefer the replicas of its
   // session's last request (docs/routing.md). Empty: none.
   std::string session_key;
