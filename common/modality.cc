@@ -1,6 +1,8 @@
 #include "common/modality.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 
 namespace omnistage {
@@ -16,6 +18,13 @@ std::string ModalityName(v1::Modality m) {
     default:
       return "unspecified";
   }
+}
+
+std::string FinishReasonName(v1::FinishReason reason) {
+  const std::string name = v1::FinishReason_Name(reason);
+  absl::string_view label = name;
+  absl::ConsumePrefix(&label, "FINISH_REASON_");
+  return absl::AsciiStrToLower(label);
 }
 
 absl::StatusOr<v1::Modality> ParseModality(absl::string_view name) {

@@ -1,5 +1,6 @@
 // Modality names as configs, the CLI and logs spell them: "text", "audio", "tokens";
-// and how long a chunk of audio plays.
+// finish reasons as metrics and logs spell them; and how long a chunk of audio
+// plays.
 #ifndef OMNISTAGE_COMMON_MODALITY_H_
 #define OMNISTAGE_COMMON_MODALITY_H_
 
@@ -13,6 +14,9 @@ namespace omnistage {
 
 // "text", "audio" or "tokens" ("unspecified" for anything else).
 std::string ModalityName(v1::Modality m);
+
+// FINISH_REASON_STOP -> "stop" (the finish_reason label, the access line).
+std::string FinishReasonName(v1::FinishReason reason);
 
 // The inverse of ModalityName() for the three real modalities; INVALID_ARGUMENT
 // "expected text, audio or tokens, got '<name>'" otherwise.

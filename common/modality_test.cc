@@ -29,5 +29,12 @@ TEST(ModalityTest, AudioSecondsAreFramesOverTheRate) {
   EXPECT_DOUBLE_EQ(AudioSecondsOf(audio), 0.0);
 }
 
+TEST(ModalityTest, FinishReasonNamesAreTheMetricsLabels) {
+  EXPECT_EQ(FinishReasonName(v1::FINISH_REASON_STOP), "stop");
+  EXPECT_EQ(FinishReasonName(v1::FINISH_REASON_LENGTH), "length");
+  EXPECT_EQ(FinishReasonName(v1::FINISH_REASON_ABORT), "abort");
+  EXPECT_EQ(FinishReasonName(v1::FINISH_REASON_ERROR), "error");
+}
+
 }  // namespace
 }  // namespace omnistage

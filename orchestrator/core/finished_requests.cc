@@ -31,14 +31,6 @@ int64_t OutputTokensOf(const v1::Payload& payload) {
   return words;
 }
 
-// FINISH_REASON_STOP -> "stop", as the metrics' finish_reason label.
-std::string FinishLabel(v1::FinishReason reason) {
-  const std::string name = v1::FinishReason_Name(reason);
-  absl::string_view label = name;
-  absl::ConsumePrefix(&label, "FINISH_REASON_");
-  return absl::AsciiStrToLower(label);
-}
-
 // A value on the line: bare when it is one plain word, else quoted with C
 // escapes, so that every key=value pair splits on spaces.
 std::string LineValue(absl::string_view value) {
@@ -116,7 +108,7 @@ std::string FinishedRequests::AccessLine(const v1::FinishedRequest& record) cons
   }
   std::string line = absl::StrCat(
       "access identity=", LineValue(record.identity()),
-      " finish=", FinishLabel(record.finish_reason()),
+      " finish=", FinishReasonName(record.finish_reason()),
       " stages=", stages.empty() ? "none" : LineValue(absl::StrJoin(stages, ",")),
       " output_tokens=", record.output_tokens(),
       absl::StrFormat(" audio_seconds=%.3f", record.audio_seconds()), " first_output_ms=",

@@ -11,14 +11,6 @@
 namespace omnistage {
 namespace {
 
-// FINISH_REASON_LENGTH -> "length".
-std::string ReasonLabel(v1::FinishReason reason) {
-  std::string name = v1::FinishReason_Name(reason);
-  constexpr absl::string_view kPrefix = "FINISH_REASON_";
-  if (absl::StartsWith(name, kPrefix)) name = name.substr(kPrefix.size());
-  return absl::AsciiStrToLower(name);
-}
-
 // The codes a Generate call is refused with before it starts: bad input, a
 // duplicate id, overload, no replica or draining.
 constexpr absl::StatusCode kRefusalCodes[] = {
@@ -182,7 +174,7 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
   // an absent series work from the first scrape.
   for (int r = v1::FinishReason_MIN; r <= v1::FinishReason_MAX; ++r) {
     if (!v1::FinishReason_IsValid(r) || r == v1::FINISH_REASON_UNSPECIFIED) continue;
-    requests_.With({ReasonLabel(static_cast<v1::FinishReason>(r))});
+    requests_.With({FinishReasonName(static_cast<v1::FinishReason>(r))});
   }
   for (absl::StatusCode code : kRefusalCodes) refusals_.With({absl::StatusCodeToString(code)});
   for (const char* call : kAuthenticatedCalls) {
@@ -213,7 +205,7 @@ void PipelineMetrics::QueueRefused(absl::string_view reason) {
 }
 
 void PipelineMetrics::Finished(v1::FinishReason reason, absl::Duration since_admission) {
-  requests_.With({ReasonLabel(reason)}).Increment();
+  requests_.With({FinishReasonName(reason)}).Increment();
   request_duration_.Observe(absl::ToDoubleSeconds(since_admission));
 }
 
