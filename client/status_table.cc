@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "common/modality.h"
 
 namespace omnistage {
 namespace {
@@ -114,6 +115,35 @@ std::string Orchestrators(const v1::PipelineStatus& status) {
   return absl::StrCat("orchestrators:\n", Columns(rows, "  "));
 }
 
+// "thinker:0,talker:1": the replica each stage ran the request on.
+std::string StagesOf(const v1::FinishedRequest& r, const v1::PipelineStatus& status) {
+  std::vector<std::string> parts;
+  for (const v1::StageReplica& s : r.stages()) {
+    const bool named = s.stage_id() >= 0 && s.stage_id() < status.stages_size();
+    parts.push_back(absl::StrCat(named ? status.stages(s.stage_id()).name()
+                                       : absl::StrCat("stage ", s.stage_id()),
+                                 ":", s.replica()));
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, ",");
+}
+
+std::string Recent(const v1::PipelineStatus& status) {
+  std::vector<Row> rows = {{"request", "identity", "finish", "first output", "duration", "stages",
+                            "error"}};
+  for (int i = 0; i < status.recent_size() && i < kRecentShown; ++i) {
+    const v1::FinishedRequest& r = status.recent(i);
+    rows.push_back({r.request_id(), r.identity().empty() ? "-" : r.identity(),
+                    FinishReasonName(r.finish_reason()),
+                    r.first_output_seconds() < 0
+                        ? "-"
+                        : absl::StrFormat("%.0f ms", r.first_output_seconds() * 1000),
+                    absl::StrFormat("%.0f ms", r.duration_seconds() * 1000), StagesOf(r, status),
+                    ShortError(r.error())});
+  }
+  return absl::StrCat("\nrecent requests (newest first, ", rows.size() - 1, " of ",
+                      status.recent_size(), "):\n", Columns(rows, "  "));
+}
+
 }  // namespace
 
 std::string FormatStatusTable(const v1::PipelineStatus& status) {
@@ -127,6 +157,7 @@ std::string FormatStatusTable(const v1::PipelineStatus& status) {
   }
   if (status.cluster()) absl::StrAppend(&out, Orchestrators(status));
   for (const v1::StageStatus& stage : status.stages()) absl::StrAppend(&out, "\n", Stage(stage));
+  if (status.recent_size() > 0) absl::StrAppend(&out, Recent(status));
   return out;
 }
 

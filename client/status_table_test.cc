@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -145,6 +146,40 @@ TEST(StatusTableTest, QueueClusterAndInvariants) {
                                "  7f3a     (this one)      yes        2          yes\n"
                                "  ?        10.0.0.2:50061  no         -          -          "
                                "deadline exceeded\n"));
+}
+
+// The requests the orchestrator finished last, newest first, at most
+// kRecentShown of them, each with the replica of every stage it ran on.
+TEST(StatusTableTest, RecentRequestsNewestFirst) {
+  v1::PipelineStatus status = TwoStages();
+  EXPECT_THAT(FormatStatusTable(status), Not(HasSubstr("recent requests")));
+  for (int i = 7; i > 0; --i) {
+    v1::FinishedRequest* r = status.add_recent();
+    r->set_request_id(absl::StrCat("req-", i));
+    r->set_finish_reason(v1::FINISH_REASON_STOP);
+    r->set_first_output_seconds(0.02);
+    r->set_duration_seconds(1.5);
+    v1::StageReplica* thinker = r->add_stages();
+    thinker->set_stage_id(0);
+    v1::StageReplica* talker = r->add_stages();
+    talker->set_stage_id(1);
+    talker->set_replica(1);
+  }
+  v1::FinishedRequest* failed = status.mutable_recent(0);
+  failed->set_identity("alice");
+  failed->set_finish_reason(v1::FINISH_REASON_ERROR);
+  failed->set_first_output_seconds(-1);
+  failed->set_error("UNAVAILABLE: stage 1 (talker) replica 1: gone");
+  const std::string text = FormatStatusTable(status);
+  EXPECT_THAT(text, HasSubstr("recent requests (newest first, 5 of 7):\n"
+                              "  request  identity  finish  first output  duration  stages"
+                              "              error\n"
+                              "  req-7    alice     error   -             1500 ms   "
+                              "thinker:0,talker:1  UNAVAILABLE: stage 1 (talker) replica 1: gone\n"
+                              "  req-6    -         stop    20 ms         1500 ms   "
+                              "thinker:0,talker:1\n"));
+  EXPECT_THAT(text, HasSubstr("req-3"));
+  EXPECT_THAT(text, Not(HasSubstr("req-2")));
 }
 
 }  // namespace

@@ -60,6 +60,7 @@ PipelineCore::PipelineCore(PipelineConfig config,
     if (s < config_.stages.size()) {
       pools_.back()->set_pick(config_.stages[s].pick, config_.stages[s].prefix);
     }
+    pools_.back()->set_clock([scheduler] { return scheduler->Now(); });
     pools_.back()->set_on_pick([this, stage = static_cast<int>(s)](const PickDecision& pick) {
       metrics_.Picked(stage, pick);
     });

@@ -1,8 +1,9 @@
 // Each stage's autoscaling signal from PipelineCore, over fakes and a manual
 // clock: a steady stream of requests whose stages take 1 s, 3 s and 1 s gives
 // the talker three times the thinker's demand, in the status and the
-// metrics; the admission queue counts as what waits for stage 0; and when the
-// requests stop the counts come back to one replica each.
+// metrics; the admission queue counts as what waits for stage 0; requests
+// shorter than a sample are measured; and when the requests stop the counts
+// come back to one replica each.
 #include <deque>
 #include <string>
 
@@ -122,6 +123,28 @@ TEST_F(PipelineCoreScalingTest, TheAdmissionQueueWaitsForStageZero) {
   // Nothing has left stage 0 yet: it asks for what it holds and what waits.
   EXPECT_EQ(Scaling(0).recommended_replicas(), 3);
   LeaveOpen("the requests stay queued and running");
+}
+
+// Requests that start and end between two samples still count: the slots
+// they held are measured at every change, not sampled.
+TEST_F(PipelineCoreScalingTest, RequestsShorterThanASampleAreMeasured) {
+  for (int t = 0; t < 60; ++t) {
+    const std::string id = absl::StrCat("short", t);
+    scheduler_.AdvanceBy(absl::Milliseconds(100));
+    Gen(id);
+    scheduler_.AdvanceBy(absl::Milliseconds(300));
+    Done(0, 0, id, {Text("Hello")});
+    scheduler_.AdvanceBy(absl::Milliseconds(200));
+    Done(1, *core().pool(1).Bound(id), id, {Codes({1, 2})});
+    scheduler_.AdvanceBy(absl::Milliseconds(100));
+    Done(2, 0, id, {Audio("ab")});
+    scheduler_.AdvanceBy(absl::Milliseconds(300));
+  }
+  EXPECT_NEAR(Scaling(0).slot_seconds_per_request(), 0.3, 0.03);
+  EXPECT_NEAR(Scaling(1).slot_seconds_per_request(), 0.2, 0.02);
+  EXPECT_NEAR(Scaling(2).slot_seconds_per_request(), 0.1, 0.01);
+  EXPECT_NEAR(Scaling(0).arrivals_per_second(), 1, 0.05);
+  EXPECT_EQ(Scaling(0).held_requests(), 0);
 }
 
 }  // namespace

@@ -37,10 +37,11 @@ void StageDemand::Update(int stage, const StageLoad& load, double alpha, double 
   if (seconds > 0) {
     Towards((load.entries - a.last_entries) / seconds, alpha, &a.entries_per_second);
     Towards((load.departures - a.last_departures) / seconds, alpha, &a.departures_per_second);
-    Towards(load.held, alpha, &a.occupied);
+    Towards((load.busy_slot_seconds - a.last_busy) / seconds, alpha, &a.occupied);
   }
   a.last_entries = load.entries;
   a.last_departures = load.departures;
+  a.last_busy = load.busy_slot_seconds;
 
   v1::StageScaling& signal = signals_[stage];
   signal.set_held_requests(load.held);

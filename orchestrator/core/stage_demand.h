@@ -3,7 +3,7 @@
 // replicas the pipeline's measured demand needs there.
 //
 // The count comes from Little's law per stage, not from the stage's queue:
-//   slot seconds per request  S_s = mean occupied slots / mean departure rate
+//   slot seconds per request  S_s = busy slot seconds / requests leaving
 //   requests offered          L_s = pipeline arrivals * (stage entries / stage 0 entries)
 //   demand_replicas           D_s = L_s * S_s / (slots per replica * target utilization)
 // Arrivals count every request admitted, also those the admission queue
@@ -48,6 +48,9 @@ struct StageLoad {
   // ended (released, evicted or re-bound elsewhere).
   uint64_t entries = 0;
   uint64_t departures = 0;
+  // Since the pool began: `held` over time, in slot seconds (a slot busy
+  // for a second is one).
+  double busy_slot_seconds = 0;
 };
 
 struct DemandOptions {
@@ -73,6 +76,7 @@ class StageDemand {
     double occupied = 0;
     uint64_t last_entries = 0;
     uint64_t last_departures = 0;
+    double last_busy = 0;
   };
   void Update(int stage, const StageLoad& load, double alpha, double seconds);
 

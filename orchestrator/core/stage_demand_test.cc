@@ -24,7 +24,7 @@ struct Steady {
 class Pipeline {
  public:
   explicit Pipeline(int stages, DemandOptions options = {})
-      : demand_(stages, options), entered_(stages, 0) {}
+      : demand_(stages, options), entered_(stages, 0), busy_(stages, 0) {}
 
   void Run(const Steady& steady, int seconds) {
     for (int i = 0; i < seconds; ++i) {
@@ -33,6 +33,7 @@ class Pipeline {
       std::vector<StageLoad> loads;
       for (size_t s = 0; s < entered_.size(); ++s) {
         entered_[s] += steady.entries[s];
+        busy_[s] += steady.occupied[s];  // for the second just past
         StageLoad load;
         load.held = steady.occupied[s];
         load.waiting = steady.waiting.empty() ? 0 : steady.waiting[s];
@@ -42,6 +43,7 @@ class Pipeline {
         load.entries = static_cast<uint64_t>(entered_[s]);
         // Those inside now left; the rest have.
         load.departures = load.entries - steady.occupied[s] - load.waiting;
+        load.busy_slot_seconds = busy_[s];
         loads.push_back(load);
       }
       demand_.Sample(now_, static_cast<uint64_t>(arrived_), loads);
@@ -54,6 +56,7 @@ class Pipeline {
   absl::Time now_ = absl::FromUnixSeconds(1000);
   double arrived_ = 0;
   std::vector<double> entered_;
+  std::vector<double> busy_;
 };
 
 TEST(StageDemandTest, NothingMeasuredYetRecommendsOneReplicaEach) {

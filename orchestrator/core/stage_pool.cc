@@ -28,6 +28,7 @@ StagePool::StagePool(int stage_id, std::vector<ReplicaClient*> replicas, bool al
 // ---- Bindings --------------------------------------------------------------------
 
 void StagePool::Bind(const std::string& request_id, int replica) {
+  AccrueBusy();
   const Binding binding{replica, next_generation_++};
   auto [it, added] = bindings_.emplace(request_id, binding);
   const int previous = it->second.replica;
@@ -59,6 +60,7 @@ std::optional<int> StagePool::Bound(const std::string& request_id) const {
 void StagePool::Release(const std::string& request_id) {
   auto it = bindings_.find(request_id);
   if (it == bindings_.end()) return;
+  AccrueBusy();
   const int replica = it->second.replica;
   bound_[replica].erase(request_id);
   bindings_.erase(it);
@@ -67,6 +69,7 @@ void StagePool::Release(const std::string& request_id) {
 }
 
 std::vector<std::string> StagePool::Evict(int replica) {
+  AccrueBusy();
   states_[replica].alive = false;
   std::vector<std::string> affected(bound_[replica].begin(), bound_[replica].end());
   for (const std::string& id : affected) bindings_.erase(id);
@@ -205,6 +208,7 @@ void StagePool::Abort(const std::vector<std::string>& request_ids, absl::Time de
 // ---- Replica identity and health ------------------------------------------------
 
 void StagePool::Admit(int replica, const v1::Ready& ready) {
+  AccrueBusy();
   ReplicaState& state = states_[replica];
   state.instance_id = ready.instance_id();
   state.capacity = ready.capacity();

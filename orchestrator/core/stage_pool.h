@@ -227,8 +227,13 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   size_t bindings() const { return bindings_.size(); }
   // What the stage holds now and has taken since it began, for its
   // autoscaling signal (stage_demand.h); `waiting` counts only the requests
-  // bound beyond a replica's capacity.
+  // bound beyond a replica's capacity. Busy slot seconds are counted only
+  // with a clock (set_clock), from when it was set.
   StageLoad Load() const;
+  void set_clock(std::function<absl::Time()> now) {
+    now_ = std::move(now);
+    busy_since_ = now_();
+  }
 
   // Asynchronous; `done` runs once, after the last call completed. The pool
   // must be held by a shared_ptr while an abort runs.
@@ -301,6 +306,16 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   uint64_t departures_ = 0;
   // The capacity the last handshake reported (0: none yet).
   int last_capacity_ = 0;
+  // Busy slot seconds (requests held within capacity, over time) until
+  // busy_since_, counted at every change of what is held (AccrueBusy).
+  std::function<absl::Time()> now_;
+  double busy_slot_seconds_ = 0;
+  absl::Time busy_since_;
+  // Requests alive replicas hold within their capacity now.
+  int HeldWithinCapacity() const;
+  // Counts the busy slot seconds up to now; before every change of bindings
+  // or of a replica's life or capacity.
+  void AccrueBusy();
   // bound_[r]: the ids bound to replica r (the same bindings, indexed by replica).
   std::vector<absl::flat_hash_set<std::string>> bound_;
   uint64_t rr_ = 0;

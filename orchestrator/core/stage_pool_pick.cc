@@ -115,6 +115,7 @@ bool StagePool::HasFreeSlot(int headroom) const {
 
 StageLoad StagePool::Load() const {
   StageLoad load;
+  load.held = HeldWithinCapacity();
   int reported = 0;  // Alive replicas that report a capacity.
   int64_t slots = 0;
   for (int r = 0; r < size(); ++r) {
@@ -123,13 +124,11 @@ StageLoad StagePool::Load() const {
     if (IsLive(r)) ++load.live_replicas;
     const int bound = BoundCount(r);
     if (state.capacity <= 0) {
-      load.held += bound;
       load.capacity += bound;
       continue;
     }
     ++reported;
     slots += state.capacity;
-    load.held += std::min(bound, state.capacity);
     load.waiting += std::max(0, bound - state.capacity);
     load.capacity += state.capacity;
   }
@@ -137,7 +136,28 @@ StageLoad StagePool::Load() const {
                                         : std::max(1, last_capacity_);
   load.entries = entries_;
   load.departures = departures_;
+  if (now_) {
+    load.busy_slot_seconds =
+        busy_slot_seconds_ + load.held * absl::ToDoubleSeconds(now_() - busy_since_);
+  }
   return load;
+}
+
+int StagePool::HeldWithinCapacity() const {
+  int held = 0;
+  for (int r = 0; r < size(); ++r) {
+    if (!states_[r].alive) continue;
+    const int capacity = states_[r].capacity;
+    held += capacity > 0 ? std::min(BoundCount(r), capacity) : BoundCount(r);
+  }
+  return held;
+}
+
+void StagePool::AccrueBusy() {
+  if (!now_) return;
+  const absl::Time now = now_();
+  busy_slot_seconds_ += HeldWithinCapacity() * absl::ToDoubleSeconds(now - busy_since_);
+  busy_since_ = now;
 }
 
 }  // namespace omnistage

@@ -71,6 +71,8 @@ TEST(StagePoolTest, LoadCountsHeldWaitingAndEveryBindingMadeAndEnded) {
   EXPECT_EQ(load.live_replicas, 1);
   EXPECT_EQ(load.capacity, 2);
   EXPECT_EQ(load.departures, 3u);
+  // Without a clock no busy time is counted.
+  EXPECT_EQ(load.busy_slot_seconds, 0);
   // With no replica alive, one replica's slots are the last handshake's.
   pool->Evict(0);
   load = pool->Load();
@@ -78,6 +80,32 @@ TEST(StagePoolTest, LoadCountsHeldWaitingAndEveryBindingMadeAndEnded) {
   EXPECT_EQ(load.slots_per_replica, 2);
   EXPECT_EQ(load.entries, 5u);
   EXPECT_EQ(load.departures, 5u);
+}
+
+// With a clock, the slots held within capacity over time, counted at every
+// change: 2 held for 1 s, then 3 (capacity 2 + 1 of 4 on the other) for 2 s.
+TEST(StagePoolTest, LoadCountsBusySlotSecondsAtEveryChange) {
+  std::vector<std::string> log;
+  FakeReplicaClient a("A", &log), b("B", &log);
+  std::shared_ptr<StagePool> pool = MakePool(0, {&a, &b});
+  absl::Time now = absl::FromUnixSeconds(100);
+  pool->set_clock([&now] { return now; });
+  v1::Ready two, four;
+  two.set_capacity(2);
+  four.set_capacity(4);
+  pool->Admit(0, two);
+  pool->Admit(1, four);
+  ASSERT_THAT(pool->Pick("p"), IsOkAndHolds(0));
+  ASSERT_THAT(pool->Pick("q"), IsOkAndHolds(1));
+  now += absl::Seconds(1);
+  ASSERT_THAT(pool->Pick("r"), IsOkAndHolds(0));  // 3 on replica 0: 2 held
+  now += absl::Seconds(2);
+  EXPECT_DOUBLE_EQ(pool->Load().busy_slot_seconds, 2 * 1 + 3 * 2);
+  pool->Release("p");
+  pool->Release("q");
+  pool->Release("r");
+  now += absl::Seconds(5);
+  EXPECT_DOUBLE_EQ(pool->Load().busy_slot_seconds, 8);
 }
 
 TEST(StagePoolTest, BoundIsReadOnly) {
