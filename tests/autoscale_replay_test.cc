@@ -50,9 +50,9 @@ const char* const kParams[kStages] = {"batch_size=4,step_time_us=25000,max_token
 constexpr int kOutputTokens = 36;
 
 // Requests per second `t` into the run: 2, ramping to 16 over 8 s, holding
-// until 40 s, then 2 again.
-constexpr absl::Duration kHoldEnds = absl::Seconds(40);
-constexpr absl::Duration kRunEnds = absl::Seconds(75);
+// until 46 s, then 2 again.
+constexpr absl::Duration kHoldEnds = absl::Seconds(46);
+constexpr absl::Duration kRunEnds = absl::Seconds(80);
 double RateAt(absl::Duration t) {
   const double s = absl::ToDoubleSeconds(t);
   if (s < 8) return 2;

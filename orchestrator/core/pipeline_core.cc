@@ -203,6 +203,7 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   InFlightRequest* added = table_.Add(std::move(fresh));
   if (added == nullptr) return;  // A broken invariant; the call has failed.
   ++arrivals_;
+  if (demand_timer_ == 0) ArmDemandTimer();  // Sampling paused while idle.
   InFlightRequest& r = *added;
   r.owner = owner;
   if (streamed_input) {

@@ -69,7 +69,11 @@ void PipelineCore::SampleDemand() {
   // What waits for stage 0 waits in the admission queue.
   if (!loads.empty()) loads[0].waiting += static_cast<int>(queue_.size());
   demand_.Sample(scheduler_->Now(), arrivals_, loads);
-  ArmDemandTimer();
+  demand_timer_ = 0;
+  // Idle, with nothing left to decay (or draining): sampling pauses until
+  // the next request.
+  const bool idle = table_.empty() && queue_.size() == 0;
+  if (!(idle && (demand_.Quiet() || !accepting_))) ArmDemandTimer();
 }
 
 void PipelineCore::ArmDemandTimer() {

@@ -32,6 +32,17 @@ void StageDemand::Sample(absl::Time now, uint64_t arrivals, const std::vector<St
   }
 }
 
+bool StageDemand::Quiet() const {
+  if (arrivals_per_second_ >= kNoRate) return false;
+  for (const Averages& a : averages_) {
+    if (a.entries_per_second >= kNoRate || a.departures_per_second >= kNoRate ||
+        a.occupied >= kNoRate) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void StageDemand::Update(int stage, const StageLoad& load, double alpha, double seconds) {
   Averages& a = averages_[stage];
   if (seconds > 0) {
@@ -58,8 +69,9 @@ void StageDemand::Update(int stage, const StageLoad& load, double alpha, double 
   const double offered = arrivals_per_second_ * share;
   signal.set_arrivals_per_second(offered);
   double concurrency = asked;
+  const double passing = (a.entries_per_second + a.departures_per_second) / 2;
   if (a.departures_per_second >= kNoRate) {
-    const double slot_seconds = a.occupied / a.departures_per_second;
+    const double slot_seconds = a.occupied / passing;
     signal.set_slot_seconds_per_request(slot_seconds);
     concurrency = offered * slot_seconds;
   } else {

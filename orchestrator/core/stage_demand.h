@@ -3,7 +3,12 @@
 // replicas the pipeline's measured demand needs there.
 //
 // The count comes from Little's law per stage, not from the stage's queue:
-//   slot seconds per request  S_s = busy slot seconds / requests leaving
+//   slot seconds per request  S_s = busy slot seconds / requests passing
+// where requests passing is the mean of those entering and those leaving:
+// while the load grows, the busy slots lead the requests leaving by a slot
+// time and trail those entering by as much, so the mean cancels the lag to
+// first order (a linear ramp exactly), and a growing stage is not credited
+// with slot times it does not have.
 //   requests offered          L_s = pipeline arrivals * (stage entries / stage 0 entries)
 //   demand_replicas           D_s = L_s * S_s / (slots per replica * target utilization)
 // Arrivals count every request admitted, also those the admission queue
@@ -68,6 +73,9 @@ class StageDemand {
   // Stage `stage` as of the last Sample (all zeros before the first, but
   // recommended_replicas 1).
   const v1::StageScaling& Signal(int stage) const { return signals_[stage]; }
+  // Nothing measured is left to decay (every average is about 0): sampling
+  // may pause until requests come again.
+  bool Quiet() const;
 
  private:
   struct Averages {

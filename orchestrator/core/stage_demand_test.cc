@@ -157,5 +157,33 @@ TEST(StageDemandTest, SaturationWithoutCapacityIsTheRequestCount) {
   EXPECT_DOUBLE_EQ(demand.Signal(0).saturation(), 5);
 }
 
+// While the load grows the busy slots trail the requests entering and lead
+// those leaving: measured against their mean, the slot time is not
+// overstated (a ramp of 1 more request a second each second, 2 s a request:
+// 10 s in, against the requests leaving alone it would read 2.19 s, and an
+// autoscaler would overshoot).
+TEST(StageDemandTest, AGrowingLoadIsNotCreditedWithLongerSlotTimes) {
+  StageDemand demand(1, {0.8, absl::Seconds(5)});
+  double entered = 0, left = 0, busy = 0;
+  for (int t = 1; t <= 30; ++t) {
+    // Arrivals at rate t; each leaves 2 s later; t - 1 to t busy slots.
+    entered += t;
+    if (t > 2) left += t - 2;
+    busy += t >= 2 ? 2.0 * t - 3 : 0.5;
+    StageLoad load;
+    load.entries = static_cast<uint64_t>(entered);
+    load.departures = static_cast<uint64_t>(left);
+    load.busy_slot_seconds = busy;
+    load.held = static_cast<int>(entered - left);
+    load.slots_per_replica = 4;
+    demand.Sample(absl::FromUnixSeconds(t), static_cast<uint64_t>(entered), {load});
+    if (t == 10) {
+      EXPECT_GT(demand.Signal(0).slot_seconds_per_request(), 1.8);
+      EXPECT_LT(demand.Signal(0).slot_seconds_per_request(), 2.0);
+    }
+  }
+  EXPECT_NEAR(demand.Signal(0).slot_seconds_per_request(), 2, 0.05);
+}
+
 }  // namespace
 }  // namespace omnistage
