@@ -109,10 +109,18 @@ try {
         `talker replicas: ${seen.talker_states}`);
   await page.screenshot({ path: `${shots}/console.png`, fullPage: true });
 
-  // What the orchestrator may report besides (StageStatus.scaling,
-  // PipelineStatus.recent), added to its real answers on their way to the
-  // page: each stage's saturation and recommended replicas, and its recent
-  // requests in place of the gateway's record.
+  // The orchestrator's own scaling signal for the talker: one replica asked
+  // for (one request has passed).
+  const scaling = page.locator('g.stage[data-stage="talker"] [data-field="scaling"]');
+  await scaling.waitFor();
+  seen.real_scaling = await scaling.textContent();
+  check(/saturation \d+\.\d\d .*recommended 1 /.test(seen.real_scaling),
+        `the talker's scaling: '${seen.real_scaling}'`);
+
+  // A saturated stage and reported recent requests, added to the
+  // orchestrator's real answers on their way to the page: each stage's
+  // saturation and recommended replicas, and its recent requests in place of
+  // the gateway's record.
   await page.route("**/console/status", async (route) => {
     const response = await route.fetch();
     const json = await response.json();
@@ -130,8 +138,10 @@ try {
     }];
     await route.fulfill({ response, json });
   });
-  const scaling = page.locator('g.stage[data-stage="talker"] [data-field="scaling"]');
-  await scaling.waitFor();
+  await page.waitForFunction(
+      () => /saturation 1\.50/.test(document.querySelector(
+          'g.stage[data-stage="talker"] [data-field="scaling"]')?.textContent || ""),
+      null, { timeout: 10000 }).catch(() => {});
   seen.scaling = await scaling.textContent();
   check(/saturation 1\.50 .*recommended 3 /.test(seen.scaling), `scaling: '${seen.scaling}'`);
   const reported = page.locator('#recent tbody tr[data-request-id="req-reported"]');
