@@ -57,9 +57,7 @@ void PipelineCore::SnapshotMetrics() {
   std::vector<size_t> queued(kMaxPriority + 1);
   for (int p = 0; p <= kMaxPriority; ++p) queued[p] = queue_.CountAt(p);
   metrics_.Snapshot(table_.size(), pools_, queued);
-  std::vector<const v1::StageScaling*> scaling;
-  for (size_t s = 0; s < pools_.size(); ++s) scaling.push_back(&demand_.Signal(static_cast<int>(s)));
-  metrics_.Scaling(scaling);
+  metrics_.Scaling(demand_);
 }
 
 void PipelineCore::SampleDemand() {

@@ -279,12 +279,13 @@ void PipelineMetrics::Snapshot(size_t in_flight,
   bound_.ReplaceAll(bound);
 }
 
-void PipelineMetrics::Scaling(const std::vector<const v1::StageScaling*>& stages) {
-  for (size_t s = 0; s < stages.size() && s < stage_names_.size(); ++s) {
+void PipelineMetrics::Scaling(const StageDemand& demand) {
+  for (size_t s = 0; s < stage_names_.size() && s < demand.stages(); ++s) {
     const std::vector<std::string> labels = {stage_names_[s]};
-    saturation_.With(labels).Set(stages[s]->saturation());
-    demand_replicas_.With(labels).Set(stages[s]->demand_replicas());
-    recommended_replicas_.With(labels).Set(stages[s]->recommended_replicas());
+    const v1::StageScaling& signal = demand.Signal(static_cast<int>(s));
+    saturation_.With(labels).Set(signal.saturation());
+    demand_replicas_.With(labels).Set(signal.demand_replicas());
+    recommended_replicas_.With(labels).Set(signal.recommended_replicas());
   }
 }
 

@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
+#include "orchestrator/core/stage_demand.h"
 #include "orchestrator/core/stage_pool.h"
 #include "protos/common.pb.h"
 #include "protos/orchestrator.pb.h"
@@ -78,8 +79,8 @@ class PipelineMetrics {
   void Snapshot(size_t in_flight, const std::vector<std::shared_ptr<StagePool>>& pools,
                 const std::vector<size_t>& queued_by_priority);
 
-  // Each stage's autoscaling signal (`stages[s]` for stage s).
-  void Scaling(const std::vector<const v1::StageScaling*>& stages);
+  // Each stage's autoscaling signal, as `demand` last sampled it.
+  void Scaling(const StageDemand& demand);
 
   // The event loop's post-to-run delay (EventLoop::set_lag_observer).
   void LoopLag(absl::Duration lag) { loop_lag_.Observe(absl::ToDoubleSeconds(lag)); }

@@ -73,6 +73,7 @@ class StageDemand {
   // Stage `stage` as of the last Sample (all zeros before the first, but
   // recommended_replicas 1).
   const v1::StageScaling& Signal(int stage) const { return signals_[stage]; }
+  size_t stages() const { return signals_.size(); }
   // Nothing measured is left to decay (every average is about 0): sampling
   // may pause until requests come again.
   bool Quiet() const;
