@@ -6,7 +6,8 @@
 #   bazel build -c opt //tests/bench:pipeline_benchmark
 #   tests/bench/profile.sh 64 /tmp/profile-64        # streams, output folder
 #
-# Options (environment): ROW (orch1), STEP_US (0), SECONDS_PROFILED (3), FREQ (499).
+# Options (environment): ROW (orch1), STEP_US (0), TOKENS (200: tokens per request),
+# SECONDS_PROFILED (3), FREQ (499).
 # Needs Debian's perf (linux-perf; ./setup.sh --with-benchmark installs it) and root, or
 # kernel.perf_event_paranoid <= 1.
 # Every process it starts belongs to the benchmark, which stops them by PID.
@@ -16,6 +17,7 @@ streams=${1:?usage: profile.sh STREAMS OUTDIR}
 out=${2:?usage: profile.sh STREAMS OUTDIR}
 row=${ROW:-orch1}
 step_us=${STEP_US:-0}
+tokens=${TOKENS:-200}
 seconds=${SECONDS_PROFILED:-3}
 freq=${FREQ:-499}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +27,7 @@ command -v perf >/dev/null || { echo "profile.sh: perf not found (apt-get instal
 mkdir -p "$out"
 
 # The cell runs long enough to warm up, be profiled, and end on its own.
-"$bench" --scenarios=throughput --rows="$row" --streams="$streams" --step_times_us="$step_us" \
+"$bench" --scenarios=throughput --rows="$row" --streams="$streams" --step_times_us="$step_us" --tokens="$tokens" \
   --cell_seconds=$((seconds + 6)) >"$out/benchmark.txt" 2>"$out/benchmark.log" &
 bench_pid=$!
 trap 'kill "$bench_pid" 2>/dev/null || true' EXIT
