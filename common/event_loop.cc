@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "common/log.h"
 
 namespace omnistage {
 
@@ -41,7 +42,11 @@ void EventLoop::Run() {
       auto [posted, task] = std::move(batch.front());
       batch.pop_front();
       lag_observer_(absl::Now() - posted);
-      task();
+      {
+        LogBatch lines;  // What the task logs is written once it is done.
+        task();
+        RunDeferred();
+      }
       absl::MutexLock lock(&mu_);
       if (stopped_) return;
     }
@@ -56,10 +61,28 @@ void EventLoop::Run() {
         timers_.erase(it);
         timer_deadlines_.erase(key.second);
       }
+      LogBatch lines;
       task();
+      RunDeferred();
     }
     due.clear();
   }
+}
+
+void EventLoop::RunDeferred() {
+  while (!deferred_.empty()) {
+    running_deferred_.swap(deferred_);
+    for (std::function<void()>& task : running_deferred_) task();
+    running_deferred_.clear();
+  }
+}
+
+void EventLoop::Defer(std::function<void()> task) {
+  if (!InLoop()) {  // Not the owner's thread: nothing runs here to wait for.
+    Post(std::move(task));
+    return;
+  }
+  deferred_.push_back(std::move(task));
 }
 
 void EventLoop::Stop() {

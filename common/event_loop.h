@@ -3,7 +3,8 @@
 //
 // State owned by the loop (the orchestrator's pools and request table) is touched
 // only from closures running on it, so it needs no locks. The loop blocks while it
-// has nothing to do (until the next timer at most): no polling.
+// has nothing to do (until the next timer at most): no polling. The log lines a
+// closure writes reach stderr together when it returns (common/log.h, LogBatch).
 //
 //   EventLoop loop;
 //   std::thread thread([&] { loop.Run(); });
@@ -24,6 +25,7 @@
 #include <map>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -59,8 +61,14 @@ class EventLoop : public Scheduler {
   TimerId PostAt(absl::Time when, std::function<void()> task) override;
   void Cancel(TimerId id) override;
   bool InLoop() const override { return std::this_thread::get_id() == loop_thread_.load(); }
+  // Runs right after the task or timer running now (and after what that one
+  // deferred before it), before the loop looks at anything else.
+  void Defer(std::function<void()> task) override;
 
  private:
+  // Runs what the task that just ran deferred (and what those defer in turn).
+  void RunDeferred();
+
   absl::Mutex mu_;
   // Each with the time it was posted.
   std::deque<std::pair<absl::Time, std::function<void()>>> tasks_ ABSL_GUARDED_BY(mu_);
@@ -71,6 +79,9 @@ class EventLoop : public Scheduler {
   TimerId next_timer_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<std::thread::id> loop_thread_;
+  // Deferred by the task running now; the loop thread's alone.
+  std::vector<std::function<void()>> deferred_;
+  std::vector<std::function<void()>> running_deferred_;
   std::function<void(absl::Duration)> lag_observer_ = [](absl::Duration) {};
 };
 

@@ -5,6 +5,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -165,6 +166,58 @@ TEST(EventLoopTest, TaskPostedFromATaskRunsAfterItAndAfterQueuedTasks) {
   WatchedLoop thread(&loop);
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
   EXPECT_THAT(order, ElementsAre("outer returns", "queued before inner", "inner"));
+}
+
+// What a task defers runs when it returns, before the tasks queued behind it;
+// what a deferred task defers runs before anything else too, in order.
+TEST(EventLoopTest, DeferredWorkRunsWhenTheTaskReturnsBeforeQueuedTasks) {
+  EventLoop loop;
+  std::vector<std::string> order;  // Touched only on the loop thread.
+  absl::Notification done;
+  loop.Post([&] {
+    loop.Defer([&] {
+      order.push_back("deferred 1");
+      loop.Defer([&] { order.push_back("deferred by deferred"); });
+    });
+    loop.Defer([&] { order.push_back("deferred 2"); });
+    order.push_back("task returns");
+  });
+  loop.Post([&] {
+    order.push_back("queued task");
+    done.Notify();
+  });
+  WatchedLoop thread(&loop);
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
+  EXPECT_THAT(order, ElementsAre("task returns", "deferred 1", "deferred 2",
+                                 "deferred by deferred", "queued task"));
+}
+
+// A timer's deferred work runs when the timer returns; Defer from another
+// thread is a Post.
+TEST(EventLoopTest, DeferRunsAfterATimerAndIsAPostFromOtherThreads) {
+  EventLoop loop;
+  std::vector<std::string> order;
+  absl::Notification done;
+  loop.PostAfter(absl::Milliseconds(1), [&] {
+    loop.Defer([&] { order.push_back("deferred by timer"); });
+    order.push_back("timer");
+  });
+  loop.PostAfter(absl::Milliseconds(50), [&] {
+    order.push_back("later timer");
+    done.Notify();
+  });
+  WatchedLoop thread(&loop);
+  absl::Notification posted;
+  loop.Defer([&] {  // This thread is not the loop's.
+    order.push_back("from another thread");
+    posted.Notify();
+  });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
+  ASSERT_TRUE(posted.WaitForNotificationWithTimeout(kGenerous));
+  // When the other thread's task ran against the first timer is up to the
+  // machine; the rest is not.
+  order.erase(std::find(order.begin(), order.end(), "from another thread"));
+  EXPECT_THAT(order, ElementsAre("timer", "deferred by timer", "later timer"));
 }
 
 // A backlog of bulk work (worker outputs) does not hold up control work: each

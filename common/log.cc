@@ -1,10 +1,13 @@
 #include "common/log.h"
 
+#include <cstdio>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "spdlog/sinks/stdout_sinks.h"
+#include "spdlog/sinks/base_sink.h"
 #include "spdlog/spdlog.h"
 
 namespace omnistage {
@@ -59,6 +62,34 @@ std::string JsonEscape(absl::string_view text) {
   return out;
 }
 
+// The lines a LogBatch of this thread holds; null outside one.
+thread_local std::string* held_lines = nullptr;
+
+// Writes `text` to stderr in one write, now.
+void WriteNow(const char* data, size_t size) {
+  std::fwrite(data, 1, size, stderr);
+  std::fflush(stderr);
+}
+
+// stderr, one write per line, or held while the logging thread is in a
+// LogBatch (warnings and errors write what is held with themselves).
+class StderrSink final : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    if (held_lines != nullptr) {
+      held_lines->append(line.data(), line.size());
+      if (msg.level < spdlog::level::warn) return;
+      WriteNow(held_lines->data(), held_lines->size());
+      held_lines->clear();
+      return;
+    }
+    WriteNow(line.data(), line.size());
+  }
+  void flush_() override { std::fflush(stderr); }
+};
+
 struct Logger {
   std::shared_ptr<spdlog::logger> logger;
   LogFormat format = LogFormat::kText;
@@ -68,7 +99,7 @@ Logger& TheLogger() {
   static Logger* logger = [] {
     auto* l = new Logger();
     l->logger = std::make_shared<spdlog::logger>(
-        "omnistage", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+        "omnistage", std::make_shared<StderrSink>());
     l->logger->set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %l %n %v", spdlog::pattern_time_type::utc);
     return l;
   }();
@@ -81,7 +112,7 @@ void InitLogging(const LogOptions& options) {
   Logger& l = TheLogger();
   l.format = options.format;
   l.logger = std::make_shared<spdlog::logger>(
-      options.service, std::make_shared<spdlog::sinks::stderr_sink_mt>());
+      options.service, std::make_shared<StderrSink>());
   if (options.format == LogFormat::kJson) {
     l.logger->set_pattern(R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","service":"%n",%v})",
                           spdlog::pattern_time_type::utc);
@@ -89,9 +120,8 @@ void InitLogging(const LogOptions& options) {
     l.logger->set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %l %n %v", spdlog::pattern_time_type::utc);
   }
   l.logger->set_level(ToSpdlog(options.level));
-  // Warnings and errors reach the terminal at once; info lines too (the
-  // services log a few per request at most, never per token).
-  l.logger->flush_on(spdlog::level::info);
+  // Every line reaches stderr as it is logged (the sink writes it), except
+  // what a LogBatch holds until its end.
 }
 
 absl::StatusOr<LogOptions> LogOptionsFromFlags(const std::string& service,
@@ -147,6 +177,21 @@ void Log(LogLevel level, const LogContext& context, absl::string_view message) {
     absl::StrAppend(&line, message);
   }
   l.logger->log(ToSpdlog(level), "{}", line);
+}
+
+LogBatch::LogBatch() : outermost_(held_lines == nullptr) {
+  // One buffer per thread, kept: a batch costs no allocation.
+  thread_local std::string lines;
+  if (outermost_) held_lines = &lines;
+}
+
+LogBatch::~LogBatch() {
+  if (!outermost_) return;
+  std::string* lines = held_lines;
+  held_lines = nullptr;
+  if (lines->empty()) return;
+  WriteNow(lines->data(), lines->size());
+  lines->clear();
 }
 
 std::string TraceIdOf(absl::string_view traceparent) {

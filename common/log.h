@@ -76,6 +76,23 @@ inline void LogInfo(absl::string_view message) { Log(LogLevel::kInfo, {}, messag
 inline void LogWarning(absl::string_view message) { Log(LogLevel::kWarning, {}, message); }
 inline void LogError(absl::string_view message) { Log(LogLevel::kError, {}, message); }
 
+// Within its scope, the lines its thread logs below warning are held and
+// written together when it ends: one write to stderr instead of one per line
+// (the orchestrator's loop wraps each task in one, so the access lines of the
+// requests a worker's event ends cost one write). A warning or an error writes
+// what is held, and itself, at once. Scopes nest; the outermost writes. Not
+// copyable; destroy it on the thread that made it.
+class LogBatch {
+ public:
+  LogBatch();
+  ~LogBatch();
+  LogBatch(const LogBatch&) = delete;
+  LogBatch& operator=(const LogBatch&) = delete;
+
+ private:
+  bool outermost_;
+};
+
 // The trace id of a W3C traceparent header ("00-<32 hex>-<16 hex>-<2 hex>"),
 // or "" when it is malformed (the header is then ignored, as the spec says).
 std::string TraceIdOf(absl::string_view traceparent);

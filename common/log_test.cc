@@ -24,11 +24,24 @@ using ::testing::Not;
 using ::testing::MatchesRegex;
 using ::testing::SizeIs;
 
+// Where CaptureStderr sends stderr.
+std::string CapturePath() {
+  const char* tmp = getenv("TEST_TMPDIR");
+  return std::string(tmp != nullptr ? tmp : "/tmp") + "/stderr.txt";
+}
+
+// What reached the capture file so far.
+std::string Written() {
+  std::ifstream in(CapturePath());
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 // Runs `log` with stderr sent to a file; returns what it wrote.
 template <typename F>
 std::string CaptureStderr(F log) {
-  const char* tmp = getenv("TEST_TMPDIR");
-  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/stderr.txt";
+  const std::string path = CapturePath();
   fflush(stderr);
   const int saved = dup(2);
   FILE* file = fopen(path.c_str(), "w");
@@ -109,6 +122,41 @@ TEST(LogTest, LinesBelowTheLevelAreDropped) {
   });
   EXPECT_THAT(out, Not(HasSubstr("quiet")));
   EXPECT_THAT(out, HasSubstr("loud"));
+}
+
+// A batch holds its thread's info lines until it ends; a warning writes them,
+// and itself, at once. Only the outermost of nested batches writes.
+TEST(LogTest, ABatchHoldsInfoLinesUntilItEndsAndAWarningWritesThemAtOnce) {
+  InitLogging({"orchestrator", LogFormat::kText, LogLevel::kInfo});
+  std::string held, after_warning, after_inner, after_outer;
+  const std::string out = CaptureStderr([&] {
+    {
+      LogBatch batch;
+      LogInfo("first");
+      {
+        LogBatch inner;
+        LogInfo("second");
+      }
+      after_inner = Written();
+      LogWarning("third");
+      after_warning = Written();
+      LogInfo("fourth");
+      held = Written();
+    }
+    after_outer = Written();
+    LogInfo("fifth");  // No batch: written at once.
+  });
+  EXPECT_EQ(after_inner, "") << "an inner batch wrote";
+  EXPECT_THAT(after_warning, HasSubstr("first"));
+  EXPECT_THAT(after_warning, HasSubstr("second"));
+  EXPECT_THAT(after_warning, HasSubstr("warning orchestrator third"));
+  EXPECT_THAT(held, Not(HasSubstr("fourth")));
+  EXPECT_THAT(after_outer, HasSubstr("fourth"));
+  const std::vector<std::string> lines = absl::StrSplit(out, '\n', absl::SkipEmpty());
+  ASSERT_THAT(lines, SizeIs(5));
+  EXPECT_THAT(lines[0], HasSubstr(" first"));
+  EXPECT_THAT(lines[3], HasSubstr(" fourth"));
+  EXPECT_THAT(lines[4], HasSubstr(" fifth"));
 }
 
 TEST(LogTest, ParsesFlagsValues) {

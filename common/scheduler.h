@@ -38,6 +38,12 @@ class Scheduler {
   // it, so control work (a Generate, an Abort, a worker's answer to one) does
   // not queue behind a backlog of outputs. By default the same as Post.
   virtual void PostBulk(std::function<void()> task) { Post(std::move(task)); }
+  // Runs `task` on the owner's thread once the task (or timer) running there
+  // now has returned, before any other: for work that is cheaper done once per
+  // task than once per call (a response's write, started once every output of
+  // a worker's event has reached it). From another thread, and by default, the
+  // same as Post.
+  virtual void Defer(std::function<void()> task) { Post(std::move(task)); }
   // Runs `task` on the owner's thread at (or soon after) `when`.
   virtual TimerId PostAt(absl::Time when, std::function<void()> task) = 0;
   TimerId PostAfter(absl::Duration delay, std::function<void()> task) {
