@@ -45,6 +45,14 @@ class StreamWriter {
     virtual void FinishStream(const absl::Status& status) = 0;
     // Breaks the stream now: the write in flight (if any) fails.
     virtual void CancelStream() = 0;
+    // Only with Options::write_and_finish: starts the last write and ends the
+    // stream with `status` in one step (gRPC's StartWriteAndFinish); neither
+    // OnWriteDone nor FinishStream follows. Called once, with no write in
+    // flight, and last.
+    virtual void BeginWriteAndFinish(const Message* message, const absl::Status& status) {
+      BeginWrite(message);
+      FinishStream(status);  // Unreachable with a transport that says it can.
+    }
   };
 
   struct Options {
@@ -69,6 +77,10 @@ class StreamWriter {
     // flight): + when a message queues, - when it is written or dropped. Sizes
     // are Message::ByteSizeLong(). Called outside the writer's lock.
     std::function<void(int64_t delta)> on_queued_bytes = [](int64_t) {};
+    // The transport implements BeginWriteAndFinish: the last write of a stream
+    // that is ending carries its end too (one step for the peer and for gRPC's
+    // threads instead of two).
+    bool write_and_finish = false;
   };
 
   StreamWriter(Transport* transport, Options options)
@@ -124,10 +136,47 @@ class StreamWriter {
     return false;
   }
 
+  // Writes `message` after the queued ones and finishes the stream with
+  // `status` (the first End or Abandon decides the status): Write, then End, in
+  // one step where the transport can. False (and `message` untouched) if the
+  // stream is already ending. The last message is not held to the bounds.
+  bool WriteLast(Message&& message, absl::Status status) {
+    const Message* start = nullptr;
+    bool finish = false;
+    int64_t added = -1;
+    {
+      absl::MutexLock lock(&mu_);
+      if (ending_) return false;
+      ending_ = true;
+      status_ = std::move(status);
+      if (!writing_) {
+        in_flight_ = std::move(message);
+        writing_ = true;
+        start = &in_flight_;
+        finish = options_.write_and_finish;
+        finished_ = finish;
+      } else {
+        const size_t bytes = message.ByteSizeLong();
+        queue_.emplace_back(std::move(message), bytes);
+        queued_bytes_ += bytes;
+        added = static_cast<int64_t>(bytes);
+      }
+      status = status_;
+    }
+    if (added >= 0) options_.on_queued_bytes(added);
+    if (start != nullptr && finish) {
+      transport_->BeginWriteAndFinish(start, status);
+    } else if (start != nullptr) {
+      transport_->BeginWrite(start);
+    }
+    return true;
+  }
+
   // The reactor's OnWriteDone. A failed write ends the stream (CANCELLED): the
   // peer is gone and nothing more can be written.
   void OnWriteDone(bool ok) {
     const Message* start = nullptr;
+    bool start_and_finish = false;
     bool finish = false;
     absl::Status status;
     int64_t delta = 0;
@@ -146,6 +195,12 @@ class StreamWriter {
         in_flight_ = TakeNextLocked();
         writing_ = true;
         start = &in_flight_;
+        // The last message of an ending stream carries its end.
+        if (ending_ && queue_.empty() && options_.write_and_finish && cancelling_ == 0) {
+          finished_ = true;
+          start_and_finish = true;
+          status = status_;
+        }
       } else {
         finish = TakeFinishLocked();
         status = status_;
@@ -153,7 +208,11 @@ class StreamWriter {
       delta = static_cast<int64_t>(queued_bytes_) - static_cast<int64_t>(before);
     }
     if (delta != 0) options_.on_queued_bytes(delta);
-    if (start != nullptr) transport_->BeginWrite(start);
+    if (start_and_finish) {
+      transport_->BeginWriteAndFinish(start, status);
+    } else if (start != nullptr) {
+      transport_->BeginWrite(start);
+    }
     if (finish) transport_->FinishStream(status);
   }
 

@@ -40,6 +40,11 @@ class RecordingTransport : public Writer::Transport {
     EXPECT_EQ(in_flight, 0) << "finished with a write in flight";
   }
   void CancelStream() override { ++cancels; }
+  void BeginWriteAndFinish(const v1::TokenIds* message, const absl::Status& status) override {
+    EXPECT_EQ(in_flight, 0) << "a last write with a write in flight";
+    writes.push_back(Show(*message) + " +end");
+    finishes.push_back(status);
+  }
 
   std::vector<std::string> writes;
   std::vector<absl::Status> finishes;
@@ -186,6 +191,70 @@ TEST_F(StreamWriterTest, EndWithNothingQueuedFinishesAtOnce) {
   writer.End(absl::NotFoundError("no such thing"));
   ASSERT_EQ(transport_.finishes.size(), 1u);
   EXPECT_EQ(transport_.finishes[0].code(), absl::StatusCode::kNotFound);
+}
+
+Writer::Options WritesAndFinishes() {
+  Writer::Options options;
+  options.write_and_finish = true;
+  return options;
+}
+
+TEST_F(StreamWriterTest, ALastWriteOnAnIdleStreamCarriesItsEnd) {
+  Writer writer(&transport_, WritesAndFinishes());
+  EXPECT_TRUE(writer.WriteLast(Ids({1}), absl::OkStatus()));
+  EXPECT_THAT(transport_.writes, ElementsAre("1 +end"));
+  ASSERT_EQ(transport_.finishes.size(), 1u);
+  EXPECT_TRUE(transport_.finishes[0].ok());
+  EXPECT_FALSE(writer.Write(Ids({2}))) << "written after the end";
+  EXPECT_FALSE(writer.WriteLast(Ids({3}), absl::OkStatus()));
+  writer.End(absl::InternalError("ended already"));
+  writer.Abandon(absl::InternalError("ended already"));
+  EXPECT_EQ(transport_.finishes.size(), 1u);
+  EXPECT_EQ(transport_.cancels, 0);
+}
+
+// Behind a write in flight, what queued goes out merged where the owner merges,
+// and the write that empties the queue carries the end: after End too.
+TEST_F(StreamWriterTest, TheWriteThatEmptiesTheQueueOfAnEndingStreamCarriesItsEnd) {
+  Writer::Options options = WritesAndFinishes();
+  options.merge = [](v1::TokenIds& into, v1::TokenIds& next) {
+    into.mutable_ids()->MergeFrom(next.ids());
+    return true;
+  };
+  options.max_write_bytes = 1 << 20;
+  Writer writer(&transport_, options);
+  writer.Write(Ids({1}));
+  writer.Write(Ids({2}));
+  EXPECT_TRUE(writer.WriteLast(Ids({3}), absl::NotFoundError("gone")));
+  EXPECT_TRUE(transport_.finishes.empty());
+  Complete(writer);
+  EXPECT_THAT(transport_.writes, ElementsAre("1", "2,3 +end"));
+  ASSERT_EQ(transport_.finishes.size(), 1u);
+  EXPECT_EQ(transport_.finishes[0].code(), absl::StatusCode::kNotFound);
+
+  RecordingTransport other;
+  Writer ended(&other, WritesAndFinishes());  // No merge: one message per write.
+  ended.Write(Ids({4}));
+  ended.Write(Ids({5}));
+  ended.Write(Ids({6}));
+  ended.End(absl::OkStatus());
+  --other.in_flight;
+  ended.OnWriteDone(true);
+  --other.in_flight;
+  ended.OnWriteDone(true);
+  EXPECT_THAT(other.writes, ElementsAre("4", "5", "6 +end"));
+  EXPECT_EQ(other.finishes.size(), 1u);
+}
+
+// A transport that cannot end with a write: WriteLast is Write, then End.
+TEST_F(StreamWriterTest, WithoutWriteAndFinishALastWriteIsAWriteThenAnEnd) {
+  Writer writer(&transport_, {});
+  EXPECT_TRUE(writer.WriteLast(Ids({1}), absl::OkStatus()));
+  EXPECT_THAT(transport_.writes, ElementsAre("1"));
+  EXPECT_TRUE(transport_.finishes.empty());
+  Complete(writer);
+  ASSERT_EQ(transport_.finishes.size(), 1u);
+  EXPECT_TRUE(transport_.finishes[0].ok());
 }
 
 Writer::Options Labeled(std::string label, size_t max_queued = 0) {

@@ -20,6 +20,7 @@ StreamWriter<v1::GenerateResponse>::Options WriterOptions(
     return true;
   };
   options.max_write_bytes = ClientStream::kMaxResponseBytes;
+  options.write_and_finish = true;
   return options;
 }
 
@@ -27,8 +28,9 @@ StreamWriter<v1::GenerateResponse>::Options WriterOptions(
 
 ClientStream::ClientStream(Transport* transport, CancelFn cancel,
                            std::function<void(int64_t delta)> on_queued_bytes,
-                           size_t max_queued_bytes)
+                           size_t max_queued_bytes, DeferFn defer)
     : cancel_(std::move(cancel)),
+      defer_(std::move(defer)),
       writer_(transport, WriterOptions(std::move(on_queued_bytes), max_queued_bytes)),
       max_queued_bytes_(max_queued_bytes) {}
 
@@ -71,22 +73,19 @@ void ClientStream::Send(const std::string& request_id, std::vector<v1::OutputChu
   }
   // Responses of at most about kMaxResponseBytes each (a larger chunk goes alone);
   // the writer merges them again while they queue.
-  v1::GenerateResponse response;
-  size_t bytes = 0;
+  if (chunks.empty()) return;
   for (v1::OutputChunk& chunk : chunks) {
     const size_t size = chunk.ByteSizeLong();
-    if (response.outputs_size() > 0 && bytes + size > kMaxResponseBytes) {
-      response.set_request_id(request_id);
-      Write(request_id, std::move(response));
-      response = v1::GenerateResponse();
-      bytes = 0;
+    if (pending_.empty() || (pending_.back().outputs_size() > 0 &&
+                             pending_back_bytes_ + size > kMaxResponseBytes)) {
+      pending_.emplace_back().set_request_id(request_id);
+      pending_back_bytes_ = 0;
     }
-    bytes += size;
-    *response.add_outputs() = std::move(chunk);
+    pending_back_bytes_ += size;
+    *pending_.back().add_outputs() = std::move(chunk);
   }
-  if (response.outputs_size() == 0) return;
-  response.set_request_id(request_id);
-  Write(request_id, std::move(response));
+  pending_id_ = request_id;
+  FlushLater();
 }
 
 void ClientStream::Finish(const std::string& request_id, v1::Terminal terminal) {
@@ -95,11 +94,9 @@ void ClientStream::Finish(const std::string& request_id, v1::Terminal terminal) 
     if (ended_) return;
     ended_ = true;
   }
-  v1::GenerateResponse response;
-  response.set_request_id(request_id);
-  *response.mutable_terminal() = std::move(terminal);
-  writer_.Write(std::move(response));
-  writer_.End(absl::OkStatus());
+  pending_terminal_ = std::move(terminal);
+  pending_id_ = request_id;
+  FlushLater();
 }
 
 void ClientStream::Fail(const absl::Status& status) {
@@ -108,7 +105,34 @@ void ClientStream::Fail(const absl::Status& status) {
     if (ended_) return;
     ended_ = true;
   }
+  Flush();  // Whatever was sent goes first.
   writer_.End(status);
+}
+
+void ClientStream::FlushLater() {
+  if (flush_deferred_) return;
+  flush_deferred_ = true;
+  defer_([self = shared_from_this()] { self->Flush(); });
+}
+
+void ClientStream::Flush() {
+  flush_deferred_ = false;
+  std::vector<v1::GenerateResponse> responses;
+  responses.swap(pending_);
+  std::optional<v1::Terminal> terminal;
+  terminal.swap(pending_terminal_);
+  if (terminal.has_value()) {
+    // The terminal rides with the last chunks, and the call's end with it.
+    if (responses.empty()) responses.emplace_back().set_request_id(pending_id_);
+    *responses.back().mutable_terminal() = std::move(*terminal);
+  }
+  for (size_t i = 0; i < responses.size(); ++i) {
+    if (terminal.has_value() && i + 1 == responses.size()) {
+      writer_.WriteLast(std::move(responses[i]), absl::OkStatus());
+    } else {
+      Write(pending_id_, std::move(responses[i]));
+    }
+  }
 }
 
 void ClientStream::OnCancel() {

@@ -1,8 +1,10 @@
 // Tests for ClientStream, the Generate call's response side, over a recording
 // transport: merging what queues during a write, the ~1 MiB split, the terminal
-// with the last chunks, errors before the start, and a client that goes away.
+// with the last chunks and the call's end, what one loop task sends written
+// once, errors before the start, and a client that goes away.
 #include "orchestrator/service/client_stream.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,11 +28,19 @@ class RecordingTransport : public ClientStream::Transport {
     finishes.push_back(status);
   }
   void CancelStream() override { ++cancels; }
+  void BeginWriteAndFinish(const v1::GenerateResponse* response,
+                           const absl::Status& status) override {
+    EXPECT_EQ(in_flight, 0) << "a last write with a write in flight";
+    writes.push_back(*response);
+    finishes.push_back(status);
+    ++ended_with_a_write;
+  }
 
   std::vector<v1::GenerateResponse> writes;
   std::vector<absl::Status> finishes;
   int in_flight = 0;
   int cancels = 0;
+  int ended_with_a_write = 0;  // Finishes that came with the last write.
 };
 
 v1::OutputChunk TextChunk(const std::string& text) {
@@ -83,11 +93,58 @@ TEST_F(ClientStreamTest, ChunksQueuedDuringAWriteTravelTogetherWithTheTerminal) 
   EXPECT_EQ(merged.request_id(), "r1");
   EXPECT_EQ(Texts(merged), "b|c|d|");
   EXPECT_EQ(merged.terminal().finish_reason(), v1::FINISH_REASON_STOP);
-  EXPECT_TRUE(transport_.finishes.empty());
-  Complete();
+  // The call's end goes in the same step as the terminal.
   ASSERT_EQ(transport_.finishes.size(), 1u);
   EXPECT_TRUE(transport_.finishes[0].ok());
+  EXPECT_EQ(transport_.ended_with_a_write, 1);
+  EXPECT_EQ(transport_.in_flight, 0);
   EXPECT_FALSE(transport_.writes[0].has_terminal());
+}
+
+// What the core sends during one task of its loop is written when the task
+// returns: a one-output request's chunk, terminal and end leave as one write.
+TEST(ClientStreamDeferTest, WhatOneTaskSendsLeavesAsOneWriteWithTheEnd) {
+  RecordingTransport transport;
+  std::vector<std::function<void()>> deferred;
+  auto stream = std::make_shared<ClientStream>(
+      &transport, [](std::shared_ptr<ClientStream>, const std::string&) {}, [](int64_t) {},
+      /*max_queued_bytes=*/0, [&deferred](std::function<void()> write) {
+        deferred.push_back(std::move(write));
+      });
+  stream->Started("r1");
+  stream->Send("r1", {TextChunk("a")});
+  stream->Send("r1", {TextChunk("b")});
+  v1::Terminal terminal;
+  terminal.set_finish_reason(v1::FINISH_REASON_LENGTH);
+  stream->Finish("r1", terminal);
+  EXPECT_TRUE(transport.writes.empty()) << "written before the task returned";
+  ASSERT_EQ(deferred.size(), 1u) << "one flush per task";
+  deferred[0]();  // The task returned.
+  ASSERT_EQ(transport.writes.size(), 1u);
+  EXPECT_EQ(Texts(transport.writes[0]), "a|b|");
+  EXPECT_EQ(transport.writes[0].request_id(), "r1");
+  EXPECT_EQ(transport.writes[0].terminal().finish_reason(), v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(transport.ended_with_a_write, 1);
+  ASSERT_EQ(transport.finishes.size(), 1u);
+  EXPECT_TRUE(transport.finishes[0].ok());
+
+  // A stream that fails writes what was sent before, then ends with the error.
+  RecordingTransport failing_transport;
+  deferred.clear();
+  auto failing = std::make_shared<ClientStream>(
+      &failing_transport, [](std::shared_ptr<ClientStream>, const std::string&) {},
+      [](int64_t) {}, /*max_queued_bytes=*/0,
+      [&deferred](std::function<void()> write) { deferred.push_back(std::move(write)); });
+  failing->Send("r2", {TextChunk("c")});
+  failing->Fail(absl::UnavailableError("gone"));
+  ASSERT_EQ(failing_transport.writes.size(), 1u);
+  EXPECT_EQ(Texts(failing_transport.writes[0]), "c|");
+  for (auto& write : deferred) write();  // Nothing more to write.
+  EXPECT_EQ(failing_transport.writes.size(), 1u);
+  --failing_transport.in_flight;
+  failing->OnWriteDone(true);
+  ASSERT_EQ(failing_transport.finishes.size(), 1u);
+  EXPECT_EQ(failing_transport.finishes[0].code(), absl::StatusCode::kUnavailable);
 }
 
 TEST_F(ClientStreamTest, ResponsesStayNearOneMebibyte) {

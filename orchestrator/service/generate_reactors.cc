@@ -23,7 +23,8 @@ std::shared_ptr<ClientStream> NewClientStream(ClientStream::Transport* transport
         loop->Post([core, stream, id] { core->Cancel(id, stream.get()); });
       },
       [metrics = &core->metrics()](int64_t delta) { metrics->QueuedBytes(delta); },
-      core->config().max_client_queued_bytes);
+      core->config().max_client_queued_bytes,
+      [loop](std::function<void()> write) { loop->Defer(std::move(write)); });
 }
 
 // A W3C traceparent in the call's metadata follows the request to every stage
@@ -59,6 +60,10 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   // ClientStream::Transport.
   void BeginWrite(const v1::GenerateResponse* response) override { StartWrite(response); }
   void FinishStream(const absl::Status& status) override { Finish(FinalStatus(context_, status)); }
+  void BeginWriteAndFinish(const v1::GenerateResponse* response,
+                           const absl::Status& status) override {
+    StartWriteAndFinish(response, grpc::WriteOptions(), FinalStatus(context_, status));
+  }
   void CancelStream() override { context_->TryCancel(); }
 
   // Reactor.
@@ -94,6 +99,10 @@ class DuplexReactor final
   // ClientStream::Transport.
   void BeginWrite(const v1::GenerateResponse* response) override { StartWrite(response); }
   void FinishStream(const absl::Status& status) override { Finish(FinalStatus(context_, status)); }
+  void BeginWriteAndFinish(const v1::GenerateResponse* response,
+                           const absl::Status& status) override {
+    StartWriteAndFinish(response, grpc::WriteOptions(), FinalStatus(context_, status));
+  }
   void CancelStream() override { context_->TryCancel(); }
 
   // Reactor. gRPC runs one OnReadDone at a time.
