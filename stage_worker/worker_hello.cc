@@ -143,6 +143,7 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   ready->mutable_load()->set_requests(static_cast<int>(live_requests()));
   ready->set_resume(ResumeModeProto(engine_->resume_mode()));
   ready->set_streamed_input(StreamedInputProto(engine_->streamed_input()));
+  ready->set_accepts_command_batches(true);
   if (cache_layout_.block_tokens > 0) {
     ready->mutable_prefix_cache()->set_block_tokens(cache_layout_.block_tokens);
     ready->mutable_prefix_cache()->set_capacity_blocks(cache_layout_.capacity_blocks);

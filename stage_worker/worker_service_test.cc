@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "stage_worker/worker_service_test_fixture.h"
 
@@ -94,6 +95,51 @@ TEST_F(WorkerServiceTest, AddImmediatelyFollowedByAbortIsNeverOvertaken) {
   }
   EXPECT_EQ(finished.size(), aborted.size());
   EXPECT_TRUE(WaitEngineIdle(*client));
+}
+
+// A batch is its commands applied in order, each with its own seq: every add
+// runs, an abort fenced after the batch finds them all, a batch inside a batch
+// is rejected alone. The worker says it takes batches.
+TEST_F(WorkerServiceTest, ABatchAppliesItsCommandsInOrderEachWithItsSeq) {
+  StartWorker({{"batch_size", "16"}, {"step_time_us", "1000"}});
+  WorkerTestClient client(channel_);
+  v1::Hello hello;
+  hello.set_client_name("test");
+  absl::StatusOr<v1::Ready> ready = client.Connect(hello);
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  EXPECT_TRUE(ready->accepts_command_batches());
+  std::vector<v1::WorkerCommand> commands;
+  for (const std::string id : {"short", "long1", "long2"}) {
+    v1::AddRequest* add = commands.emplace_back().mutable_add();
+    add->set_request_id(id);
+    add->add_input()->mutable_text()->set_text("prompt");
+    add->set_input_complete(true);
+    add->mutable_params()->set_max_tokens(id == "short" ? 3 : 1000000);
+  }
+  commands.emplace_back().mutable_batch();  // Rejected; the others stand.
+  const uint64_t last = client.SendBatch(std::move(commands));
+  EXPECT_EQ(last, 5u);  // The hello had seq 1.
+  absl::StatusOr<std::vector<std::string>> aborted = client.Abort({"long1", "long2"});
+  ASSERT_TRUE(aborted.ok()) << aborted.status();
+  EXPECT_EQ(*aborted, (std::vector<std::string>{"long1", "long2"}));
+  std::map<std::string, v1::FinishReason> ends;
+  bool rejected = false;
+  while (ends.size() < 3 || !rejected) {
+    std::optional<v1::WorkerEvent> event = client.Next(absl::Seconds(10));
+    ASSERT_TRUE(event.has_value()) << "stream stalled";
+    if (event->has_rejected()) {
+      EXPECT_EQ(event->rejected().seq(), 5u);
+      EXPECT_THAT(event->rejected().error().message(), ::testing::HasSubstr("batch inside"));
+      rejected = true;
+    }
+    if (!event->has_step()) continue;
+    for (const v1::RequestOutput& out : event->step().outputs()) {
+      if (out.finished()) ends[out.request_id()] = out.finish_reason();
+    }
+  }
+  EXPECT_EQ(ends["short"], v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(ends["long1"], v1::FINISH_REASON_ABORT);
+  EXPECT_EQ(ends["long2"], v1::FINISH_REASON_ABORT);
 }
 
 TEST_F(WorkerServiceTest, AbortArrivingBeforeItsAddWaitsAndLeavesOnlyItsEnd) {

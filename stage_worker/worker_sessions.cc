@@ -68,6 +68,7 @@ void Worker::SendRejected(Session& session, uint64_t seq, v1::WorkerCommand::Com
       rejected->set_command(v1::CommandRejected::KIND_UTILITY);
       break;
     case v1::WorkerCommand::kDrainAck:  // Never rejected.
+    case v1::WorkerCommand::kBatch:      // Its commands are, one by one.
     case v1::WorkerCommand::COMMAND_NOT_SET:
       break;
   }
@@ -95,6 +96,15 @@ void Worker::HandleCommand(Session& session, v1::WorkerCommand& command) {
       return;
     case v1::WorkerCommand::kHello:
       Reject(session, command, "", absl::InvalidArgumentError("hello already received"));
+      return;
+    case v1::WorkerCommand::kBatch:
+      for (v1::WorkerCommand& inner : *command.mutable_batch()->mutable_commands()) {
+        if (inner.has_batch()) {
+          Reject(session, inner, "", absl::InvalidArgumentError("a batch inside a batch"));
+          continue;
+        }
+        HandleCommand(session, inner);
+      }
       return;
     case v1::WorkerCommand::COMMAND_NOT_SET:
       Reject(session, command, "", absl::InvalidArgumentError("command has no content"));

@@ -43,6 +43,16 @@ uint64_t WorkerTestClient::Send(v1::WorkerCommand command) {
   return seq;
 }
 
+uint64_t WorkerTestClient::SendBatch(std::vector<v1::WorkerCommand> commands) {
+  v1::WorkerCommand batch;
+  for (v1::WorkerCommand& command : commands) {
+    command.set_seq(++seq_);
+    *batch.mutable_batch()->add_commands() = std::move(command);
+  }
+  stream_->Write(batch);
+  return seq_;
+}
+
 uint64_t WorkerTestClient::Add(const std::string& id, const std::string& text,
                                uint32_t max_tokens, bool input_complete) {
   v1::WorkerCommand command;

@@ -36,6 +36,9 @@ class WorkerTestClient {
 
   // Sends `command` with the next seq (unless it has one); returns the seq used.
   uint64_t Send(v1::WorkerCommand command);
+  // Sends `commands` as one WorkerCommand.batch, numbered with the next seqs;
+  // returns the last seq used.
+  uint64_t SendBatch(std::vector<v1::WorkerCommand> commands);
   // Sends an AddRequest with one text payload; returns its seq.
   uint64_t Add(const std::string& id, const std::string& text, uint32_t max_tokens,
                bool input_complete = true);

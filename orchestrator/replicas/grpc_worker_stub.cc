@@ -1,6 +1,7 @@
 #include "orchestrator/replicas/grpc_worker_stub.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 #include <vector>
 
@@ -42,7 +43,7 @@ class GrpcWorkerStub::ConnectCall
       : stub_(stub),
         on_event_(std::move(on_event)),
         on_done_(std::move(on_done)),
-        writer_(this, WriterOptions()) {}
+        writer_(this, WriterOptions(&batches_)) {}
 
   void Begin() {
     self_ = shared_from_this();
@@ -112,6 +113,12 @@ class GrpcWorkerStub::ConnectCall
       return;
     }
     if (release) return;  // Cancelled: the event goes nowhere.
+    if (event_.message->has_ready()) {
+      const v1::Ready& ready = event_.message->ready();
+      batches_.store(ready.accepts_command_batches() &&
+                         ready.max_message_bytes() >= 2 * kMaxBatchBytes,
+                     std::memory_order_relaxed);
+    }
     // The loop task owns the event's arena, and frees it in one go.
     stub_->loop_->PostBulk([self = shared_from_this(), event = std::move(event_), weight] {
       self->on_event_(*event.message);
@@ -165,9 +172,29 @@ class GrpcWorkerStub::ConnectCall
     return true;
   }
 
-  static StreamWriter<v1::WorkerCommand>::Options WriterOptions() {
+  // Commands that queue behind the write in flight go out together, as one
+  // WorkerCommand.batch of at most about kMaxBatchBytes, once the worker's
+  // Ready said it takes batches (`*batches`): one write, one read and one
+  // completion for a burst of requests instead of one each.
+  static constexpr size_t kMaxBatchBytes = 256 << 10;
+  static bool Batchable(const v1::WorkerCommand& command) {
+    return command.has_add() || command.has_append_input() || command.has_utility() ||
+           command.has_drain_ack();
+  }
+  static StreamWriter<v1::WorkerCommand>::Options WriterOptions(const std::atomic<bool>* batches) {
     StreamWriter<v1::WorkerCommand>::Options options;
     options.label = "session";
+    options.max_write_bytes = kMaxBatchBytes;
+    options.merge = [batches](v1::WorkerCommand& into, v1::WorkerCommand& next) {
+      if (!batches->load(std::memory_order_relaxed) || !Batchable(next)) return false;
+      if (!into.has_batch()) {
+        if (!Batchable(into)) return false;
+        v1::WorkerCommand first = std::move(into);
+        *into.mutable_batch()->add_commands() = std::move(first);
+      }
+      *into.mutable_batch()->add_commands() = std::move(next);
+      return true;
+    };
     return options;
   }
 
@@ -183,6 +210,8 @@ class GrpcWorkerStub::ConnectCall
   };
   ArenaEvent event_;
   std::shared_ptr<ConnectCall> self_;
+  // The worker takes WorkerCommand.batch (set from its Ready).
+  std::atomic<bool> batches_{false};
   StreamWriter<v1::WorkerCommand> writer_;
 
   // Outputs read but not yet handled by the loop: past this many, reading waits.

@@ -8,6 +8,8 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -203,6 +205,129 @@ TEST_F(GrpcWorkerStubTest, ShutdownReturnsWithEventsWaitingForALoopThatStopped) 
   loop_.Drop();  // The loop stopped with them queued.
   stub_->Shutdown();  // Would wait forever for a read nobody restarts.
   loop_.Drop();       // The stream's end, posted as it went.
+}
+
+// A worker that says Ready (taking batches or not), then reads nothing until
+// Release(), and records every message and the seqs of the commands in it.
+class RecordingWorker : public v1::StageWorker::CallbackService {
+ public:
+  explicit RecordingWorker(bool accepts_batches) : accepts_batches_(accepts_batches) {}
+
+  grpc::ServerBidiReactor<v1::WorkerCommand, v1::WorkerEvent>* Connect(
+      grpc::CallbackServerContext*) override {
+    auto* session = new Session(this);
+    absl::MutexLock lock(&mu_);
+    session_ = session;
+    return session;
+  }
+  // Starts reading (the commands queued meanwhile behind the transport's
+  // flow control).
+  void Release() {
+    absl::MutexLock lock(&mu_);
+    session_->Read();
+  }
+  // (messages read, the seqs of every command in them, in order)
+  std::pair<int, std::vector<uint64_t>> Read() {
+    absl::MutexLock lock(&mu_);
+    return {messages_, seqs_};
+  }
+
+ private:
+  class Session : public grpc::ServerBidiReactor<v1::WorkerCommand, v1::WorkerEvent> {
+   public:
+    explicit Session(RecordingWorker* worker) : worker_(worker) {
+      v1::Ready* ready = ready_.mutable_ready();
+      ready->set_accepts_command_batches(worker->accepts_batches_);
+      ready->set_max_message_bytes(16 << 20);
+      StartWrite(&ready_);
+    }
+    void Read() { StartRead(&command_); }
+    void OnReadDone(bool ok) override {
+      if (!ok) {
+        Finish(grpc::Status::OK);
+        return;
+      }
+      {
+        absl::MutexLock lock(&worker_->mu_);
+        ++worker_->messages_;
+        if (command_.has_batch()) {
+          for (const v1::WorkerCommand& c : command_.batch().commands()) {
+            worker_->seqs_.push_back(c.seq());
+          }
+        } else {
+          worker_->seqs_.push_back(command_.seq());
+        }
+      }
+      StartRead(&command_);
+    }
+    void OnWriteDone(bool) override {}
+    void OnDone() override { delete this; }
+
+   private:
+    RecordingWorker* const worker_;
+    v1::WorkerEvent ready_;
+    v1::WorkerCommand command_;
+  };
+
+  const bool accepts_batches_;
+  absl::Mutex mu_;
+  Session* session_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int messages_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<uint64_t> seqs_ ABSL_GUARDED_BY(mu_);
+};
+
+// Writes 100 adds of 64 KiB to a worker that reads none until they queued
+// behind flow control, then lets it read them all; returns how many messages
+// carried them (and checks every command came, in order).
+int MessagesFor100Adds(bool accepts_batches) {
+  RecordingWorker worker(accepts_batches);
+  absl::StatusOr<StartedServer> server = StartGrpcServer({}, {&worker});
+  EXPECT_TRUE(server.ok()) << server.status();
+  if (!server.ok()) return -1;
+  HeldScheduler loop;
+  WorkerChannelOptions options;
+  options.address = "127.0.0.1:" + std::to_string(server->port);
+  options.keepalive_time = absl::Seconds(30);
+  int messages = -1;
+  {
+    GrpcWorkerStub stub(options, &loop);
+    std::shared_ptr<WorkerStream> stream = stub.Connect([](v1::WorkerEvent) {}, [](absl::Status) {});
+    // The Ready was read (so the stream knows whether the worker batches).
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (loop.pending() == 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+    EXPECT_EQ(loop.pending(), 1u) << "no Ready";
+    for (uint64_t seq = 1; seq <= 100; ++seq) {
+      v1::WorkerCommand command;
+      command.set_seq(seq);
+      command.mutable_add()->set_request_id("r" + std::to_string(seq));
+      command.mutable_add()->add_input()->set_raw(std::string(64 << 10, 'x'));
+      EXPECT_TRUE(stream->Write(std::move(command)).ok());
+    }
+    worker.Release();
+    std::vector<uint64_t> seqs;
+    while (absl::Now() < deadline + absl::Seconds(20)) {
+      std::tie(messages, seqs) = worker.Read();
+      if (seqs.size() == 100) break;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    EXPECT_EQ(seqs.size(), 100u);
+    for (size_t i = 0; i < seqs.size(); ++i) EXPECT_EQ(seqs[i], i + 1);
+    stream->Close();
+    loop.Drop();
+    stub.Shutdown();
+    loop.Drop();
+  }
+  server->server->Shutdown(absl::ToChronoTime(absl::Now()));
+  return messages;
+}
+
+// Commands that queue behind the write in flight go out as batches of about
+// 256 KiB once the worker's Ready says it takes them; one by one otherwise.
+TEST(GrpcWorkerStubBatchTest, QueuedCommandsTravelAsBatchesOnlyToAWorkerThatTakesThem) {
+  const int batched = MessagesFor100Adds(/*accepts_batches=*/true);
+  EXPECT_GE(batched, 100 * (64 << 10) / (256 << 10));
+  EXPECT_LE(batched, 100 / 2) << "commands did not travel together";
+  EXPECT_EQ(MessagesFor100Adds(/*accepts_batches=*/false), 100);
 }
 
 }  // namespace
