@@ -300,6 +300,7 @@ SlotTotals RunSlots(const SlotLoad& load) {
     absl::MutexLock lock(&mu);
     auto all_ready = [&] { return ready == load.streams; };
     mu.Await(absl::Condition(&all_ready));
+    if (load.on_start) load.on_start();
     start_ns = NowNs();
     started = true;
   }

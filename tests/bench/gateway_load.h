@@ -123,6 +123,9 @@ struct SlotLoad {
   std::function<Caller(int slot)> open;
   // Runs on the calling thread about every 50 ms while the slots run.
   std::function<void()> tick;
+  // Runs on the calling thread once every slot's caller is open, just before
+  // the slots start: readings taken there leave the opening out.
+  std::function<void()> on_start;
 };
 
 // Totals over every request of a SlotLoad.

@@ -5,10 +5,11 @@
 //   bazel run -c opt //tests/bench:pipeline_benchmark -- --json=/tmp/bench.json
 //   bazel run -c opt //tests/bench:pipeline_benchmark -- --scenarios=throughput
 //       --rows=baseline,orch1 --streams=64 --step_times_us=0     (one line)
+//   bazel run -c opt //tests/bench:pipeline_benchmark -- --scenarios=requests
 //
 // Everything listens on 127.0.0.1. The processes it starts (the baseline server,
-// nginx, orchestrators and their workers) are stopped by PID, and die with it if
-// it dies. The whole run is bounded by --max_seconds. See docs/benchmarks.md.
+// nginx, orchestrators and their workers, the OpenAI gateway) are stopped by PID, and die with it
+// if it dies. The whole run is bounded by --max_seconds. See docs/benchmarks.md.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -32,12 +33,15 @@
 #include "absl/time/clock.h"
 #include "tests/bench/baseline_server.h"
 #include "tests/bench/bench_processes.h"
+#include "tests/bench/gateway_load.h"
 #include "tests/bench/report.h"
+#include "tests/bench/request_scenarios.h"
 #include "tests/bench/scenarios.h"
 
 ABSL_FLAG(bool, serve_baseline, false, "internal: run the baseline server and nothing else");
-ABSL_FLAG(std::string, scenarios, "throughput,light,abort,kill,idle",
-          "which scenarios to run: throughput, light, abort, kill, idle (includes memory)");
+ABSL_FLAG(std::string, scenarios, "throughput,light,abort,kill,idle,requests",
+          "which scenarios to run: throughput, light, abort, kill, idle (includes memory), "
+          "requests");
 ABSL_FLAG(std::string, rows, "baseline,nginx,haproxy,orch1,orch3", "throughput rows");
 ABSL_FLAG(std::string, streams, "1,16,64,256,1024,4096", "concurrent streams per throughput cell");
 ABSL_FLAG(std::string, step_times_us, "0,10000",
@@ -52,6 +56,14 @@ ABSL_FLAG(int, memory_requests, 1000, "in-flight requests for the memory figure"
 ABSL_FLAG(bool, stamp_throughput, false,
           "one-way latency in the throughput cells too (production stamps; they cost the "
           "orchestrator rows throughput, so light load alone has them by default)");
+ABSL_FLAG(std::string, request_rows, "baseline,orch1,orch3,gateway",
+          "rows of the requests scenario: baseline, orch1, orch3, gateway (with text-grpc, the "
+          "same orchestrator straight over gRPC), text-grpc");
+ABSL_FLAG(std::string, request_outputs, "1,16",
+          "outputs per request (max_tokens) of the requests scenario, one cell each");
+ABSL_FLAG(int, request_streams, 64, "concurrent clients of each requests cell");
+ABSL_FLAG(double, request_seconds, 3,
+          "each client of a requests cell sends requests back to back this long");
 ABSL_FLAG(std::string, json, "", "write the figures as JSON to this path");
 ABSL_FLAG(double, max_seconds, 900, "the whole run is cut (exit 3) after this long");
 
@@ -138,8 +150,17 @@ int Run(int argc, char** argv) {
   options.rows = List(absl::GetFlag(FLAGS_rows));
   options.streams.clear();
   options.step_times_us.clear();
+  options.request_outputs.clear();
   if (!Numbers("streams", absl::GetFlag(FLAGS_streams), &options.streams) ||
-      !Numbers("step_times_us", absl::GetFlag(FLAGS_step_times_us), &options.step_times_us)) {
+      !Numbers("step_times_us", absl::GetFlag(FLAGS_step_times_us), &options.step_times_us) ||
+      !Numbers("request_outputs", absl::GetFlag(FLAGS_request_outputs), &options.request_outputs)) {
+    return 2;
+  }
+  options.request_rows = List(absl::GetFlag(FLAGS_request_rows));
+  options.request_streams = absl::GetFlag(FLAGS_request_streams);
+  options.request_time = absl::Seconds(absl::GetFlag(FLAGS_request_seconds));
+  if (options.request_streams < 1) {
+    std::cerr << "pipeline_benchmark: --request_streams: at least 1\n";
     return 2;
   }
   options.tokens = absl::GetFlag(FLAGS_tokens);
@@ -155,7 +176,8 @@ int Run(int argc, char** argv) {
     return std::find(scenarios.begin(), scenarios.end(), name) != scenarios.end();
   };
   for (const std::string& s : scenarios) {
-    if (s != "throughput" && s != "light" && s != "abort" && s != "kill" && s != "idle") {
+    if (s != "throughput" && s != "light" && s != "abort" && s != "kill" && s != "idle" &&
+        s != "requests") {
       std::cerr << "pipeline_benchmark: --scenarios: unknown scenario '" << s << "'\n";
       return 2;
     }
@@ -196,6 +218,9 @@ int Run(int argc, char** argv) {
   report.haproxy_note = env.haproxy_note;
 
   if (wants("throughput")) report.throughput = RunThroughput(options, env);
+  if (wants("requests")) {
+    report.requests = RunRequests(options, env, FindGateway(argv[0], env.binaries));
+  }
   if (wants("light")) report.light = RunLightLoad(options, env);
   if (wants("abort")) {
     report.aborts.push_back(RunAbort(options, env, options.abort_streams));

@@ -8,7 +8,38 @@
 
 namespace omnistage {
 namespace bench {
+
+namespace report_text {
+
+std::string Verdict(bool met) { return met ? "MET   " : "MISSED"; }
+
+std::string Ratio(double r) { return r > 0 ? absl::StrFormat("%.2f", r) : "-"; }
+
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += absl::StrFormat("\\u%04x", c);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string Num(double v) { return std::isfinite(v) ? absl::StrFormat("%.3f", v) : "null"; }
+
+}  // namespace report_text
+
 namespace {
+
+using report_text::Num;
+using report_text::Quote;
+using report_text::Ratio;
+using report_text::Verdict;
 
 // Targets from the issues (docs/benchmarks.md lists them with their figures).
 constexpr double kMinRatioAt64 = 1.0;
@@ -39,28 +70,7 @@ const ThroughputCell* FindCell(const std::vector<ThroughputCell>& cells, const s
   return nullptr;
 }
 
-std::string Verdict(bool met) { return met ? "MET   " : "MISSED"; }
-
-std::string Ratio(double r) { return r > 0 ? absl::StrFormat("%.2f", r) : "-"; }
-
 // ---- JSON --------------------------------------------------------------------------
-
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += absl::StrFormat("\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string Num(double v) { return std::isfinite(v) ? absl::StrFormat("%.3f", v) : "null"; }
 
 std::string FiguresJson(const Figures& f) {
   return absl::StrCat(
@@ -161,6 +171,8 @@ std::string FormatReport(const Report& report) {
           base4096->figures.ttft_p99_us, kMaxTtftP99VsBaselineAt4096));
     }
   }
+
+  absl::StrAppend(&out, FormatRequests(report, &verdicts));
 
   if (report.light.has_value()) {
     const LightLoad& light = *report.light;
@@ -308,6 +320,7 @@ std::string JsonReport(const Report& report) {
                     ", \"back_peak_rss_kib\": ", c.back_peak_rss_kib, ", \"figures\": ", FiguresJson(c.figures), "}");
   }
   absl::StrAppend(&out, "\n  ]");
+  if (!report.requests.empty()) absl::StrAppend(&out, ",\n  ", RequestsJson(report));
   if (report.light.has_value()) {
     absl::StrAppend(&out, ",\n  \"light_load\": {\"pace_us\": ", report.light->pace_us,
                     ", \"rows\": [");

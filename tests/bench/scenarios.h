@@ -10,6 +10,8 @@
 //   idle        CPU of an idle orchestrator and worker; orchestrator RSS per
 //               1,000 in-flight requests, next to a bare gRPC server per
 //               1,000 open streams
+//   requests    many clients sending short requests back to back at zero step
+//               time: requests/s and CPU per request (request_scenarios.h)
 #ifndef OMNISTAGE_TESTS_BENCH_SCENARIOS_H_
 #define OMNISTAGE_TESTS_BENCH_SCENARIOS_H_
 
@@ -50,6 +52,12 @@ struct BenchOptions {
   int kill_rounds = 3;
   absl::Duration idle_time = absl::Seconds(10);
   int memory_requests = 1000;
+  // The requests scenario: rows, outputs per request (one cell each), clients,
+  // and how long each client sends requests back to back in a cell.
+  std::vector<std::string> request_rows = {"baseline", "orch1", "orch3", "gateway"};
+  std::vector<int> request_outputs = {1, 16};
+  int request_streams = 64;
+  absl::Duration request_time = absl::Seconds(3);
 };
 
 // What the run shares: binaries, a temp dir, the baseline server and nginx.
@@ -177,6 +185,36 @@ struct IdleFigures {
   std::string error;
 };
 IdleFigures RunIdleAndMemory(const BenchOptions& options, BenchEnv& env);
+
+// One cell of the requests scenario: `streams` clients sending requests of
+// `outputs` outputs back to back, at zero step time.
+struct RequestCell {
+  // baseline, orch1, orch3; text-grpc (a one-stage thinker orchestrator, gRPC
+  // straight to it) and gateway (the OpenAI gateway in front of that one).
+  std::string row;
+  int outputs = 0;
+  int streams = 0;
+  int64_t requests = 0;
+  int64_t failed = 0;
+  int64_t tokens = 0;
+  double seconds = 0;  // First request start -> last request end.
+  double requests_per_s = 0;
+  double ratio_to_baseline = 0;   // Requests/s over the baseline's; 0: no baseline figure.
+  double ratio_to_text_grpc = 0;  // The gateway row's over text-grpc's; 0 otherwise.
+  // Per request (schedstat): CPU time in us and runs on a CPU (wake-ups) of the
+  // front process (the baseline, the orchestrator, or the gateway), of the rest
+  // of the serving side (the workers; for the gateway the orchestrator and its
+  // worker; 0 for the baseline), and the client's CPU (this process).
+  double front_cpu_us_per_request = 0;
+  double back_cpu_us_per_request = 0;
+  double front_runs_per_request = 0;
+  double back_runs_per_request = 0;
+  double client_cpu_us_per_request = 0;
+  // Request start -> its first output, as the client saw it.
+  double ttft_p50_us = 0;
+  double ttft_p99_us = 0;
+  std::string error;  // Why the row did not run, or what went wrong in it.
+};
 
 // ---- Shared by the scenario files -------------------------------------------------
 

@@ -8,103 +8,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "tests/bench/baseline_server.h"
 #include "tests/bench/scenarios.h"
+#include "tests/bench/targets.h"
 
 namespace omnistage {
 namespace bench {
 namespace {
 
 constexpr uint32_t kUpstreamTokens = 8;
-
-// A row's server for one step time: where to connect and how to ask.
-struct Target {
-  Server orchestrator;  // Only for orchestrator rows; stopped when the target goes.
-  int port = 0;
-  RequestFactory make_request;
-  std::string error;
-  ~Target() { StopServer(orchestrator); }
-};
-
-// Starts (or finds) the server for `row` with `step_time_us`.
-std::unique_ptr<Target> OpenTarget(const std::string& row, int64_t step_time_us, int tokens,
-                                   bool stamp, BenchEnv& env) {
-  auto target = std::make_unique<Target>();
-  if (row == "baseline" || row == "nginx" || row == "haproxy") {
-    target->port = row == "baseline" ? env.baseline.port
-                   : row == "nginx"  ? env.nginx.port
-                                     : env.haproxy.port;
-    if (row == "nginx" && env.nginx.process == nullptr) target->error = env.nginx_note;
-    if (row == "haproxy" && env.haproxy.process == nullptr) target->error = env.haproxy_note;
-    target->make_request = [tokens, step_time_us, stamp](int, int64_t) {
-      return BaselineRequest("", tokens, step_time_us, stamp);
-    };
-    return target;
-  }
-  if (row != "orch1" && row != "orch3") {
-    target->error = absl::StrCat("unknown row '", row, "'");
-    return target;
-  }
-  PipelineShape shape;
-  shape.stages = row == "orch1" ? 1 : 3;
-  shape.step_time_us = step_time_us;
-  shape.stamp_outputs = stamp;
-  absl::StatusOr<Server> server = StartOrchestrator(env.binaries, env.dir, shape);
-  if (!server.ok()) {
-    target->error = absl::StrCat("orchestrator did not start: ", server.status().message());
-    return target;
-  }
-  target->orchestrator = std::move(*server);
-  target->port = target->orchestrator.port;
-  const int stages = shape.stages;
-  target->make_request = [stages, tokens](int, int64_t seq) {
-    return OrchestratorRequest("", stages, tokens, seq);
-  };
-  return target;
-}
-
-// The processes serving a row, the front one first: the baseline; nginx and the
-// baseline; or an orchestrator and its workers.
-std::vector<pid_t> ServingPids(const std::string& row, const Target& target, const BenchEnv& env) {
-  if (row == "baseline") return {env.baseline.pid()};
-  if (row == "nginx") return {env.nginx.pid(), env.baseline.pid()};
-  if (row == "haproxy") return {env.haproxy.pid(), env.baseline.pid()};
-  std::vector<pid_t> pids = {target.orchestrator.pid()};
-  for (pid_t worker : ChildPids(target.orchestrator.pid())) pids.push_back(worker);
-  return pids;
-}
-
-// CPU time and runs on a CPU of `pids` together.
-ProcessCpu Cpu(const std::vector<pid_t>& pids) {
-  ProcessCpu sum;
-  for (pid_t pid : pids) {
-    const ProcessCpu cpu = ReadProcessCpu(pid).value_or(ProcessCpu{});
-    sum.sched_ns += cpu.sched_ns;
-    sum.runs += cpu.runs;
-  }
-  return sum;
-}
-
-// Connects and runs one short request, so that no cell pays for connecting.
-std::shared_ptr<v1::Orchestrator::Stub> Warm(Target& target) {
-  std::shared_ptr<grpc::Channel> channel = ConnectLoopback(target.port, absl::Seconds(10));
-  if (channel == nullptr) {
-    target.error = absl::StrCat("cannot connect to 127.0.0.1:", target.port);
-    return nullptr;
-  }
-  auto stub = std::make_shared<v1::Orchestrator::Stub>(channel);
-  if (target.orchestrator.process != nullptr && !WaitPipelineAlive(stub.get(), absl::Seconds(20))) {
-    target.error = "the pipeline's replicas were not all alive within 20 s";
-    return nullptr;
-  }
-  const Figures warm =
-      RunLoad(stub, 1, absl::ZeroDuration(), target.make_request, absl::Seconds(60));
-  if (warm.failed != 0 || warm.requests == 0) {
-    target.error = absl::StrCat("warm-up request failed: ", warm.error);
-    return nullptr;
-  }
-  return stub;
-}
 
 }  // namespace
 
