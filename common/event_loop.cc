@@ -8,22 +8,38 @@
 namespace omnistage {
 
 void EventLoop::Run() {
-  loop_thread_ = std::this_thread::get_id();
   std::deque<std::pair<absl::Time, std::function<void()>>> batch;
   std::vector<std::pair<absl::Time, TimerId>> due;
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      // Sleep until a task, Stop(), the earliest timer, or a timer earlier than
-      // that one being posted.
-      const absl::Time wake_at =
-          timers_.empty() ? absl::InfiniteFuture() : timers_.begin()->first.first;
-      auto has_work = [this, wake_at]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopped_ || !tasks_.empty() || !bulk_.empty() ||
-               (!timers_.empty() && timers_.begin()->first.first < wake_at);
-      };
-      if (wake_at > absl::Now()) mu_.AwaitWithDeadline(absl::Condition(&has_work), wake_at);
-      if (stopped_) return;
+      while (true) {
+        if (stopped_) return;
+        const absl::Time now = absl::Now();
+        const bool timer_due = !timers_.empty() && timers_.begin()->first.first <= now;
+        if (!owned_ && (!tasks_.empty() || !bulk_.empty() || timer_due)) break;
+        if (owned_) {
+          // A RunOrPost caller runs its task here: wait until it is done.
+          auto released = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+            return stopped_ || !owned_;
+          };
+          mu_.Await(absl::Condition(&released));
+          continue;
+        }
+        // Sleep until a task, Stop(), the earliest timer, or a timer earlier
+        // than that one being posted. While a RunOrPost caller owns the loop,
+        // what is posted meanwhile wakes this thread only once it is done.
+        const absl::Time wake_at =
+            timers_.empty() ? absl::InfiniteFuture() : timers_.begin()->first.first;
+        auto has_work = [this, wake_at]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stopped_ ||
+                 (!owned_ && (!tasks_.empty() || !bulk_.empty() ||
+                              (!timers_.empty() && timers_.begin()->first.first < wake_at)));
+        };
+        mu_.AwaitWithDeadline(absl::Condition(&has_work), wake_at);
+      }
+      owned_ = true;
+      owner_ = std::this_thread::get_id();
       batch.swap(tasks_);
       // One bulk task per turn, after the others: each kind keeps moving.
       if (!bulk_.empty()) {
@@ -38,7 +54,8 @@ void EventLoop::Run() {
         due.push_back(it->first);
       }
     }
-    while (!batch.empty()) {
+    bool stopped = false;
+    while (!batch.empty() && !stopped) {
       auto [posted, task] = std::move(batch.front());
       batch.pop_front();
       lag_observer_(absl::Now() - posted);
@@ -48,13 +65,15 @@ void EventLoop::Run() {
         RunDeferred();
       }
       absl::MutexLock lock(&mu_);
-      if (stopped_) return;
+      stopped = stopped_;
     }
+    batch.clear();
     for (const std::pair<absl::Time, TimerId>& key : due) {
+      if (stopped) break;
       std::function<void()> task;
       {
         absl::MutexLock lock(&mu_);
-        if (stopped_) return;
+        if (stopped_) break;
         auto it = timers_.find(key);
         if (it == timers_.end()) continue;  // Cancelled since it fell due.
         task = std::move(it->second);
@@ -66,7 +85,39 @@ void EventLoop::Run() {
       RunDeferred();
     }
     due.clear();
+    absl::MutexLock lock(&mu_);
+    owner_ = std::thread::id();
+    owned_ = false;
+    if (stopped_) return;
   }
+}
+
+bool EventLoop::RunIfFree(std::function<void()>& task) {
+  {
+    absl::MutexLock lock(&mu_);
+    // Not ahead of what waits, nor beside what runs.
+    if (stopped_ || owned_ || !tasks_.empty() || !bulk_.empty()) return false;
+    owned_ = true;
+    owner_ = std::this_thread::get_id();
+  }
+  lag_observer_(absl::ZeroDuration());
+  {
+    LogBatch lines;
+    task();
+    RunDeferred();
+  }
+  absl::MutexLock lock(&mu_);
+  owner_ = std::thread::id();
+  owned_ = false;  // Run()'s thread wakes if anything queued meanwhile.
+  return true;
+}
+
+void EventLoop::RunOrPost(std::function<void()> task) {
+  if (!RunIfFree(task)) Post(std::move(task));
+}
+
+void EventLoop::RunOrPostBulk(std::function<void()> task) {
+  if (!RunIfFree(task)) PostBulk(std::move(task));
 }
 
 void EventLoop::RunDeferred() {

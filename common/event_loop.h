@@ -51,8 +51,9 @@ class EventLoop : public Scheduler {
     lag_observer_ = std::move(observer);
   }
 
-  // Scheduler. Tasks run in the order posted; InLoop() is true on the thread
-  // running Run().
+  // Scheduler. Tasks run in the order posted, one at a time; InLoop() is true
+  // on the thread running one (Run()'s, or a RunOrPost caller's while it runs
+  // its task there).
   absl::Time Now() const override { return absl::Now(); }
   void Post(std::function<void()> task) override;
   // Each turn of the loop runs the tasks Post()ed so far, then one bulk task,
@@ -60,7 +61,9 @@ class EventLoop : public Scheduler {
   void PostBulk(std::function<void()> task) override;
   TimerId PostAt(absl::Time when, std::function<void()> task) override;
   void Cancel(TimerId id) override;
-  bool InLoop() const override { return std::this_thread::get_id() == loop_thread_.load(); }
+  bool InLoop() const override { return std::this_thread::get_id() == owner_.load(); }
+  void RunOrPost(std::function<void()> task) override;
+  void RunOrPostBulk(std::function<void()> task) override;
   // Runs right after the task or timer running now (and after what that one
   // deferred before it), before the loop looks at anything else.
   void Defer(std::function<void()> task) override;
@@ -68,6 +71,9 @@ class EventLoop : public Scheduler {
  private:
   // Runs what the task that just ran deferred (and what those defer in turn).
   void RunDeferred();
+  // Runs `task` on this thread if the loop is free, as its owner; false (and
+  // `task` untouched) if not.
+  bool RunIfFree(std::function<void()>& task);
 
   absl::Mutex mu_;
   // Each with the time it was posted.
@@ -78,7 +84,9 @@ class EventLoop : public Scheduler {
   std::map<TimerId, absl::Time> timer_deadlines_ ABSL_GUARDED_BY(mu_);
   TimerId next_timer_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  std::atomic<std::thread::id> loop_thread_;
+  // A thread runs tasks (Run()'s, or a RunOrPost caller's); and which.
+  bool owned_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<std::thread::id> owner_;
   // Deferred by the task running now; the loop thread's alone.
   std::vector<std::function<void()>> deferred_;
   std::vector<std::function<void()>> running_deferred_;

@@ -220,6 +220,71 @@ TEST(EventLoopTest, DeferRunsAfterATimerAndIsAPostFromOtherThreads) {
   EXPECT_THAT(order, ElementsAre("timer", "deferred by timer", "later timer"));
 }
 
+// RunOrPost runs on the caller's thread, as the loop's owner, when the loop is
+// free; behind a running or queued task it is a Post, in order.
+TEST(EventLoopTest, RunOrPostRunsHereWhenTheLoopIsFreeAndQueuesOtherwise) {
+  EventLoop loop;
+  WatchedLoop thread(&loop);
+  // Free: runs here, and the loop counts it as its own.
+  bool ran_here = false;
+  bool in_loop = false;
+  std::vector<std::string> order;  // Touched by whoever owns the loop.
+  loop.RunOrPost([&] {
+    ran_here = true;
+    in_loop = loop.InLoop();
+    loop.Defer([&] { order.push_back("deferred by inline"); });
+    order.push_back("inline");
+  });
+  EXPECT_TRUE(ran_here);
+  EXPECT_TRUE(in_loop);
+  EXPECT_FALSE(loop.InLoop()) << "still the owner after the task";
+  EXPECT_THAT(order, ElementsAre("inline", "deferred by inline"));
+
+  // Busy: a task holds the loop; RunOrPost from here queues behind it.
+  absl::Notification running, release, done;
+  loop.Post([&] {
+    running.Notify();
+    release.WaitForNotification();
+    order.push_back("busy task");
+  });
+  ASSERT_TRUE(running.WaitForNotificationWithTimeout(kGenerous));
+  const std::thread::id here = std::this_thread::get_id();
+  std::thread::id ran_on;
+  loop.RunOrPostBulk([&] {
+    ran_on = std::this_thread::get_id();
+    order.push_back("queued");
+    done.Notify();
+  });
+  EXPECT_EQ(order.size(), 2u) << "ran beside the busy task";
+  release.Notify();
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
+  EXPECT_NE(ran_on, here);
+  EXPECT_THAT(order, ElementsAre("inline", "deferred by inline", "busy task", "queued"));
+}
+
+// Tasks a RunOrPost caller's task posts, and timers falling due meanwhile, run
+// on the loop's thread once it is done.
+TEST(EventLoopTest, WhatQueuesWhileACallerRunsATaskRunsAfterIt) {
+  EventLoop loop;
+  WatchedLoop thread(&loop);
+  std::vector<std::string> order;
+  absl::Notification done;
+  loop.RunOrPost([&] {
+    loop.Post([&] {
+      order.push_back("posted by inline");
+      done.Notify();
+    });
+    loop.PostAfter(absl::ZeroDuration(), [&] { order.push_back("timer"); });
+    absl::SleepFor(absl::Milliseconds(20));  // The loop thread must not run them now.
+    order.push_back("inline");
+  });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
+  absl::Notification drained;
+  loop.Post([&] { drained.Notify(); });
+  ASSERT_TRUE(drained.WaitForNotificationWithTimeout(kGenerous));
+  EXPECT_THAT(order, ElementsAre("inline", "posted by inline", "timer"));
+}
+
 // A backlog of bulk work (worker outputs) does not hold up control work: each
 // turn runs what was Post()ed, then one bulk task. Bulk tasks keep their order.
 TEST(EventLoopTest, PostedTasksPassQueuedBulkTasksButBulkKeepsMoving) {

@@ -44,6 +44,14 @@ class Scheduler {
   // a worker's event has reached it). From another thread, and by default, the
   // same as Post.
   virtual void Defer(std::function<void()> task) { Post(std::move(task)); }
+  // Runs `task` at once on the calling thread, as the owner, when nothing runs
+  // or waits to run on the owner's thread; else the same as Post (PostBulk).
+  // The caller must hold no lock the task might take. For work arriving on
+  // transport threads (a client's request, a worker's event): at light load it
+  // is then handled where it arrived, without waking the owner's thread. By
+  // default the same as Post (PostBulk).
+  virtual void RunOrPost(std::function<void()> task) { Post(std::move(task)); }
+  virtual void RunOrPostBulk(std::function<void()> task) { PostBulk(std::move(task)); }
   // Runs `task` on the owner's thread at (or soon after) `when`.
   virtual TimerId PostAt(absl::Time when, std::function<void()> task) = 0;
   TimerId PostAfter(absl::Duration delay, std::function<void()> task) {

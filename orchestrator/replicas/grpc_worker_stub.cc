@@ -119,11 +119,20 @@ class GrpcWorkerStub::ConnectCall
                          ready.max_message_bytes() >= 2 * kMaxBatchBytes,
                      std::memory_order_relaxed);
     }
-    // The loop task owns the event's arena, and frees it in one go.
-    stub_->loop_->PostBulk([self = shared_from_this(), event = std::move(event_), weight] {
+    // The loop task owns the event's arena, and frees it in one go. A small
+    // event (light load) runs here when the loop is free: the thread that read
+    // it writes the clients' responses, without waking the loop's thread. A
+    // large one (a busy worker) goes to the loop's thread, where the events
+    // that pile up meanwhile fold into fewer client writes.
+    auto handle = [self = shared_from_this(), event = std::move(event_), weight] {
       self->on_event_(*event.message);
       self->Handled(weight);
-    });
+    };
+    if (weight <= kMaxInlineOutputs) {
+      stub_->loop_->RunOrPostBulk(std::move(handle));
+    } else {
+      stub_->loop_->PostBulk(std::move(handle));
+    }
     if (read_on) StartRead(NewEvent());
   }
 
@@ -216,6 +225,8 @@ class GrpcWorkerStub::ConnectCall
 
   // Outputs read but not yet handled by the loop: past this many, reading waits.
   static constexpr int kMaxUnhandledOutputs = 16384;
+  // Events of at most this many outputs may be handled on the reading thread.
+  static constexpr int kMaxInlineOutputs = 4;
   static int Weight(const v1::WorkerEvent& event) {
     return event.has_step() ? std::max(1, event.step().outputs_size()) : 1;
   }

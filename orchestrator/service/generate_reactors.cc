@@ -51,7 +51,8 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   GenerateReactor(grpc::CallbackServerContext* context, PipelineCore* core, EventLoop* loop,
                   v1::GenerateRequest request, Caller caller)
       : context_(context), stream_(NewClientStream(this, core, loop)) {
-    loop->Post([core, stream = stream_, request = std::move(request),
+    // At light load the request starts here, on the thread that read it.
+    loop->RunOrPost([core, stream = stream_, request = std::move(request),
                 traceparent = TraceparentOf(*context), caller = std::move(caller)]() mutable {
       core->Generate(std::move(request), stream, std::move(traceparent), caller);
     });
@@ -118,7 +119,7 @@ class DuplexReactor final
             "the first message of a GenerateDuplex call carries `request`")));
         return;
       }
-      loop_->Post([core = core_, stream = stream_, request = std::move(*in_.mutable_request()),
+      loop_->RunOrPost([core = core_, stream = stream_, request = std::move(*in_.mutable_request()),
                    traceparent = TraceparentOf(*context_), caller = caller_]() mutable {
         core->Generate(std::move(request), stream, std::move(traceparent), caller,
                        /*streamed_input=*/true);
