@@ -7,7 +7,7 @@
 
 namespace omnistage {
 
-void EventLoop::Run() {
+void EventLoop::RunTasks() {
   std::deque<std::pair<absl::Time, std::function<void()>>> batch;
   std::vector<std::pair<absl::Time, TimerId>> due;
   while (true) {
@@ -90,6 +90,19 @@ void EventLoop::Run() {
     owned_ = false;
     if (stopped_) return;
   }
+}
+
+void EventLoop::Run() {
+  RunTasks();
+  // Stopped. A RunOrPost caller may still run a task here: once Run()
+  // returns, nothing of the loop's runs any more (its owner may go away).
+  absl::MutexLock lock(&mu_);
+  if (owner_.load() == std::this_thread::get_id()) {
+    owner_ = std::thread::id();
+    owned_ = false;
+  }
+  auto released = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !owned_; };
+  mu_.Await(absl::Condition(&released));
 }
 
 bool EventLoop::RunIfFree(std::function<void()>& task) {

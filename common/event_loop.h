@@ -42,6 +42,7 @@ class EventLoop : public Scheduler {
   EventLoop& operator=(const EventLoop&) = delete;
 
   // Runs closures and due timers on the calling thread until Stop(). Call once.
+  // Once it returns no task runs, here or on a RunOrPost caller's thread.
   void Run();
   // Makes Run() return after the closure it is running (queued ones are dropped).
   void Stop();
@@ -69,6 +70,8 @@ class EventLoop : public Scheduler {
   void Defer(std::function<void()> task) override;
 
  private:
+  // Run() until stopped.
+  void RunTasks();
   // Runs what the task that just ran deferred (and what those defer in turn).
   void RunDeferred();
   // Runs `task` on this thread if the loop is free, as its owner; false (and

@@ -83,6 +83,13 @@ void ChatCall::Deliver(const v1::GenerateResponse& response) {
     return;
   }
   const std::string events = encoder_.Events(response);
+  if (response.has_terminal()) {
+    // The last response: its events go with the final ones once the call
+    // ends (next), the headers too for a one-response call: one write.
+    held_events_ += events;
+    ReadNext();
+    return;
+  }
   if (events.empty()) {
     ReadNext();
     return;
@@ -120,6 +127,9 @@ void ChatCall::Ended(const grpc::Status& status) {
     Finish(exchange_->streaming() ? 200 : 499, "client_closed");  // 499: before any response.
     return;
   }
+  if (!held_events_.empty() && !exchange_->streaming()) {
+    exchange_->StartStream(200, kEventStream);  // The held events are output: they stream.
+  }
   if (!status.ok() || !got_terminal_) {
     absl::Status failed = status.ok()
                               ? absl::InternalError("the stream ended without a terminal")
@@ -136,7 +146,7 @@ void ChatCall::Ended(const grpc::Status& status) {
     // Events went out already: say that this one broke the stream.
     ApiError broke = error;
     broke.message = absl::StrCat("the stream broke before its end: ", error.message);
-    exchange_->Send(absl::StrCat("data: ", broke.Json(), "\n\ndata: [DONE]\n\n"));
+    exchange_->Send(absl::StrCat(held_events_, "data: ", broke.Json(), "\n\ndata: [DONE]\n\n"));
     exchange_->EndStream();
     Finish(200, "error", broke.message);
     return;
@@ -159,7 +169,7 @@ void ChatCall::Ended(const grpc::Status& status) {
     }
     exchange_->StartStream(200, kEventStream);
   }
-  exchange_->Send(encoder_.FinalEvents(terminal_));
+  exchange_->Send(held_events_ + encoder_.FinalEvents(terminal_));
   exchange_->EndStream();
   Finish(200, OutcomeOf(terminal_),
          terminal_.finish_reason() == v1::FINISH_REASON_ERROR ? terminal_.error().message() : "");

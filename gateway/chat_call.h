@@ -94,6 +94,9 @@ class ChatCall final : public ResponseReader<grpc::ClientReadReactor<v1::Generat
   const CallObserver observer_;
   v1::Terminal terminal_;
   bool got_terminal_ = false;
+  // The events of the response that carried the terminal, written with the
+  // final ones when the call ends.
+  std::string held_events_;
 };
 
 }  // namespace omnistage
