@@ -116,7 +116,7 @@ class GrpcWorkerStub::ConnectCall
     if (event_.message->has_ready()) {
       const v1::Ready& ready = event_.message->ready();
       batches_.store(ready.accepts_command_batches() &&
-                         ready.max_message_bytes() >= 2 * kMaxBatchBytes,
+                         ready.max_message_bytes() >= 2 * static_cast<int64_t>(kMaxBatchBytes),
                      std::memory_order_relaxed);
     }
     // The loop task owns the event's arena, and frees it in one go. A small
