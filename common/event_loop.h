@@ -13,6 +13,10 @@
 //   loop.Stop();                                               // any thread
 //   thread.join();
 //
+// RunOrPost runs a task on the calling thread instead when nothing runs or waits
+// on the loop; that thread owns the loop for the task (InLoop() is true there),
+// so tasks still run one at a time and in order.
+//
 // LoopThread is that thread as a part that owns it: running from construction,
 // stopped and joined by destruction.
 #ifndef OMNISTAGE_COMMON_EVENT_LOOP_H_

@@ -12,8 +12,10 @@
 //   AbortCoordinator    every stop: client Abort, cancel, drain, leftovers;
 //   generate_request    what a Generate request may ask, and what it becomes.
 //
-// Every method runs on the scheduler's thread (the gRPC adapter posts there, and
-// replica events arrive there); a call from another thread is a broken invariant.
+// Every method runs as the scheduler's task (the gRPC adapter posts there, and
+// replica events arrive there; Scheduler::RunOrPost may run a task on the thread
+// that posts it, which owns the loop meanwhile); a call from outside a task is a
+// broken invariant.
 // Invariants: every admitted request gets exactly one terminal response; a
 // binding exists only for an in-flight request or one whose leftovers are being
 // stopped.
