@@ -38,8 +38,7 @@ void EventLoop::RunTasks() {
         };
         mu_.AwaitWithDeadline(absl::Condition(&has_work), wake_at);
       }
-      owned_ = true;
-      owner_ = std::this_thread::get_id();
+      OwnLocked();
       batch.swap(tasks_);
       // One bulk task per turn, after the others: each kind keeps moving.
       if (!bulk_.empty()) {
@@ -59,11 +58,7 @@ void EventLoop::RunTasks() {
       auto [posted, task] = std::move(batch.front());
       batch.pop_front();
       lag_observer_(absl::Now() - posted);
-      {
-        LogBatch lines;  // What the task logs is written once it is done.
-        task();
-        RunDeferred();
-      }
+      RunTask(task);
       absl::MutexLock lock(&mu_);
       stopped = stopped_;
     }
@@ -80,29 +75,38 @@ void EventLoop::RunTasks() {
         timers_.erase(it);
         timer_deadlines_.erase(key.second);
       }
-      LogBatch lines;
-      task();
-      RunDeferred();
+      RunTask(task);
     }
     due.clear();
     absl::MutexLock lock(&mu_);
-    owner_ = std::thread::id();
-    owned_ = false;
+    ReleaseLocked();
     if (stopped_) return;
   }
 }
 
 void EventLoop::Run() {
-  RunTasks();
-  // Stopped. A RunOrPost caller may still run a task here: once Run()
-  // returns, nothing of the loop's runs any more (its owner may go away).
+  RunTasks();  // Returns stopped, not owning the loop.
+  // A RunOrPost caller may still run a task: once Run() returns, nothing of
+  // the loop's runs any more (its owner may go away).
   absl::MutexLock lock(&mu_);
-  if (owner_.load() == std::this_thread::get_id()) {
-    owner_ = std::thread::id();
-    owned_ = false;
-  }
   auto released = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !owned_; };
   mu_.Await(absl::Condition(&released));
+}
+
+void EventLoop::OwnLocked() {
+  owned_ = true;
+  owner_ = std::this_thread::get_id();
+}
+
+void EventLoop::ReleaseLocked() {
+  owner_ = std::thread::id();
+  owned_ = false;  // Run()'s thread wakes if anything queued meanwhile.
+}
+
+void EventLoop::RunTask(std::function<void()>& task) {
+  LogBatch lines;  // What the task logs is written once it is done.
+  task();
+  RunDeferred();
 }
 
 bool EventLoop::RunIfFree(std::function<void()>& task) {
@@ -110,18 +114,12 @@ bool EventLoop::RunIfFree(std::function<void()>& task) {
     absl::MutexLock lock(&mu_);
     // Not ahead of what waits, nor beside what runs.
     if (stopped_ || owned_ || !tasks_.empty() || !bulk_.empty()) return false;
-    owned_ = true;
-    owner_ = std::this_thread::get_id();
+    OwnLocked();
   }
   lag_observer_(absl::ZeroDuration());
-  {
-    LogBatch lines;
-    task();
-    RunDeferred();
-  }
+  RunTask(task);
   absl::MutexLock lock(&mu_);
-  owner_ = std::thread::id();
-  owned_ = false;  // Run()'s thread wakes if anything queued meanwhile.
+  ReleaseLocked();
   return true;
 }
 

@@ -76,6 +76,12 @@ class EventLoop : public Scheduler {
  private:
   // Run() until stopped.
   void RunTasks();
+  // This thread takes the loop, or lets it go.
+  void OwnLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `task` as the loop's owner: then what it deferred; its log lines go
+  // out together.
+  void RunTask(std::function<void()>& task);
   // Runs what the task that just ran deferred (and what those defer in turn).
   void RunDeferred();
   // Runs `task` on this thread if the loop is free, as its owner; false (and

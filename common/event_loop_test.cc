@@ -1,11 +1,11 @@
-// Tests for EventLoop. The loop waits on real time, so these tests use short real
-// timeouts (code whose job is to block cannot be tested on a manual clock); every
-// bound is generous because the test machines are small and noisy.
+// Tests for EventLoop (its owner's Defer and RunOrPost: event_loop_owner_test).
+// The loop waits on real time, so these tests use short real timeouts (code
+// whose job is to block cannot be tested on a manual clock); every bound is
+// generous because the test machines are small and noisy.
 #include "common/event_loop.h"
 
 #include <time.h>
 
-#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -15,6 +15,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/event_loop_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -22,37 +23,6 @@ namespace omnistage {
 namespace {
 
 using ::testing::ElementsAre;
-
-// Far longer than any correct run needs; only a broken loop waits this long.
-constexpr absl::Duration kGenerous = absl::Seconds(5);
-
-// Runs a loop on its own thread; stops it and joins when destroyed, so a failed
-// assertion cannot leave the thread running.
-class WatchedLoop {
- public:
-  explicit WatchedLoop(EventLoop* loop)
-      : loop_(loop), thread_([this] {
-          loop_->Run();
-          returned_.Notify();
-        }) {}
-  ~WatchedLoop() {
-    loop_->Stop();
-    Join();
-  }
-
-  // Whether Run() returned within `timeout`.
-  bool WaitForReturn(absl::Duration timeout) {
-    return returned_.WaitForNotificationWithTimeout(timeout);
-  }
-  void Join() {
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  EventLoop* const loop_;
-  absl::Notification returned_;
-  std::thread thread_;
-};
 
 // A loop already running on its own thread.
 class RunningLoop {
@@ -166,123 +136,6 @@ TEST(EventLoopTest, TaskPostedFromATaskRunsAfterItAndAfterQueuedTasks) {
   WatchedLoop thread(&loop);
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
   EXPECT_THAT(order, ElementsAre("outer returns", "queued before inner", "inner"));
-}
-
-// What a task defers runs when it returns, before the tasks queued behind it;
-// what a deferred task defers runs before anything else too, in order.
-TEST(EventLoopTest, DeferredWorkRunsWhenTheTaskReturnsBeforeQueuedTasks) {
-  EventLoop loop;
-  std::vector<std::string> order;  // Touched only on the loop thread.
-  absl::Notification done;
-  loop.Post([&] {
-    loop.Defer([&] {
-      order.push_back("deferred 1");
-      loop.Defer([&] { order.push_back("deferred by deferred"); });
-    });
-    loop.Defer([&] { order.push_back("deferred 2"); });
-    order.push_back("task returns");
-  });
-  loop.Post([&] {
-    order.push_back("queued task");
-    done.Notify();
-  });
-  WatchedLoop thread(&loop);
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
-  EXPECT_THAT(order, ElementsAre("task returns", "deferred 1", "deferred 2",
-                                 "deferred by deferred", "queued task"));
-}
-
-// A timer's deferred work runs when the timer returns; Defer from another
-// thread is a Post.
-TEST(EventLoopTest, DeferRunsAfterATimerAndIsAPostFromOtherThreads) {
-  EventLoop loop;
-  std::vector<std::string> order;
-  absl::Notification done;
-  loop.PostAfter(absl::Milliseconds(1), [&] {
-    loop.Defer([&] { order.push_back("deferred by timer"); });
-    order.push_back("timer");
-  });
-  loop.PostAfter(absl::Milliseconds(50), [&] {
-    order.push_back("later timer");
-    done.Notify();
-  });
-  WatchedLoop thread(&loop);
-  absl::Notification posted;
-  loop.Defer([&] {  // This thread is not the loop's.
-    order.push_back("from another thread");
-    posted.Notify();
-  });
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
-  ASSERT_TRUE(posted.WaitForNotificationWithTimeout(kGenerous));
-  // When the other thread's task ran against the first timer is up to the
-  // machine; the rest is not.
-  order.erase(std::find(order.begin(), order.end(), "from another thread"));
-  EXPECT_THAT(order, ElementsAre("timer", "deferred by timer", "later timer"));
-}
-
-// RunOrPost runs on the caller's thread, as the loop's owner, when the loop is
-// free; behind a running or queued task it is a Post, in order.
-TEST(EventLoopTest, RunOrPostRunsHereWhenTheLoopIsFreeAndQueuesOtherwise) {
-  EventLoop loop;
-  WatchedLoop thread(&loop);
-  // Free: runs here, and the loop counts it as its own.
-  bool ran_here = false;
-  bool in_loop = false;
-  std::vector<std::string> order;  // Touched by whoever owns the loop.
-  loop.RunOrPost([&] {
-    ran_here = true;
-    in_loop = loop.InLoop();
-    loop.Defer([&] { order.push_back("deferred by inline"); });
-    order.push_back("inline");
-  });
-  EXPECT_TRUE(ran_here);
-  EXPECT_TRUE(in_loop);
-  EXPECT_FALSE(loop.InLoop()) << "still the owner after the task";
-  EXPECT_THAT(order, ElementsAre("inline", "deferred by inline"));
-
-  // Busy: a task holds the loop; RunOrPost from here queues behind it.
-  absl::Notification running, release, done;
-  loop.Post([&] {
-    running.Notify();
-    release.WaitForNotification();
-    order.push_back("busy task");
-  });
-  ASSERT_TRUE(running.WaitForNotificationWithTimeout(kGenerous));
-  const std::thread::id here = std::this_thread::get_id();
-  std::thread::id ran_on;
-  loop.RunOrPostBulk([&] {
-    ran_on = std::this_thread::get_id();
-    order.push_back("queued");
-    done.Notify();
-  });
-  EXPECT_EQ(order.size(), 2u) << "ran beside the busy task";
-  release.Notify();
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
-  EXPECT_NE(ran_on, here);
-  EXPECT_THAT(order, ElementsAre("inline", "deferred by inline", "busy task", "queued"));
-}
-
-// Tasks a RunOrPost caller's task posts, and timers falling due meanwhile, run
-// on the loop's thread once it is done.
-TEST(EventLoopTest, WhatQueuesWhileACallerRunsATaskRunsAfterIt) {
-  EventLoop loop;
-  WatchedLoop thread(&loop);
-  std::vector<std::string> order;
-  absl::Notification done;
-  loop.RunOrPost([&] {
-    loop.Post([&] {
-      order.push_back("posted by inline");
-      done.Notify();
-    });
-    loop.PostAfter(absl::ZeroDuration(), [&] { order.push_back("timer"); });
-    absl::SleepFor(absl::Milliseconds(20));  // The loop thread must not run them now.
-    order.push_back("inline");
-  });
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
-  absl::Notification drained;
-  loop.Post([&] { drained.Notify(); });
-  ASSERT_TRUE(drained.WaitForNotificationWithTimeout(kGenerous));
-  EXPECT_THAT(order, ElementsAre("inline", "posted by inline", "timer"));
 }
 
 // A backlog of bulk work (worker outputs) does not hold up control work: each

@@ -65,7 +65,7 @@ std::string JsonEscape(absl::string_view text) {
 // The lines a LogBatch of this thread holds; null outside one.
 thread_local std::string* held_lines = nullptr;
 
-// Writes `text` to stderr in one write, now.
+// Writes `size` bytes at `data` to stderr in one write, now.
 void WriteNow(const char* data, size_t size) {
   std::fwrite(data, 1, size, stderr);
   std::fflush(stderr);

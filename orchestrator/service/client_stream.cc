@@ -121,13 +121,18 @@ void ClientStream::Flush() {
   responses.swap(pending_);
   std::optional<v1::Terminal> terminal;
   terminal.swap(pending_terminal_);
-  if (terminal.has_value()) {
-    // The terminal rides with the last chunks, and the call's end with it.
-    if (responses.empty()) responses.emplace_back().set_request_id(pending_id_);
+  const bool last = terminal.has_value();
+  if (last) {
+    // The terminal rides with the last chunks within the response size (else
+    // alone, after them), and the call's end with it.
+    if (responses.empty() ||
+        pending_back_bytes_ + terminal->ByteSizeLong() > kMaxResponseBytes) {
+      responses.emplace_back().set_request_id(pending_id_);
+    }
     *responses.back().mutable_terminal() = std::move(*terminal);
   }
   for (size_t i = 0; i < responses.size(); ++i) {
-    if (terminal.has_value() && i + 1 == responses.size()) {
+    if (last && i + 1 == responses.size()) {
       writer_.WriteLast(std::move(responses[i]), absl::OkStatus());
     } else {
       Write(pending_id_, std::move(responses[i]));

@@ -128,6 +128,28 @@ TEST(ClientStreamDeferTest, WhatOneTaskSendsLeavesAsOneWriteWithTheEnd) {
   ASSERT_EQ(transport.finishes.size(), 1u);
   EXPECT_TRUE(transport.finishes[0].ok());
 
+  // A terminal that would take the last response past ~1 MiB follows it alone.
+  RecordingTransport big_transport;
+  deferred.clear();
+  auto big = std::make_shared<ClientStream>(
+      &big_transport, [](std::shared_ptr<ClientStream>, const std::string&) {}, [](int64_t) {},
+      /*max_queued_bytes=*/0,
+      [&deferred](std::function<void()> write) { deferred.push_back(std::move(write)); });
+  big->Send("r3", {TextChunk(std::string(ClientStream::kMaxResponseBytes - 8, 'x'))});
+  v1::Terminal long_terminal;
+  long_terminal.mutable_error()->set_message(std::string(64, 'e'));
+  big->Finish("r3", long_terminal);
+  ASSERT_EQ(deferred.size(), 1u);
+  deferred[0]();
+  ASSERT_EQ(big_transport.writes.size(), 1u);
+  EXPECT_FALSE(big_transport.writes[0].has_terminal());
+  --big_transport.in_flight;
+  big->OnWriteDone(true);
+  ASSERT_EQ(big_transport.writes.size(), 2u);
+  EXPECT_EQ(big_transport.writes[1].outputs_size(), 0);
+  EXPECT_TRUE(big_transport.writes[1].has_terminal());
+  EXPECT_EQ(big_transport.ended_with_a_write, 1);
+
   // A stream that fails writes what was sent before, then ends with the error.
   RecordingTransport failing_transport;
   deferred.clear();

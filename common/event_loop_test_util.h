@@ -1,0 +1,47 @@
+// What the EventLoop tests share: a bound on waits, and a loop running on a
+// thread of its own that is stopped and joined whatever the test's outcome.
+#ifndef OMNISTAGE_COMMON_EVENT_LOOP_TEST_UTIL_H_
+#define OMNISTAGE_COMMON_EVENT_LOOP_TEST_UTIL_H_
+
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "common/event_loop.h"
+
+namespace omnistage {
+
+// Far longer than any correct run needs; only a broken loop waits this long.
+inline constexpr absl::Duration kGenerous = absl::Seconds(5);
+
+// Runs a loop on its own thread; stops it and joins when destroyed, so a failed
+// assertion cannot leave the thread running.
+class WatchedLoop {
+ public:
+  explicit WatchedLoop(EventLoop* loop)
+      : loop_(loop), thread_([this] {
+          loop_->Run();
+          returned_.Notify();
+        }) {}
+  ~WatchedLoop() {
+    loop_->Stop();
+    Join();
+  }
+
+  // Whether Run() returned within `timeout`.
+  bool WaitForReturn(absl::Duration timeout) {
+    return returned_.WaitForNotificationWithTimeout(timeout);
+  }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  EventLoop* const loop_;
+  absl::Notification returned_;
+  std::thread thread_;
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_COMMON_EVENT_LOOP_TEST_UTIL_H_
