@@ -222,6 +222,21 @@ absl::StatusOr<Server> StartBaseline(const Binaries& binaries) {
   return server;
 }
 
+absl::StatusOr<Server> StartRelay(const Binaries& binaries, const std::string& api,
+                                  int backend_port, int threads) {
+  absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(
+      {binaries.self, "--serve_relay=" + api,
+       absl::StrCat("--relay_upstream=127.0.0.1:", backend_port),
+       absl::StrCat("--relay_threads=", threads)});
+  if (!process.ok()) return process.status();
+  absl::StatusOr<std::string> line = (*process)->WaitForLine("listening port=", absl::Seconds(10));
+  if (!line.ok()) return line.status();
+  Server server;
+  server.port = ListeningLineIn(*line).port;
+  server.process = std::move(*process);
+  return server;
+}
+
 namespace {
 
 // Starts proxy `name` (`binary`) on a free loopback port: `configure(port)`

@@ -102,6 +102,12 @@ absl::StatusOr<Binaries> FindBinaries(const char* argv0);
 // The baseline server (this binary with --serve_baseline).
 absl::StatusOr<Server> StartBaseline(const Binaries& binaries);
 
+// A relay of gRPC's callback ("callback") or asynchronous ("async", with
+// `threads` polling threads) API in front of 127.0.0.1:backend_port (this binary
+// with --serve_relay; relay_server.h).
+absl::StatusOr<Server> StartRelay(const Binaries& binaries, const std::string& api,
+                                  int backend_port, int threads = 1);
+
 // nginx (Debian's /usr/sbin/nginx) proxying gRPC on a free loopback port to
 // 127.0.0.1:backend_port, with its config, logs and temp files in `dir`.
 // NOT_FOUND if nginx is not installed.

@@ -32,6 +32,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "tests/bench/baseline_server.h"
+#include "tests/bench/relay_server.h"
 #include "tests/bench/bench_processes.h"
 #include "tests/bench/gateway_load.h"
 #include "tests/bench/report.h"
@@ -39,6 +40,10 @@
 #include "tests/bench/scenarios.h"
 
 ABSL_FLAG(bool, serve_baseline, false, "internal: run the baseline server and nothing else");
+ABSL_FLAG(std::string, serve_relay, "",
+          "internal: run a relay of gRPC's callback or async API (relay_server.h) and nothing else");
+ABSL_FLAG(std::string, relay_upstream, "", "internal: where --serve_relay relays to (host:port)");
+ABSL_FLAG(int, relay_threads, 1, "internal: the async relay's polling threads");
 ABSL_FLAG(std::string, scenarios, "throughput,light,abort,kill,idle,requests",
           "which scenarios to run: throughput, light, abort, kill, idle (includes memory), "
           "requests");
@@ -216,6 +221,20 @@ int Run(int argc, char** argv) {
   env.haproxy = StartProxyOrNote("haproxy", "haproxy",
                                  StartHaproxy(env.dir, env.baseline.port), &env.haproxy_note);
   report.haproxy_note = env.haproxy_note;
+  struct RelayRow {
+    const char* row;
+    const char* api;
+    int threads;
+  };
+  for (const RelayRow& r : {RelayRow{"relay-cb", "callback", 0}, RelayRow{"relay-async", "async", 1},
+                            RelayRow{"relay-async2", "async", 2}}) {
+    absl::StatusOr<Server> relay = StartRelay(env.binaries, r.api, env.baseline.port, r.threads);
+    if (!relay.ok()) {
+      std::cerr << "pipeline_benchmark: " << r.row << ": " << relay.status().message() << "\n";
+      return 2;
+    }
+    env.relays[r.row] = std::move(*relay);
+  }
 
   if (wants("throughput")) report.throughput = RunThroughput(options, env);
   if (wants("requests")) {
@@ -228,6 +247,7 @@ int Run(int argc, char** argv) {
   }
   if (wants("kill")) report.kill = RunKill(options, env);
   if (wants("idle")) report.idle = RunIdleAndMemory(options, env);
+  for (auto& [row, relay] : env.relays) StopServer(relay);
   StopServer(env.haproxy);
   StopServer(env.nginx);
   StopServer(env.baseline);
@@ -255,5 +275,17 @@ int main(int argc, char** argv) {
       "docs/benchmarks.md.");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (absl::GetFlag(FLAGS_serve_baseline)) return omnistage::bench::RunBaselineServer();
+  const std::string relay = absl::GetFlag(FLAGS_serve_relay);
+  if (relay == "callback") {
+    return omnistage::bench::RunCallbackRelay(absl::GetFlag(FLAGS_relay_upstream));
+  }
+  if (relay == "async") {
+    return omnistage::bench::RunAsyncRelay(absl::GetFlag(FLAGS_relay_upstream),
+                                           absl::GetFlag(FLAGS_relay_threads));
+  }
+  if (!relay.empty()) {
+    std::cerr << "pipeline_benchmark: --serve_relay: callback or async, not '" << relay << "'\n";
+    return 2;
+  }
   return omnistage::bench::Run(argc, argv);
 }

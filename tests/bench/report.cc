@@ -102,7 +102,7 @@ std::string FormatReport(const Report& report) {
   if (!report.throughput.empty()) {
     absl::StrAppend(
         &out, "\n## Throughput: ", report.options.tokens, " tokens per request; latencies in us\n",
-        absl::StrFormat("%-7s %-8s %7s %8s %4s %10s %6s %7s %9s %9s %8s %8s %8s %8s %7s %6s "
+        absl::StrFormat("%-7s %-12s %7s %8s %4s %10s %6s %7s %9s %9s %8s %8s %8s %8s %7s %6s "
                         "%6s %8s %7s %7s %7s %9s %8s\n",
                         "step_us", "row", "streams", "requests", "fail", "tokens/s", "x base",
                         "x nginx", "TTFT p50", "TTFT p99", "gap p50", "gap p99", "1way p50",
@@ -111,14 +111,14 @@ std::string FormatReport(const Report& report) {
     for (const ThroughputCell& c : report.throughput) {
       const Figures& f = c.figures;
       if (f.requests == 0) {
-        absl::StrAppend(&out, absl::StrFormat("%-7d %-8s %7d  skipped: %s\n", c.step_time_us, c.row,
+        absl::StrAppend(&out, absl::StrFormat("%-7d %-12s %7d  skipped: %s\n", c.step_time_us, c.row,
                                               c.streams, f.error));
         continue;
       }
       absl::StrAppend(
           &out,
           absl::StrFormat(
-              "%-7d %-8s %7d %8d %4d %10.0f %6s %7s %9.0f %9.0f %8.0f %8.0f %8.0f %8.0f %7.2f "
+              "%-7d %-12s %7d %8d %4d %10.0f %6s %7s %9.0f %9.0f %8.0f %8.0f %8.0f %8.0f %7.2f "
               "%6.2f %6.2f %8.2f %7.2f %7.3f %7.3f %9.1f %8.1f\n",
               c.step_time_us, c.row, c.streams, f.requests, f.failed, f.tokens_per_s,
               Ratio(c.ratio_to_baseline), Ratio(c.ratio_to_nginx), f.ttft_p50_us, f.ttft_p99_us,
@@ -178,23 +178,24 @@ std::string FormatReport(const Report& report) {
     const LightLoad& light = *report.light;
     absl::StrAppend(&out, "\n## Light load: 1 stream, ", light.pace_us, " us per token, ",
                     report.options.tokens, " tokens per request; us\n",
-                    absl::StrFormat("%-8s %8s %9s %9s %8s %8s %9s %8s %8s %8s %8s\n", "row",
+                    absl::StrFormat("%-12s %8s %9s %9s %8s %8s %9s %8s %8s %8s %8s\n", "row",
                                     "requests", "TTFT p50", "TTFT p99", "gap p50", "gap p99",
                                     "gap mean", "1way p50", "1way p99", "front/tk", "fr wk/tk"));
     for (const LightRow& r : light.rows) {
       const Figures& f = r.figures;
       if (f.requests == 0) {
-        absl::StrAppend(&out, absl::StrFormat("%-8s  skipped: %s\n", r.row, f.error));
+        absl::StrAppend(&out, absl::StrFormat("%-12s  skipped: %s\n", r.row, f.error));
         continue;
       }
       absl::StrAppend(
-          &out, absl::StrFormat("%-8s %8d %9.0f %9.0f %8.0f %8.0f %9.1f %8.1f %8.1f %8.2f %8.2f\n",
+          &out, absl::StrFormat("%-12s %8d %9.0f %9.0f %8.0f %8.0f %9.1f %8.1f %8.1f %8.2f %8.2f\n",
                                 r.row, f.requests, f.ttft_p50_us, f.ttft_p99_us, f.gap_p50_us,
                                 f.gap_p99_us, f.gap_mean_us, f.one_way_p50_us, f.one_way_p99_us,
                                 r.front_cpu_us_per_token, r.front_runs_per_token));
     }
     const LightRow* orch = FindLight(light, "orch1");
-    for (const std::string reference : {"baseline", "nginx", "haproxy"}) {
+    for (const std::string reference : {"baseline", "nginx", "haproxy", "relay-cb", "relay-async",
+                                            "relay-async2"}) {
       const LightRow* ref = FindLight(light, reference);
       if (orch == nullptr || ref == nullptr) continue;
       const double ttft = orch->figures.ttft_p50_us - ref->figures.ttft_p50_us;
@@ -202,7 +203,7 @@ std::string FormatReport(const Report& report) {
       const double mean = orch->figures.gap_mean_us - ref->figures.gap_mean_us;
       const double one_way50 = orch->figures.one_way_p50_us - ref->figures.one_way_p50_us;
       const double one_way99 = orch->figures.one_way_p99_us - ref->figures.one_way_p99_us;
-      absl::StrAppend(&out, absl::StrFormat("orch1 vs %-8s: TTFT p50 %+.0f us, gap p50 %+.0f us, "
+      absl::StrAppend(&out, absl::StrFormat("orch1 vs %-12s: TTFT p50 %+.0f us, gap p50 %+.0f us, "
                                             "gap mean %+.1f us, one-way p50 %+.1f us, p99 "
                                             "%+.1f us\n",
                                             reference, ttft, gap, mean, one_way50, one_way99));

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,10 @@ struct BenchEnv {
   std::string nginx_note;  // Why nginx rows are skipped, if they are.
   Server haproxy;            // process == nullptr when haproxy is unavailable.
   std::string haproxy_note;  // Why haproxy rows are skipped, if they are.
+  // The relays of gRPC's two APIs in front of the baseline (relay_server.h), by
+  // row: relay-cb (callback API), relay-async and relay-async2 (asynchronous
+  // API, one and two polling threads).
+  std::map<std::string, Server> relays;
 };
 
 // Figures of one load run.

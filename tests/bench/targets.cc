@@ -23,6 +23,12 @@ RequestFactory TargetRequests(const Target& target, int tokens, int64_t step_tim
 std::unique_ptr<Target> OpenTarget(const std::string& row, int64_t step_time_us, int tokens,
                                    bool stamp, BenchEnv& env) {
   auto target = std::make_unique<Target>();
+  auto relay = env.relays.find(row);
+  if (relay != env.relays.end()) {
+    target->port = relay->second.port;
+    target->make_request = TargetRequests(*target, tokens, step_time_us, stamp);
+    return target;
+  }
   if (row == "baseline" || row == "nginx" || row == "haproxy") {
     target->port = row == "baseline" ? env.baseline.port
                    : row == "nginx"  ? env.nginx.port
@@ -56,6 +62,8 @@ std::vector<pid_t> ServingPids(const std::string& row, const Target& target, con
   if (row == "baseline") return {env.baseline.pid()};
   if (row == "nginx") return {env.nginx.pid(), env.baseline.pid()};
   if (row == "haproxy") return {env.haproxy.pid(), env.baseline.pid()};
+  auto relay = env.relays.find(row);
+  if (relay != env.relays.end()) return {relay->second.pid(), env.baseline.pid()};
   std::vector<pid_t> pids = {target.orchestrator.pid()};
   for (pid_t worker : ChildPids(target.orchestrator.pid())) pids.push_back(worker);
   return pids;

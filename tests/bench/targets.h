@@ -33,14 +33,14 @@ struct Target {
 // baseline rows paced at `step_time_us` and stamped if `stamp`.
 RequestFactory TargetRequests(const Target& target, int tokens, int64_t step_time_us, bool stamp);
 
-// Starts (or finds) the server for `row` (baseline, nginx, haproxy, orch1,
-// orch3) with `step_time_us`; its make_request asks for `tokens` tokens. On
+// Starts (or finds) the server for `row` (baseline, nginx, haproxy, relay-cb,
+// relay-async, relay-async2, orch1, orch3) with `step_time_us`; its make_request asks for `tokens` tokens. On
 // failure `error` says why.
 std::unique_ptr<Target> OpenTarget(const std::string& row, int64_t step_time_us, int tokens,
                                    bool stamp, BenchEnv& env);
 
 // The processes serving a row, the front one first: the baseline; nginx (or
-// haproxy) and the baseline; or an orchestrator and its workers.
+// haproxy, a relay) and the baseline; or an orchestrator and its workers.
 std::vector<pid_t> ServingPids(const std::string& row, const Target& target, const BenchEnv& env);
 
 // CPU time and runs on a CPU of `pids` together (schedstat).

@@ -162,7 +162,8 @@ std::vector<ThroughputCell> RunThroughput(const BenchOptions& options, BenchEnv&
 LightLoad RunLightLoad(const BenchOptions& options, BenchEnv& env) {
   LightLoad light;
   light.pace_us = options.light_pace_us;
-  for (const std::string row : {"baseline", "nginx", "haproxy", "orch1"}) {
+  for (const std::string row : {"baseline", "nginx", "haproxy", "relay-cb", "relay-async",
+                                "relay-async2", "orch1"}) {
     std::fprintf(stderr, "light load: %s\n", row.c_str());
     LightRow& result = light.rows.emplace_back();
     result.row = row;
