@@ -53,6 +53,8 @@ quiet=0
 start() {
   local name="$1"
   shift
+  # There before the first read below: the service opens it only once it runs.
+  : >"$logs/$name.out"
   if [ "$quiet" = 1 ]; then
     "$@" >"$logs/$name.out" 2>"$logs/$name.err" &
   else
