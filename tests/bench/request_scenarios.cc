@@ -190,12 +190,12 @@ std::vector<RequestCell> RunRequests(const BenchOptions& options, BenchEnv& env,
     if (row == kTextGrpc || row == kGateway) {
       if (!stack_done) GatewayRows(asked(kGateway), options, env, gateway_binary, cells);
       stack_done = true;
-    } else if (row == "baseline" || row == "orch1" || row == "orch3") {
+    } else if (row == "baseline" || row == "orch1" || row == "orch3" || env.relays.count(row) > 0) {
       StreamRow(row, options, env, cells);
     } else {
       for (const int outputs : options.request_outputs) {
         cells.emplace_back(NewCell(row, outputs, options)).error =
-            absl::StrCat("unknown row '", row, "' (baseline, orch1, orch3, gateway, text-grpc)");
+            absl::StrCat("unknown row '", row, "' (baseline, orch1, orch3, gateway, text-grpc, relay-cb, relay-async, relay-async2)");
       }
     }
   }
