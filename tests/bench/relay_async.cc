@@ -28,13 +28,15 @@ constexpr int kListeningCallsPerQueue = 16;
 struct Shared {
   v1::Orchestrator::AsyncService service;
   std::unique_ptr<v1::Orchestrator::Stub> stub;
-  std::atomic<int> accepted{0};  // Calls accepted and not yet deleted.
+  std::atomic<bool> stopping{false};  // No call waits for the next client any more.
+  std::atomic<int> calls{0};          // Calls that exist, waiting for a client or not.
 };
 
 // One relayed call, touched only by the thread polling its queue: no lock.
 class Call {
  public:
   Call(Shared* shared, grpc::ServerCompletionQueue* cq) : shared_(shared), cq_(cq) {
+    shared_->calls.fetch_add(1, std::memory_order_relaxed);
     for (int op = 0; op < kOps; ++op) tags_[op] = {this, static_cast<Op>(op)};
     // Asked before the call starts; its tag comes back only if it does start.
     server_context_.AsyncNotifyWhenDone(&tags_[kDone]);
@@ -56,8 +58,7 @@ class Call {
         delete this;
         return;
       }
-      shared_->accepted.fetch_add(1, std::memory_order_relaxed);
-      new Call(shared_, cq_);
+      if (!shared_->stopping.load()) new Call(shared_, cq_);
       outstanding_ = 1;  // kDone, asked for in the constructor.
       StartUpstream();
       return;
@@ -103,13 +104,12 @@ class Call {
       default:
         break;
     }
-    if (outstanding_ == 0) {
-      shared_->accepted.fetch_sub(1, std::memory_order_relaxed);
-      delete this;
-    }
+    if (outstanding_ == 0) delete this;
   }
 
  private:
+  ~Call() { shared_->calls.fetch_sub(1, std::memory_order_relaxed); }
+
   void StartUpstream() {
     upstream_ = shared_->stub->PrepareAsyncGenerate(&upstream_context_, request_, cq_);
     ++outstanding_;
@@ -183,11 +183,13 @@ int RunAsyncRelay(const std::string& upstream, int threads) {
   }
   PrintListeningLine({port, FormatHostPort("127.0.0.1", port), {}});
   signals.Wait();
-  // The calls still running are cancelled; a queue is shut down only once no
-  // accepted call can start another operation on it.
+  // The calls still running are cancelled, those waiting for a client end
+  // unstarted; a queue is shut down only once no call is left to start another
+  // operation on it.
+  shared.stopping.store(true);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   const absl::Time deadline = absl::Now() + absl::Seconds(5);
-  while (shared.accepted.load() > 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  while (shared.calls.load() > 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
   for (auto& cq : queues) cq->Shutdown();
   for (std::thread& poller : pollers) poller.join();
   return 0;
