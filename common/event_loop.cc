@@ -8,6 +8,7 @@
 namespace omnistage {
 
 void EventLoop::RunTasks() {
+  run_thread_.store(std::this_thread::get_id());
   std::deque<std::pair<absl::Time, std::function<void()>>> batch;
   std::vector<std::pair<absl::Time, TimerId>> due;
   while (true) {
@@ -40,6 +41,7 @@ void EventLoop::RunTasks() {
       }
       OwnLocked();
       batch.swap(tasks_);
+      posted_waiting_.store(false, std::memory_order_relaxed);
       // One bulk task per turn, after the others: each kind keeps moving.
       if (!bulk_.empty()) {
         batch.push_back(std::move(bulk_.front()));
@@ -134,8 +136,45 @@ void EventLoop::RunOrPostBulk(std::function<void()> task) {
 void EventLoop::RunDeferred() {
   while (!deferred_.empty()) {
     running_deferred_.swap(deferred_);
-    for (std::function<void()>& task : running_deferred_) task();
+    for (std::function<void()>& task : running_deferred_) {
+      task();
+      RunPostedBetween();
+    }
     running_deferred_.clear();
+  }
+}
+
+void EventLoop::RunPostedBetween() {
+  // Only on Run()'s thread: a RunOrPost caller runs its own task, never others
+  // (they may wait for the gRPC thread it is). Read without the lock first: this
+  // runs after every deferred task.
+  if (std::this_thread::get_id() != run_thread_.load(std::memory_order_relaxed) ||
+      !posted_waiting_.load(std::memory_order_relaxed)) {
+    return;
+  }
+  std::deque<std::pair<absl::Time, std::function<void()>>> posted;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_ || tasks_.empty()) return;
+    posted.swap(tasks_);
+    posted_waiting_.store(false, std::memory_order_relaxed);
+  }
+  std::vector<std::function<void()>> running;
+  while (!posted.empty()) {
+    auto [when, task] = std::move(posted.front());
+    posted.pop_front();
+    lag_observer_(absl::Now() - when);
+    std::vector<std::function<void()>> earlier;  // Deferred before this task: kept for later.
+    earlier.swap(deferred_);
+    task();
+    while (!deferred_.empty()) {
+      running.swap(deferred_);
+      for (std::function<void()>& deferred : running) deferred();
+      running.clear();
+    }
+    deferred_ = std::move(earlier);
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;  // As the loop's turn drops its tasks.
   }
 }
 
@@ -156,6 +195,7 @@ void EventLoop::Post(std::function<void()> task) {
   const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
   tasks_.emplace_back(now, std::move(task));
+  posted_waiting_.store(true, std::memory_order_relaxed);
 }
 
 void EventLoop::PostBulk(std::function<void()> task) {

@@ -70,7 +70,8 @@ class EventLoop : public Scheduler {
   void RunOrPost(std::function<void()> task) override;
   void RunOrPostBulk(std::function<void()> task) override;
   // Runs right after the task or timer running now (and after what that one
-  // deferred before it), before the loop looks at anything else.
+  // deferred before it), before any bulk task or timer; tasks Post()ed
+  // meanwhile run between deferred tasks (Scheduler::Defer).
   void Defer(std::function<void()> task) override;
 
  private:
@@ -82,8 +83,13 @@ class EventLoop : public Scheduler {
   // Runs `task` as the loop's owner: then what it deferred; its log lines go
   // out together.
   void RunTask(std::function<void()>& task);
-  // Runs what the task that just ran deferred (and what those defer in turn).
+  // Runs what the task that just ran deferred (and what those defer in turn),
+  // and after each of them the tasks Post()ed meanwhile (RunPostedBetween).
   void RunDeferred();
+  // On Run()'s thread, runs the tasks Post()ed since the turn began, each
+  // followed by what it deferred (without running others between those); what
+  // was deferred before them keeps its place.
+  void RunPostedBetween();
   // Runs `task` on this thread if the loop is free, as its owner; false (and
   // `task` untouched) if not.
   bool RunIfFree(std::function<void()>& task);
@@ -103,6 +109,10 @@ class EventLoop : public Scheduler {
   // Deferred by the task running now; the loop thread's alone.
   std::vector<std::function<void()>> deferred_;
   std::vector<std::function<void()>> running_deferred_;
+  // tasks_ is not empty, as last written under mu_ (read without it, a hint).
+  std::atomic<bool> posted_waiting_{false};
+  // The thread in Run(), once it runs.
+  std::atomic<std::thread::id> run_thread_;
   std::function<void(absl::Duration)> lag_observer_ = [](absl::Duration) {};
 };
 

@@ -1,4 +1,5 @@
-// Tests for the EventLoop's owner: work a task defers, RunOrPost running a task
+// Tests for the EventLoop's owner: work a task defers (and tasks posted meanwhile
+// running between its parts), RunOrPost running a task
 // on the caller's thread when the loop is free, and Run() returning only once
 // no such task runs. Real threads and short real waits, like event_loop_test.
 #include <algorithm>
@@ -43,6 +44,63 @@ TEST(EventLoopTest, DeferredWorkRunsWhenTheTaskReturnsBeforeQueuedTasks) {
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
   EXPECT_THAT(order, ElementsAre("task returns", "deferred 1", "deferred 2",
                                  "deferred by deferred", "queued task"));
+}
+
+// A task Post()ed while deferred work runs does not wait for the rest of it: it
+// runs between two deferred tasks, what it defers right after it, and what was
+// deferred before it keeps its place; bulk work still waits for the turn.
+TEST(EventLoopTest, APostedTaskRunsBetweenDeferredTasks) {
+  EventLoop loop;
+  std::vector<std::string> order;  // Touched only on the loop thread.
+  absl::Notification done;
+  loop.Post([&] {
+    loop.Defer([&] {
+      order.push_back("deferred 1");
+      loop.Post([&] {
+        order.push_back("posted");
+        loop.Defer([&] { order.push_back("deferred by posted"); });
+      });
+      loop.PostBulk([&] {
+        order.push_back("bulk");
+        done.Notify();
+      });
+      loop.Defer([&] { order.push_back("deferred by deferred 1"); });
+    });
+    loop.Defer([&] { order.push_back("deferred 2"); });
+    order.push_back("task returns");
+  });
+  WatchedLoop thread(&loop);
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
+  EXPECT_THAT(order, ElementsAre("task returns", "deferred 1", "posted", "deferred by posted",
+                                 "deferred 2", "deferred by deferred 1", "bulk"));
+}
+
+// A RunOrPost caller runs its own task and what that defers, never others
+// posted meanwhile: those may wait for the very gRPC thread it is.
+TEST(EventLoopTest, ARunOrPostCallerRunsNoPostedTaskBetweenItsDeferredTasks) {
+  EventLoop loop;
+  WatchedLoop thread(&loop);
+  const std::thread::id here = std::this_thread::get_id();
+  std::thread::id posted_on;
+  absl::Notification done;
+  std::vector<std::string> order;  // Touched by whoever owns the loop.
+  bool ran_here = false;
+  loop.RunOrPost([&] {
+    ran_here = true;
+    loop.Defer([&] {
+      order.push_back("deferred 1");
+      loop.Post([&] {
+        posted_on = std::this_thread::get_id();
+        order.push_back("posted");
+        done.Notify();
+      });
+    });
+    loop.Defer([&] { order.push_back("deferred 2"); });
+  });
+  ASSERT_TRUE(ran_here) << "the loop was not free";
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
+  EXPECT_NE(posted_on, here);
+  EXPECT_THAT(order, ElementsAre("deferred 1", "deferred 2", "posted"));
 }
 
 // A timer's deferred work runs when the timer returns; Defer from another

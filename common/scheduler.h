@@ -39,10 +39,12 @@ class Scheduler {
   // not queue behind a backlog of outputs. By default the same as Post.
   virtual void PostBulk(std::function<void()> task) { Post(std::move(task)); }
   // Runs `task` on the owner's thread once the task (or timer) running there
-  // now has returned, before any other: for work that is cheaper done once per
-  // task than once per call (a response's write, started once every output of
-  // a worker's event has reached it). From another thread, and by default, the
-  // same as Post.
+  // now has returned, before any bulk task or timer: for work that is cheaper
+  // done once per task than once per call (a response's write, started once
+  // every output of a worker's event has reached it). A task Post()ed while
+  // deferred work runs may run between two deferred tasks (control work does
+  // not wait for a whole event's writes); what it defers runs right after it.
+  // From another thread, and by default, the same as Post.
   virtual void Defer(std::function<void()> task) { Post(std::move(task)); }
   // Runs `task` at once on the calling thread, as the owner, when nothing runs
   // or waits to run on the owner's thread; else the same as Post (PostBulk).
