@@ -108,7 +108,7 @@ void EventLoop::ReleaseLocked() {
 void EventLoop::RunTask(std::function<void()>& task) {
   LogBatch lines;  // What the task logs is written once it is done.
   task();
-  RunDeferred();
+  RunDeferred(running_deferred_, /*posted_between=*/true);
 }
 
 bool EventLoop::RunIfFree(std::function<void()>& task) {
@@ -133,14 +133,14 @@ void EventLoop::RunOrPostBulk(std::function<void()> task) {
   if (!RunIfFree(task)) PostBulk(std::move(task));
 }
 
-void EventLoop::RunDeferred() {
+void EventLoop::RunDeferred(std::vector<std::function<void()>>& running, bool posted_between) {
   while (!deferred_.empty()) {
-    running_deferred_.swap(deferred_);
-    for (std::function<void()>& task : running_deferred_) {
+    running.swap(deferred_);
+    for (std::function<void()>& task : running) {
       task();
-      RunPostedBetween();
+      if (posted_between) RunPostedBetween();
     }
-    running_deferred_.clear();
+    running.clear();
   }
 }
 
@@ -167,11 +167,7 @@ void EventLoop::RunPostedBetween() {
     std::vector<std::function<void()>> earlier;  // Deferred before this task: kept for later.
     earlier.swap(deferred_);
     task();
-    while (!deferred_.empty()) {
-      running.swap(deferred_);
-      for (std::function<void()>& deferred : running) deferred();
-      running.clear();
-    }
+    RunDeferred(running, /*posted_between=*/false);
     deferred_ = std::move(earlier);
     absl::MutexLock lock(&mu_);
     if (stopped_) return;  // As the loop's turn drops its tasks.

@@ -84,8 +84,9 @@ class EventLoop : public Scheduler {
   // out together.
   void RunTask(std::function<void()>& task);
   // Runs what the task that just ran deferred (and what those defer in turn),
-  // and after each of them the tasks Post()ed meanwhile (RunPostedBetween).
-  void RunDeferred();
+  // swapping it into `running`; with `posted_between`, after each of them the
+  // tasks Post()ed meanwhile (RunPostedBetween).
+  void RunDeferred(std::vector<std::function<void()>>& running, bool posted_between);
   // On Run()'s thread, runs the tasks Post()ed since the turn began, each
   // followed by what it deferred (without running others between those); what
   // was deferred before them keeps its place.

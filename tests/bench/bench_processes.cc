@@ -46,6 +46,19 @@ std::vector<std::string> TaskDirs(pid_t pid) {
 
 bool IsExecutable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
+// Starts `argv` and waits up to `timeout` for its listening line.
+absl::StatusOr<Server> StartListening(const std::vector<std::string>& argv,
+                                      absl::Duration timeout) {
+  absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(argv);
+  if (!process.ok()) return process.status();
+  absl::StatusOr<std::string> line = (*process)->WaitForLine("listening port=", timeout);
+  if (!line.ok()) return line.status();
+  Server server;
+  server.port = ListeningLineIn(*line).port;
+  server.process = std::move(*process);
+  return server;
+}
+
 }  // namespace
 
 std::string Absolute(const std::string& path) {
@@ -211,30 +224,15 @@ absl::StatusOr<Binaries> FindBinaries(const char* argv0) {
 }
 
 absl::StatusOr<Server> StartBaseline(const Binaries& binaries) {
-  absl::StatusOr<std::unique_ptr<ChildProcess>> process =
-      ChildProcess::Start({binaries.self, "--serve_baseline"});
-  if (!process.ok()) return process.status();
-  absl::StatusOr<std::string> line = (*process)->WaitForLine("listening port=", absl::Seconds(10));
-  if (!line.ok()) return line.status();
-  Server server;
-  server.port = ListeningLineIn(*line).port;
-  server.process = std::move(*process);
-  return server;
+  return StartListening({binaries.self, "--serve_baseline"}, absl::Seconds(10));
 }
 
 absl::StatusOr<Server> StartRelay(const Binaries& binaries, const std::string& api,
                                   int backend_port, int threads) {
-  absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(
-      {binaries.self, "--serve_relay=" + api,
-       absl::StrCat("--relay_upstream=127.0.0.1:", backend_port),
-       absl::StrCat("--relay_threads=", threads)});
-  if (!process.ok()) return process.status();
-  absl::StatusOr<std::string> line = (*process)->WaitForLine("listening port=", absl::Seconds(10));
-  if (!line.ok()) return line.status();
-  Server server;
-  server.port = ListeningLineIn(*line).port;
-  server.process = std::move(*process);
-  return server;
+  return StartListening({binaries.self, "--serve_relay=" + api,
+                         absl::StrCat("--relay_upstream=127.0.0.1:", backend_port),
+                         absl::StrCat("--relay_threads=", threads)},
+                        absl::Seconds(10));
 }
 
 namespace {
@@ -339,16 +337,9 @@ absl::StatusOr<Server> StartOrchestrator(const Binaries& binaries, const std::st
   const std::string config_path = absl::StrCat(dir, "/pipeline_", shape.stages, "x", shape.replicas,
                                                "_", shape.step_time_us, "us.yaml");
   if (absl::Status s = WriteFile(config_path, PipelineYaml(shape)); !s.ok()) return s;
-  absl::StatusOr<std::unique_ptr<ChildProcess>> process =
-      ChildProcess::Start({binaries.orchestrator, "--config=" + config_path, "--listen=127.0.0.1:0",
-                           "--stage_worker=" + binaries.stage_worker});
-  if (!process.ok()) return process.status();
-  absl::StatusOr<std::string> line = (*process)->WaitForLine("listening port=", absl::Seconds(30));
-  if (!line.ok()) return line.status();
-  Server server;
-  server.port = ListeningLineIn(*line).port;
-  server.process = std::move(*process);
-  return server;
+  return StartListening({binaries.orchestrator, "--config=" + config_path,
+                         "--listen=127.0.0.1:0", "--stage_worker=" + binaries.stage_worker},
+                        absl::Seconds(30));
 }
 
 }  // namespace bench

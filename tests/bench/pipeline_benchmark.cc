@@ -32,9 +32,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "tests/bench/baseline_server.h"
-#include "tests/bench/relay_server.h"
 #include "tests/bench/bench_processes.h"
 #include "tests/bench/gateway_load.h"
+#include "tests/bench/relay_server.h"
 #include "tests/bench/report.h"
 #include "tests/bench/request_scenarios.h"
 #include "tests/bench/scenarios.h"
@@ -226,7 +226,7 @@ int Run(int argc, char** argv) {
     const char* api;
     int threads;
   };
-  for (const RelayRow& r : {RelayRow{"relay-cb", "callback", 0}, RelayRow{"relay-async", "async", 1},
+  for (const RelayRow& r : {RelayRow{"relay-cb", "callback", 1}, RelayRow{"relay-async", "async", 1},
                             RelayRow{"relay-async2", "async", 2}}) {
     absl::StatusOr<Server> relay = StartRelay(env.binaries, r.api, env.baseline.port, r.threads);
     if (!relay.ok()) {

@@ -195,7 +195,9 @@ std::vector<RequestCell> RunRequests(const BenchOptions& options, BenchEnv& env,
     } else {
       for (const int outputs : options.request_outputs) {
         cells.emplace_back(NewCell(row, outputs, options)).error =
-            absl::StrCat("unknown row '", row, "' (baseline, orch1, orch3, gateway, text-grpc, relay-cb, relay-async, relay-async2)");
+            absl::StrCat("unknown row '", row,
+                         "' (baseline, orch1, orch3, gateway, text-grpc, relay-cb, relay-async, "
+                         "relay-async2)");
       }
     }
   }
