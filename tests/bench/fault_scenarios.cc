@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "tests/bench/baseline_server.h"
 #include "tests/bench/scenarios.h"
 
 namespace omnistage {
@@ -23,6 +24,27 @@ int CountReason(const std::vector<StreamView>& views, v1::FinishReason reason) {
   int n = 0;
   for (const StreamView& v : views) n += v.finish_reason == reason ? 1 : 0;
   return n;
+}
+
+// One output from the bare server: call start -> that output, in us.
+absl::StatusOr<double> RoundTripUs(v1::Orchestrator::Stub& baseline, int n) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  const int64_t start = NowNs();
+  std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader =
+      baseline.Generate(&context, BaselineRequest(absl::StrCat("ping-", n), 1, 0));
+  v1::GenerateResponse response;
+  if (!reader->Read(&response)) {
+    return absl::UnavailableError(
+        absl::StrCat("the baseline server: ", reader->Finish().error_message()));
+  }
+  const int64_t first = NowNs();
+  while (reader->Read(&response)) {
+  }
+  if (grpc::Status status = reader->Finish(); !status.ok()) {
+    return absl::UnavailableError(absl::StrCat("the baseline server: ", status.error_message()));
+  }
+  return (first - start) / 1e3;
 }
 
 }  // namespace
@@ -71,6 +93,13 @@ AbortFigures RunAbort(const BenchOptions& options, BenchEnv& env, int in_flight)
   StreamGroup group((*pipeline)->stub, load);
   group.Start();
   figures.in_flight = in_flight;
+  std::shared_ptr<grpc::Channel> baseline_channel =
+      ConnectLoopback(env.baseline.port, absl::Seconds(10));
+  if (baseline_channel == nullptr) {
+    figures.error = "cannot connect to the baseline server";
+    return figures;
+  }
+  auto baseline = std::make_unique<v1::Orchestrator::Stub>(baseline_channel);
   // One at a time, the others streaming: each abort is measured alone.
   for (int n = 0; n < options.aborts; ++n) {
     // The oldest stream that is streaming; wait for one if none is (a
@@ -116,6 +145,15 @@ AbortFigures RunAbort(const BenchOptions& options, BenchEnv& env, int in_flight)
     ++figures.aborted;
     figures.rpc.us.push_back((answered - sent) / 1e3);
     figures.terminal.us.push_back((view.terminal_ns - sent) / 1e3);
+    absl::StatusOr<double> first = RoundTripUs(*baseline, 2 * n);
+    absl::StatusOr<double> second = RoundTripUs(*baseline, 2 * n + 1);
+    if (!first.ok() || !second.ok()) {
+      figures.error = std::string((first.ok() ? second : first).status().message());
+      break;
+    }
+    figures.round_trip.us.push_back(*first);
+    figures.round_trip.us.push_back(*second);
+    figures.two_round_trips.us.push_back(*first + *second);
   }
   return figures;
 }

@@ -226,9 +226,14 @@ std::string FormatReport(const Report& report) {
         " requests in flight (1 ms steps)\n",
         absl::StrFormat(
             "Abort RPC -> terminal ABORT: p50 %.0f us, p99 %.0f us, max %.0f us (n=%d)\n"
-            "Abort RPC -> its response:   p50 %.0f us, p99 %.0f us\n",
+            "Abort RPC -> its response:   p50 %.0f us, p99 %.0f us\n"
+            "Bare gRPC round trips at the same load (1-output calls to the baseline "
+            "between aborts):\n"
+            "  one:         p50 %.0f us, p99 %.0f us\n"
+            "  two in turn: p50 %.0f us, p99 %.0f us (an abort needs two, and a step's end)\n",
             a.terminal.p50(), a.terminal.p99(), a.terminal.max(), a.aborted, a.rpc.p50(),
-            a.rpc.p99()));
+            a.rpc.p99(), a.round_trip.p50(), a.round_trip.p99(), a.two_round_trips.p50(),
+            a.two_round_trips.p99()));
     if (!a.error.empty()) absl::StrAppend(&out, "! ", a.error, "\n");
     if (!a.terminal.us.empty() && a.in_flight == report.options.abort_streams) {
       verdicts.push_back(
@@ -342,6 +347,8 @@ std::string JsonReport(const Report& report) {
                       ", \"aborted\": ", a.aborted,
                       ", \"mode\": \"one at a time, each victim replaced\", \"terminal_us\": ",
                       LatenciesJson(a.terminal), ", \"rpc_us\": ", LatenciesJson(a.rpc),
+                      ", \"bare_round_trip_us\": ", LatenciesJson(a.round_trip),
+                      ", \"bare_two_round_trips_us\": ", LatenciesJson(a.two_round_trips),
                       ", \"error\": ", Quote(a.error), "}");
     }
     absl::StrAppend(&out, "\n  ]");

@@ -149,6 +149,12 @@ struct AbortFigures {
   int aborted = 0;     // Terminal ABORT received.
   Latencies rpc;       // Abort RPC send -> its response.
   Latencies terminal;  // Abort RPC send -> terminal ABORT on the stream.
+  // After each abort, two one-output calls in turn to the bare server (the
+  // baseline) on the same loaded machine, each call start -> its output: what
+  // one gRPC round trip costs here, and two in a row. An abort needs two
+  // (client-orchestrator, orchestrator-worker) and the end of a worker step.
+  Latencies round_trip;
+  Latencies two_round_trips;
   std::string error;
 };
 // `in_flight` requests stream while each abort is measured (options.aborts of them).
