@@ -1,11 +1,13 @@
-// What the EventLoop tests share: a bound on waits, and a loop running on a
-// thread of its own that is stopped and joined whatever the test's outcome.
+// What the EventLoop tests share: a bound on waits, a loop running on a thread
+// of its own that is stopped and joined whatever the test's outcome, and a
+// wait until a loop is free.
 #ifndef OMNISTAGE_COMMON_EVENT_LOOP_TEST_UTIL_H_
 #define OMNISTAGE_COMMON_EVENT_LOOP_TEST_UTIL_H_
 
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/event_loop.h"
 
@@ -41,6 +43,24 @@ class WatchedLoop {
   absl::Notification returned_;
   std::thread thread_;
 };
+
+// Returns once `loop` is free (its thread sleeps, nothing runs or waits), as
+// seen by running a task on this thread through RunOrPost. With nothing posted
+// after it, what reaches the loop next finds it free: tests of the work that
+// runs on the thread handing it over then.
+inline void WaitUntilFree(EventLoop* loop) {
+  while (true) {
+    absl::Notification ran;
+    std::thread::id on;
+    loop->RunOrPost([&] {
+      on = std::this_thread::get_id();
+      ran.Notify();
+    });
+    ran.WaitForNotification();
+    if (on == std::this_thread::get_id()) return;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+}
 
 }  // namespace omnistage
 

@@ -118,7 +118,8 @@ void PeerSet::Start(const std::string& address, Method method, const Request& re
   method(stub->async(), context.get(), call_request.get(), response.get(),
          [this, loop = loop_, alive = std::weak_ptr<bool>(alive_), id, address, stub, context,
           call_request, response, done = std::move(done)](grpc::Status status) mutable {
-           loop->Post([this, alive, id, address, status, response, done = std::move(done)] {
+           // The thread that read the answer handles it when the loop is free.
+           loop->RunOrPost([this, alive, id, address, status, response, done = std::move(done)] {
              if (alive.expired()) return;
              in_flight_.erase(id);
              Peer* peer = Find(address);

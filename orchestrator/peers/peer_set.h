@@ -12,8 +12,8 @@
 //
 // Peer calls use mutual TLS when credentials are given (--peer_tls_*): the peer
 // is checked against the name dialled (the discovery name for DNS peers).
-// Everything but the constructor runs on the event loop; call completions are
-// posted there.
+// Everything but the constructor runs on the event loop; so do call
+// completions (on the thread that read the answer when the loop is free).
 #ifndef OMNISTAGE_ORCHESTRATOR_PEERS_PEER_SET_H_
 #define OMNISTAGE_ORCHESTRATOR_PEERS_PEER_SET_H_
 

@@ -299,9 +299,15 @@ void GrpcWorkerStub::Abort(const v1::WorkerAbortRequest& request, absl::Time dea
         absl::StatusOr<v1::WorkerAbortResponse> result =
             status.ok() ? absl::StatusOr<v1::WorkerAbortResponse>(call->response)
                         : absl::StatusOr<v1::WorkerAbortResponse>(FromGrpcStatus(status));
-        loop_->Post([done, result = std::move(result)] { done(result); });
-        absl::MutexLock lock(&mu_);
-        calls_.erase(key);
+        Scheduler* const loop = loop_;
+        {
+          // First: a Shutdown() waits for this, and `done` may run here.
+          absl::MutexLock lock(&mu_);
+          calls_.erase(key);
+        }
+        // The thread that read the answer commits the abort if the loop is
+        // free (and answers the client): no wake-up of the loop's thread.
+        loop->RunOrPost([done, result = std::move(result)] { done(result); });
       });
 }
 

@@ -1,8 +1,11 @@
 // GrpcWorkerStub: the WorkerStub of one stage worker over a gRPC channel
 // (callback API), with HTTP/2 keepalive so a worker that stops answering is
-// detected. Stream events and call completions are posted to the event loop.
+// detected. Stream events and call completions run on the event loop: a small
+// event or an Abort's answer on the gRPC thread that read it when the loop is
+// free (EventLoop::RunOrPost), the rest posted to the loop's thread.
 //
-// Threading: Connect and Abort run on the event loop; gRPC's threads only post.
+// Threading: Connect and Abort run on the event loop; gRPC's threads hand their
+// work to it.
 // Shutdown() runs once the loop has stopped and waits until gRPC no longer calls
 // into this object.
 #ifndef OMNISTAGE_ORCHESTRATOR_REPLICAS_GRPC_WORKER_STUB_H_

@@ -2,8 +2,9 @@
 // gRPC stub: one worker's Connect streams and unary Abort calls. The gRPC
 // implementation is grpc_worker_stub.h; tests drive FakeWorkerStub by hand.
 //
-// Every callback runs on the orchestrator's event loop; an implementation posts
-// there. A stream's on_done runs once, last; Abort's `done` runs once.
+// Every callback runs on the orchestrator's event loop (Scheduler::InLoop()):
+// an implementation posts it there, or runs it as the loop's owner
+// (RunOrPost). A stream's on_done runs once, last; Abort's `done` runs once.
 #ifndef OMNISTAGE_ORCHESTRATOR_REPLICAS_WORKER_STUB_H_
 #define OMNISTAGE_ORCHESTRATOR_REPLICAS_WORKER_STUB_H_
 

@@ -53,10 +53,12 @@ grpc::ServerUnaryReactor* OrchestratorService::Abort(grpc::CallbackServerContext
     return reactor;
   }
   const absl::Time deadline = DeadlineOf(*context);
-  loop_->Post([router = router_, request, response, reactor, deadline,
-               caller = *std::move(caller)] {
-    router->Abort(*request, deadline, FinishWith(reactor, response), caller);
-  });
+  // When the loop is free, this thread runs the Abort: no hand-off to the
+  // loop's thread, which would first have to wake.
+  loop_->RunOrPost(
+      [router = router_, request, response, reactor, deadline, caller = *std::move(caller)] {
+        router->Abort(*request, deadline, FinishWith(reactor, response), caller);
+      });
   return reactor;
 }
 

@@ -1,9 +1,10 @@
-// The Orchestrator gRPC service (callback API): thin reactors that post each
-// call to the PipelineCore's event loop. Generate and GenerateDuplex run in
-// their own reactors (generate_reactors.h); an Abort goes through the
-// AbortRouter (to the peers holding ids held elsewhere) and carries the
-// client's deadline to the workers' abort calls; a cluster status asks the
-// peers too. Every call is authenticated first (client_auth.h): a request
+// The Orchestrator gRPC service (callback API): thin reactors that hand each
+// call to the PipelineCore's event loop (a Generate or an Abort runs on the
+// thread that read it when the loop is free: EventLoop::RunOrPost). Generate
+// and GenerateDuplex run in their own reactors (generate_reactors.h); an Abort
+// goes through the AbortRouter (to the peers holding ids held elsewhere) and
+// carries the client's deadline to the workers' abort calls; a cluster status
+// asks the peers too. Every call is authenticated first (client_auth.h): a request
 // belongs to the caller that started it, and status and utility calls need the
 // admin role.
 #ifndef OMNISTAGE_ORCHESTRATOR_SERVICE_ORCHESTRATOR_SERVICE_H_
