@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/allocator.h"
 #include "common/field_error.h"
 #include "common/limits.h"
 #include "orchestrator/core/request_id.h"
@@ -63,6 +64,10 @@ absl::Status Orchestrator::MakeCore() {
   }
   loop_.set_lag_observer(
       [metrics = &core_->metrics()](absl::Duration lag) { metrics->LoopLag(lag); });
+  // The free pages a burst left go back to the system once it is over (the
+  // allocator's per-thread and central caches stay; common/allocator.h).
+  core_->set_on_idle(ReleaseFreeMemory);
+  AddHeapMetrics(&core_->metrics_registry());
   // A scrape takes a snapshot on the loop (in flight, per replica up and
   // bound) and renders on its own thread; a loop that does not answer within a
   // second leaves the last snapshot's values.

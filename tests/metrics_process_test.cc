@@ -78,6 +78,8 @@ TEST_F(MetricsProcessTest, TenRequestsAreCountedByBothServicesAndByPrometheus) {
   EXPECT_THAT(orchestrator, HasSubstr("omnistage_in_flight_requests 0\n"));
   EXPECT_THAT(orchestrator, HasSubstr("omnistage_replica_up{stage=\"llm\",replica=\"1\"} 1\n"));
   EXPECT_THAT(orchestrator, HasSubstr("omnistage_event_loop_lag_seconds_count"));
+  EXPECT_THAT(orchestrator, HasSubstr("omnistage_heap_bytes{state=\"allocated\"} "));
+  EXPECT_THAT(orchestrator, HasSubstr("omnistage_heap_bytes{state=\"cached\"} "));
 
   for (int s = 0; s < 2; ++s) {
     for (int r = 0; r < pipeline_->replicas(s); ++r) {

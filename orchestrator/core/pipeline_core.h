@@ -110,6 +110,10 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // True when request `id` is in flight here and `caller` may abort it (it
   // started it, or may abort any).
   bool Holds(const std::string& id, const Caller& caller) const;
+  // Runs once per idle period, on the loop: at the first demand sample that
+  // finds nothing in flight or queued and nothing admitted since the sample
+  // before (the orchestrator gives its allocator's free memory back then).
+  void set_on_idle(std::function<void()> on_idle) { on_idle_ = std::move(on_idle); }
   // For status: where replica `replica` of `stage` listens.
   void set_replica_address(int stage, int replica, std::string address);
   size_t in_flight() const { return table_.size(); }
@@ -262,6 +266,10 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   uint64_t arrivals_ = 0;
   StageDemand demand_;
   Scheduler::TimerId demand_timer_ = 0;
+  // arrivals_ at the last sample; on_idle_ ran since the last arrival.
+  uint64_t arrivals_sampled_ = 0;
+  bool idle_heard_ = false;
+  std::function<void()> on_idle_;
   // Expires with the core, so late timers do nothing.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -72,6 +72,15 @@ void PipelineCore::SampleDemand() {
   // the next request.
   const bool idle = table_.empty() && queue_.size() == 0;
   if (!(idle && (demand_.Quiet() || !accepting_))) ArmDemandTimer();
+  // Idle since the sample before: once per idle period.
+  const bool settled = idle && arrivals_ == arrivals_sampled_;
+  arrivals_sampled_ = arrivals_;
+  if (!settled) {
+    idle_heard_ = false;
+  } else if (!idle_heard_) {
+    idle_heard_ = true;
+    if (on_idle_) on_idle_();
+  }
 }
 
 void PipelineCore::ArmDemandTimer() {

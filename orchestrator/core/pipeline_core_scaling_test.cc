@@ -2,8 +2,8 @@
 // clock: a steady stream of requests whose stages take 1 s, 3 s and 1 s gives
 // the talker three times the thinker's demand, in the status and the
 // metrics; the admission queue counts as what waits for stage 0; requests
-// shorter than a sample are measured; and when the requests stop the counts
-// come back to one replica each.
+// shorter than a sample are measured; when the requests stop the counts
+// come back to one replica each; and going idle is heard once per idle period.
 #include <deque>
 #include <string>
 
@@ -145,6 +145,25 @@ TEST_F(PipelineCoreScalingTest, RequestsShorterThanASampleAreMeasured) {
   EXPECT_NEAR(Scaling(2).slot_seconds_per_request(), 0.1, 0.01);
   EXPECT_NEAR(Scaling(0).arrivals_per_second(), 1, 0.05);
   EXPECT_EQ(Scaling(0).held_requests(), 0);
+}
+
+// The core says when it goes idle, once per idle period (at the first sample
+// with nothing in flight and nothing admitted since the one before), never
+// while requests run.
+TEST_F(PipelineCoreScalingTest, GoingIdleIsHeardOncePerIdlePeriod) {
+  int heard = 0;
+  core().set_on_idle([&heard] { ++heard; });
+  Stream(2, 10);
+  EXPECT_EQ(heard, 0);
+  Drain(4);  // The last requests end.
+  EXPECT_EQ(heard, 0);
+  Drain(3);
+  EXPECT_EQ(heard, 1);
+  Drain(30);
+  EXPECT_EQ(heard, 1);
+  Stream(1, 1);
+  Drain(10);
+  EXPECT_EQ(heard, 2);
 }
 
 }  // namespace
