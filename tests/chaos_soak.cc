@@ -6,9 +6,10 @@
 //   - every request that finished normally produced exactly what a fault-free
 //     run of the same prompt and seed produced;
 //   - nothing is left: no request in flight, no binding, no worker running work;
-//   - the orchestrator's memory (within 10%), file descriptors and own threads are
-//     back where they were before the faults; gRPC's thread pools may have grown
-//     by a few threads (bounded, not per request).
+//   - the orchestrator's allocated heap (within 10%), its resident memory (the
+//     same, beyond what its allocator keeps free for reuse), file descriptors
+//     and own threads are back where they were before the faults; gRPC's thread
+//     pools may have grown by a few threads (bounded, not per request).
 // With --failover every stage of 2+ replicas has `failover:` on
 // (docs/reliability.md), and one more check holds: no request ends with an
 // ERROR terminal except when a whole stage was down — as many ERROR terminals
@@ -32,6 +33,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -40,6 +42,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -110,9 +114,34 @@ PipelineSpec ChaosSpec() {
     for (StageSpec& stage : spec.stages) {
       if (stage.replicas >= 2) stage.failover_max_attempts = kFailoverAttempts;
     }
-    spec.orchestrator_flags.push_back("--metrics_listen=127.0.0.1:0");
   }
+  // Failovers and the heap are read from the orchestrator's metrics.
+  spec.orchestrator_flags.push_back("--metrics_listen=127.0.0.1:0");
   return spec;
+}
+
+// omnistage_heap_bytes{state=...} of the orchestrator's /metrics, in kB: what
+// it has allocated, and what its allocator keeps free (common/allocator.h).
+struct HeapStats {
+  int64_t allocated_kb = 0;
+  int64_t cached_kb = 0;
+};
+
+HeapStats HeapOf(int metrics_port) {
+  HeapStats heap;
+  absl::StatusOr<std::string> metrics = ScrapeMetrics(metrics_port);
+  if (!metrics.ok()) return heap;
+  for (absl::string_view line : absl::StrSplit(*metrics, '\n')) {
+    for (auto [state, kb] : {std::pair<const char*, int64_t*>{"allocated", &heap.allocated_kb},
+                             {"cached", &heap.cached_kb}}) {
+      const std::string series = absl::StrCat("omnistage_heap_bytes{state=\"", state, "\"} ");
+      double bytes = 0;
+      if (absl::ConsumePrefix(&line, series) && absl::SimpleAtod(line, &bytes)) {
+        *kb = static_cast<int64_t>(bytes / 1024);
+      }
+    }
+  }
+  return heap;
 }
 
 // What /proc says of a process.
@@ -355,6 +384,8 @@ int Run() {
   }
   const pid_t orchestrator = pipeline.orchestrator()->pid();
   const ProcessStats before = StatsOf(orchestrator);
+  const int metrics_port = pipeline.orchestrator_metrics_port();
+  const HeapStats heap_before = HeapOf(metrics_port);
 
   // The chaos run.
   const absl::Time start = absl::Now();
@@ -407,25 +438,35 @@ int Run() {
     problems.push_back(absl::StrCat("not idle after the run: ", why));
   }
   if (absl::GetFlag(FLAGS_failover)) {
-    CheckFailovers(pipeline.orchestrator_metrics_port(), error_terminals, &problems);
+    CheckFailovers(metrics_port, error_terminals, &problems);
   }
-  // The allocator may keep a little; descriptors and the orchestrator's own threads
-  // must come back. gRPC sizes its pools (event engine, timers) by load and keeps
-  // what it grew, within a few threads: that is bounded, not per request.
+  // What the orchestrator has allocated must come back (within 10% and 2 MiB);
+  // so must its resident memory, but for what its allocator says it keeps free
+  // for reuse (TCMalloc's caches; the orchestrator gives its free pages back
+  // once idle). Descriptors and its own threads must come back. gRPC sizes its
+  // pools (event engine, timers) by load and keeps what it grew, within a few
+  // threads: that is bounded, not per request.
   ProcessStats after;
+  HeapStats heap_after;
   const absl::Time idle_at = absl::Now();
   const bool settled = Eventually(
       [&] {
         after = StatsOf(orchestrator);
-        return (!kRssMeansSomething || after.rss_kb <= before.rss_kb * 110 / 100 + 2048) &&
-               after.own_threads <= before.own_threads && after.threads <= before.threads + 8 &&
-               after.fds <= before.fds + 2;
+        heap_after = HeapOf(metrics_port);
+        const bool memory =
+            heap_after.allocated_kb <= heap_before.allocated_kb * 110 / 100 + 2048 &&
+            after.rss_kb <= before.rss_kb * 110 / 100 + 2048 + heap_after.cached_kb;
+        return (!kRssMeansSomething || memory) && after.own_threads <= before.own_threads &&
+               after.threads <= before.threads + 8 && after.fds <= before.fds + 2;
       },
       absl::Seconds(60), absl::Milliseconds(500));
   const absl::Duration settling = absl::Now() - idle_at;
   if (!settled) {
-    problems.push_back(absl::StrCat("orchestrator did not come back within 60 s: rss ",
-                                    before.rss_kb, " -> ", after.rss_kb, " kB, threads ",
+    problems.push_back(absl::StrCat("orchestrator did not come back within 60 s: allocated ",
+                                    heap_before.allocated_kb, " -> ", heap_after.allocated_kb,
+                                    " kB, rss ", before.rss_kb, " -> ", after.rss_kb,
+                                    " kB (the allocator keeps ", heap_after.cached_kb,
+                                    " kB free), threads ",
                                     before.threads, " -> ", after.threads, " (own ",
                                     before.own_threads, " -> ", after.own_threads, "), fds ",
                                     before.fds, " -> ", after.fds));
@@ -440,13 +481,21 @@ int Run() {
               faults.kills, faults.stops, faults.fatal_restarts, faults.failed_restarts);
   for (const auto& [kind, count] : tally) std::printf("  %-40s %d\n", kind.c_str(), count);
   std::printf(
-      "orchestrator: rss %lld -> %lld kB, threads %lld -> %lld (own %lld -> %lld), fds %lld -> "
-      "%lld (%s after idle)\n",
-      static_cast<long long>(before.rss_kb), static_cast<long long>(after.rss_kb),
+      "orchestrator: allocated %lld -> %lld kB, rss %lld -> %lld kB (the allocator keeps %lld kB "
+      "free), threads %lld -> %lld (own %lld -> %lld), fds %lld -> %lld (%s after idle)\n",
+      static_cast<long long>(heap_before.allocated_kb),
+      static_cast<long long>(heap_after.allocated_kb), static_cast<long long>(before.rss_kb),
+      static_cast<long long>(after.rss_kb), static_cast<long long>(heap_after.cached_kb),
       static_cast<long long>(before.threads), static_cast<long long>(after.threads),
       static_cast<long long>(before.own_threads), static_cast<long long>(after.own_threads),
       static_cast<long long>(before.fds), static_cast<long long>(after.fds),
       absl::FormatDuration(settling).c_str());
+  // Idle a little longer: the orchestrator has handed its free pages back.
+  absl::SleepFor(absl::Seconds(3));
+  const HeapStats heap_idle = HeapOf(metrics_port);
+  std::printf("orchestrator 3 s later: rss %lld kB (the allocator keeps %lld kB free)\n",
+              static_cast<long long>(StatsOf(orchestrator).rss_kb),
+              static_cast<long long>(heap_idle.cached_kb));
   release.Notify();
   injector.join();
   if (!kRssMeansSomething) std::printf("(RSS not checked: an AddressSanitizer build)\n");
