@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/allocator.h"
 #include "common/bearer_token.h"
 #include "common/grpc_util.h"
 #include "common/limits.h"
@@ -105,6 +106,7 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
                              .AddGauge("omnistage_gateway_realtime_sessions",
                                        "Realtime API sessions (WebSockets on /v1/realtime) open.")
                              .With({})) {
+  AddHeapMetrics(&registry_);
   for (HttpEvent refusal :
        {HttpEvent::kRefusedMaxConnections, HttpEvent::kRefusedMaxConnectionsPerAddress,
         HttpEvent::kRequestReadTimeout, HttpEvent::kRefusedMaxHeaders,

@@ -100,6 +100,8 @@ sdk concurrent
 # stops reading before curl's last write.)
 grep -q 'omnistage_gateway_chat_completions_in_flight 0' <<<"$(curl -s "$base/metrics")" ||
   fail "the gateway still counts streams in flight: $(curl -s "$base/metrics")"
+grep -q '^omnistage_heap_bytes{state="allocated"} [1-9]' <<<"$(curl -s "$base/metrics")" ||
+  fail "the gateway does not report its heap: $(curl -s "$base/metrics" | grep heap)"
 
 # SIGTERM drains: the running stream ends whole, new clients are turned away,
 # the gateway exits 0.

@@ -9,6 +9,7 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/allocator.h"
 #include "common/error_proto.h"
 #include "common/log.h"
 
@@ -51,6 +52,7 @@ Worker::Worker(WorkerOptions options, std::unique_ptr<Engine> engine)
               [this](bool serving) { SetServing(serving); }, submit_},
           log_context_) {
   if (cache_layout_.block_tokens > 0) metrics_.AddPrefixCache(cache_layout_);
+  AddHeapMetrics(&metrics_registry_);
   // Gauges of state other threads own, read when a scrape asks.
   metrics_registry_.OnRender([this] {
     metrics_.SetQueueDepth(core_.queue_depth());

@@ -89,6 +89,7 @@ TEST_F(MetricsProcessTest, TenRequestsAreCountedByBothServicesAndByPrometheus) {
       EXPECT_THAT(worker, HasSubstr("omnistage_worker_sessions 1\n")) << who;
       EXPECT_THAT(worker, HasSubstr("omnistage_worker_running_requests 0\n")) << who;
       EXPECT_THAT(worker, Not(HasSubstr("omnistage_worker_steps_total 0\n"))) << who;
+      EXPECT_THAT(worker, HasSubstr("omnistage_heap_bytes{state=\"allocated\"} ")) << who;
     }
   }
 
