@@ -62,13 +62,21 @@ Worker::Worker(WorkerOptions options, std::unique_ptr<Engine> engine)
 }
 
 Worker::~Worker() {
+  // What outlives the worker (its sessions' streams) reaches it no more, and
+  // no call from one is still running in it.
+  revocable_->Revoke();
+  core_.RequestShutdown();
   if (loop_.joinable()) {
-    core_.RequestShutdown();
     loop_.join();
+  } else if (!started_) {
+    // Never started: the loop ends here at once, answering what was queued
+    // and ending every session, as a started one does.
+    core_.Run();
   }
 }
 
 void Worker::Start() {
+  started_ = true;
   loop_ = std::thread([this] { core_.Run(); });
 }
 

@@ -32,6 +32,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/revocable.h"
 #include "protos/stage_worker.pb.h"
 #include "stage_worker/cache_reports.h"
 #include "stage_worker/engine.h"
@@ -65,9 +66,15 @@ class Worker : public CoreSink {
   static constexpr absl::Duration kMaxReaderWait = absl::Seconds(1);
 
   Worker(WorkerOptions options, std::unique_ptr<Engine> engine);
+  // Revokes revocable() first, then ends the loop (started or not): every
+  // session ends with UNAVAILABLE, whatever still serves its stream.
   ~Worker() override;
 
-  // Starts the busy-loop thread.
+  // How the streams serving sessions (and anything else that may outlive the
+  // worker) reach it: revoked as the worker is destroyed.
+  const std::shared_ptr<Revocable<Worker>>& revocable() const { return revocable_; }
+
+  // Starts the busy-loop thread. Once at most.
   void Start();
   // Asks the loop to stop (any thread, non-blocking). Sessions end with
   // UNAVAILABLE once it has.
@@ -195,6 +202,7 @@ class Worker : public CoreSink {
   // Session::Sequence/Fence hand their messages to the loop through this.
   const Session::Submit submit_;
   std::thread loop_;
+  bool started_ = false;  // Owner's thread only.
   std::atomic<uint64_t> next_call_id_{1};
 
   mutable absl::Mutex mu_;
@@ -210,6 +218,7 @@ class Worker : public CoreSink {
   std::function<void(bool)> on_serving_ ABSL_GUARDED_BY(mu_);
   // Last: its watchdog thread calls into the members above.
   StallGuard stall_;
+  const std::shared_ptr<Revocable<Worker>> revocable_ = std::make_shared<Revocable<Worker>>(this);
 };
 
 }  // namespace omnistage

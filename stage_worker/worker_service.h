@@ -17,19 +17,21 @@
 #include "absl/time/time.h"
 #include "common/grpc_util.h"
 #include "common/limits.h"
+#include "common/revocable.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/stage_worker.grpc.pb.h"
 #include "stage_worker/worker.h"
 
 namespace omnistage {
 
-// Thin reactors: each stream event becomes one call on the Worker.
+// Thin reactors: each stream event becomes one call on the Worker. The
+// service and its streams may outlive the Worker: once it is destroyed, what
+// still arrives is answered UNAVAILABLE, and every stream ends.
 class StageWorkerService final : public v1::StageWorker::CallbackService {
  public:
   // `require_tls`: calls that did not come over TLS (the plaintext health
   // port) are refused.
-  StageWorkerService(Worker* worker, bool require_tls)
-      : worker_(worker), require_tls_(require_tls) {}
+  StageWorkerService(Worker* worker, bool require_tls);
 
   grpc::ServerBidiReactor<v1::WorkerCommand, v1::WorkerEvent>* Connect(
       grpc::CallbackServerContext* context) override;
@@ -38,7 +40,7 @@ class StageWorkerService final : public v1::StageWorker::CallbackService {
                                   v1::WorkerAbortResponse* response) override;
 
  private:
-  Worker* const worker_;
+  const std::shared_ptr<Revocable<Worker>> worker_;
   const bool require_tls_;
 };
 
@@ -69,8 +71,9 @@ class WorkerServer {
   static constexpr char kReadinessService[] = "omnistage.v1.StageWorker";
 
   // Builds and starts the server (health SERVING) and follows the worker's serving
-  // state (NOT_SERVING once it stops, and while a step is stalled). `worker` must
-  // outlive the server.
+  // state (NOT_SERVING once it stops, and while a step is stalled). The server
+  // and the worker may be destroyed in either order (docs/stage_worker.md,
+  // "Shutdown").
   static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(const WorkerServerOptions& options,
                                                              Worker* worker);
   ~WorkerServer();
@@ -79,15 +82,18 @@ class WorkerServer {
   // The plaintext health port; 0 when there is none.
   int health_port() const { return health_port_; }
   void SetServing(bool serving);
-  // Stops accepting calls; cancels those still running after `grace`.
+  // Stops accepting calls; cancels those still running after `grace`, and
+  // returns once every call has ended.
   void Shutdown(absl::Duration grace);
 
  private:
   WorkerServer(Worker* worker, bool require_tls)
-      : worker_(worker), service_(worker, require_tls) {}
+      : service_(worker, require_tls),
+        serving_(std::make_shared<Revocable<WorkerServer>>(this)) {}
 
-  Worker* const worker_;
   StageWorkerService service_;
+  // How the worker's serving changes reach this server, until Shutdown().
+  const std::shared_ptr<Revocable<WorkerServer>> serving_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   int health_port_ = 0;
