@@ -163,8 +163,9 @@ TEST_F(WorkerCacheTest, StoredBlocksReachTheSessionsThatAsked) {
   EXPECT_TRUE(Follow(*watching, &watcher, Holds(both)));
   // The plain session's events: its outputs and load changes, never the cache.
   Run(*plain, &plain_known, "q", kPrompt);
-  while (std::optional<v1::WorkerEvent> event = plain->Next(absl::Milliseconds(200))) {
-    EXPECT_FALSE(event->step().load().has_cache());
+  for (const v1::WorkerEvent& event :
+       plain->EventsUntilEnd(absl::Seconds(10), absl::Milliseconds(200))) {
+    EXPECT_FALSE(event.step().load().has_cache());
   }
   EXPECT_EQ(plain_known.reports, 0);
 }

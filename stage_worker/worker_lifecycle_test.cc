@@ -21,11 +21,11 @@ TEST_F(WorkerServiceTest, FatalEngineErrorReachesEverySessionAndStopsServing) {
   a->Add("r", "x", 100);
   for (WorkerTestClient* client : {a.get(), b.get()}) {
     bool fatal = false;
-    while (std::optional<v1::WorkerEvent> event = client->Next(absl::Seconds(5))) {
-      if (event->has_fatal()) {
+    for (const v1::WorkerEvent& event : client->EventsUntilEnd(absl::Seconds(10))) {
+      if (event.has_fatal()) {
         fatal = true;
-        EXPECT_NE(event->fatal().reason().find("step 3"), std::string::npos)
-            << event->fatal().reason();
+        EXPECT_NE(event.fatal().reason().find("step 3"), std::string::npos)
+            << event.fatal().reason();
       }
     }
     EXPECT_TRUE(fatal);

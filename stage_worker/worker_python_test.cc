@@ -36,13 +36,16 @@ class PythonWorkerTest : public WorkerServiceTest {
     command.mutable_utility()->set_call_id(call_id);
     command.mutable_utility()->set_name(name);
     client.Send(command);
-    while (std::optional<v1::WorkerEvent> event = client.Next(absl::Seconds(10))) {
-      if (event->has_utility_result() && event->utility_result().call_id() == call_id) {
-        return event->utility_result().value().number_value();
-      }
+    std::optional<v1::WorkerEvent> result = client.NextWhere(
+        [call_id](const v1::WorkerEvent& event) {
+          return event.has_utility_result() && event.utility_result().call_id() == call_id;
+        },
+        absl::Seconds(10));
+    if (!result.has_value()) {
+      ADD_FAILURE() << "no result of " << name;
+      return -1;
     }
-    ADD_FAILURE() << "no result of " << name;
-    return -1;
+    return result->utility_result().value().number_value();
   }
 };
 
@@ -135,8 +138,8 @@ TEST_F(PythonWorkerTest, ExceptionInAStepReachesEverySessionWithItsTraceback) {
   a->Add("r", "x", 1);
   for (WorkerTestClient* client : {a.get(), b.get()}) {
     std::string reason;
-    while (std::optional<v1::WorkerEvent> event = client->Next(absl::Seconds(5))) {
-      if (event->has_fatal()) reason = event->fatal().reason();
+    for (const v1::WorkerEvent& event : client->EventsUntilEnd(absl::Seconds(10))) {
+      if (event.has_fatal()) reason = event.fatal().reason();
     }
     EXPECT_NE(reason.find("python engine test_engines.Echo: step raised ValueError: boom in "
                           "step\nTraceback (most recent call last):"),

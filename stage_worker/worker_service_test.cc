@@ -83,9 +83,10 @@ TEST_F(WorkerServiceTest, AddImmediatelyFollowedByAbortIsNeverOvertaken) {
   // Each aborted request ended once, with ABORT, and nothing for it follows.
   // (Read before WaitEngineIdle, which consumes events.)
   std::map<std::string, int> finished;
-  while (std::optional<v1::WorkerEvent> event = client->Next(absl::Milliseconds(300))) {
-    if (!event->has_step()) continue;
-    for (const v1::RequestOutput& out : event->step().outputs()) {
+  for (const v1::WorkerEvent& event :
+       client->EventsUntilEnd(absl::Seconds(10), absl::Milliseconds(300))) {
+    if (!event.has_step()) continue;
+    for (const v1::RequestOutput& out : event.step().outputs()) {
       EXPECT_EQ(finished[out.request_id()], 0) << out.request_id() << " output after its end";
       if (!out.finished()) continue;
       ++finished[out.request_id()];
@@ -178,9 +179,10 @@ TEST_F(WorkerServiceTest, AbortArrivingBeforeItsAddWaitsAndLeavesOnlyItsEnd) {
   // Add and its parked abort reach the loop together: the engine produced
   // nothing; each request's only output is its finished ABORT.
   int ends = 0;
-  while (std::optional<v1::WorkerEvent> event = client->Next(absl::Milliseconds(300))) {
-    ASSERT_TRUE(event->has_step()) << event->DebugString();
-    for (const v1::RequestOutput& out : event->step().outputs()) {
+  for (const v1::WorkerEvent& event :
+       client->EventsUntilEnd(absl::Seconds(10), absl::Milliseconds(300))) {
+    ASSERT_TRUE(event.has_step()) << event.DebugString();
+    for (const v1::RequestOutput& out : event.step().outputs()) {
       EXPECT_TRUE(out.finished()) << out.DebugString();
       EXPECT_EQ(out.finish_reason(), v1::FINISH_REASON_ABORT);
       EXPECT_EQ(out.payloads_size(), 0) << out.DebugString();

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "protos/health.grpc.pb.h"
 #include "stage_worker/engines/registry.h"
@@ -84,15 +85,16 @@ class WorkerServiceTest : public ::testing::Test {
     command.mutable_utility()->set_call_id(call_id);
     command.mutable_utility()->set_name("stats");
     client.Send(command);
-    for (int i = 0; i < 1000; ++i) {
-      std::optional<v1::WorkerEvent> event = client.Next(absl::Seconds(5));
-      if (!event.has_value()) break;
-      if (event->has_utility_result() && event->utility_result().call_id() == call_id) {
-        return event->utility_result().value().struct_value();
-      }
+    std::optional<v1::WorkerEvent> event = client.NextWhere(
+        [call_id](const v1::WorkerEvent& e) {
+          return e.has_utility_result() && e.utility_result().call_id() == call_id;
+        },
+        absl::Seconds(10));
+    if (!event.has_value()) {
+      ADD_FAILURE() << "no stats result";
+      return {};
     }
-    ADD_FAILURE() << "no stats result";
-    return {};
+    return event->utility_result().value().struct_value();
   }
 
   static double Field(const google::protobuf::Struct& s, const std::string& name) {
@@ -102,7 +104,8 @@ class WorkerServiceTest : public ::testing::Test {
 
   // Waits until the engine has no running or waiting request.
   bool WaitEngineIdle(WorkerTestClient& client) {
-    for (uint64_t call = 1000; call < 1500; ++call) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    for (uint64_t call = 1000; absl::Now() < deadline; ++call) {
       google::protobuf::Struct stats = Stats(client, call);
       if (Field(stats, "running") == 0 && Field(stats, "waiting") == 0) return true;
       absl::SleepFor(absl::Milliseconds(10));

@@ -152,8 +152,9 @@ TEST_F(WorkerServiceTest, DrainRacingSessionOpensReachesEachExactlyOnce) {
   drain.join();
   EXPECT_EQ(stopped, 0);
   for (int i = 0; i < kSessions; ++i) {
-    while (std::optional<v1::WorkerEvent> event = clients[i]->Next(absl::Milliseconds(20))) {
-      EXPECT_FALSE(event->has_draining()) << "session " << i << " heard of the drain twice";
+    for (const v1::WorkerEvent& event :
+         clients[i]->EventsUntilEnd(absl::Seconds(10), absl::Milliseconds(20))) {
+      EXPECT_FALSE(event.has_draining()) << "session " << i << " heard of the drain twice";
     }
   }
 }

@@ -265,15 +265,14 @@ absl::StatusOr<WorkerStats> DirectStats(PipelineHarness& pipeline, int stage, in
   command.mutable_utility()->set_call_id(1);
   command.mutable_utility()->set_name("stats");
   client.Send(command);
-  while (std::optional<v1::WorkerEvent> event = client.Next(absl::Seconds(5))) {
-    if (!event->has_utility_result()) continue;
-    const auto& fields = event->utility_result().value().struct_value().fields();
-    WorkerStats stats;
-    stats.running = static_cast<int64_t>(fields.at("running").number_value());
-    stats.waiting = static_cast<int64_t>(fields.at("waiting").number_value());
-    return stats;
-  }
-  return absl::DeadlineExceededError("no stats");
+  std::optional<v1::WorkerEvent> event = client.NextWhere(
+      [](const v1::WorkerEvent& e) { return e.has_utility_result(); }, absl::Seconds(5));
+  if (!event.has_value()) return absl::DeadlineExceededError("no stats");
+  const auto& fields = event->utility_result().value().struct_value().fields();
+  WorkerStats stats;
+  stats.running = static_cast<int64_t>(fields.at("running").number_value());
+  stats.waiting = static_cast<int64_t>(fields.at("waiting").number_value());
+  return stats;
 }
 
 TEST(PipelineHangTest, KilledOrchestratorLeavesNoWorkOnTheWorkers) {

@@ -107,8 +107,8 @@ TEST(StageWorkerProcessTest, FatalEngineErrorSendsFatalAndExitsNonZero) {
   ASSERT_TRUE(client.Connect().ok());
   client.Add("r", "x", 10);
   bool fatal = false;
-  while (std::optional<v1::WorkerEvent> event = client.Next(absl::Seconds(10))) {
-    fatal = fatal || event->has_fatal();
+  for (const v1::WorkerEvent& event : client.EventsUntilEnd(absl::Seconds(20))) {
+    fatal = fatal || event.has_fatal();
   }
   EXPECT_TRUE(fatal);
   std::optional<grpc::Status> end = client.WaitForEnd(absl::Seconds(5));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/time/clock.h"
 #include "common/error_proto.h"
 
 namespace omnistage {
@@ -139,6 +140,29 @@ std::vector<v1::RequestOutput> WorkerTestClient::CollectUntilFinished(const std:
   absl::MutexLock lock(&mu_);
   events_.insert(events_.begin(), others.begin(), others.end());
   return outputs;
+}
+
+std::optional<v1::WorkerEvent> WorkerTestClient::NextWhere(
+    const std::function<bool(const v1::WorkerEvent&)>& match, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    std::optional<v1::WorkerEvent> event = Next(deadline - absl::Now());
+    if (!event.has_value()) break;
+    if (match(*event)) return event;
+  }
+  return std::nullopt;
+}
+
+std::vector<v1::WorkerEvent> WorkerTestClient::EventsUntilEnd(absl::Duration timeout,
+                                                              absl::Duration quiet) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::vector<v1::WorkerEvent> events;
+  while (absl::Now() < deadline) {
+    std::optional<v1::WorkerEvent> event = Next(std::min(quiet, deadline - absl::Now()));
+    if (!event.has_value()) break;
+    events.push_back(*std::move(event));
+  }
+  return events;
 }
 
 std::optional<grpc::Status> WorkerTestClient::WaitForEnd(absl::Duration timeout) {

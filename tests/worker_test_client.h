@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,15 @@ class WorkerTestClient {
 
   // The next event, or nullopt if none arrives within `timeout` or the stream ended.
   std::optional<v1::WorkerEvent> Next(absl::Duration timeout);
+  // The first event `match` accepts within `timeout`, dropping the others
+  // before it; nullopt if none came by then or the stream ended first.
+  std::optional<v1::WorkerEvent> NextWhere(const std::function<bool(const v1::WorkerEvent&)>& match,
+                                           absl::Duration timeout);
+  // The events that arrive until the stream ends, or until `timeout` passes,
+  // or (when given) until none arrived for `quiet`: whichever comes first.
+  // Never longer than `timeout`, however fast events keep coming.
+  std::vector<v1::WorkerEvent> EventsUntilEnd(absl::Duration timeout,
+                                              absl::Duration quiet = absl::InfiniteDuration());
   // Reads events until `id` has finished; returns all its outputs in order (other
   // events are kept for later Next() calls). Empty if it does not finish in time.
   std::vector<v1::RequestOutput> CollectUntilFinished(const std::string& id,
