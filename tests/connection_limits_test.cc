@@ -1,4 +1,4 @@
-// The orchestrator's connection limits as real processes (issue 12, part 3):
+// The orchestrator's connection limits as real processes:
 // streams per connection, keepalive enforcement, connection age. Each holds
 // back only the connection that goes past it.
 #include <memory>

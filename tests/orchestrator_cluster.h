@@ -1,5 +1,5 @@
 // OrchestratorCluster: several orchestrator processes sharing one set of
-// workers, peers of each other, for multi-process tests of issue 15's
+// workers, peers of each other, for multi-process tests of their
 // semantics (forwarded aborts, isolation, kill -9 of one orchestrator,
 // cluster status, load-aware picking).
 //

@@ -1,4 +1,4 @@
-// Several orchestrators sharing the same workers, as real processes (issue 15):
+// Several orchestrators sharing the same workers, as real processes:
 // - an Abort sent to any orchestrator stops the request on every stage, with
 //   one terminal, and at most one forwarded call per peer;
 // - a worker's death fails, on each orchestrator, only its requests there;

@@ -1,4 +1,4 @@
-// Security configured, as real processes (issue 12): clients reach the
+// Security configured, as real processes: clients reach the
 // orchestrator over TLS with bearer tokens, the orchestrator reaches its
 // workers over mTLS. Every refusal comes with its documented status and
 // affects nothing else; certificates rotate under open streams. Start-up

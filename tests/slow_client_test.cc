@@ -1,5 +1,5 @@
 // A client that stops reading must not grow the orchestrator's memory without
-// bound (issue 12, part 4): past limits.max_client_queued_bytes of responses
+// bound: past limits.max_client_queued_bytes of responses
 // queued for it, its call is cancelled and its request stopped on every stage,
 // while a client reading the same stream at the same time is unaffected.
 #include <fstream>

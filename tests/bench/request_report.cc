@@ -15,7 +15,7 @@ using report_text::Quote;
 using report_text::Ratio;
 using report_text::Verdict;
 
-// Targets of issue 31 (docs/benchmarks.md, "The cost of a request").
+// The targets of a request's cost (docs/benchmarks.md, "The cost of a request").
 constexpr double kMinRequestRatio = 0.8;
 constexpr double kMaxOrchestratorCpuUsPerRequest = 20;
 constexpr double kMaxGatewayCpuUsPerRequest = 150;
