@@ -278,15 +278,26 @@ class RecordingWorker : public v1::StageWorker::CallbackService {
 
 // Writes 100 adds of 64 KiB to a worker that reads none until they queued
 // behind flow control, then lets it read them all; returns how many messages
-// carried them (and checks every command came, in order).
+// carried them (and checks every command came, in order). The worker's
+// server lets a stream take at most 64 KiB unread (no window growth by BDP
+// probes): the first add, larger, stays in flight until the worker reads, so
+// every later one queues behind it however the threads are scheduled.
 int MessagesFor100Adds(bool accepts_batches) {
   RecordingWorker worker(accepts_batches);
-  absl::StatusOr<StartedServer> server = StartGrpcServer({}, {&worker});
-  EXPECT_TRUE(server.ok()) << server.status();
-  if (!server.ok()) return -1;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 10);
+  builder.SetMaxReceiveMessageSize(16 << 20);
+  builder.RegisterService(&worker);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  EXPECT_NE(server, nullptr);
+  if (server == nullptr) return -1;
   HeldScheduler loop;
   WorkerChannelOptions options;
-  options.address = "127.0.0.1:" + std::to_string(server->port);
+  options.address = "127.0.0.1:" + std::to_string(port);
   options.keepalive_time = absl::Seconds(30);
   int messages = -1;
   {
@@ -317,7 +328,7 @@ int MessagesFor100Adds(bool accepts_batches) {
     stub.Shutdown();
     loop.Drop();
   }
-  server->server->Shutdown(absl::ToChronoTime(absl::Now()));
+  server->Shutdown(absl::ToChronoTime(absl::Now()));
   return messages;
 }
 
