@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/bearer_token.h"
-#include "common/grpc_log.h"
+#include "common/grpc/grpc_log.h"
 
 namespace omnistage {
 
@@ -25,7 +25,7 @@ std::shared_ptr<grpc::Channel> Connect(const std::string& server, const ConnectO
       args);
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
     // gRPC's own lines about the handshake went to the debug log
-    // (common/grpc_log.h); its reason, when there was one, says what to fix.
+    // (common/grpc/grpc_log.h); its reason, when there was one, says what to fix.
     const std::string handshake = LastTlsHandshakeFailure();
     if (use_tls && handshake == "certificate verify failed") {
       std::cerr << "omni: the orchestrator at " << server << " presented a certificate that "

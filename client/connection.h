@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/tls.h"
+#include "common/grpc/tls.h"
 #include "grpcpp/grpcpp.h"
 
 namespace omnistage {

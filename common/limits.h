@@ -23,7 +23,7 @@ inline constexpr float kMaxTemperature = 100;
 
 // The largest message a stage worker accepts by default (its --max_message_bytes);
 // each worker announces its own limit in Ready.max_message_bytes.
-// Also the default of every other gRPC server's (common/grpc_util.h).
+// Also the default of every other gRPC server's (common/grpc/grpc_util.h).
 inline constexpr int64_t kDefaultWorkerMaxMessageBytes = int64_t{16} << 20;
 
 // The largest message our gRPC clients accept from our servers: the

@@ -1,7 +1,7 @@
 // A refusal's hint of when to try again. Inside a process it rides on the
 // absl::Status of the refusal; on the wire it is v1::Error.retry_after_ms (a
 // terminal's error), google.rpc.RetryInfo in the call's status details and a
-// `retry-after-ms` trailer (a refused call, common/grpc_util.h), and HTTP
+// `retry-after-ms` trailer (a refused call, common/grpc/grpc_util.h), and HTTP
 // `Retry-After` / `retry-after-ms` headers at the gateway.
 //
 //   return WithRetryAfter(absl::ResourceExhaustedError("the queue is full"),

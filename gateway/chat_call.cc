@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 
 namespace omnistage {
 namespace {

@@ -10,7 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/allocator.h"
 #include "common/bearer_token.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "gateway/api_error.h"

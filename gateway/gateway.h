@@ -28,8 +28,8 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/grpc/tls.h"
 #include "common/metrics.h"
-#include "common/tls.h"
 #include "gateway/chat_call.h"
 #include "gateway/chat_request.h"
 #include "gateway/console/served_requests.h"

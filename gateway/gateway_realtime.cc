@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/bearer_token.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 #include "gateway/api_error.h"
 #include "gateway/gateway.h"
 #include "gateway/http_upgrade.h"

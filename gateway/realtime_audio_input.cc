@@ -5,9 +5,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/field_error.h"
 #include "common/error_proto.h"
-#include "common/grpc_util.h"
+#include "common/field_error.h"
+#include "common/grpc/grpc_util.h"
 
 namespace omnistage {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/error_proto.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 #include "common/random_id.h"
 #include "gateway/api_error.h"
 

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "common/error_proto.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 
 namespace omnistage {
 

@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/deferred_unary_reactor.h"
-#include "common/grpc_util.h"
+#include "common/grpc/deferred_unary_reactor.h"
+#include "common/grpc/grpc_util.h"
 #include "stage_worker/connect_reactor.h"
 
 namespace omnistage {

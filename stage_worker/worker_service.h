@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 #include "common/limits.h"
 #include "common/revocable.h"
 #include "grpcpp/grpcpp.h"
@@ -52,10 +52,10 @@ struct WorkerServerOptions {
   // TLS; with tls.ca, only clients whose certificate chains to it may connect
   // (mTLS). Plaintext when empty.
   TlsFiles tls;
-  // How `tls` was given, named in its errors (common/grpc_util.h).
+  // How `tls` was given, named in its errors (common/grpc/grpc_util.h).
   std::string tls_flags;
   // Concurrent streams one connection may open, and the shortest interval
-  // between a client's keepalive pings (common/grpc_util.h). The
+  // between a client's keepalive pings (common/grpc/grpc_util.h). The
   // orchestrator's keepalive_ms is at least 100 ms.
   int max_streams_per_connection = 1000;
   absl::Duration min_ping_interval = absl::Milliseconds(50);

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/tls.h"
+#include "common/grpc/tls.h"
 #include "gtest/gtest.h"
 #include "stage_worker/worker_service_test_fixture.h"
 #include "tests/test_pki.h"

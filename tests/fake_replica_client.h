@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/core/replica_client.h"
+#include "orchestrator/routing/replica_client.h"
 
 namespace omnistage {
 

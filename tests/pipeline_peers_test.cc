@@ -17,7 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/tls.h"
+#include "common/grpc/tls.h"
 #include "gtest/gtest.h"
 #include "protos/orchestrator_peer.grpc.pb.h"
 #include "tests/metrics_scrape.h"

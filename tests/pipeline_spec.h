@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/tls.h"
+#include "common/grpc/tls.h"
 
 namespace omnistage {
 

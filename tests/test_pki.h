@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "common/tls.h"
+#include "common/grpc/tls.h"
 
 namespace omnistage {
 

@@ -30,10 +30,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/scheduler.h"
-#include "orchestrator/core/caller.h"
 #include "orchestrator/config/pipeline_config.h"
+#include "orchestrator/core/caller.h"
 #include "orchestrator/core/request_table.h"
-#include "orchestrator/core/stage_pool.h"
+#include "orchestrator/routing/stage_pool.h"
 #include "protos/orchestrator.pb.h"
 
 namespace omnistage {

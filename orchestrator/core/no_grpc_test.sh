@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The request lifecycle and the config it reads include no gRPC: every rule of
+# The request lifecycle, its routing and the config they read include no gRPC: every rule of
 # the core is testable with fakes and a manual clock (docs/architecture.md).
 # Their BUILD files depend on the protos' messages only (NAME_messages); this
 # fails if a gRPC header is included anyway (system headers are always found).

@@ -16,8 +16,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
-#include "orchestrator/core/stage_demand.h"
-#include "orchestrator/core/stage_pool.h"
+#include "orchestrator/routing/stage_demand.h"
+#include "orchestrator/routing/stage_pool.h"
 #include "protos/common.pb.h"
 #include "protos/orchestrator.pb.h"
 

@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "orchestrator/config/pipeline_config.h"
-#include "orchestrator/core/stage_pool.h"
+#include "orchestrator/routing/stage_pool.h"
 #include "protos/orchestrator.pb.h"
 
 namespace omnistage {

@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "orchestrator/config/pipeline_config.h"
-#include "orchestrator/core/stage_pool.h"
+#include "orchestrator/routing/stage_pool.h"
 #include "protos/common.pb.h"
 
 namespace omnistage {

@@ -3,8 +3,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc/unary_finish.h"
 #include "common/log.h"
-#include "orchestrator/service/unary_finish.h"
 
 namespace omnistage {
 

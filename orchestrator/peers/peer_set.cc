@@ -4,7 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 #include "common/log.h"
 
 namespace omnistage {

@@ -15,7 +15,7 @@
 #include "absl/time/clock.h"
 #include "common/event_loop.h"
 #include "common/event_loop_test_util.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 #include "gtest/gtest.h"
 
 namespace omnistage {

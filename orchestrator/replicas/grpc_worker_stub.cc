@@ -7,7 +7,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 #include "common/limits.h"
 #include "common/stream_writer.h"
 #include "google/protobuf/arena.h"

@@ -12,7 +12,7 @@
 #include "absl/time/clock.h"
 #include "common/event_loop.h"
 #include "common/event_loop_test_util.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 #include "gtest/gtest.h"
 #include "orchestrator/replicas/grpc_worker_stub.h"
 #include "protos/stage_worker.grpc.pb.h"

@@ -14,7 +14,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 #include "gtest/gtest.h"
 #include "protos/stage_worker.grpc.pb.h"
 

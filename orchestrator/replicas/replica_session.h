@@ -30,8 +30,8 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/scheduler.h"
-#include "orchestrator/core/replica_client.h"
 #include "orchestrator/replicas/worker_stub.h"
+#include "orchestrator/routing/replica_client.h"
 #include "protos/common.pb.h"
 
 namespace omnistage {

@@ -18,13 +18,13 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "common/grpc/tls.h"
 #include "common/scheduler.h"
-#include "common/tls.h"
-#include "orchestrator/replicas/grpc_worker_stub.h"
 #include "orchestrator/config/pipeline_config.h"
-#include "orchestrator/core/replica_client.h"
+#include "orchestrator/replicas/grpc_worker_stub.h"
 #include "orchestrator/replicas/replica_session.h"
 #include "orchestrator/replicas/stage_membership.h"
+#include "orchestrator/routing/replica_client.h"
 
 namespace omnistage {
 

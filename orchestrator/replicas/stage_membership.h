@@ -25,8 +25,8 @@
 
 #include "absl/status/statusor.h"
 #include "common/scheduler.h"
-#include "orchestrator/core/replica_client.h"
-#include "orchestrator/core/stage_pool.h"
+#include "orchestrator/routing/replica_client.h"
+#include "orchestrator/routing/stage_pool.h"
 
 namespace omnistage {
 

@@ -15,7 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "orchestrator/discovery/dns_families.h"
-#include "orchestrator/core/stage_pool.h"
+#include "orchestrator/routing/stage_pool.h"
 #include "tests/fake_replica_client.h"
 #include "tests/manual_scheduler.h"
 

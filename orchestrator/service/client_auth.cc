@@ -2,8 +2,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/grpc_util.h"
-#include "common/tls.h"
+#include "common/grpc/grpc_util.h"
+#include "common/grpc/tls.h"
 
 namespace omnistage {
 

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 #include "common/retry_hint.h"
 #include "orchestrator/service/client_stream.h"
 

@@ -7,10 +7,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
+#include "common/grpc/unary_finish.h"
 #include "orchestrator/peers/cluster_status.h"
 #include "orchestrator/service/generate_reactors.h"
-#include "orchestrator/service/unary_finish.h"
 
 namespace omnistage {
 absl::StatusOr<Caller> OrchestratorService::Authenticated(

@@ -12,7 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/event_loop_test_util.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 #include "gtest/gtest.h"
 
 namespace omnistage {

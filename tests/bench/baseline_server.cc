@@ -11,11 +11,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
+#include "common/grpc/service_process.h"
 #include "common/host_port.h"
 #include "common/listening_line.h"
 #include "common/production_stamp.h"
-#include "common/service_process.h"
 #include "protos/orchestrator.grpc.pb.h"
 #include "tests/bench/load_generator.h"
 

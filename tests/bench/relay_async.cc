@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "common/grpc/service_process.h"
 #include "common/host_port.h"
 #include "common/listening_line.h"
-#include "common/service_process.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
 #include "tests/bench/relay_server.h"

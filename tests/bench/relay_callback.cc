@@ -6,10 +6,10 @@
 #include <string>
 
 #include "absl/synchronization/mutex.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
+#include "common/grpc/service_process.h"
 #include "common/host_port.h"
 #include "common/listening_line.h"
-#include "common/service_process.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
 #include "tests/bench/relay_server.h"

@@ -17,7 +17,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "orchestrator/core/lru_map.h"
+#include "orchestrator/routing/lru_map.h"
 
 namespace omnistage {
 

@@ -1,4 +1,4 @@
-#include "orchestrator/core/prefix_pick.h"
+#include "orchestrator/routing/prefix_pick.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "orchestrator/core/session_affinity.h"
+#include "orchestrator/routing/session_affinity.h"
 
 namespace omnistage {
 

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 #include "grpcpp/grpcpp.h"
 
 namespace omnistage {

@@ -1,4 +1,4 @@
-#include "common/tls.h"
+#include "common/grpc/tls.h"
 
 #include <openssl/bio.h>
 #include <openssl/pem.h>

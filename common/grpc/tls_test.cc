@@ -2,7 +2,7 @@
 // made by the test: handshakes that must work, handshakes that must be refused
 // (plaintext client, unknown CA, wrong host, missing or expired client
 // certificate), and a certificate rotated under an open stream.
-#include "common/tls.h"
+#include "common/grpc/tls.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 #include "gtest/gtest.h"
 #include "protos/health.grpc.pb.h"
 #include "tests/test_pki.h"

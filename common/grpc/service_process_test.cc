@@ -1,4 +1,4 @@
-#include "common/service_process.h"
+#include "common/grpc/service_process.h"
 
 #include <signal.h>
 

@@ -1,4 +1,4 @@
-#include "common/service_process.h"
+#include "common/grpc/service_process.h"
 
 #include <pthread.h>
 
@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/grpc_log.h"
+#include "common/grpc/grpc_log.h"
 #include "common/log.h"
 #include "grpc/grpc.h"
 

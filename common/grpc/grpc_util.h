@@ -15,8 +15,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/grpc/tls.h"
 #include "common/limits.h"
-#include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 
 namespace omnistage {

@@ -13,8 +13,8 @@
 #include "common/prefix_blocks.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "orchestrator/core/stage_pool.h"
-#include "orchestrator/core/stage_pool_test_util.h"
+#include "orchestrator/routing/stage_pool.h"
+#include "orchestrator/routing/stage_pool_test_util.h"
 #include "tests/fake_replica_client.h"
 
 namespace omnistage {

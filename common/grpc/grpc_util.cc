@@ -1,4 +1,4 @@
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 
 #include <optional>
 #include <utility>

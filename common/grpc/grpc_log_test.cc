@@ -1,6 +1,6 @@
 // RouteGrpcLogs: gRPC's own lines leave stderr raw no more — they are debug
 // lines of common/log — and the last TLS handshake failure's reason is kept.
-#include "common/grpc_log.h"
+#include "common/grpc/grpc_log.h"
 
 #include <string>
 

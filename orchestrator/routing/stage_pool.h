@@ -60,10 +60,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "orchestrator/config/pick_policy.h"
-#include "orchestrator/core/prefix_index.h"
-#include "orchestrator/core/replica_client.h"
-#include "orchestrator/core/session_affinity.h"
-#include "orchestrator/core/stage_demand.h"
+#include "orchestrator/routing/prefix_index.h"
+#include "orchestrator/routing/replica_client.h"
+#include "orchestrator/routing/session_affinity.h"
+#include "orchestrator/routing/stage_demand.h"
 #include "protos/orchestrator.pb.h"
 
 namespace omnistage {

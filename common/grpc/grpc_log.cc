@@ -1,4 +1,4 @@
-#include "common/grpc_log.h"
+#include "common/grpc/grpc_log.h"
 
 #include <cstdlib>
 

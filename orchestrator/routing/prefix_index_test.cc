@@ -1,7 +1,7 @@
 // PrefixIndex on its own: what an approximate replica holds after routing
 // (matches, the cap letting the deepest blocks go first, aging), and a precise
 // replica following its worker's reports (snapshot, stores, evictions).
-#include "orchestrator/core/prefix_index.h"
+#include "orchestrator/routing/prefix_index.h"
 
 #include <cstdint>
 #include <string>

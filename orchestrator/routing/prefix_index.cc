@@ -1,4 +1,4 @@
-#include "orchestrator/core/prefix_index.h"
+#include "orchestrator/routing/prefix_index.h"
 
 #include <algorithm>
 #include <cstddef>

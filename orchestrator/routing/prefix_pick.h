@@ -25,7 +25,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "orchestrator/config/pick_policy.h"
-#include "orchestrator/core/prefix_index.h"
+#include "orchestrator/routing/prefix_index.h"
 #include "protos/common.pb.h"
 
 namespace omnistage {

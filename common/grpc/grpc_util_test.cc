@@ -1,6 +1,6 @@
 // A refusal's retry hint on the wire: google.rpc.RetryInfo in the status
 // details, read back by any gRPC client (and by FromGrpcStatus).
-#include "common/grpc_util.h"
+#include "common/grpc/grpc_util.h"
 
 #include "common/retry_hint.h"
 #include "gtest/gtest.h"

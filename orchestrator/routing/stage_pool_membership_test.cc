@@ -10,8 +10,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "orchestrator/core/stage_pool.h"
-#include "orchestrator/core/stage_pool_test_util.h"
+#include "orchestrator/routing/stage_pool.h"
+#include "orchestrator/routing/stage_pool_test_util.h"
 #include "protos/orchestrator.pb.h"
 #include "tests/fake_replica_client.h"
 

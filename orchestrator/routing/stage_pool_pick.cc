@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "orchestrator/core/prefix_pick.h"
-#include "orchestrator/core/stage_pool.h"
+#include "orchestrator/routing/prefix_pick.h"
+#include "orchestrator/routing/stage_pool.h"
 
 namespace omnistage {
 

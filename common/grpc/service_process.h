@@ -35,7 +35,7 @@ inline constexpr int kStartRefusedExitCode = 2;
 int StartRefused(absl::string_view program, absl::string_view why);
 
 // InitLogging with the --log_format and --log_level values, then gRPC's lines
-// routed into it (common/grpc_log.h). INVALID_ARGUMENT naming the flag for a bad
+// routed into it (common/grpc/grpc_log.h). INVALID_ARGUMENT naming the flag for a bad
 // value; nothing is changed then.
 absl::Status SetUpLogging(const std::string& program, absl::string_view format,
                           absl::string_view level);

@@ -13,8 +13,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
-#include "orchestrator/core/replica_client.h"
-#include "orchestrator/core/stage_pool.h"
+#include "orchestrator/routing/replica_client.h"
+#include "orchestrator/routing/stage_pool.h"
 #include "tests/fake_replica_client.h"
 
 namespace omnistage {

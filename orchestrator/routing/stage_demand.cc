@@ -1,4 +1,4 @@
-#include "orchestrator/core/stage_demand.h"
+#include "orchestrator/routing/stage_demand.h"
 
 #include <algorithm>
 #include <cmath>

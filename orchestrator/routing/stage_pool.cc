@@ -1,4 +1,4 @@
-#include "orchestrator/core/stage_pool.h"
+#include "orchestrator/routing/stage_pool.h"
 
 #include <algorithm>
 #include <map>

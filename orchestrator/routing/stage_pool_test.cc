@@ -3,7 +3,7 @@
 // Release, eviction and revival, grouped aborts of unbound and duplicate ids, and
 // aborts whose replica calls are still in flight while the pool changes. The
 // replicas are FakeReplicaClients sharing one call log (stage_pool_test_util.h).
-#include "orchestrator/core/stage_pool.h"
+#include "orchestrator/routing/stage_pool.h"
 
 #include <map>
 #include <memory>
@@ -16,8 +16,8 @@
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "orchestrator/core/replica_client.h"
-#include "orchestrator/core/stage_pool_test_util.h"
+#include "orchestrator/routing/replica_client.h"
+#include "orchestrator/routing/stage_pool_test_util.h"
 #include "tests/fake_replica_client.h"
 
 namespace omnistage {

@@ -1,6 +1,6 @@
 // The prefix-aware pick's cost: prefill not saved plus load, least loaded out
 // of balance, ties to the first in order; and a request's input as blocks.
-#include "orchestrator/core/prefix_pick.h"
+#include "orchestrator/routing/prefix_pick.h"
 
 #include <map>
 #include <string>

@@ -16,8 +16,8 @@
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "orchestrator/core/stage_pool.h"
-#include "orchestrator/core/stage_pool_test_util.h"
+#include "orchestrator/routing/stage_pool.h"
+#include "orchestrator/routing/stage_pool_test_util.h"
 #include "tests/fake_replica_client.h"
 
 namespace omnistage {
