@@ -16,8 +16,8 @@
 //   return reactor;
 //
 // Answer() is called exactly once. Thread-safe.
-#ifndef OMNISTAGE_COMMON_DEFERRED_UNARY_REACTOR_H_
-#define OMNISTAGE_COMMON_DEFERRED_UNARY_REACTOR_H_
+#ifndef OMNISTAGE_COMMON_GRPC_DEFERRED_UNARY_REACTOR_H_
+#define OMNISTAGE_COMMON_GRPC_DEFERRED_UNARY_REACTOR_H_
 
 #include <atomic>
 
@@ -70,4 +70,4 @@ class DeferredUnaryReactor final : public grpc::ServerUnaryReactor {
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_COMMON_DEFERRED_UNARY_REACTOR_H_
+#endif  // OMNISTAGE_COMMON_GRPC_DEFERRED_UNARY_REACTOR_H_

@@ -10,8 +10,8 @@
 //   RouteGrpcLogs();   // in main, before any gRPC call
 //   ...
 //   if (!connected && LastTlsHandshakeFailure() == "certificate verify failed") ...
-#ifndef OMNISTAGE_COMMON_GRPC_LOG_H_
-#define OMNISTAGE_COMMON_GRPC_LOG_H_
+#ifndef OMNISTAGE_COMMON_GRPC_GRPC_LOG_H_
+#define OMNISTAGE_COMMON_GRPC_GRPC_LOG_H_
 
 #include <string>
 
@@ -28,4 +28,4 @@ std::string LastTlsHandshakeFailure();
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_COMMON_GRPC_LOG_H_
+#endif  // OMNISTAGE_COMMON_GRPC_GRPC_LOG_H_

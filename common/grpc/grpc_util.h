@@ -5,8 +5,8 @@
 // Health, as Kubernetes' gRPC probes read it: service "" is liveness (the process
 // serves gRPC), the service's own name (e.g. "omnistage.v1.StageWorker") is
 // readiness (it should be sent work).
-#ifndef OMNISTAGE_COMMON_GRPC_UTIL_H_
-#define OMNISTAGE_COMMON_GRPC_UTIL_H_
+#ifndef OMNISTAGE_COMMON_GRPC_GRPC_UTIL_H_
+#define OMNISTAGE_COMMON_GRPC_GRPC_UTIL_H_
 
 #include <memory>
 #include <string>
@@ -102,4 +102,4 @@ void SetReady(grpc::Server* server, const std::string& service, bool ready);
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_COMMON_GRPC_UTIL_H_
+#endif  // OMNISTAGE_COMMON_GRPC_GRPC_UTIL_H_

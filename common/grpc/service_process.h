@@ -15,8 +15,8 @@
 //
 // Exit codes: 0 after a stop by signal, 2 for a refused start (bad flags, bad
 // config, an address that cannot be listened on); each binary documents others.
-#ifndef OMNISTAGE_COMMON_SERVICE_PROCESS_H_
-#define OMNISTAGE_COMMON_SERVICE_PROCESS_H_
+#ifndef OMNISTAGE_COMMON_GRPC_SERVICE_PROCESS_H_
+#define OMNISTAGE_COMMON_GRPC_SERVICE_PROCESS_H_
 
 #include <signal.h>
 
@@ -80,4 +80,4 @@ class StopSignals {
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_COMMON_SERVICE_PROCESS_H_
+#endif  // OMNISTAGE_COMMON_GRPC_SERVICE_PROCESS_H_

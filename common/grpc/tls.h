@@ -10,8 +10,8 @@
 //   builder.AddListeningPort(address, ServerCredentialsFor(tls));
 //
 // Empty files mean plaintext (loopback development; see common/plaintext_warning.h).
-#ifndef OMNISTAGE_COMMON_TLS_H_
-#define OMNISTAGE_COMMON_TLS_H_
+#ifndef OMNISTAGE_COMMON_GRPC_TLS_H_
+#define OMNISTAGE_COMMON_GRPC_TLS_H_
 
 #include <memory>
 #include <string>
@@ -62,4 +62,4 @@ std::string PeerIdentity(const grpc::ServerContextBase& context);
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_COMMON_TLS_H_
+#endif  // OMNISTAGE_COMMON_GRPC_TLS_H_

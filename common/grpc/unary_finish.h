@@ -1,7 +1,7 @@
 // FinishWith: the callback that ends a callback-API unary call with a result's
 // value or its error (the services' calls answer from the event loop).
-#ifndef OMNISTAGE_ORCHESTRATOR_SERVICE_UNARY_FINISH_H_
-#define OMNISTAGE_ORCHESTRATOR_SERVICE_UNARY_FINISH_H_
+#ifndef OMNISTAGE_COMMON_GRPC_UNARY_FINISH_H_
+#define OMNISTAGE_COMMON_GRPC_UNARY_FINISH_H_
 
 #include <functional>
 #include <utility>
@@ -34,4 +34,4 @@ inline absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_ORCHESTRATOR_SERVICE_UNARY_FINISH_H_
+#endif  // OMNISTAGE_COMMON_GRPC_UNARY_FINISH_H_

@@ -7,8 +7,8 @@
 //   while (sessions.size() > cap) sessions.PopOldest();
 //
 // Costs: Touch, Find, Erase, PopOldest O(1) (amortized). Not thread-safe.
-#ifndef OMNISTAGE_ORCHESTRATOR_CORE_LRU_MAP_H_
-#define OMNISTAGE_ORCHESTRATOR_CORE_LRU_MAP_H_
+#ifndef OMNISTAGE_ORCHESTRATOR_ROUTING_LRU_MAP_H_
+#define OMNISTAGE_ORCHESTRATOR_ROUTING_LRU_MAP_H_
 
 #include <cstddef>
 #include <list>
@@ -72,4 +72,4 @@ class LruMap {
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_ORCHESTRATOR_CORE_LRU_MAP_H_
+#endif  // OMNISTAGE_ORCHESTRATOR_ROUTING_LRU_MAP_H_

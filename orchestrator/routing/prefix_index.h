@@ -27,8 +27,8 @@
 // O(log blocks) probes. Memory: about 45 bytes per approximate block, 16-32 per
 // precise one (docs/benchmarks.md has the measured figures).
 // Not thread-safe: owned by its StagePool, on the event loop.
-#ifndef OMNISTAGE_ORCHESTRATOR_CORE_PREFIX_INDEX_H_
-#define OMNISTAGE_ORCHESTRATOR_CORE_PREFIX_INDEX_H_
+#ifndef OMNISTAGE_ORCHESTRATOR_ROUTING_PREFIX_INDEX_H_
+#define OMNISTAGE_ORCHESTRATOR_ROUTING_PREFIX_INDEX_H_
 
 #include <cstdint>
 #include <vector>
@@ -98,4 +98,4 @@ class PrefixIndex {
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_ORCHESTRATOR_CORE_PREFIX_INDEX_H_
+#endif  // OMNISTAGE_ORCHESTRATOR_ROUTING_PREFIX_INDEX_H_

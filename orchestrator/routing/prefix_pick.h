@@ -14,8 +14,8 @@
 // popular prefix cannot pile every request onto one replica.
 //
 // Not thread-safe: on the event loop, inside StagePool::Pick.
-#ifndef OMNISTAGE_ORCHESTRATOR_CORE_PREFIX_PICK_H_
-#define OMNISTAGE_ORCHESTRATOR_CORE_PREFIX_PICK_H_
+#ifndef OMNISTAGE_ORCHESTRATOR_ROUTING_PREFIX_PICK_H_
+#define OMNISTAGE_ORCHESTRATOR_ROUTING_PREFIX_PICK_H_
 
 #include <cstdint>
 #include <functional>
@@ -68,4 +68,4 @@ PrefixChoice ChooseByPrefix(const PrefixIndex& index, const std::vector<int>& or
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_ORCHESTRATOR_CORE_PREFIX_PICK_H_
+#endif  // OMNISTAGE_ORCHESTRATOR_ROUTING_PREFIX_PICK_H_

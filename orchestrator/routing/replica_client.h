@@ -5,8 +5,8 @@
 // by hand. Only the replica's StagePool calls it. Every method is called on the
 // orchestrator's event loop, and every callback and ReplicaListener call arrives
 // there too.
-#ifndef OMNISTAGE_ORCHESTRATOR_CORE_REPLICA_CLIENT_H_
-#define OMNISTAGE_ORCHESTRATOR_CORE_REPLICA_CLIENT_H_
+#ifndef OMNISTAGE_ORCHESTRATOR_ROUTING_REPLICA_CLIENT_H_
+#define OMNISTAGE_ORCHESTRATOR_ROUTING_REPLICA_CLIENT_H_
 
 #include <functional>
 #include <string>
@@ -69,4 +69,4 @@ class ReplicaListener {
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_ORCHESTRATOR_CORE_REPLICA_CLIENT_H_
+#endif  // OMNISTAGE_ORCHESTRATOR_ROUTING_REPLICA_CLIENT_H_

@@ -8,8 +8,8 @@
 // first), and a session unused for kSessionIdle is forgotten.
 //
 // Not thread-safe: owned by its StagePool, on the event loop.
-#ifndef OMNISTAGE_ORCHESTRATOR_CORE_SESSION_AFFINITY_H_
-#define OMNISTAGE_ORCHESTRATOR_CORE_SESSION_AFFINITY_H_
+#ifndef OMNISTAGE_ORCHESTRATOR_ROUTING_SESSION_AFFINITY_H_
+#define OMNISTAGE_ORCHESTRATOR_ROUTING_SESSION_AFFINITY_H_
 
 #include <cstddef>
 #include <optional>
@@ -38,4 +38,4 @@ class SessionAffinity {
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_ORCHESTRATOR_CORE_SESSION_AFFINITY_H_
+#endif  // OMNISTAGE_ORCHESTRATOR_ROUTING_SESSION_AFFINITY_H_

@@ -25,8 +25,8 @@
 // requests); recommended_replicas is its ceiling, at least 1.
 //
 // Not thread-safe: owned by the orchestrator's event loop.
-#ifndef OMNISTAGE_ORCHESTRATOR_CORE_STAGE_DEMAND_H_
-#define OMNISTAGE_ORCHESTRATOR_CORE_STAGE_DEMAND_H_
+#ifndef OMNISTAGE_ORCHESTRATOR_ROUTING_STAGE_DEMAND_H_
+#define OMNISTAGE_ORCHESTRATOR_ROUTING_STAGE_DEMAND_H_
 
 #include <cstdint>
 #include <vector>
@@ -99,4 +99,4 @@ class StageDemand {
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_ORCHESTRATOR_CORE_STAGE_DEMAND_H_
+#endif  // OMNISTAGE_ORCHESTRATOR_ROUTING_STAGE_DEMAND_H_

@@ -43,8 +43,8 @@
 // bindings; Abort is linear in its ids.
 //
 // Not thread-safe: owned by the orchestrator's event loop.
-#ifndef OMNISTAGE_ORCHESTRATOR_CORE_STAGE_POOL_H_
-#define OMNISTAGE_ORCHESTRATOR_CORE_STAGE_POOL_H_
+#ifndef OMNISTAGE_ORCHESTRATOR_ROUTING_STAGE_POOL_H_
+#define OMNISTAGE_ORCHESTRATOR_ROUTING_STAGE_POOL_H_
 
 #include <cstdint>
 #include <functional>
@@ -331,4 +331,4 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_ORCHESTRATOR_CORE_STAGE_POOL_H_
+#endif  // OMNISTAGE_ORCHESTRATOR_ROUTING_STAGE_POOL_H_

@@ -2,8 +2,8 @@
 // stage_pool_test.cc): a pool over FakeReplicaClients that share one call log (so
 // the global order of calls can be asserted), a matcher for absl::StatusOr, and a
 // recorder for the pool's asynchronous Abort callback.
-#ifndef OMNISTAGE_ORCHESTRATOR_CORE_STAGE_POOL_TEST_UTIL_H_
-#define OMNISTAGE_ORCHESTRATOR_CORE_STAGE_POOL_TEST_UTIL_H_
+#ifndef OMNISTAGE_ORCHESTRATOR_ROUTING_STAGE_POOL_TEST_UTIL_H_
+#define OMNISTAGE_ORCHESTRATOR_ROUTING_STAGE_POOL_TEST_UTIL_H_
 
 #include <functional>
 #include <memory>
@@ -57,4 +57,4 @@ inline std::shared_ptr<StagePool> MakePool(int stage, std::vector<FakeReplicaCli
 }  // namespace stage_pool_test
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_ORCHESTRATOR_CORE_STAGE_POOL_TEST_UTIL_H_
+#endif  // OMNISTAGE_ORCHESTRATOR_ROUTING_STAGE_POOL_TEST_UTIL_H_
