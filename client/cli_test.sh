@@ -6,7 +6,7 @@
 set -euo pipefail
 
 omni=client/omni
-source tests/orchestrator_process.sh
+source orchestrator/testing/orchestrator_process.sh
 # The demo pipeline, its thinker with the test utility div for `utility --args`.
 sed 's/engine_params: {batch_size: 64, step_time_us: 2000}/engine_params: {batch_size: 64, step_time_us: 2000, test_utilities: true}/' \
   orchestrator/configs/local_omni.yaml >"$out/omni.yaml"

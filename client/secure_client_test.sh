@@ -7,7 +7,7 @@
 set -euo pipefail
 
 omni=client/omni
-source tests/orchestrator_process.sh
+source orchestrator/testing/orchestrator_process.sh
 c="$out/certs"
 deploy/certs/make_dev_certs.sh "$c" >/dev/null
 start_orchestrator orchestrator/configs/local_sim.yaml \

@@ -13,7 +13,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/event_loop.h"
-#include "common/event_loop_test_util.h"
+#include "common/testing/event_loop_harness.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -6,10 +6,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/promtool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
-#include "tests/promtool.h"
 
 namespace omnistage {
 namespace {

@@ -3,7 +3,7 @@
 // Code that owns state on a loop (the orchestrator's PipelineCore, a replica
 // session) takes a Scheduler rather than reading the wall clock or sleeping, so
 // that its timeouts, deadlines, retries and backoff run against a manual clock in
-// unit tests (tests/manual_scheduler.h) and against the real EventLoop in the
+// unit tests (common/testing/manual_scheduler.h) and against the real EventLoop in the
 // binaries.
 //
 //   TimerId t = scheduler.PostAfter(absl::Seconds(30), [this] { OnIdle(); });

@@ -24,12 +24,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/testing/manual_scheduler.h"
 #include "orchestrator/config/pipeline_config.h"
 #include "orchestrator/core/pipeline_core.h"
 #include "orchestrator/core/response_sink.h"
+#include "orchestrator/routing/testing/fake_replica_client.h"
 #include "protos/orchestrator.pb.h"
-#include "tests/fake_replica_client.h"
-#include "tests/manual_scheduler.h"
 
 namespace omnistage {
 namespace fuzz {

@@ -10,7 +10,7 @@
 #   bytes is a 400 naming the header.
 # Stops what it starts, by PID.
 set -euo pipefail
-source tests/orchestrator_process.sh
+source orchestrator/testing/orchestrator_process.sh
 
 token="gateway-authorization-test-$RANDOM$RANDOM$RANDOM"
 cat >"$out/tokens.yaml" <<YAML

@@ -11,7 +11,7 @@
 # - the gateway's metrics count each.
 # Stops what it starts, by PID.
 set -euo pipefail
-source tests/orchestrator_process.sh
+source orchestrator/testing/orchestrator_process.sh
 
 thinker_pipeline "$out/thinker.yaml"
 start_orchestrator "$out/thinker.yaml"

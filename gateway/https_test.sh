@@ -13,7 +13,7 @@
 #   certificate's.
 # Stops what it starts, by PID.
 set -euo pipefail
-source tests/orchestrator_process.sh
+source orchestrator/testing/orchestrator_process.sh
 SDK_DIR="$(dirname "$(readlink -f gateway/sdk_test/chat.mjs)")"
 NODE="${NODE:-node}"
 command -v "$NODE" >/dev/null || fail "node not found (set NODE=/path/to/node)"

@@ -9,7 +9,7 @@
 #   orchestrator's own reason ("stage 0 (thinker) has no live replica").
 # Stops what it starts, by PID.
 set -euo pipefail
-source tests/orchestrator_process.sh
+source orchestrator/testing/orchestrator_process.sh
 
 # pipeline FILE THINKER_LINE: a thinker and a talker whose replica never
 # answers (ports 1 and 2 on loopback: nothing listens there).

@@ -16,7 +16,7 @@
 #   server_error.
 # Stops what it starts, by PID.
 set -euo pipefail
-source tests/orchestrator_process.sh
+source orchestrator/testing/orchestrator_process.sh
 [ -x /usr/sbin/dnsmasq ] || fail "/usr/sbin/dnsmasq is missing: install dnsmasq-base (./setup.sh does)"
 
 # A long reply per request (100 sentences, some 300 tokens, at 20 ms a token),

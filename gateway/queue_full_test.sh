@@ -8,7 +8,7 @@
 # orchestrator counts the refusal as reason "full".
 # Stops what it starts, by PID.
 set -euo pipefail
-source tests/orchestrator_process.sh
+source orchestrator/testing/orchestrator_process.sh
 
 cat >"$out/queue.yaml" <<YAML
 name: omni-demo

@@ -29,14 +29,14 @@ for sentence in "I would like a cup of coffee please." \
   "What time does the train leave tomorrow morning?" \
   "Please call me back when you get home." \
   "Can you tell me the way to the station?"; do
-  gateway/speak_pcm "$out/speech/$i.pcm" "$sentence" || fail "speak_pcm: '$sentence'"
+  stage_worker/engines/testing/speak_pcm "$out/speech/$i.pcm" "$sentence" || fail "speak_pcm: '$sentence'"
   echo "$sentence" >"$out/speech/$i.txt"
   i=$((i + 1))
 done
 
 # The listener is told the speaker's channel mean, as a deployment tells it its
-# microphones' (stage_worker/engines/test_speaker.h).
-mean=$(gateway/speak_pcm --channel_mean) || fail "speak_pcm --channel_mean"
+# microphones' (stage_worker/engines/testing/test_speaker.h).
+mean=$(stage_worker/engines/testing/speak_pcm --channel_mean) || fail "speak_pcm --channel_mean"
 sed "s/engine_params: {batch_size: 4}/engine_params: {batch_size: 4, cmn_init: \"$mean\"}/" \
   orchestrator/configs/local_voice_agent.yaml >"$out/voice_agent.yaml"
 grep -q cmn_init "$out/voice_agent.yaml" || fail "the listener's engine_params changed: update this test"

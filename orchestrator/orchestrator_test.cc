@@ -12,9 +12,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/free_port.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/free_port.h"
 
 namespace omnistage {
 namespace {

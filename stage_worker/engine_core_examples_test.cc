@@ -2,7 +2,7 @@
 // its worked examples 1-3 and one test per mistake a busy loop must not make
 // (docs/architecture.md, Worked examples). The
 // loop's further guarantees are in engine_core_test.cc; the fakes and the fixture
-// are in engine_core_test_util.h.
+// are in testing/engine_core_harness.h.
 //
 // Sleeps appear only where the example is itself timed (examples 1 and 3,
 // and the idle-polling check).
@@ -14,7 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "stage_worker/engine_core.h"
-#include "stage_worker/engine_core_test_util.h"
+#include "stage_worker/testing/engine_core_harness.h"
 
 namespace omnistage {
 namespace engine_core_test {

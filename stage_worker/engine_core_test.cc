@@ -2,7 +2,7 @@
 // the guarantees beyond the worked examples and mistakes (those are in
 // engine_core_examples_test.cc): fatal versus shutdown, utility errors, abort
 // completion, refused submits, SubmitAll, and answering the messages still queued
-// when the loop ends. The fakes and the fixture are in engine_core_test_util.h.
+// when the loop ends. The fakes and the fixture are in testing/engine_core_harness.h.
 #include "stage_worker/engine_core.h"
 
 #include <atomic>
@@ -15,7 +15,7 @@
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "stage_worker/engine_core_test_util.h"
+#include "stage_worker/testing/engine_core_harness.h"
 
 namespace omnistage {
 namespace engine_core_test {

@@ -9,7 +9,7 @@
 
 #include "common/field_error.h"
 #include "gtest/gtest.h"
-#include "stage_worker/worker_service_test_fixture.h"
+#include "stage_worker/testing/worker_service_harness.h"
 
 namespace omnistage {
 namespace {

@@ -13,7 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
-#include "stage_worker/worker_service_test_fixture.h"
+#include "stage_worker/testing/worker_service_harness.h"
 
 namespace omnistage {
 namespace {

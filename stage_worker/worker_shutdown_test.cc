@@ -22,8 +22,8 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "stage_worker/engines/registry.h"
+#include "stage_worker/testing/worker_test_client.h"
 #include "stage_worker/worker_service.h"
-#include "tests/worker_test_client.h"
 
 namespace omnistage {
 namespace {

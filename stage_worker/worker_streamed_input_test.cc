@@ -6,7 +6,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "stage_worker/worker_service_test_fixture.h"
+#include "stage_worker/testing/worker_service_harness.h"
 
 namespace omnistage {
 namespace {

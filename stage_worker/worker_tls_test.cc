@@ -6,11 +6,11 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc/testing/test_pki.h"
 #include "common/grpc/tls.h"
 #include "gtest/gtest.h"
-#include "stage_worker/worker_service_test_fixture.h"
-#include "tests/test_pki.h"
-#include "tests/worker_test_client.h"
+#include "stage_worker/testing/worker_service_harness.h"
+#include "stage_worker/testing/worker_test_client.h"
 
 namespace omnistage {
 namespace {

@@ -31,7 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "tests/dns_server.h"
+#include "orchestrator/discovery/testing/dns_server.h"
 #include "tests/generate_call.h"
 #include "tests/hpa_replay.h"
 #include "tests/metrics_scrape.h"

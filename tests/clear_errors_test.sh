@@ -12,7 +12,7 @@
 #   no raw gRPC line.
 # Stops what it starts, by PID.
 set -euo pipefail
-source tests/orchestrator_process.sh
+source orchestrator/testing/orchestrator_process.sh
 c="$out/certs"
 deploy/certs/make_dev_certs.sh "$c" >/dev/null 2>&1
 

@@ -8,7 +8,7 @@
 # stage and instance (the two talker replicas' lines differ by it), and every
 # line about a session its session.
 set -uo pipefail
-source tests/orchestrator_process.sh
+source orchestrator/testing/orchestrator_process.sh
 
 start_orchestrator orchestrator/configs/local_omni.yaml --log_format=json --log_level=debug
 

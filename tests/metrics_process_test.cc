@@ -10,13 +10,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/testing/promtool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/metrics_scrape.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
 #include "tests/prometheus_server.h"
-#include "tests/promtool.h"
 
 namespace omnistage {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "tests/free_port.h"
+#include "common/testing/free_port.h"
 
 namespace omnistage {
 

@@ -22,8 +22,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/testing/child_process.h"
 #include "protos/orchestrator.grpc.pb.h"
-#include "tests/child_process.h"
 #include "tests/pipeline_harness.h"
 
 namespace omnistage {

@@ -20,9 +20,9 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "protos/health.grpc.pb.h"
+#include "stage_worker/testing/worker_test_client.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
-#include "tests/worker_test_client.h"
 
 namespace omnistage {
 namespace {

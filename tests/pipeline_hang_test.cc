@@ -26,10 +26,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "stage_worker/testing/worker_test_client.h"
 #include "tests/metrics_scrape.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
-#include "tests/worker_test_client.h"
 
 namespace omnistage {
 namespace {

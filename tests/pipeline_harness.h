@@ -47,9 +47,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/testing/child_process.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
-#include "tests/child_process.h"
 #include "tests/generate_call.h"
 #include "tests/pipeline_spec.h"
 

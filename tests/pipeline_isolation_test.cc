@@ -20,13 +20,13 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "absl/strings/numbers.h"
+#include "stage_worker/testing/worker_test_client.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
-#include "tests/worker_test_client.h"
 
 namespace omnistage {
 namespace {

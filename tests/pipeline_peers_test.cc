@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/grpc/testing/test_pki.h"
 #include "common/grpc/tls.h"
 #include "gtest/gtest.h"
 #include "protos/orchestrator_peer.grpc.pb.h"
@@ -24,7 +25,6 @@
 #include "tests/orchestrator_cluster.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
-#include "tests/test_pki.h"
 
 namespace omnistage {
 namespace {

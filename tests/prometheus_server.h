@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "tests/child_process.h"
+#include "common/testing/child_process.h"
 
 namespace omnistage {
 

@@ -12,14 +12,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc/testing/health_check.h"
+#include "common/grpc/testing/test_pki.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/health_check.h"
+#include "stage_worker/testing/worker_test_client.h"
 #include "tests/metrics_scrape.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
-#include "tests/test_pki.h"
-#include "tests/worker_test_client.h"
 
 namespace omnistage {
 namespace {

@@ -9,10 +9,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc/testing/test_pki.h"
+#include "common/testing/child_process.h"
 #include "gtest/gtest.h"
-#include "tests/child_process.h"
 #include "tests/pipeline_harness.h"
-#include "tests/test_pki.h"
 
 namespace omnistage {
 namespace {

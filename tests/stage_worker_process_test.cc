@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/child_process.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "protos/health.grpc.pb.h"
-#include "tests/child_process.h"
+#include "stage_worker/testing/worker_test_client.h"
 #include "tests/reflection_client.grpc.pb.h"
-#include "tests/worker_test_client.h"
 
 namespace omnistage {
 namespace {

@@ -5,7 +5,7 @@
 // resamples), and answers in text and audio. The transcripts' word error rate
 // is measured and bounded (docs/engines.md, "listener"). The speaker is the
 // voice the listener hears best, and the listener is told its channel's mean,
-// as a deployment tells it its microphones' (stage_worker/engines/test_speaker.h).
+// as a deployment tells it its microphones' (stage_worker/engines/testing/test_speaker.h).
 #include <cstdint>
 #include <iostream>
 #include <memory>
@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "stage_worker/engines/espeak.h"
-#include "stage_worker/engines/test_speaker.h"
-#include "stage_worker/engines/word_error_rate.h"
+#include "stage_worker/engines/testing/test_speaker.h"
+#include "stage_worker/engines/testing/word_error_rate.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
 

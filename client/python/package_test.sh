@@ -5,7 +5,7 @@
 # audio, one Finished), abort, status, and Unreachable for a dead address.
 set -euo pipefail
 
-source tests/orchestrator_process.sh
+source orchestrator/testing/orchestrator_process.sh
 cp -rL client/python/package "$out/package"
 chmod -R u+w "$out/package"
 /usr/bin/python3 -m venv --system-site-packages "$out/venv"

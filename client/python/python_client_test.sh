@@ -3,7 +3,7 @@
 # its stage workers from the demo config). Stops what it starts, by PID.
 set -euo pipefail
 
-source tests/orchestrator_process.sh
+source orchestrator/testing/orchestrator_process.sh
 start_orchestrator orchestrator/configs/local_omni.yaml
 
 PYTHONPATH=client/python/package /usr/bin/python3 client/python/examples/omni_client.py --server "127.0.0.1:$port" \

@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc/grpc_util.h"
+#include "common/grpc/testing/test_pki.h"
 #include "gtest/gtest.h"
 #include "protos/health.grpc.pb.h"
-#include "tests/test_pki.h"
 
 namespace omnistage {
 namespace {

@@ -6,7 +6,7 @@
 #   sdk_setup gateway/sdk_test/realtime_test.mjs ws   # sets SDK_DIR, NODE, omni
 #   write_tokens "$out/tokens.yaml" realtime-test      # sets token, admin
 #   write_tokens FILE PREFIX "  - identity: ...\n"      # more entries after them
-source tests/orchestrator_process.sh
+source orchestrator/testing/orchestrator_process.sh
 omni=client/omni
 
 # sdk_setup SCRIPT MODULE: the SDK's directory is SCRIPT's real one (the

@@ -8,7 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "orchestrator/core/pipeline_core_test_harness.h"
+#include "orchestrator/core/testing/pipeline_core_harness.h"
 
 namespace omnistage {
 namespace pipeline_core_test {

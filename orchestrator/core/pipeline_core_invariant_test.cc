@@ -5,7 +5,7 @@
 
 #include "common/invariant.h"
 #include "orchestrator/core/pipeline_core.h"
-#include "orchestrator/core/pipeline_core_test_harness.h"
+#include "orchestrator/core/testing/pipeline_core_harness.h"
 
 namespace omnistage {
 namespace pipeline_core_test {

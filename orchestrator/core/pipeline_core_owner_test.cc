@@ -9,7 +9,7 @@
 #include "absl/strings/strip.h"
 
 #include "common/retry_hint.h"
-#include "orchestrator/core/pipeline_core_test_harness.h"
+#include "orchestrator/core/testing/pipeline_core_harness.h"
 
 namespace omnistage {
 namespace pipeline_core_test {

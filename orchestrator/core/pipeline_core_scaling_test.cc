@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "orchestrator/core/pipeline_core_test_harness.h"
+#include "orchestrator/core/testing/pipeline_core_harness.h"
 
 namespace omnistage {
 namespace pipeline_core_test {

@@ -3,9 +3,9 @@
 #include <memory>
 
 #include "common/invariant.h"
+#include "common/testing/manual_scheduler.h"
 #include "gtest/gtest.h"
-#include "tests/fake_response_sink.h"
-#include "tests/manual_scheduler.h"
+#include "orchestrator/core/testing/fake_response_sink.h"
 
 namespace omnistage {
 namespace {

@@ -1,4 +1,4 @@
-// DnsResolver against a real DNS server (dnsmasq on loopback, tests/dns_server.h):
+// DnsResolver against a real DNS server (dnsmasq on loopback, orchestrator/discovery/testing/dns_server.h):
 // the A and the AAAA records of a name, each family sorted and without
 // duplicates; a name that does not exist and a name without one family are
 // empty answers (NXDOMAIN, NODATA); a family the server refuses fails while the
@@ -18,7 +18,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/dns_server.h"
+#include "orchestrator/discovery/testing/dns_server.h"
 
 namespace omnistage {
 namespace {

@@ -17,7 +17,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/dns_server.h"
+#include "orchestrator/discovery/testing/dns_server.h"
 
 namespace omnistage {
 namespace {

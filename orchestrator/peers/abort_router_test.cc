@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "common/testing/manual_scheduler.h"
 #include "gtest/gtest.h"
 #include "orchestrator/core/abort_coordinator.h"
 #include "orchestrator/core/request_id.h"
-#include "tests/manual_scheduler.h"
 
 namespace omnistage {
 namespace {

@@ -14,8 +14,8 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/event_loop.h"
-#include "common/event_loop_test_util.h"
 #include "common/grpc/grpc_util.h"
+#include "common/testing/event_loop_harness.h"
 #include "gtest/gtest.h"
 
 namespace omnistage {

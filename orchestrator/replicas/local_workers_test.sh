@@ -7,7 +7,7 @@
 set -euo pipefail
 
 omni=client/omni
-source tests/orchestrator_process.sh
+source orchestrator/testing/orchestrator_process.sh
 
 # refused <name> <stage yaml> <expected message after "<file>: ">
 refused() {

@@ -11,10 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/error_proto.h"
 #include "common/field_error.h"
+#include "common/testing/manual_scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/fake_worker_stub.h"
-#include "tests/manual_scheduler.h"
+#include "orchestrator/replicas/testing/fake_worker_stub.h"
 
 namespace omnistage {
 namespace {

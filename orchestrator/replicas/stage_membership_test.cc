@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "common/host_port.h"
+#include "common/testing/manual_scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "orchestrator/discovery/dns_families.h"
 #include "orchestrator/routing/stage_pool.h"
-#include "tests/fake_replica_client.h"
-#include "tests/manual_scheduler.h"
+#include "orchestrator/routing/testing/fake_replica_client.h"
 
 namespace omnistage {
 namespace {

@@ -2,7 +2,7 @@
 // examples): the three examples re-expressed step by step, including the orchestrator's two-phase
 // abort (collect, abort every stage, commit) and the dead-replica handling built on
 // the pool. Edge cases of picking, eviction and in-flight aborts are in
-// stage_pool_test.cc; the shared helpers are in stage_pool_test_util.h.
+// stage_pool_test.cc; the shared helpers are in testing/stage_pool_harness.h.
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,8 +17,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "orchestrator/routing/stage_pool.h"
-#include "orchestrator/routing/stage_pool_test_util.h"
-#include "tests/fake_replica_client.h"
+#include "orchestrator/routing/testing/fake_replica_client.h"
+#include "orchestrator/routing/testing/stage_pool_harness.h"
 
 namespace omnistage {
 namespace stage_pool_test {

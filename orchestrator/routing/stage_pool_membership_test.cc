@@ -11,9 +11,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "orchestrator/routing/stage_pool.h"
-#include "orchestrator/routing/stage_pool_test_util.h"
+#include "orchestrator/routing/testing/fake_replica_client.h"
+#include "orchestrator/routing/testing/stage_pool_harness.h"
 #include "protos/orchestrator.pb.h"
-#include "tests/fake_replica_client.h"
 
 namespace omnistage {
 namespace stage_pool_test {

@@ -14,8 +14,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "orchestrator/routing/stage_pool.h"
-#include "orchestrator/routing/stage_pool_test_util.h"
-#include "tests/fake_replica_client.h"
+#include "orchestrator/routing/testing/fake_replica_client.h"
+#include "orchestrator/routing/testing/stage_pool_harness.h"
 
 namespace omnistage {
 namespace stage_pool_test {

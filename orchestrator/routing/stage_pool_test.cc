@@ -2,7 +2,7 @@
 // stage_pool_examples_test.cc): sticky round-robin over the live replicas, Bound and
 // Release, eviction and revival, grouped aborts of unbound and duplicate ids, and
 // aborts whose replica calls are still in flight while the pool changes. The
-// replicas are FakeReplicaClients sharing one call log (stage_pool_test_util.h).
+// replicas are FakeReplicaClients sharing one call log (testing/stage_pool_harness.h).
 #include "orchestrator/routing/stage_pool.h"
 
 #include <map>
@@ -17,8 +17,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "orchestrator/routing/replica_client.h"
-#include "orchestrator/routing/stage_pool_test_util.h"
-#include "tests/fake_replica_client.h"
+#include "orchestrator/routing/testing/fake_replica_client.h"
+#include "orchestrator/routing/testing/stage_pool_harness.h"
 
 namespace omnistage {
 namespace stage_pool_test {

@@ -11,7 +11,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/grpc/grpc_util.h"
 #include "gtest/gtest.h"
-#include "tests/fake_replica_client.h"
+#include "orchestrator/routing/testing/fake_replica_client.h"
 
 namespace omnistage {
 namespace {

@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "common/event_loop_test_util.h"
 #include "common/grpc/grpc_util.h"
+#include "common/testing/event_loop_harness.h"
 #include "gtest/gtest.h"
 
 namespace omnistage {

@@ -177,7 +177,7 @@ class ListenerEngine : public BatchingEngine {
 
   // Decodes the audio as it arrives.
   StreamedInput streamed_input() const override { return StreamedInput::kIncremental; }
-  // Not claimed: the replay harness (replay_testing.h) cannot feed audio yet.
+  // Not claimed: the replay harness (testing/replay_harness.h) cannot feed audio yet.
   ResumeMode resume_mode() const override { return ResumeMode::kNone; }
 
  protected:

@@ -18,9 +18,9 @@
 #include "stage_worker/engines/pcm.h"
 #include "stage_worker/engines/registry.h"
 #include "stage_worker/engines/resampler.h"
-#include "stage_worker/engines/test_speaker.h"
-#include "stage_worker/engines/test_util.h"
-#include "stage_worker/engines/word_error_rate.h"
+#include "stage_worker/engines/testing/engine_harness.h"
+#include "stage_worker/engines/testing/test_speaker.h"
+#include "stage_worker/engines/testing/word_error_rate.h"
 
 namespace omnistage {
 namespace {

@@ -19,8 +19,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "stage_worker/engines/replay_testing.h"
-#include "stage_worker/engines/test_util.h"
+#include "stage_worker/engines/testing/engine_harness.h"
+#include "stage_worker/engines/testing/replay_harness.h"
 
 namespace omnistage {
 namespace engine_testing {

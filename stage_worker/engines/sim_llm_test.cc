@@ -3,7 +3,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "stage_worker/engines/test_util.h"
+#include "stage_worker/engines/testing/engine_harness.h"
 
 namespace omnistage {
 namespace {

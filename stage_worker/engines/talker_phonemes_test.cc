@@ -10,7 +10,7 @@
 #include "stage_worker/engines/espeak.h"
 #include "stage_worker/engines/phoneme_codes.h"
 #include "stage_worker/engines/talker.h"
-#include "stage_worker/engines/test_util.h"
+#include "stage_worker/engines/testing/engine_harness.h"
 
 namespace omnistage {
 namespace {

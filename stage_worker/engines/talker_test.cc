@@ -2,7 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "stage_worker/engines/test_util.h"
+#include "stage_worker/engines/testing/engine_harness.h"
 
 namespace omnistage {
 namespace {

@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "stage_worker/engines/espeak.h"
 #include "stage_worker/engines/phoneme_codes.h"
-#include "stage_worker/engines/test_util.h"
+#include "stage_worker/engines/testing/engine_harness.h"
 #include "stage_worker/engines/vocoder.h"
 
 namespace omnistage {

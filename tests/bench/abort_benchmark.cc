@@ -20,11 +20,11 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "common/testing/manual_scheduler.h"
 #include "orchestrator/config/pipeline_config.h"
 #include "orchestrator/core/pipeline_core.h"
 #include "orchestrator/core/response_sink.h"
-#include "tests/fake_replica_client.h"
-#include "tests/manual_scheduler.h"
+#include "orchestrator/routing/testing/fake_replica_client.h"
 
 ABSL_FLAG(int, runs, 15, "repetitions of each measurement");
 ABSL_FLAG(std::string, only, "", "run only the measurements whose name contains this");

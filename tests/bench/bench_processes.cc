@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "tests/free_port.h"
+#include "common/testing/free_port.h"
 
 namespace omnistage {
 namespace bench {

@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "tests/child_process.h"
+#include "common/testing/child_process.h"
 
 namespace omnistage {
 namespace bench {

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "tests/child_process.h"
+#include "common/testing/child_process.h"
 
 namespace omnistage {
 namespace bench {

@@ -37,10 +37,10 @@
 #include "common/prefix_blocks.h"
 #include "orchestrator/routing/prefix_pick.h"
 #include "orchestrator/routing/stage_pool.h"
+#include "orchestrator/routing/testing/fake_replica_client.h"
 #include "tests/bench/bench_processes.h"
 #include "tests/bench/load_generator.h"
 #include "tests/bench/multi_turn.h"
-#include "tests/fake_replica_client.h"
 
 ABSL_FLAG(int, runs, 2, "times each policy runs; figures per run and as min..max");
 ABSL_FLAG(std::string, policies,

@@ -11,11 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/testing/child_process.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "protos/orchestrator.grpc.pb.h"
 #include "tests/bench/baseline_server.h"
-#include "tests/child_process.h"
 
 namespace omnistage {
 namespace bench {

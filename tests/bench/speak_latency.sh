@@ -13,7 +13,7 @@ set -euo pipefail
 cd "${RUNFILES_DIR:-$0.runfiles}/omnistage" 2>/dev/null || cd "$(dirname "$0")/../.."
 runs="${1:-3}"
 pause="${2:-1.5}"
-source tests/orchestrator_process.sh
+source orchestrator/testing/orchestrator_process.sh
 start_orchestrator orchestrator/configs/local_tts.yaml
 
 sentences=(

@@ -3,9 +3,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "stage_worker/engines/registry.h"
+#include "stage_worker/testing/worker_test_client.h"
 #include "stage_worker/worker.h"
 #include "stage_worker/worker_service.h"
-#include "tests/worker_test_client.h"
 
 namespace omnistage {
 
