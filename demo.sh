@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-CONFIG=orchestrator/configs/local_omni.yaml
+CONFIG=pipelines/local_omni.yaml
 bin="${OMNISTAGE_DEMO_BIN:-}"
 if [ -z "$bin" ]; then
   echo "demo: building (the first build takes several minutes)..." >&2

@@ -9,7 +9,7 @@ omni=client/omni
 source orchestrator/testing/orchestrator_process.sh
 # The demo pipeline, its thinker with the test utility div for `utility --args`.
 sed 's/engine_params: {batch_size: 64, step_time_us: 2000}/engine_params: {batch_size: 64, step_time_us: 2000, test_utilities: true}/' \
-  orchestrator/configs/local_omni.yaml >"$out/omni.yaml"
+  pipelines/local_omni.yaml >"$out/omni.yaml"
 grep -q 'test_utilities: true' "$out/omni.yaml" || fail "the thinker's engine_params changed: update this test"
 start_orchestrator "$out/omni.yaml"
 # interrupt PID: Ctrl-C to a client in the background; sets rc to its exit code.
@@ -150,7 +150,7 @@ grep -q '"value": 2$' "$out/div" || fail "div 6,3: $(cat "$out/div")"
 stop_orchestrator
 
 # speak: stdin into a running text-to-speech request, line by line.
-start_orchestrator orchestrator/configs/local_tts.yaml
+start_orchestrator pipelines/local_tts.yaml
 { echo "Hello there, how are you today."; sleep 0.5; echo "The sea is calm tonight."; } |
   "$omni" speak "$server" --latency --wav="$out/spoken.wav" >"$out/speak_text" 2>"$out/speak_err" ||
   fail "speak exited $?: $(cat "$out/speak_err")"
@@ -168,7 +168,7 @@ stop_orchestrator
 # listen: that WAV streamed into the voice agent (listener -> thinker ->
 # talker -> vocoder): what was heard and the answer, each on its line, and the
 # answer's audio.
-start_orchestrator orchestrator/configs/local_voice_agent.yaml
+start_orchestrator pipelines/local_voice_agent.yaml
 "$omni" listen "$server" --wav="$out/spoken.wav" --pace=0 --reply_wav="$out/reply.wav" \
   >"$out/listen_text" 2>"$out/listen_err" || fail "listen exited $?: $(cat "$out/listen_err")"
 grep -q '^listener: [a-z]' "$out/listen_text" || fail "listen: nothing heard: $(cat "$out/listen_text")"

@@ -1,7 +1,7 @@
 // `omni listen`: a WAV file streamed into a running request (GenerateDuplex)
 // as a microphone would send it — in pieces of `chunk_ms`, `pace` times real
 // time (0: as fast as the call takes them) — for a pipeline whose stage 0
-// listens (a `listener`: orchestrator/configs/local_voice_agent.yaml). Each
+// listens (a `listener`: pipelines/local_voice_agent.yaml). Each
 // stage's text is printed on its own line after the stage's name (what was
 // heard, then the answer), and the reply's audio is saved to `reply_wav`
 // (docs/clients.md, "Streamed input").

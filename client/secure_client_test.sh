@@ -10,7 +10,7 @@ omni=client/omni
 source orchestrator/testing/orchestrator_process.sh
 c="$out/certs"
 deploy/certs/make_dev_certs.sh "$c" >/dev/null
-start_orchestrator orchestrator/configs/local_sim.yaml \
+start_orchestrator pipelines/local_sim.yaml \
   --tls_cert="$c/orchestrator.crt" --tls_key="$c/orchestrator.key" \
   --tokens_file="$c/tokens.yaml" --worker_tls_ca="$c/ca.crt" \
   --worker_tls_cert="$c/to-workers.crt" --worker_tls_key="$c/to-workers.key"

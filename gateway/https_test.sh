@@ -26,7 +26,7 @@ certs="$out/certs"
 mkdir -p "$out/served"
 cp "$certs/gateway.crt" "$certs/gateway.key" "$out/served/"
 
-start_orchestrator orchestrator/configs/local_omni.yaml
+start_orchestrator pipelines/local_omni.yaml
 pids="$pid"
 trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
 

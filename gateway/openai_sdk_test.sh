@@ -25,7 +25,7 @@ write_tokens "$out/tokens.yaml" gateway-test "  - identity: one-per-2s
     token: \"$slow\"
     requests_per_second: 0.5
     requests_burst: 1\n"
-start_orchestrator orchestrator/configs/local_omni.yaml --tokens_file="$out/tokens.yaml"
+start_orchestrator pipelines/local_omni.yaml --tokens_file="$out/tokens.yaml"
 
 # start_gateway NAME ORCHESTRATOR_PORT [FLAGS...]: a gateway on port 0, ready
 # once it reaches a ready orchestrator; sets $gw_pid, $base.

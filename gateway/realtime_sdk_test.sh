@@ -21,7 +21,7 @@ source gateway/sdk_test/setup.sh
 sdk_setup gateway/sdk_test/realtime_test.mjs ws
 write_tokens "$out/tokens.yaml" realtime-test
 deploy/certs/make_dev_certs.sh "$out/certs" >/dev/null
-start_orchestrator orchestrator/configs/local_omni.yaml --tokens_file="$out/tokens.yaml"
+start_orchestrator pipelines/local_omni.yaml --tokens_file="$out/tokens.yaml"
 pids="$pid"
 trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Spoken input through the Realtime API: the official SDK's OpenAIRealtimeWS
 # through the gateway (HTTPS) to the local voice agent (listener -> thinker ->
-# talker -> vocoder, orchestrator/configs/local_voice_agent.yaml), with a
+# talker -> vocoder, pipelines/local_voice_agent.yaml), with a
 # user's token (the gateway learns nothing of the stages from it). Sentences
 # spoken by espeak-ng (speak_pcm: 24 kHz PCM16) go in as
 # input_audio_buffer.append pieces, commit, response.create:
@@ -38,7 +38,7 @@ done
 # microphones' (stage_worker/engines/testing/test_speaker.h).
 mean=$(stage_worker/engines/testing/speak_pcm --channel_mean) || fail "speak_pcm --channel_mean"
 sed "s/engine_params: {batch_size: 4}/engine_params: {batch_size: 4, cmn_init: \"$mean\"}/" \
-  orchestrator/configs/local_voice_agent.yaml >"$out/voice_agent.yaml"
+  pipelines/local_voice_agent.yaml >"$out/voice_agent.yaml"
 grep -q cmn_init "$out/voice_agent.yaml" || fail "the listener's engine_params changed: update this test"
 start_orchestrator "$out/voice_agent.yaml" --tokens_file="$out/tokens.yaml"
 pids="$pid"

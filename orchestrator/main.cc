@@ -3,7 +3,7 @@
 // to the replicas a DNS name lists), and serves omnistage.v1.Orchestrator with
 // health and reflection.
 //
-//   orchestrator --config=orchestrator/configs/local_omni.yaml --listen=127.0.0.1:50051
+//   orchestrator --config=pipelines/local_omni.yaml --listen=127.0.0.1:50051
 //
 // Prints one line "listening port=<port> address=<host:port>" once it serves
 // (with " metrics_port=<port>" when --metrics_listen is set, " health_port=<port>"

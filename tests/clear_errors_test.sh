@@ -30,11 +30,11 @@ one_line() {
   grep -qF -- "$2" "$1" || fail "no '$2' in: $(cat "$1")"
 }
 
-start_orchestrator orchestrator/configs/local_sim.yaml \
+start_orchestrator pipelines/local_sim.yaml \
   --tls_cert="$c/orchestrator.crt" --tls_key="$c/orchestrator.key"
 tls_port=$port
 tls_pid=$pid
-orchestrator/orchestrator --config=orchestrator/configs/local_sim.yaml --listen=127.0.0.1:0 \
+orchestrator/orchestrator --config=pipelines/local_sim.yaml --listen=127.0.0.1:0 \
   --stage_worker=stage_worker/stage_worker >"$out/plain.out" 2>"$out/plain.err" &
 plain_pid=$!
 pids="$tls_pid $plain_pid"

@@ -1,5 +1,5 @@
 // GenerateDuplex end to end, as processes: a talker -> vocoder pipeline
-// (orchestrator/configs/local_tts.yaml's engines) speaks text streamed into a
+// (pipelines/local_tts.yaml's engines) speaks text streamed into a
 // running request, the first sentence before the input ends; cancelling the
 // call, or an Abort by id, stops it on every stage; input past the limits ends
 // the request with a clear error; a malformed call fails alone.

@@ -10,7 +10,7 @@
 set -uo pipefail
 source orchestrator/testing/orchestrator_process.sh
 
-start_orchestrator orchestrator/configs/local_omni.yaml --log_format=json --log_level=debug
+start_orchestrator pipelines/local_omni.yaml --log_format=json --log_level=debug
 
 trace=4bf92f3577b34da6a3ce929d0e0e4736
 client/omni generate --server="127.0.0.1:$port" --request_id=trace-me --prompt="Follow me" \

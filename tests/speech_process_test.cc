@@ -1,4 +1,4 @@
-// The demo pipeline says what it prints: orchestrator/configs/local_omni.yaml as
+// The demo pipeline says what it prints: pipelines/local_omni.yaml as
 // the orchestrator reads it, run as processes (PipelineHarness: each replica a
 // stage_worker with the config's engine and parameters), with one change: the
 // talker's codes also stream back to the client (final_output), so the test
@@ -24,7 +24,7 @@
 namespace omnistage {
 namespace {
 
-constexpr char kDemoConfig[] = "orchestrator/configs/local_omni.yaml";
+constexpr char kDemoConfig[] = "pipelines/local_omni.yaml";
 constexpr char kDemoPrompt[] = "Tell me something about the sea.";  // demo.sh's
 constexpr double kAudioRateHz = 24000;                              // the vocoder's default
 

@@ -1,4 +1,4 @@
-// The voice agent end to end, as processes: orchestrator/configs/
+// The voice agent end to end, as processes: pipelines/
 // local_voice_agent.yaml (listener -> thinker -> talker -> vocoder) hears
 // known sentences that espeak-ng speaks, streamed into GenerateDuplex calls as
 // a microphone sends them (20 ms pieces at espeak's own rate: the listener
@@ -23,7 +23,7 @@
 namespace omnistage {
 namespace {
 
-constexpr char kVoiceAgentConfig[] = "orchestrator/configs/local_voice_agent.yaml";
+constexpr char kVoiceAgentConfig[] = "pipelines/local_voice_agent.yaml";
 
 constexpr absl::Duration kCallTimeout = absl::Seconds(90);
 // Measured 0.27 (8 of 30 words; 0.87 with espeak-ng's default voice and the

@@ -12,7 +12,7 @@ chmod -R u+w "$out/package"
 "$out/venv/bin/pip" install --quiet --no-index --no-build-isolation "$out/package" ||
   fail "pip install"
 
-start_orchestrator orchestrator/configs/local_omni.yaml
+start_orchestrator pipelines/local_omni.yaml
 cd "$out"  # Away from the source tree: only the installed package can be imported.
 "$out/venv/bin/python" - "127.0.0.1:$port" <<'PY' || fail "the package (above)"
 import sys

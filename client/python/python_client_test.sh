@@ -4,7 +4,7 @@
 set -euo pipefail
 
 source orchestrator/testing/orchestrator_process.sh
-start_orchestrator orchestrator/configs/local_omni.yaml
+start_orchestrator pipelines/local_omni.yaml
 
 PYTHONPATH=client/python/package /usr/bin/python3 client/python/examples/omni_client.py --server "127.0.0.1:$port" \
   --prompt "Hello from Python" --wav "$out/py.wav" >"$out/text" 2>"$out/err"
@@ -33,7 +33,7 @@ stop_orchestrator
 # generate_duplex against the text-to-speech pipeline: the first sentence is
 # heard while the input is still open (the generator waits for its audio
 # before it sends the next one), and the input's end completes the request.
-start_orchestrator orchestrator/configs/local_tts.yaml
+start_orchestrator pipelines/local_tts.yaml
 PYTHONPATH=client/python/package /usr/bin/python3 - "127.0.0.1:$port" <<'PY'
 import sys, threading
 from omnistage import Client, Finished

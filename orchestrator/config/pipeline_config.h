@@ -3,7 +3,7 @@
 // (documented key by key in docs/pipeline_config.md).
 //
 //   absl::StatusOr<PipelineConfig> config =
-//       LoadPipelineConfig("orchestrator/configs/local_omni.yaml");
+//       LoadPipelineConfig("pipelines/local_omni.yaml");
 //   if (!config.ok()) return config.status();  // names the file, field and reason
 //   for (const StageConfig& stage : config->stages) SpawnOrConnect(stage);
 //

@@ -18,7 +18,7 @@ using ::testing::StartsWith;
 
 TEST(PipelineConfigFilesTest, ShippedChatConfigRoutesByCache) {
   absl::StatusOr<PipelineConfig> config =
-      LoadPipelineConfig("orchestrator/configs/local_chat.yaml");
+      LoadPipelineConfig("pipelines/local_chat.yaml");
   ASSERT_TRUE(config.ok()) << config.status();
   ASSERT_EQ(config->stages.size(), 1u);
   const StageConfig& thinker = config->stages[0];
@@ -31,7 +31,7 @@ TEST(PipelineConfigFilesTest, ShippedChatConfigRoutesByCache) {
 
 TEST(PipelineConfigFilesTest, ShippedOmniConfigIsTheDemoPipeline) {
   absl::StatusOr<PipelineConfig> config =
-      LoadPipelineConfig("orchestrator/configs/local_omni.yaml");
+      LoadPipelineConfig("pipelines/local_omni.yaml");
   ASSERT_TRUE(config.ok()) << config.status();
   ASSERT_EQ(config->stages.size(), 3u);
   const StageConfig& thinker = config->stages[0];
@@ -55,7 +55,7 @@ TEST(PipelineConfigFilesTest, ShippedOmniConfigIsTheDemoPipeline) {
 }
 
 TEST(PipelineConfigFilesTest, ShippedTtsConfigSpeaksStreamedText) {
-  absl::StatusOr<PipelineConfig> config = LoadPipelineConfig("orchestrator/configs/local_tts.yaml");
+  absl::StatusOr<PipelineConfig> config = LoadPipelineConfig("pipelines/local_tts.yaml");
   ASSERT_TRUE(config.ok()) << config.status();
   ASSERT_EQ(config->stages.size(), 2u);
   const StageConfig& talker = config->stages[0];
@@ -71,7 +71,7 @@ TEST(PipelineConfigFilesTest, ShippedTtsConfigSpeaksStreamedText) {
 
 TEST(PipelineConfigFilesTest, ShippedVoiceAgentConfigListensFirst) {
   absl::StatusOr<PipelineConfig> config =
-      LoadPipelineConfig("orchestrator/configs/local_voice_agent.yaml");
+      LoadPipelineConfig("pipelines/local_voice_agent.yaml");
   ASSERT_TRUE(config.ok()) << config.status();
   ASSERT_EQ(config->stages.size(), 4u);
   const std::vector<std::string> engines = {"listener", "thinker", "talker", "vocoder"};
@@ -96,7 +96,7 @@ TEST(PipelineConfigFilesTest, ShippedVoiceAgentConfigListensFirst) {
 }
 
 TEST(PipelineConfigFilesTest, ShippedSimConfigIsOneFastStage) {
-  absl::StatusOr<PipelineConfig> config = LoadPipelineConfig("orchestrator/configs/local_sim.yaml");
+  absl::StatusOr<PipelineConfig> config = LoadPipelineConfig("pipelines/local_sim.yaml");
   ASSERT_TRUE(config.ok()) << config.status();
   ASSERT_EQ(config->stages.size(), 1u);
   EXPECT_EQ(config->stages[0].engine, "sim_llm");
@@ -135,9 +135,9 @@ TEST(PipelineConfigFilesTest, LoadNamesTheFile) {
   EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(missing.message()), StartsWith("no/such/config.yaml: "));
 
-  absl::Status directory = LoadPipelineConfig("orchestrator/configs").status();
+  absl::Status directory = LoadPipelineConfig("pipelines").status();
   EXPECT_EQ(directory.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(directory.message()), StartsWith("orchestrator/configs: "));
+  EXPECT_THAT(std::string(directory.message()), StartsWith("pipelines: "));
 
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::string path = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/bad_pipeline.yaml");

@@ -59,7 +59,7 @@ refused py_defaults "engine: python, engine_params: {$py, class: SimLlm}, defaul
 flat="$out/flat"
 mkdir -p "$flat"
 cp orchestrator/orchestrator stage_worker/stage_worker "$flat/"
-"$flat/orchestrator" --config=orchestrator/configs/local_sim.yaml --listen=127.0.0.1:0 \
+"$flat/orchestrator" --config=pipelines/local_sim.yaml --listen=127.0.0.1:0 \
   >"$out/flat.out" 2>"$out/flat.err" &
 flat_pid=$!
 for _ in $(seq 1 300); do
@@ -71,7 +71,7 @@ kill -TERM $flat_pid
 wait $flat_pid || fail "flat install: exit code $?"
 echo "flat install: started its workers and stopped"
 
-start_orchestrator orchestrator/configs/local_sim.yaml
+start_orchestrator pipelines/local_sim.yaml
 
 instance() { "$omni" status --json "$server" | sed -n 's/.*"instanceId": "\([^"]*\)".*/\1/p' | head -1; }
 alive() { grep -q '"alive": true' <<<"$("$omni" status --json "$server")"; }
@@ -83,7 +83,7 @@ worker=$(pgrep -P "$pid" -f stage_worker | head -1)
 
 # A second orchestrator on the same port: exit code 2 and a message, no crash.
 set +e
-orchestrator/orchestrator --config=orchestrator/configs/local_sim.yaml \
+orchestrator/orchestrator --config=pipelines/local_sim.yaml \
   --listen="127.0.0.1:$port" --stage_worker=stage_worker/stage_worker >/dev/null 2>"$out/taken"
 rc=$?
 set -e
@@ -112,7 +112,7 @@ done
 
 # The shipped Python pipeline: spawned Python workers stream text (words
 # of sim_llm's word list).
-start_orchestrator orchestrator/configs/local_python.yaml
+start_orchestrator pipelines/local_python.yaml
 "$omni" generate "$server" --prompt="hello" --wav= >"$out/py_text" 2>"$out/py_err" ||
   fail "generate through the Python stage: $(cat "$out/py_err")"
 words=$(wc -w <"$out/py_text")

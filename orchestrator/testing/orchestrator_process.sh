@@ -2,7 +2,7 @@
 # makes sure it is stopped by PID when the test exits, however it exits.
 #
 #   source orchestrator/testing/orchestrator_process.sh
-#   start_orchestrator orchestrator/configs/local_sim.yaml   # sets $pid, $port, $server
+#   start_orchestrator pipelines/local_sim.yaml   # sets $pid, $port, $server
 #   start_orchestrator CONFIG --log_format=json               # more orchestrator flags
 #   ...
 #   stop_orchestrator                                         # SIGTERM; fails on a bad exit

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Speak-as-you-type latency: how long after a sentence's last character its
 # first audio arrives, through `omni speak` against the shipped text-to-speech
-# pipeline (orchestrator/configs/local_tts.yaml: talker -> vocoder), with the
+# pipeline (pipelines/local_tts.yaml: talker -> vocoder), with the
 # next sentence still to be typed. Prints each run's figures and their spread.
 #
 #   bazel run //tests/bench:speak_latency -- [runs] [pause_s]
@@ -14,7 +14,7 @@ cd "${RUNFILES_DIR:-$0.runfiles}/omnistage" 2>/dev/null || cd "$(dirname "$0")/.
 runs="${1:-3}"
 pause="${2:-1.5}"
 source orchestrator/testing/orchestrator_process.sh
-start_orchestrator orchestrator/configs/local_tts.yaml
+start_orchestrator pipelines/local_tts.yaml
 
 sentences=(
   "Hello there, how are you today."
