@@ -33,6 +33,12 @@ SERVICE_LAYERS = {
         ["orchestrator/peers"],
         ["orchestrator/service"],
     ],
+    "stage_worker": [
+        ["stage_worker/engines/base"],
+        ["stage_worker/engines/speech"],
+        ["stage_worker/engines/models", "stage_worker/engines/python"],
+        ["stage_worker/engines"],
+    ],
 }
 
 # These folders hold only multi-process tests, benchmarks and fuzzers: they may

@@ -1,6 +1,6 @@
 // Production stamps: a benchmark-only way to measure one-way latency on one
 // machine. A producer (any engine with `stamp_outputs`, see
-// stage_worker/engines/fault_injection.h; the benchmark's baseline server) adds to each output a raw payload holding the
+// stage_worker/engines/base/fault_injection.h; the benchmark's baseline server) adds to each output a raw payload holding the
 // CLOCK_MONOTONIC time it produced it; a client on the same machine subtracts
 // it from its own arrival time. CLOCK_MONOTONIC is shared by every process of
 // one machine, so the difference is the one-way latency through whatever lies

@@ -34,7 +34,7 @@
 #include "absl/time/time.h"
 #include "fuzz/session_recorder.h"
 #include "protos/stage_worker.pb.h"
-#include "stage_worker/engine.h"
+#include "stage_worker/engines/base/engine.h"
 #include "stage_worker/worker.h"
 
 namespace omnistage {

@@ -28,7 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "protos/stage_worker.pb.h"
 #include "stage_worker/cache_delta.h"
-#include "stage_worker/engine.h"
+#include "stage_worker/engines/base/engine.h"
 
 namespace omnistage {
 

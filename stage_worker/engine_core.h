@@ -33,7 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "stage_worker/engine.h"
+#include "stage_worker/engines/base/engine.h"
 
 namespace omnistage {
 

@@ -12,7 +12,7 @@
 
 #include "absl/time/time.h"
 #include "common/metrics.h"
-#include "stage_worker/engine.h"
+#include "stage_worker/engines/base/engine.h"
 
 namespace omnistage {
 

@@ -16,8 +16,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "orchestrator/config/pipeline_config.h"
-#include "stage_worker/engines/espeak.h"
-#include "stage_worker/engines/phoneme_codes.h"
+#include "stage_worker/engines/speech/espeak.h"
+#include "stage_worker/engines/speech/phoneme_codes.h"
 #include "tests/pipeline_harness.h"
 #include "tests/pipeline_test_util.h"
 

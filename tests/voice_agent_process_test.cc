@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "stage_worker/engines/espeak.h"
+#include "stage_worker/engines/speech/espeak.h"
 #include "stage_worker/engines/testing/test_speaker.h"
 #include "stage_worker/engines/testing/word_error_rate.h"
 #include "tests/pipeline_harness.h"

@@ -3,13 +3,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/field_error.h"
-#include "stage_worker/engines/fault_injection.h"
-#include "stage_worker/engines/listener.h"
+#include "stage_worker/engines/base/fault_injection.h"
+#include "stage_worker/engines/models/listener.h"
+#include "stage_worker/engines/models/sim_llm.h"
+#include "stage_worker/engines/models/talker.h"
+#include "stage_worker/engines/models/thinker.h"
+#include "stage_worker/engines/models/vocoder.h"
 #include "stage_worker/engines/python/python_engine.h"
-#include "stage_worker/engines/sim_llm.h"
-#include "stage_worker/engines/talker.h"
-#include "stage_worker/engines/thinker.h"
-#include "stage_worker/engines/vocoder.h"
 
 namespace omnistage {
 namespace {

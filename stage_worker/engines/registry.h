@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "stage_worker/engine.h"
+#include "stage_worker/engines/base/engine.h"
 
 namespace omnistage {
 

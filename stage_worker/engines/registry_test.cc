@@ -4,7 +4,7 @@
 #include "common/field_error.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "stage_worker/engines/fault_injection.h"
+#include "stage_worker/engines/base/fault_injection.h"
 #include "stage_worker/engines/testing/engine_harness.h"
 
 namespace omnistage {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "stage_worker/engine.h"
+#include "stage_worker/engines/base/engine.h"
 #include "stage_worker/engines/python/python_runtime.h"
 
 namespace omnistage {

@@ -34,7 +34,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "protos/common.pb.h"
 #include "protos/stage_worker.pb.h"
-#include "stage_worker/engine.h"
+#include "stage_worker/engines/base/engine.h"
 #include "stage_worker/engines/python/python_runtime.h"
 
 namespace omnistage {

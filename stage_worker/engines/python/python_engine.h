@@ -46,7 +46,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "stage_worker/engine.h"
+#include "stage_worker/engines/base/engine.h"
 
 namespace omnistage {
 

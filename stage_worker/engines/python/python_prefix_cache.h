@@ -1,6 +1,6 @@
 // A Python engine's prefix cache (docs/engines.md, "Prefix cache (Python)"):
 // what its class declares and what its cache methods return, as the Engine
-// interface's types (stage_worker/engine.h). All of it is optional: an engine
+// interface's types (stage_worker/engines/base/engine.h). All of it is optional: an engine
 // that declares no cache has none.
 //
 //   prefix_cache                  (block_tokens, capacity_blocks), or a method
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "stage_worker/engine.h"
+#include "stage_worker/engines/base/engine.h"
 #include "stage_worker/engines/python/python_runtime.h"
 
 namespace omnistage {

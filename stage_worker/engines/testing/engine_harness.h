@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "stage_worker/engine.h"
-#include "stage_worker/engines/batching_engine.h"
+#include "stage_worker/engines/base/batching_engine.h"
+#include "stage_worker/engines/base/engine.h"
 
 namespace omnistage {
 namespace engine_testing {

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "stage_worker/engines/batching_engine.h"
+#include "stage_worker/engines/base/batching_engine.h"
 
 namespace omnistage {
 namespace engine_testing {

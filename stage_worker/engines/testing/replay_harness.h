@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "stage_worker/engine.h"
+#include "stage_worker/engines/base/engine.h"
 #include "stage_worker/engines/testing/engine_harness.h"
 
 namespace omnistage {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "stage_worker/engines/espeak.h"
-#include "stage_worker/engines/resampler.h"
+#include "stage_worker/engines/speech/espeak.h"
+#include "stage_worker/engines/speech/resampler.h"
 #include "stage_worker/engines/testing/test_speaker.h"
 
 int main(int argc, char** argv) {

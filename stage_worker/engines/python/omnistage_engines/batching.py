@@ -1,5 +1,5 @@
 """Continuous batching for Python engines, as the C++ BatchingEngine does it
-(stage_worker/engines/batching_engine.h), so an engine only says what one
+(stage_worker/engines/base/batching_engine.h), so an engine only says what one
 request produces in one step.
 
 - At most `batch_size` requests run; the others wait in FIFO order and are

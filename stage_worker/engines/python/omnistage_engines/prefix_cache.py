@@ -1,5 +1,5 @@
 """A simulated prefix cache for Python engines: the model the C++ built-in
-engines keep (stage_worker/engines/prefix_cache.h, request_prefill.h;
+engines keep (stage_worker/engines/base/prefix_cache.h, request_prefill.h;
 docs/engines.md, "Prefix cache"), with block names computed exactly as
 common/prefix_blocks.cc computes them, so that the orchestrator and a Python
 engine name a prefix alike.

@@ -1,4 +1,4 @@
-"""sim_llm in Python: the C++ sim_llm engine (stage_worker/engines/sim_llm.h)
+"""sim_llm in Python: the C++ sim_llm engine (stage_worker/engines/models/sim_llm.h)
 token for token. Each step emits one token per running request, drawn from
 splitmix64 seeded by a hash of the whole input and the request's seed; it
 finishes with "length" after max_tokens tokens. It starts once the input is

@@ -1,4 +1,4 @@
-"""sim_llm's token -> word list: the C++ AllWords() (stage_worker/engines/words.cc),
+"""sim_llm's token -> word list: the C++ AllWords() (stage_worker/engines/models/words.cc),
 in the same order, so both engines print the same text."""
 
 ALL_WORDS = (
