@@ -39,6 +39,11 @@ SERVICE_LAYERS = {
         ["stage_worker/engines/models", "stage_worker/engines/python"],
         ["stage_worker/engines"],
     ],
+    "gateway": [
+        ["gateway/http"],
+        ["gateway/chat", "gateway/console"],
+        ["gateway/realtime"],
+    ],
 }
 
 # These folders hold only multi-process tests, benchmarks and fuzzers: they may

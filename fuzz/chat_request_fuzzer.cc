@@ -1,5 +1,5 @@
 // Fuzz target: the gateway's reading of an OpenAI chat-completions body
-// (gateway/chat_request.h) on arbitrary bytes.
+// (gateway/chat/chat_request.h) on arbitrary bytes.
 //
 // Properties, for every input:
 // - ParseChatRequest returns (no crash, no exception escapes, no hang);
@@ -15,7 +15,7 @@
 #include <variant>
 
 #include "fuzz/fuzz_check.h"
-#include "gateway/chat_request.h"
+#include "gateway/chat/chat_request.h"
 #include "nlohmann/json.hpp"
 
 namespace omnistage {

@@ -13,7 +13,7 @@
 #include "common/grpc/grpc_util.h"
 #include "common/limits.h"
 #include "common/log.h"
-#include "gateway/api_error.h"
+#include "gateway/http/api_error.h"
 #include "nlohmann/json.hpp"
 
 namespace omnistage {

@@ -13,10 +13,10 @@
 #include "absl/time/clock.h"
 #include "common/bearer_token.h"
 #include "common/grpc/grpc_util.h"
-#include "gateway/api_error.h"
 #include "gateway/console/assets.h"
 #include "gateway/console/console_status.h"
 #include "gateway/gateway.h"
+#include "gateway/http/api_error.h"
 
 namespace omnistage {
 namespace {

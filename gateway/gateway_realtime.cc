@@ -13,11 +13,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/bearer_token.h"
 #include "common/grpc/grpc_util.h"
-#include "gateway/api_error.h"
 #include "gateway/gateway.h"
-#include "gateway/http_upgrade.h"
-#include "gateway/realtime_session.h"
-#include "gateway/websocket_handshake.h"
+#include "gateway/http/api_error.h"
+#include "gateway/http/http_upgrade.h"
+#include "gateway/http/websocket_handshake.h"
+#include "gateway/realtime/realtime_session.h"
 
 namespace omnistage {
 

@@ -32,8 +32,8 @@
 #include "common/log.h"
 #include "common/plaintext_warning.h"
 #include "gateway/gateway.h"
-#include "gateway/http_server.h"
-#include "gateway/http_tls.h"
+#include "gateway/http/http_server.h"
+#include "gateway/http/http_tls.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:8000", "host:port for HTTP clients; port 0 picks one");
 ABSL_FLAG(std::string, orchestrator, "127.0.0.1:50051",
