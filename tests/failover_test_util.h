@@ -1,5 +1,5 @@
-// Shared pieces of the failover process tests (pipeline_failover_test,
-// pipeline_failover_hang_test): seeded requests, whose output a replay on
+// Shared pieces of the failover process tests (failover_test,
+// failover_hang_test): seeded requests, whose output a replay on
 // another replica reproduces (docs/reliability.md), and the check that a run
 // with a fault delivered exactly what the fault-free run did. Uses gtest
 // assertions; for tests only.

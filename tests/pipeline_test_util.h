@@ -1,5 +1,5 @@
-// Shared pieces of the multi-process pipeline tests (pipeline_process_test,
-// pipeline_fault_test): the pipelines they run, requests, and expectations that
+// Shared pieces of the multi-process pipeline tests (pipeline_test,
+// fault_test): the pipelines they run, requests, and expectations that
 // every Generate stream and every idle pipeline must meet. Built on
 // PipelineHarness; uses gtest assertions, so only for tests.
 #ifndef OMNISTAGE_TESTS_PIPELINE_TEST_UTIL_H_
@@ -22,7 +22,7 @@ StageSpec Stage(const std::string& name, const std::string& engine, const std::s
 // thinker (text, 1 replica) -> talker (2 replicas, streaming) -> vocoder
 // (1 replica): the demo pipeline's shape, with the talker's hashed codes and the
 // vocoder's tones (`codes=hashed`, `sound=tones`), whose sizes and timing these
-// tests count on (speech: speech_process_test). `thinker_step_us` sets how long
+// tests count on (speech: speech_test). `thinker_step_us` sets how long
 // a request takes; `vocoder_mode` and `vocoder_params` shape the last stage.
 PipelineSpec OmniSpec(int thinker_step_us, const std::string& vocoder_mode = "streaming",
                       const std::string& vocoder_params = "");

@@ -27,7 +27,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -173,14 +172,8 @@ std::string Spread(const std::vector<Figures>& runs, double Figures::*field, int
                       absl::StrFormat("%.*f", decimals, hi), ")");
 }
 
-int Run() {
+int Run(const std::string& dir) {
   const int runs = std::max(1, absl::GetFlag(FLAGS_runs));
-  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
-  if (!dir.ok()) {
-    std::cerr << dir.status() << "\n";
-    return 1;
-  }
-  ::setenv("TEST_TMPDIR", (*dir)->path().c_str(), 1);
   std::map<bool, std::vector<Figures>> figures;
   for (int run = 0; run < runs; ++run) {
     for (bool queue : {false, true}) {
@@ -188,13 +181,13 @@ int Run() {
       Figures f;
       {
         std::unique_ptr<PipelineHarness> pipeline =
-            Start((*dir)->path(), "step_time_us=10000,batch_size=8", queue);
+            Start(dir, "step_time_us=10000,batch_size=8", queue);
         if (pipeline == nullptr) return 1;
         Fairness(*pipeline, tag, &f);
       }
       {
         std::unique_ptr<PipelineHarness> pipeline =
-            Start((*dir)->path(), "step_time_us=0,batch_size=8", queue);
+            Start(dir, "step_time_us=0,batch_size=8", queue);
         if (pipeline == nullptr) return 1;
         Light(*pipeline, tag, absl::GetFlag(FLAGS_light_requests), &f);
       }
@@ -229,6 +222,5 @@ int Run() {
 }  // namespace omnistage
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  return omnistage::bench::Run();
+  return omnistage::bench::RunInScratchDir(argc, argv, omnistage::bench::Run);
 }

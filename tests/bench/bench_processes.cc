@@ -11,8 +11,10 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
+#include "absl/flags/parse.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -181,6 +183,17 @@ TempDir::~TempDir() {
   nftw(
       path_.c_str(), [](const char* path, const struct stat*, int, FTW*) { return remove(path); },
       16, FTW_DEPTH | FTW_PHYS);
+}
+
+int RunInScratchDir(int argc, char** argv, const std::function<int(const std::string& dir)>& run) {
+  absl::ParseCommandLine(argc, argv);
+  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
+  if (!dir.ok()) {
+    std::cerr << dir.status() << "\n";
+    return 1;
+  }
+  ::setenv("TEST_TMPDIR", (*dir)->path().c_str(), 1);
+  return run((*dir)->path());
 }
 
 absl::Status WriteFile(const std::string& path, const std::string& text) {

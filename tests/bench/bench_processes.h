@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -75,6 +76,11 @@ class TempDir {
   explicit TempDir(std::string path) : path_(std::move(path)) {}
   const std::string path_;
 };
+
+// A benchmark's main: parses its flags, makes a scratch TempDir (also
+// TEST_TMPDIR, for the harnesses that start processes), and returns `run`'s
+// exit code (1 when the directory could not be made).
+int RunInScratchDir(int argc, char** argv, const std::function<int(const std::string& dir)>& run);
 
 // Writes `text` to `path`.
 absl::Status WriteFile(const std::string& path, const std::string& text);

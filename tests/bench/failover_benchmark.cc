@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tests/bench/bench_processes.h"
@@ -144,13 +143,7 @@ void Memory() {
             << "\n";
 }
 
-int Run() {
-  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
-  if (!dir.ok()) {
-    std::cerr << dir.status() << "\n";
-    return 1;
-  }
-  ::setenv("TEST_TMPDIR", (*dir)->path().c_str(), 1);
+int Run(const std::string& /*dir*/) {
   const std::string scenarios = absl::GetFlag(FLAGS_scenarios);
   if (scenarios.find("resume") != std::string::npos) Resume();
   if (scenarios.find("memory") != std::string::npos) Memory();
@@ -162,6 +155,5 @@ int Run() {
 }  // namespace omnistage
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  return omnistage::bench::Run();
+  return omnistage::bench::RunInScratchDir(argc, argv, omnistage::bench::Run);
 }

@@ -29,7 +29,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -236,13 +235,7 @@ void PickCost() {
             << "\n  (checksums " << matched << " " << blocks << ")\n";
 }
 
-int Run() {
-  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
-  if (!dir.ok()) {
-    std::cerr << dir.status() << "\n";
-    return 1;
-  }
-  ::setenv("TEST_TMPDIR", (*dir)->path().c_str(), 1);
+int Run(const std::string& /*dir*/) {
   const std::string scenarios = absl::GetFlag(FLAGS_scenarios);
   if (scenarios.find("multi-turn") != std::string::npos) MultiTurn();
   if (scenarios.find("pick") != std::string::npos) PickCost();
@@ -254,6 +247,5 @@ int Run() {
 }  // namespace omnistage
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  return omnistage::bench::Run();
+  return omnistage::bench::RunInScratchDir(argc, argv, omnistage::bench::Run);
 }

@@ -5,7 +5,7 @@
 // delivered — at the first, a middle and the last stage; with no live replica
 // left the requests fail naming the stage, and a request that opts out
 // (disable_failover) fails as without failover. Stalls, drain timeouts and
-// aborts racing a failover: pipeline_failover_hang_test.cc.
+// aborts racing a failover: failover_hang_test.cc.
 #include <memory>
 #include <string>
 #include <vector>

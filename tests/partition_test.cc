@@ -1,5 +1,5 @@
 // Network partitions with real sockets. The test runs in a network namespace of
-// its own (pipeline_partition_test.sh starts it under `unshare -n`), where each
+// its own (partition_test.sh starts it under `unshare -n`), where each
 // worker listens on its own loopback address and nftables rules drop its traffic:
 // - a replica cut off both ways is found by keepalive within its bound, fails
 //   only the requests bound to it, and is admitted again once the rule goes;
@@ -78,7 +78,7 @@ class PipelinePartitionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(InOwnNetworkNamespace())
-        << "run under `unshare -n` (pipeline_partition_test.sh) so no rule touches the host";
+        << "run under `unshare -n` (partition_test.sh) so no rule touches the host";
     pipeline_ = StartPipeline(TwoHosts());
     ASSERT_NE(pipeline_, nullptr);
   }

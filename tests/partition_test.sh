@@ -5,4 +5,4 @@
 set -euo pipefail
 OMNISTAGE_OUTER_NETNS=$(stat -L -c %i /proc/self/ns/net)
 export OMNISTAGE_OUTER_NETNS
-exec unshare --net -- bash -c 'ip link set lo up && exec "$@"' - tests/pipeline_partition_test_bin "$@"
+exec unshare --net -- bash -c 'ip link set lo up && exec "$@"' - tests/partition_test_bin "$@"

@@ -3,7 +3,7 @@
 // watchdog) and one whose drain timeout passes have their requests moved to the
 // other replica of the stage, whole, instead of failed; and an Abort or a
 // cancel racing a failover ends the request once, everywhere. Kills:
-// pipeline_failover_test.cc.
+// failover_test.cc.
 #include <signal.h>
 
 #include <map>

@@ -4,7 +4,7 @@
 // determinism, round-robin placement on a multi-replica stage, the many-id
 // Abort (one worker call per replica), and a client disconnect aborting the
 // request on every stage. Failures (dead and restarted replicas, SIGTERM) are in
-// pipeline_fault_test.cc.
+// fault_test.cc.
 //
 // Timing: the machine is small and shared, so every bound is generous and every
 // wait polls for a state instead of sleeping for a guess.

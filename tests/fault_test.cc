@@ -3,7 +3,7 @@
 // stops), requests arriving as it dies go to the live replicas, a restarted
 // replica is re-admitted as a new instance, and an orchestrator stopped with
 // SIGTERM leaves its workers serving. See
-// pipeline_process_test.cc for the normal paths.
+// pipeline_test.cc for the normal paths.
 #include <signal.h>
 
 #include <algorithm>
