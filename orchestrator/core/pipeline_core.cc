@@ -1,38 +1,25 @@
+// PipelineCore's face to its clients (pipeline_core.h): admission, Generate
+// and its streamed input, cancel, Abort, status, stage utilities, the drain.
+// The stages' side is in pipeline_core_routing.cc, the replicas' in
+// pipeline_core_replicas.cc, endings in pipeline_core_endings.cc.
 #include "orchestrator/core/pipeline_core.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/error_proto.h"
 #include "common/invariant.h"
 #include "common/retry_hint.h"
 #include "orchestrator/core/generate_request.h"
 #include "orchestrator/core/logged_sink.h"
 #include "orchestrator/core/metered_sink.h"
-#include "orchestrator/core/output_fold.h"
 #include "orchestrator/core/request_id.h"
+#include "orchestrator/core/stage_admin.h"
 #include "orchestrator/core/stage_error.h"
 
 namespace omnistage {
 namespace {
-
-AbortOptions AbortOptionsFor(const PipelineConfig& config) {
-  AbortOptions options;
-  options.worker_abort_timeout = config.worker_abort_timeout;
-  return options;
-}
-
-}  // namespace
-
-namespace {
-
-DemandOptions DemandOptionsFor(const ScalingConfig& scaling) {
-  DemandOptions options;
-  options.target_utilization = scaling.target_utilization_percent / 100.0;
-  options.window = scaling.window;
-  return options;
-}
 
 std::vector<std::string> StageNames(const PipelineConfig& config) {
   std::vector<std::string> names;
@@ -49,11 +36,36 @@ PipelineCore::PipelineCore(PipelineConfig config,
       metrics_(&metrics_registry_, StageNames(config_)),
       finished_(StageNames(config_)),
       table_(scheduler),
-      abort_(AbortOptionsFor(config_), &config_, &pools_, &table_, scheduler, this),
-      demand_(static_cast<int>(replicas.size()), DemandOptionsFor(config_.scaling)) {
-  for (size_t s = config_.stages.size(); s-- > 0;) {
-    if (config_.stages[s].failover_max_attempts > 0) first_failover_stage_ = static_cast<int>(s);
-  }
+      abort_(AbortOptions(), &config_, &pools_, &table_, scheduler, this),
+      failover_(Parts()),
+      starts_(Parts(),
+              {[this](InFlightRequest& r) -> std::optional<v1::Error> {
+                 std::optional<v1::Error> error = StartFirstStage(r, std::move(r.queued_prompt));
+                 if (!error.has_value()) ArmIdleTimer(r);
+                 return error;
+               },
+               [this](const std::vector<std::string>& ids, const v1::Error& error) {
+                 FailRequests(ids, error);
+               }}),
+      input_(Parts(),
+             {[this](InFlightRequest& r,
+                     const google::protobuf::RepeatedPtrField<v1::Payload>& payloads, bool last) {
+                return SendMoreInput(r, 0, payloads, last);
+              },
+              [this](const std::vector<std::string>& ids, const v1::Error& error) {
+                FailRequests(ids, error);
+              }}),
+      demand_(static_cast<int>(replicas.size()), config_.scaling, scheduler, [this] {
+        DemandSampler::Observed observed;
+        for (const auto& pool : pools_) observed.loads.push_back(pool->Load());
+        // What waits for stage 0 waits in the admission queue.
+        if (!observed.loads.empty()) {
+          observed.loads[0].waiting += static_cast<int>(starts_.order().size());
+        }
+        observed.idle = table_.empty() && starts_.order().empty();
+        observed.draining = !accepting_;
+        return observed;
+      }) {
   for (size_t s = 0; s < replicas.size(); ++s) {
     pools_.push_back(std::make_shared<StagePool>(static_cast<int>(s), std::move(replicas[s]),
                                                  /*alive=*/false));
@@ -69,13 +81,15 @@ PipelineCore::PipelineCore(PipelineConfig config,
           metrics_.WorkerAbortCall(stage, replica);
         });
   }
-  ArmDemandTimer();
+}
+
+CoreParts PipelineCore::Parts() {
+  return CoreParts{&config_, &table_, &pools_, &metrics_, scheduler_};
 }
 
 PipelineCore::~PipelineCore() {
-  *alive_ = false;
+  alive_.End();
   scheduler_->Cancel(drain_timer_);
-  scheduler_->Cancel(demand_timer_);
 }
 
 void PipelineCore::CheckInLoop() const {
@@ -108,13 +122,13 @@ void PipelineCore::set_replica_address(int stage, int replica, std::string addre
 // ---- Admission ---------------------------------------------------------------------
 
 absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& request,
-                                                  const std::string& caller, bool streamed_input) {
+                                                  const Caller& caller, bool streamed_input) {
   if (!accepting_) return absl::UnavailableError("the orchestrator is draining; try another one");
   if (absl::Status s = ValidateGenerateRequest(config_, request, streamed_input); !s.ok()) {
     return s;
   }
   if (streamed_input) {
-    if (absl::Status s = CheckTakesStreamedInput(); !s.ok()) return s;
+    if (absl::Status s = input_.CheckStageZeroTakesIt(); !s.ok()) return s;
   }
   // Refusals of the moment: a request that ends makes room.
   if (static_cast<int>(table_.size()) >= config_.max_in_flight) {
@@ -124,11 +138,12 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
                       absl::Seconds(1));
   }
   if (config_.max_in_flight_per_identity > 0 &&
-      table_.InFlightOf(caller) >= config_.max_in_flight_per_identity) {
+      table_.InFlightOf(caller.identity) >= config_.max_in_flight_per_identity) {
     return RetryLater(
         absl::StatusCode::kResourceExhausted,
-        absl::StrCat(caller.empty() ? "the unauthenticated clients have " : "'" + caller + "' has ",
-                     table_.InFlightOf(caller),
+        absl::StrCat(caller.identity.empty() ? "the unauthenticated clients have "
+                                             : "'" + caller.identity + "' has ",
+                     table_.InFlightOf(caller.identity),
                      " requests in flight; limits.max_in_flight_per_identity is ",
                      config_.max_in_flight_per_identity),
         absl::Seconds(1));
@@ -161,11 +176,17 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
         "request id '", id,
         "' is still being stopped after its previous use; retry shortly or use another id"));
   }
+  if (request.has_priority() && request.priority() > caller.max_priority) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "priority ", request.priority(), " is above the highest ",
+        caller.identity.empty() ? "these clients" : "'" + caller.identity + "'",
+        " may ask for (", caller.max_priority, ")"));
+  }
+  if (absl::Status limited = rate_limiter_.Admit(caller, scheduler_->Now()); !limited.ok()) {
+    metrics_.QueueRefused("rate_limited");
+    return limited;
+  }
   return id;
-}
-
-LogContext PipelineCore::ContextOf(const InFlightRequest& r, int stage, int replica) {
-  return LogContext{r.id, stage, replica, r.trace_id};
 }
 
 void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> client,
@@ -177,19 +198,7 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   // What the client gets is logged and measured on its way.
   auto sink = std::make_shared<MeteredSink>(
       std::make_shared<LoggedSink>(std::move(client), trace_id), &metrics_, scheduler_);
-  absl::StatusOr<std::string> id = AdmitId(request, caller.identity, streamed_input);
-  if (id.ok() && request.has_priority() && request.priority() > caller.max_priority) {
-    id = absl::PermissionDeniedError(absl::StrCat(
-        "priority ", request.priority(), " is above the highest ",
-        caller.identity.empty() ? "these clients" : "'" + caller.identity + "'",
-        " may ask for (", caller.max_priority, ")"));
-  }
-  if (id.ok()) {
-    if (absl::Status limited = rate_limiter_.Admit(caller, scheduler_->Now()); !limited.ok()) {
-      metrics_.QueueRefused("rate_limited");
-      id = std::move(limited);
-    }
-  }
+  absl::StatusOr<std::string> id = AdmitId(request, caller, streamed_input);
   if (!id.ok()) {
     sink->Fail(id.status());
     return;
@@ -197,252 +206,152 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   std::unique_ptr<InFlightRequest> fresh =
       NewInFlightRequest(config_, request, *id, std::move(sink), scheduler_->Now());
   fresh->caller = caller.identity;
-  if (!request.disable_failover() && fresh->last_stage >= first_failover_stage_) {
-    fresh->failover = std::make_unique<FailoverState>(config_.stages.size());
-  }
+  fresh->failover = failover_.StateFor(request, fresh->last_stage);
   InFlightRequest* added = table_.Add(std::move(fresh));
   if (added == nullptr) return;  // A broken invariant; the call has failed.
-  ++arrivals_;
-  if (demand_timer_ == 0) ArmDemandTimer();  // Sampling paused while idle.
+  demand_.Arrived();
   InFlightRequest& r = *added;
   r.owner = owner;
-  if (streamed_input) {
-    metrics_.DuplexAdmitted();
-    r.input = std::make_unique<InputStream>();
-    r.input->last_at = scheduler_->Now();
-    ArmInputTimer(r);
-  }
+  if (streamed_input) input_.Open(r);
   r.trace_id = std::move(trace_id);
   if (!r.trace_id.empty()) r.traceparent = std::move(traceparent);
   Log(LogLevel::kDebug, ContextOf(r), "admitted");
-  if (MustQueue()) {
+  if (starts_.MustWait()) {
     const int priority = request.has_priority() ? request.priority() : caller.priority;
-    if (Enqueue(r, std::move(*request.mutable_prompt()), priority, caller.weight)) {
-      PumpQueue();  // Behind its betters, it may still leave at once.
+    if (absl::Status queued =
+            starts_.Add(r, std::move(*request.mutable_prompt()), priority, caller.weight);
+        !queued.ok()) {
+      RefuseCall(r, queued);
+      return;
     }
+    starts_.Pump();  // Behind its betters, it may still leave at once.
     return;
   }
   if (std::optional<v1::Error> error = StartFirstStage(r, std::move(*request.mutable_prompt()))) {
-    // Nothing started anywhere: the call itself fails.
-    std::shared_ptr<ResponseSink> failed = r.sink;
-    table_.Remove(*id);
-    failed->Fail(StatusFromErrorProto(*error));
-    CheckDrained();
+    RefuseCall(r, StatusFromErrorProto(*error));
     return;
   }
   ArmIdleTimer(r);
   r.sink->Started(*id);
 }
 
-// ---- Routing -----------------------------------------------------------------------
-
-std::optional<v1::Error> PipelineCore::StartStage(InFlightRequest& r, int stage,
-                                                  std::vector<v1::Payload> input, bool complete) {
-  if (!OMNISTAGE_INVARIANT_HOLDS(table_.Find(r.id) == &r, ContextOf(r, stage),
-                                 "starting a stage of a request not in flight")) {
-    return StageErrorAt(absl::StatusCode::kInternal, stage, -1,
-                        "internal error: the request is not in flight (a bug, logged and counted)");
-  }
-  v1::AddRequest add;
-  add.set_request_id(r.id);
-  for (v1::Payload& p : input) {
-    KeepInput(r, stage, p, complete);
-    *add.add_input() = std::move(p);
-  }
-  add.set_input_complete(complete);
-  *add.mutable_params() = r.params[stage];
-  add.set_traceparent(r.traceparent);
-  SubmitResult sent =
-      pools_[stage]->Submit(&add, nullptr, PickContext{r.session_key, nullptr, scheduler_->Now()});
-  // The request was bound to none of the lost replicas when they were evicted.
-  std::string lost_reason;
-  for (const ReplicaLoss& loss : sent.lost) {
-    lost_reason = absl::StrCat(" (replica ", loss.replica, ": ", loss.reason.message(), ")");
-    metrics_.Evicted(stage, "send_failed");
-    HandleReplicaLoss(stage, loss);
-  }
-  if (sent.status.ok()) {
-    r.stages[stage].started = true;
-    r.stages[stage].replica = sent.replica;
-    r.stages[stage].sent_at = scheduler_->Now();
-    Log(LogLevel::kDebug, ContextOf(r, stage, sent.replica), "sent to the stage");
-    return std::nullopt;
-  }
-  if (sent.replica < 0) {
-    return StageErrorAt(absl::StatusCode::kUnavailable, stage, -1,
-                        absl::StrCat("has no live replica", lost_reason));
-  }
-  return StageErrorAt(sent.status.code(), stage, sent.replica,
-                      absl::StrCat("could not take the request: ", sent.status.message()));
+void PipelineCore::RefuseCall(InFlightRequest& r, const absl::Status& error) {
+  // Nothing started anywhere: the call itself fails.
+  std::shared_ptr<ResponseSink> failed = r.sink;
+  table_.Remove(r.id);
+  failed->Fail(error);
+  CheckDrained();
 }
 
-void PipelineCore::OnStepOutputs(int stage, int replica, v1::StepOutputs& outputs) {
+void PipelineCore::AppendInput(const std::string& id, const ResponseSink* sink,
+                               v1::GenerateInput message) {
   CheckInLoop();
-  if (outputs.has_load()) {
-    pools_[stage]->ReportLoad(replica, outputs.load().requests(), scheduler_->Now());
-    if (outputs.load().has_cache()) pools_[stage]->ReportCache(replica, outputs.load().cache());
-  }
-  FoldOutputs(&outputs);
-  // Nothing leaves the admission queue until the whole batch is handled: a
-  // request sent now could take an id whose older outputs are still below.
-  holding_queue_ = true;
-  for (v1::RequestOutput& output : *outputs.mutable_outputs()) {
-    // Not ours any more (ended, or re-bound after this replica was evicted).
-    if (pools_[stage]->Bound(output.request_id()) != replica) continue;
-    InFlightRequest* r = table_.Find(output.request_id());
-    if (r == nullptr) {
-      if (!OMNISTAGE_INVARIANT_HOLDS(abort_.CleaningUp(output.request_id()),
-                                     (LogContext{output.request_id(), stage, replica, ""}),
-                                     "a binding without a request")) {
-        abort_.CleanUp({output.request_id()});  // Stop it there and let the binding go.
-      }
-      continue;
-    }
-    if (r->aborting > 0) {
-      r->deferred.push_back(DeferredOutput{stage, replica, output});
-      continue;
-    }
-    HandleOutput(*r, stage, replica, output);
-  }
-  holding_queue_ = false;
-  PumpQueue();  // The load report or the requests that ended freed slots.
+  InFlightRequest* r = table_.Find(id);
+  // It ended (or never started): what the client still sends goes nowhere.
+  if (r == nullptr || r->owner != sink || r->input == nullptr) return;
+  input_.Append(*r, std::move(message));
 }
 
-void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
-                                v1::RequestOutput& output) {
-  r.last_activity = scheduler_->Now();
-  const std::string id = r.id;
-  if (!PassOnOutput(r, stage, replica, output)) return;  // It failed.
-  if (r.to_client[stage] && output.payloads_size() > 0) {
-    std::vector<v1::OutputChunk> chunks;
-    chunks.reserve(output.payloads_size());
-    // Counted for the request's record, and charged to an identity with an
-    // output-token rate.
-    const absl::Time now = scheduler_->Now();
-    int64_t output_tokens = 0;
-    for (const v1::Payload& p : output.payloads()) {
-      output_tokens += r.account.Delivered(p, now);
-      if (p.has_text()) r.partial_text[stage] += p.text().text();
-      if (p.has_tokens()) {
-        r.partial_tokens[stage].insert(r.partial_tokens[stage].end(), p.tokens().ids().begin(),
-                                       p.tokens().ids().end());
-      }
-      v1::OutputChunk& chunk = chunks.emplace_back();
-      chunk.set_stage_id(stage);
-      chunk.set_modality(config_.stages[stage].output_modality);
-      *chunk.mutable_payload() = p;
-    }
-    if (output_tokens > 0 && rate_limiter_.ChargesOutputOf(r.caller)) {
-      rate_limiter_.ChargeOutput(r.caller, output_tokens, now);
-    }
-    r.sink->Send(id, std::move(chunks));
-  }
-  if (output.finished()) metrics_.StageDone(stage, scheduler_->Now() - r.stages[stage].sent_at);
-  if (output.finished() && output.finish_reason() == v1::FINISH_REASON_ABORT && r.abort_asked) {
-    // Stopped by an abort of ours whose answer did not come in time (the
-    // client heard it failed): the abort goes on from here. The stages that
-    // still run it are stopped, and once they confirm it ends ABORT, as any
-    // abort commits: never while a stage may still run it.
-    pools_[stage]->Release(id);
-    LogInfo(ContextOf(r, stage, replica),
-            "stopped by an earlier abort whose answer had not come: stopping it on the other "
-            "stages, then it ends as aborted");
-    abort_.Cancel(id);
+// ---- Client calls ------------------------------------------------------------------
+
+void PipelineCore::Cancel(const std::string& request_id, const ResponseSink* sink) {
+  CheckInLoop();
+  const InFlightRequest* r = table_.Find(request_id);
+  // Goes ahead even while a client Abort of it runs: if that one fails, this one
+  // still stops the work of a client that is gone.
+  if (r == nullptr || r->owner != sink) return;
+  metrics_.ClientCancelled();
+  abort_.Cancel(request_id);
+}
+
+void PipelineCore::Abort(const v1::AbortRequest& request, absl::Time deadline,
+                         std::function<void(absl::StatusOr<v1::AbortResponse>)> done,
+                         const Caller& caller) {
+  CheckInLoop();
+  if (request.request_ids_size() > kMaxAbortIdsPerCall) {
+    done(absl::InvalidArgumentError(absl::StrCat("request_ids: ", request.request_ids_size(),
+                                                 " ids; the limit is ", kMaxAbortIdsPerCall)));
     return;
   }
-  if (output.finished() && (output.finish_reason() == v1::FINISH_REASON_ERROR ||
-                             output.finish_reason() == v1::FINISH_REASON_ABORT)) {
-    // The worker failed it, or something other than this orchestrator stopped it
-    // there (this orchestrator's own aborts hold the request's outputs back).
-    // Either way it cannot go on: it ends now, saying so.
-    const bool stopped = output.finish_reason() == v1::FINISH_REASON_ABORT;
-    pools_[stage]->Release(id);  // The worker holds nothing for it any more.
-    const v1::Error error = StageErrorAt(
-        stopped ? absl::StatusCode::kAborted : StatusFromErrorProto(output.error()).code(),
-        stage, replica,
-        absl::StrCat(stopped ? "stopped the request: " : "failed: ", output.error().message()));
-    if (stopped && pools_[stage]->state(replica).draining) {
-      // The worker's drain timeout stopped it: the replica is going away, as
-      // if its stream had broken (with failover on, the request moves).
-      LoseRequests(stage, replica, {id}, error);
-      return;
-    }
-    FailRequests({id}, error);
-    return;
-  }
-  // The worker holds nothing for a finished request: release before a failed
-  // hand-off could abort it there.
-  if (output.finished()) pools_[stage]->Release(id);
-  if (stage < r.last_stage) {
-    HandOff(r, stage, output);
-    if (table_.Find(id) == nullptr) return;  // The hand-off failed it.
-  }
-  if (output.finished()) {
-    r.stages[stage].finished = true;
-    r.stages[stage].reason = output.finish_reason();
-    MaybeComplete(r);
-  }
+  abort_.Abort({request.request_ids().begin(), request.request_ids().end()}, deadline,
+               [this, alive = alive_.watch(), received = scheduler_->Now(),
+                done = std::move(done)](v1::AbortResponse response) {
+                 if (alive) metrics_.AbortCallDone(scheduler_->Now() - received);
+                 for (const v1::AbortResult& result : response.results()) {
+                   if (result.outcome() != v1::AbortResult::OUTCOME_FAILED) continue;
+                   LogWarning({result.request_id(), result.error().stage_id(),
+                               result.error().replica(), ""},
+                              absl::StrCat("abort failed (the client may retry): ",
+                                           result.error().message()));
+                 }
+                 done(std::move(response));
+               },
+               caller);
 }
 
-void PipelineCore::HandOff(InFlightRequest& r, int stage, v1::RequestOutput& output) {
-  const int next = stage + 1;
-  StageProgress& to = r.stages[next];
-  if (to.finished) return;  // It ended early (e.g. max_tokens).
-  const std::string id = r.id;
-  const bool last = output.finished();
-  std::optional<v1::Error> error;
-  if (config_.stages[next].input_mode == InputMode::kOnFinish) {
-    for (v1::Payload& p : *output.mutable_payloads()) to.pending_input.push_back(p);
-    if (!last) return;
-    error = StartStage(r, next, std::move(to.pending_input), /*complete=*/true);
-  } else if (output.payloads_size() == 0 && !last) {
-    return;
-  } else if (!to.started) {
-    error = StartStage(r, next, {output.payloads().begin(), output.payloads().end()}, last);
-  } else {
-    error = SendMoreInput(r, next, output.payloads(), last);
-  }
-  if (error.has_value()) FailRequests({id}, *error);
+void PipelineCore::SnapshotMetrics() {
+  CheckInLoop();
+  std::vector<size_t> queued(kMaxPriority + 1);
+  for (int p = 0; p <= kMaxPriority; ++p) queued[p] = starts_.order().CountAt(p);
+  metrics_.Snapshot(table_.size(), pools_, queued);
+  metrics_.Scaling(demand_.demand());
 }
 
-std::optional<v1::Error> PipelineCore::SendMoreInput(
-    InFlightRequest& r, int stage, const google::protobuf::RepeatedPtrField<v1::Payload>& payloads,
-    bool last) {
-  v1::AppendInput append;
-  append.set_request_id(r.id);
-  *append.mutable_chunks() = payloads;
-  for (const v1::Payload& p : payloads) KeepInput(r, stage, p, last);
-  if (payloads.empty() && last && FailsOver(r, stage)) {
-    r.failover->stages[stage].input_complete = true;
+v1::PipelineStatus PipelineCore::Status() const {
+  CheckInLoop();
+  v1::PipelineStatus status;
+  status.set_in_flight_requests(static_cast<int>(table_.size()));
+  status.set_accepting(accepting_);
+  status.set_invariant_violations(InvariantViolations());
+  DescribeStages(config_, pools_, scheduler_->Now(), &status);
+  for (v1::StageStatus& stage : *status.mutable_stages()) {
+    *stage.mutable_scaling() = demand_.demand().Signal(stage.stage_id());
   }
-  append.set_last(last);
-  std::optional<ReplicaLoss> lost;
-  const absl::Status sent = pools_[stage]->Append(std::move(append), &lost);
-  if (lost.has_value()) {
-    // The replica is gone, and every request bound to it fails, this one too.
-    metrics_.Evicted(stage, "send_failed");
-    HandleReplicaLoss(stage, *lost);
-    return std::nullopt;
+  status.set_node_id(node_id_);
+  for (const QueueLevel& level : starts_.order().Levels()) {
+    v1::QueuedRequests* queued = status.add_queued();
+    queued->set_priority(level.priority);
+    queued->set_identity(level.identity);
+    queued->set_waiting(static_cast<int>(level.waiting));
   }
-  // NOT_FOUND: an abort already stopped the request on that stage (and failed
-  // elsewhere); the chunk has nowhere to go.
-  if (sent.ok() || sent.code() == absl::StatusCode::kNotFound) return std::nullopt;
-  return StageErrorAt(sent.code(), stage, r.stages[stage].replica,
-                      absl::StrCat("could not take more input: ", sent.message()));
+  finished_.AppendTo(status.mutable_recent());
+  return status;
 }
 
-void PipelineCore::MaybeComplete(InFlightRequest& r) {
-  for (size_t s = 0; s < r.stages.size(); ++s) {
-    if (r.to_client[s] && !r.stages[s].finished) return;
-  }
-  const v1::FinishReason reason = r.stages[r.last_stage].reason;
-  // Upstream stages may still run (e.g. a talker that hit max_tokens first):
-  // EndRequests stops them.
-  EndRequests({r.id}, [reason](const InFlightRequest&) {
-    v1::Terminal terminal;
-    terminal.set_finish_reason(reason);
-    return terminal;
+void PipelineCore::CallStageUtility(
+    const v1::StageUtilityRequest& request,
+    std::function<void(absl::StatusOr<v1::StageUtilityResponse>)> done) {
+  CheckInLoop();
+  omnistage::CallStageUtility(config_, pools_, request, std::move(done));
+}
+
+// ---- Draining -----------------------------------------------------------------------
+
+void PipelineCore::Drain(absl::Time deadline, std::function<void()> done) {
+  CheckInLoop();
+  accepting_ = false;
+  on_drained_ = std::move(done);
+  starts_.RefuseAll(ErrorProto(absl::UnavailableError(
+      "the orchestrator is draining; this request waited in its admission queue and never "
+      "started: try another one")));
+  LogInfo(absl::StrCat("draining: admitting no more requests; ", table_.size(),
+                       " in flight get until ", absl::FormatTime(deadline), ", then are aborted"));
+  drain_timer_ = scheduler_->PostAt(deadline, [this, alive = alive_.watch()] {
+    if (!alive) return;
+    drain_timer_ = 0;
+    abort_.AbortAll("the orchestrator is shutting down");
   });
+  CheckDrained();
+}
+
+void PipelineCore::CheckDrained() {
+  if (accepting_ || !table_.empty() || !on_drained_) return;
+  scheduler_->Cancel(drain_timer_);
+  drain_timer_ = 0;
+  std::function<void()> done = std::move(on_drained_);
+  on_drained_ = nullptr;
+  LogInfo("drained: no request in flight");
+  done();
 }
 
 }  // namespace omnistage

@@ -1,8 +1,7 @@
 // PipelineCore's endings (pipeline_core.h): every request ends through
-// EndRequests, once (a terminal and its record, then its leftovers stopped); a request whose
-// last abort failed resumes with the outputs held meanwhile; a request that
-// produces nothing for request_idle_timeout fails. Admission and routing are in
-// pipeline_core.cc.
+// EndRequests, once (a terminal and its record, then its leftovers stopped); a
+// request whose last abort failed resumes with the outputs held meanwhile; a
+// request that produces nothing for request_idle_timeout fails.
 #include <functional>
 #include <memory>
 #include <string>
@@ -35,7 +34,7 @@ void PipelineCore::EndRequests(
   for (const std::string& id : ids) {
     const InFlightRequest* r = table_.Find(id);
     if (r == nullptr) continue;  // Ended already (or a duplicate id).
-    if (r->queued) queue_.Remove(id);
+    if (r->queued) starts_.Remove(id);
     v1::Terminal terminal = terminal_for(*r);
     v1::FinishedRequest record = RecordOf(*r, terminal);
     const std::string trace_id = r->trace_id;
@@ -46,7 +45,7 @@ void PipelineCore::EndRequests(
   }
   // Before the drain check: a completed drain may stop the process.
   abort_.CleanUp(ended);
-  PumpQueue();  // What ended on stage 0 left its slot.
+  starts_.Pump();  // What ended on stage 0 left its slot.
   CheckDrained();
 }
 
@@ -73,7 +72,7 @@ void PipelineCore::FailRequests(const std::vector<std::string>& ids, const v1::E
 void PipelineCore::ResumeRequest(const std::string& id) {
   InFlightRequest* r = table_.Find(id);
   if (r == nullptr) return;
-  RequeueIfParked(*r);
+  starts_.Requeue(*r);
   r = table_.Find(id);
   if (r == nullptr) return;
   std::vector<DeferredOutput> deferred = std::move(r->deferred);
@@ -94,8 +93,8 @@ void PipelineCore::ResumeRequest(const std::string& id) {
 void PipelineCore::ArmIdleTimer(InFlightRequest& r) {
   if (config_.request_idle_timeout <= absl::ZeroDuration()) return;
   r.idle_timer = scheduler_->PostAt(r.last_activity + config_.request_idle_timeout,
-                                    [this, alive = std::weak_ptr<bool>(alive_), id = r.id] {
-                                      if (!alive.expired()) OnIdleTimer(id);
+                                    [this, alive = alive_.watch(), id = r.id] {
+                                      if (alive) OnIdleTimer(id);
                                     });
 }
 

@@ -1,8 +1,8 @@
 // PipelineCore's side of its replicas (pipeline_core.h, ReplicaListener): a
 // replica up, down, stalled, draining, or refusing a command, and what that
-// does to the requests bound to it. Admission and routing are in
-// pipeline_core.cc, endings in pipeline_core_endings.cc, the clients' other
-// calls in pipeline_core_calls.cc, failover in pipeline_core_failover.cc.
+// does to the requests bound to it: each fails over where its stage has
+// failover on (failover.h, docs/reliability.md), and fails otherwise.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,11 +13,14 @@
 #include "orchestrator/core/pipeline_core.h"
 
 namespace omnistage {
+namespace {
 
-const char* PipelineCore::LossVerb(int stage) const {
-  return config_.stages[stage].failover_max_attempts > 0 ? "resuming elsewhere (failover)"
-                                                          : "failing";
+// What happens to a lost replica's requests, for its log line.
+const char* LossVerb(const StageConfig& stage) {
+  return stage.failover_max_attempts > 0 ? "resuming elsewhere (failover)" : "failing";
 }
+
+}  // namespace
 
 void PipelineCore::HandleReplicaLoss(int stage, const ReplicaLoss& loss) {
   LoseRequests(stage, loss.replica, loss.evicted,
@@ -42,7 +45,7 @@ void PipelineCore::OnReplicaReady(int stage, int replica, const v1::Ready& ready
   LogInfo({"", stage, replica, ""},
           absl::StrCat("up: instance ", ready.instance_id(), " at ", pool.state(replica).address,
                        " (", pool.state(replica).origin, ", capacity ", ready.capacity(), ")"));
-  if (stage == 0) PumpQueue();
+  if (stage == 0) starts_.Pump();
 }
 
 void PipelineCore::OnReplicaDown(int stage, int replica, const absl::Status& reason) {
@@ -53,7 +56,7 @@ void PipelineCore::OnReplicaDown(int stage, int replica, const absl::Status& rea
   if (pools_[stage]->alive(replica)) {
     metrics_.Evicted(stage, "stream_ended");
     LogWarning({"", stage, replica, ""},
-               absl::StrCat("down: ", reason.message(), "; ", LossVerb(stage), " its ",
+               absl::StrCat("down: ", reason.message(), "; ", LossVerb(config_.stages[stage]), " its ",
                             pools_[stage]->BoundCount(replica), " request(s)"));
   } else if (pools_[stage]->state(replica).last_error != reason.message()) {
     LogWarning({"", stage, replica, ""},
@@ -75,7 +78,7 @@ void PipelineCore::OnReplicaStalled(int stage, int replica, const v1::Stalled& s
   if (pools_[stage]->alive(replica)) {
     metrics_.Evicted(stage, "stalled");
     LogWarning({"", stage, replica, ""},
-               absl::StrCat(what, "; ", LossVerb(stage), " its ",
+               absl::StrCat(what, "; ", LossVerb(config_.stages[stage]), " its ",
                             pools_[stage]->BoundCount(replica),
                             " request(s), not picking it until it recovers"));
   }
@@ -107,6 +110,53 @@ void PipelineCore::OnCommandRejected(int stage, int replica,
                                  absl::StrCat("rejected the request: ", rejected.error().message()));
   error.set_field(rejected.error().field());
   FailRequests({id}, error);
+}
+
+// ---- Losses ------------------------------------------------------------------------
+
+void PipelineCore::LoseRequests(int stage, int replica, const std::vector<std::string>& ids,
+                                const v1::Error& error) {
+  if (config_.stages[stage].failover_max_attempts == 0) {
+    FailRequests(ids, error);
+    return;
+  }
+  for (const std::string& id : ids) {
+    InFlightRequest* r = table_.Find(id);
+    // Gone, or already resumed by a loss handled meanwhile.
+    if (r == nullptr || pools_[stage]->Bound(id).has_value()) continue;
+    if (std::optional<v1::Error> failed = FailOver(*r, stage, replica, error)) {
+      FailRequests({id}, *failed);
+    }
+  }
+}
+
+std::optional<v1::Error> PipelineCore::FailOver(InFlightRequest& r, int stage, int lost_replica,
+                                                const v1::Error& error) {
+  Failover::Resumed resumed = failover_.Resume(r, stage, lost_replica, error);
+  // Replicas found dead on the way: their requests are lost in turn.
+  for (const ReplicaLoss& loss : resumed.lost) {
+    metrics_.Evicted(stage, "send_failed");
+    HandleReplicaLoss(stage, loss);
+  }
+  return resumed.failed;
+}
+
+void PipelineCore::ResumeLostStages(InFlightRequest& r) {
+  if (r.failover == nullptr) return;
+  const std::string id = r.id;
+  for (size_t s = 0; s < r.failover->stages.size(); ++s) {
+    InFlightRequest* still = table_.Find(id);
+    if (still == nullptr) return;
+    StageReplay& replay = still->failover->stages[s];
+    if (!replay.lost_while_aborting) continue;
+    const int stage = static_cast<int>(s);
+    const v1::Error error = StageErrorAt(absl::StatusCode::kUnavailable, stage,
+                                         still->stages[s].replica,
+                                         "went away while an abort held the request");
+    if (std::optional<v1::Error> failed = FailOver(*still, stage, still->stages[s].replica, error)) {
+      FailRequests({id}, *failed);
+    }
+  }
 }
 
 }  // namespace omnistage

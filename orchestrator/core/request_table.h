@@ -14,6 +14,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
+#include "common/log.h"
 #include "common/scheduler.h"
 #include "orchestrator/core/finished_requests.h"
 #include "orchestrator/core/replay.h"
@@ -44,7 +45,7 @@ struct DeferredOutput {
 };
 
 // The client's side of a GenerateDuplex request: its input streams in
-// (pipeline_core_input.cc, docs/clients.md "Streamed input").
+// (streamed_input.h).
 struct InputStream {
   // More may come: no message with `last`, and no half-close, yet.
   bool open = true;
@@ -96,7 +97,7 @@ struct InFlightRequest {
   bool abort_asked = false;
   absl::Time last_activity;
   Scheduler::TimerId idle_timer = 0;
-  // While it waits in the admission queue (pipeline_core_queue.cc): since
+  // While it waits in the admission queue (start_queue.h): since
   // when, its prompt (stage 0's input once it leaves), and the timer that
   // ends a wait past limits.max_queue_ms.
   bool queued = false;
@@ -111,6 +112,11 @@ struct InFlightRequest {
   // Set for a GenerateDuplex request: its streamed input.
   std::unique_ptr<InputStream> input;
 };
+
+// What log lines about `r` carry (its stage and replica: -1 when none).
+inline LogContext ContextOf(const InFlightRequest& r, int stage = -1, int replica = -1) {
+  return LogContext{r.id, stage, replica, r.trace_id};
+}
 
 class RequestTable {
  public:

@@ -16,6 +16,16 @@ void FakeResponseSink::Finish(const std::string& request_id, v1::Terminal termin
   terminals_.emplace_back(request_id, std::move(terminal));
 }
 
+void FakeResponseSink::Started(const std::string& request_id) {
+  absl::MutexLock lock(&mu_);
+  started_.push_back(request_id);
+}
+
+std::vector<std::string> FakeResponseSink::started() const {
+  absl::MutexLock lock(&mu_);
+  return started_;
+}
+
 void FakeResponseSink::Fail(const absl::Status& status) {
   absl::MutexLock lock(&mu_);
   fails_.push_back(status);

@@ -26,10 +26,13 @@ namespace omnistage {
 
 class FakeResponseSink : public ResponseSink {
  public:
+  void Started(const std::string& request_id) override;
   void Send(const std::string& request_id, std::vector<v1::OutputChunk> chunks) override;
   void Finish(const std::string& request_id, v1::Terminal terminal) override;
   void Fail(const absl::Status& status) override;
 
+  // The ids Started named, in order.
+  std::vector<std::string> started() const;
   // Every chunk sent for `request_id`, in order.
   std::vector<v1::OutputChunk> chunks(const std::string& request_id) const;
   // The concatenated text payloads sent for `request_id`.
@@ -56,6 +59,7 @@ class FakeResponseSink : public ResponseSink {
 
  private:
   mutable absl::Mutex mu_;
+  std::vector<std::string> started_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<std::string, v1::OutputChunk>> chunks_ ABSL_GUARDED_BY(mu_);
   int send_calls_ ABSL_GUARDED_BY(mu_) = 0;
   int sends_after_end_ ABSL_GUARDED_BY(mu_) = 0;
