@@ -42,10 +42,10 @@ AbortCoordinator::AbortCoordinator(AbortOptions options, const PipelineConfig* c
       scheduler_(scheduler),
       listener_(listener) {}
 
-AbortCoordinator::~AbortCoordinator() { *alive_ = false; }
+AbortCoordinator::~AbortCoordinator() { alive_.End(); }
 
 absl::Time AbortCoordinator::WorkerDeadline(absl::Time client_deadline) const {
-  return std::min(client_deadline, scheduler_->Now() + options_.worker_abort_timeout);
+  return std::min(client_deadline, scheduler_->Now() + config_->worker_abort_timeout);
 }
 
 // ---- The three phases ------------------------------------------------------------
@@ -96,8 +96,8 @@ void AbortCoordinator::StopFrom(std::shared_ptr<StopRun> run) {
   const size_t stage = run->stage;
   std::shared_ptr<StagePool> pool = (*pools_)[stage];
   pool->Abort(live, run->deadline,
-              [this, alive = std::weak_ptr<bool>(alive_), run, pool](PoolAbortResult result) {
-                if (alive.expired()) return;
+              [this, alive = alive_.watch(), run, pool](PoolAbortResult result) {
+                if (!alive) return;
                 for (const ReplicaAbortFailure& failure : result.failures) {
                   const v1::Error error = StageError(
                       failure.status.code(), config_->stages[run->stage], *pool, failure.replica,
@@ -169,9 +169,9 @@ void AbortCoordinator::AbortStoppable(const std::vector<std::string>& ids,
   std::vector<std::string> frozen = Freeze(stoppable);
   Hold(frozen);
   Stop(frozen, WorkerDeadline(client_deadline),
-       [this, alive = std::weak_ptr<bool>(alive_), ids, frozen,
+       [this, alive = alive_.watch(), ids, frozen,
         done = std::move(done)](absl::flat_hash_map<std::string, v1::Error> failed) {
-         if (alive.expired()) return;
+         if (!alive) return;
          Unhold(frozen);
          const std::vector<std::string> committed = Settle(frozen, failed);
          const absl::flat_hash_set<std::string> aborted(committed.begin(), committed.end());
@@ -206,9 +206,9 @@ void AbortCoordinator::CancelAttempt(const std::string& id, int attempt) {
     return;
   }
   Stop(frozen, WorkerDeadline(absl::InfiniteFuture()),
-       [this, alive = std::weak_ptr<bool>(alive_), frozen,
+       [this, alive = alive_.watch(), frozen,
         attempt](absl::flat_hash_map<std::string, v1::Error> failed) {
-         if (alive.expired()) return;
+         if (!alive) return;
          const std::string& id = frozen.front();
          // The terminal of a committed cancel goes to a client that is gone:
          // harmless, and it keeps "exactly one terminal" true.
@@ -218,7 +218,7 @@ void AbortCoordinator::CancelAttempt(const std::string& id, int attempt) {
          }
          if (attempt + 1 < options_.cancel_attempts) {
            scheduler_->PostAfter(options_.cancel_backoff * (1 << attempt), [this, alive, id, attempt] {
-             if (!alive.expired()) CancelAttempt(id, attempt + 1);
+             if (alive) CancelAttempt(id, attempt + 1);
            });
            return;
          }
@@ -241,8 +241,8 @@ void AbortCoordinator::AbortAll(const std::string& why) {
   if (ids.empty()) return;
   // Every request, whoever started it.
   AbortStoppable(ids, ids, absl::InfiniteFuture(),
-        [this, alive = std::weak_ptr<bool>(alive_), why](v1::AbortResponse result) {
-          if (alive.expired()) return;
+        [this, alive = alive_.watch(), why](v1::AbortResponse result) {
+          if (!alive) return;
           // The workers could not confirm these: end them anyway.
           absl::flat_hash_map<std::string, v1::Error> errors;
           std::vector<std::string> failed;
@@ -280,9 +280,9 @@ void AbortCoordinator::CleanUpStage(size_t stage, std::vector<std::string> ids, 
   std::shared_ptr<StagePool> pool = (*pools_)[stage];
   pool->Abort(
       ids, WorkerDeadline(absl::InfiniteFuture()),
-      [this, alive = std::weak_ptr<bool>(alive_), stage, ids, attempt,
+      [this, alive = alive_.watch(), stage, ids, attempt,
        pool](PoolAbortResult result) {
-        if (alive.expired()) return;
+        if (!alive) return;
         absl::flat_hash_set<std::string> retried;
         for (ReplicaAbortFailure& failure : result.failures) {
           if (attempt + 1 >= options_.cleanup_attempts) {
@@ -294,7 +294,7 @@ void AbortCoordinator::CleanUpStage(size_t stage, std::vector<std::string> ids, 
           retried.insert(failure.ids.begin(), failure.ids.end());
           scheduler_->PostAfter(options_.cleanup_backoff * (1 << attempt),
                                 [this, alive, stage, retry = std::move(failure.ids), attempt] {
-                                  if (!alive.expired()) CleanUpStage(stage, retry, attempt + 1);
+                                  if (alive) CleanUpStage(stage, retry, attempt + 1);
                                 });
         }
         for (const std::string& id : ids) {

@@ -29,6 +29,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/liveness.h"
 #include "common/scheduler.h"
 #include "orchestrator/config/pipeline_config.h"
 #include "orchestrator/core/caller.h"
@@ -55,9 +56,9 @@ class AbortListener {
 // The most ids one client Abort call may carry.
 inline constexpr int kMaxAbortIdsPerCall = 10000;
 
+// The retries of stops no client waits for. (A worker Abort call fails after
+// the config's worker_abort_timeout, or at the client's deadline if sooner.)
 struct AbortOptions {
-  // A worker Abort call fails after this (or at the client's deadline, if sooner).
-  absl::Duration worker_abort_timeout = absl::Seconds(2);
   // A cancelled client's request: this many attempts, the n-th (0-based) retried
   // after cancel_backoff << n; then it ends with an error terminal.
   int cancel_attempts = 5;
@@ -135,7 +136,7 @@ class AbortCoordinator {
   // id -> stops under way that refer to it (see Stopping()).
   absl::flat_hash_map<std::string, int> stopping_;
   // Expires with the coordinator, so late callbacks and timers do nothing.
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Liveness alive_;
 };
 
 // The terminal of an aborted request: ABORT, with the output each client-facing

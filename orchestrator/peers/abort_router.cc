@@ -117,9 +117,9 @@ void AbortRouter::Abort(const v1::AbortRequest& request, absl::Time deadline, Ab
     forwarded[p].set_caller_aborts_any(caller.abort_any);
     ++run->pending;
     peers_->Abort(run->peers[p].address, std::move(forwarded[p]), peer_deadline,
-                  [this, run, p, alive = std::weak_ptr<bool>(alive_)](
+                  [this, run, p, alive = alive_.watch()](
                       absl::StatusOr<v1::AbortResponse> answer) {
-                    if (alive.expired()) return;
+                    if (!alive) return;
                     if (on_peer_call_) on_peer_call_(answer.status().code());
                     if (answer.ok()) {
                       run->answers[p] = ByIdOf(*answer);
@@ -132,9 +132,9 @@ void AbortRouter::Abort(const v1::AbortRequest& request, absl::Time deadline, Ab
   if (!local.request_ids().empty()) {
     ++run->pending;
     local_.abort(local, deadline,
-                 [this, run, alive = std::weak_ptr<bool>(alive_)](
+                 [this, run, alive = alive_.watch()](
                      absl::StatusOr<v1::AbortResponse> answer) {
-                   if (alive.expired()) return;
+                   if (!alive) return;
                    if (answer.ok()) {
                      run->local = ByIdOf(*answer);
                    } else {

@@ -30,6 +30,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/liveness.h"
 #include "common/scheduler.h"
 #include "orchestrator/core/caller.h"
 #include "orchestrator/peers/peer_set.h"
@@ -77,7 +78,7 @@ class AbortRouter {
   const absl::Duration peer_timeout_;
   Scheduler* const loop_;
   const std::function<void(absl::StatusCode)> on_peer_call_;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Liveness alive_;
 };
 
 }  // namespace omnistage

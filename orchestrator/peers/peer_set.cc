@@ -72,8 +72,8 @@ void PeerSet::Apply(const absl::StatusOr<std::vector<std::string>>& addresses) {
 
 void PeerSet::ScheduleProbes() {
   probe_timer_ = loop_->PostAfter(options_.probe_interval,
-                                  [this, alive = std::weak_ptr<bool>(alive_)] {
-                                    if (alive.expired() || stopped_) return;
+                                  [this, alive = alive_.watch()] {
+                                    if (!alive || stopped_) return;
                                     for (const auto& [address, peer] : peers_) Probe(address);
                                     ScheduleProbes();
                                   });
@@ -116,11 +116,11 @@ void PeerSet::Start(const std::string& address, Method method, const Request& re
   in_flight_[id] = context;
   std::shared_ptr<v1::OrchestratorPeer::Stub> stub = peer->stub;
   method(stub->async(), context.get(), call_request.get(), response.get(),
-         [this, loop = loop_, alive = std::weak_ptr<bool>(alive_), id, address, stub, context,
+         [this, loop = loop_, alive = alive_.watch(), id, address, stub, context,
           call_request, response, done = std::move(done)](grpc::Status status) mutable {
            // The thread that read the answer handles it when the loop is free.
            loop->RunOrPost([this, alive, id, address, status, response, done = std::move(done)] {
-             if (alive.expired()) return;
+             if (!alive) return;
              in_flight_.erase(id);
              Peer* peer = Find(address);
              if (!status.ok()) {

@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/liveness.h"
 #include "common/scheduler.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator_peer.grpc.pb.h"
@@ -115,7 +116,7 @@ class PeerSet final : public PeerCalls {
   std::map<uint64_t, std::shared_ptr<grpc::ClientContext>> in_flight_;
   uint64_t next_call_ = 1;
   // Expires with the set, so late completions do nothing.
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Liveness alive_;
 };
 
 }  // namespace omnistage

@@ -18,7 +18,7 @@ ReplicaSession::ReplicaSession(ReplicaSessionOptions options, WorkerStub* stub,
       backoff_(options_.reconnect_initial_backoff) {}
 
 ReplicaSession::~ReplicaSession() {
-  *alive_ = false;
+  alive_.End();
   scheduler_->Cancel(reconnect_timer_);
 }
 
@@ -53,13 +53,13 @@ void ReplicaSession::Connect() {
   fatal_reason_.clear();
   refusal_ = absl::OkStatus();
   seq_ = 1;
-  std::weak_ptr<bool> alive = alive_;
+  Liveness::Watch alive = alive_.watch();
   stream_ = stub_->Connect(
       [this, alive, generation](v1::WorkerEvent& event) {
-        if (!alive.expired()) OnEvent(generation, event);
+        if (alive) OnEvent(generation, event);
       },
       [this, alive, generation](absl::Status status) {
-        if (!alive.expired()) OnDone(generation, status);
+        if (alive) OnDone(generation, status);
       });
   v1::WorkerCommand hello;
   hello.set_seq(seq_);
@@ -150,8 +150,8 @@ void ReplicaSession::OnDone(uint64_t generation, const absl::Status& status) {
   ready_ = false;
   FailUtilities(absl::UnavailableError(reason.message()));
   listener_->OnReplicaDown(options_.stage, options_.replica, reason);
-  reconnect_timer_ = scheduler_->PostAfter(backoff_, [this, alive = std::weak_ptr<bool>(alive_)] {
-    if (!alive.expired()) Connect();
+  reconnect_timer_ = scheduler_->PostAfter(backoff_, [this, alive = alive_.watch()] {
+    if (alive) Connect();
   });
   backoff_ = std::min(backoff_ * 2, options_.reconnect_max_backoff);
 }
@@ -197,9 +197,9 @@ void ReplicaSession::CallUtility(const std::string& name, const google::protobuf
     return;
   }
   utilities_[call_id] = std::move(done);
-  scheduler_->PostAfter(options_.utility_timeout, [this, alive = std::weak_ptr<bool>(alive_),
+  scheduler_->PostAfter(options_.utility_timeout, [this, alive = alive_.watch(),
                                                    call_id] {
-    if (alive.expired()) return;
+    if (!alive) return;
     auto it = utilities_.find(call_id);
     if (it == utilities_.end()) return;
     auto timed_out = std::move(it->second);

@@ -29,6 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/liveness.h"
 #include "common/scheduler.h"
 #include "orchestrator/replicas/worker_stub.h"
 #include "orchestrator/routing/replica_client.h"
@@ -111,7 +112,7 @@ class ReplicaSession : public ReplicaClient {
   Scheduler::TimerId reconnect_timer_ = 0;
   bool closed_ = false;
   // Expires with the session, so late callbacks and timers do nothing.
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Liveness alive_;
 };
 
 }  // namespace omnistage

@@ -16,7 +16,7 @@ StageMembership::StageMembership(std::shared_ptr<StagePool> pool, std::string la
       factory_(factory),
       scheduler_(scheduler) {}
 
-StageMembership::~StageMembership() { *alive_ = false; }
+StageMembership::~StageMembership() { alive_.End(); }
 
 void StageMembership::Apply(const absl::StatusOr<std::vector<std::string>>& addresses) {
   if (!addresses.ok() || addresses->empty()) {
@@ -71,9 +71,9 @@ void StageMembership::Leave(const std::string& address, int replica) {
                        pool_->BoundCount(replica), " request(s)"));
   // The pool calls back from inside whatever released the last binding: the
   // removal runs on a later turn of the loop.
-  pool_->Retire(replica, [this, alive = std::weak_ptr<bool>(alive_), address, replica] {
+  pool_->Retire(replica, [this, alive = alive_.watch(), address, replica] {
     scheduler_->Post([this, alive, address, replica] {
-      if (!alive.expired()) RemoveIfIdle(address, replica);
+      if (alive) RemoveIfIdle(address, replica);
     });
   });
 }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/liveness.h"
 #include "common/scheduler.h"
 #include "orchestrator/routing/replica_client.h"
 #include "orchestrator/routing/stage_pool.h"
@@ -71,7 +72,7 @@ class StageMembership {
   std::map<std::string, int> members_;
   std::string last_error_;
   // Expires with the membership, so late idle callbacks do nothing.
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  Liveness alive_;
 };
 
 }  // namespace omnistage
