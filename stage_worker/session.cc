@@ -262,4 +262,13 @@ v1::WorkerEvent FinishedEvent(const std::vector<std::string>& ids, v1::FinishRea
   return event;
 }
 
+LogContext SessionContext(const LogContext& worker, const Session& session,
+                          const std::string& request_id, const std::string& trace_id) {
+  LogContext context = worker;
+  context.request_id = request_id;
+  context.trace_id = trace_id;
+  context.session = static_cast<int64_t>(session.number());
+  return context;
+}
+
 }  // namespace omnistage

@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/log.h"
 #include "common/stream_writer.h"
 #include "protos/stage_worker.pb.h"
 #include "stage_worker/engine_core.h"
@@ -177,6 +178,11 @@ bool ParseEngineRequestId(const std::string& engine_id, uint64_t* session,
 // other than their engine (every request ends on its session exactly once).
 v1::WorkerEvent FinishedEvent(const std::vector<std::string>& ids, v1::FinishReason reason,
                               const absl::Status& why);
+
+// What a line about `session` (or request `request_id` on it, traced by
+// `trace_id`) carries, within its worker's context `worker`.
+LogContext SessionContext(const LogContext& worker, const Session& session,
+                          const std::string& request_id = "", const std::string& trace_id = "");
 
 }  // namespace omnistage
 

@@ -6,12 +6,14 @@
 #include <iostream>
 #include <utility>
 
-#include "absl/synchronization/blocking_counter.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
 #include "absl/time/clock.h"
 #include "common/allocator.h"
 #include "common/error_proto.h"
 #include "common/log.h"
+#include "common/random_id.h"
 
 namespace omnistage {
 namespace {
@@ -50,7 +52,11 @@ Worker::Worker(WorkerOptions options, std::unique_ptr<Engine> engine)
                 with(SessionsLocked());
               },
               [this](bool serving) { SetServing(serving); }, submit_},
-          log_context_) {
+          log_context_),
+      commands_(SessionCommands::Worker{
+          options_.stage_id, options_.instance_id, log_context_, engine_.get(), submit_,
+          [this] { return stall_.stalled_step(); },
+          [this](uint64_t number) { return FindSession(number); }}) {
   if (cache_layout_.block_tokens > 0) metrics_.AddPrefixCache(cache_layout_);
   AddHeapMetrics(&metrics_registry_);
   // Gauges of state other threads own, read when a scrape asks.
@@ -176,15 +182,6 @@ absl::Status Worker::Wait() {
   return result_;
 }
 
-LogContext Worker::ContextOf(const Session& session, const std::string& request_id,
-                             const std::string& trace_id) const {
-  LogContext context = log_context_;
-  context.request_id = request_id;
-  context.trace_id = trace_id;
-  context.session = static_cast<int64_t>(session.number());
-  return context;
-}
-
 size_t Worker::live_requests() const {
   std::vector<std::shared_ptr<Session>> sessions;
   {
@@ -231,7 +228,8 @@ void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs
     for (const v1::RequestOutput& output : event.step().outputs()) {
       if (!output.finished()) continue;
       const LogContext context =
-          ContextOf(*session, output.request_id(), session->EraseLive(output.request_id()));
+          SessionContext(log_context_, *session, output.request_id(),
+                         session->EraseLive(output.request_id()));
       if (output.finish_reason() == v1::FINISH_REASON_ERROR) {
         LogWarning(context, absl::StrCat("failed in the engine: ", output.error().message()));
       } else {
@@ -289,25 +287,7 @@ std::optional<v1::CacheEvents> Worker::TakeCacheReport(const Session& session) {
 void Worker::OnUtilityResult(uint64_t call_id,
                              absl::StatusOr<google::protobuf::Value> result) {
   metrics_.UtilityDone(result.ok());
-  PendingUtility pending;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = utilities_.find(call_id);
-    if (it == utilities_.end()) return;
-    pending = std::move(it->second);
-    utilities_.erase(it);
-  }
-  if (pending.session == nullptr) return;
-  v1::WorkerEvent event;
-  v1::UtilityResult* out = event.mutable_utility_result();
-  out->set_call_id(pending.client_call_id);
-  if (result.ok()) {
-    *out->mutable_value() = *std::move(result);
-  } else {
-    *out->mutable_error() =
-        ErrorProto(result.status(), options_.stage_id, -1, options_.instance_id);
-  }
-  pending.session->Send(std::move(event));
+  commands_.UtilityDone(call_id, std::move(result));
 }
 
 void Worker::OnShutdown() {
@@ -335,14 +315,172 @@ void Worker::StopServing(const absl::Status& status, const v1::WorkerEvent* last
     serving_ = false;
     stopped_ = status;
     sessions = SessionsLocked();
-    utilities_.clear();
     on_serving = on_serving_;
   }
+  commands_.ForgetUtilities();
   if (on_serving) on_serving(false);
   for (const auto& session : sessions) {
     if (last_event != nullptr) session->Send(*last_event);
     session->End(status);
   }
+}
+
+// ---- Sessions --------------------------------------------------------------------
+
+void Worker::CheckDefaultsInLoop(const v1::Hello& hello,
+                                 std::function<void(const absl::Status&)> done) {
+  if (!hello.has_defaults() || !engine_->validates_in_loop()) {
+    done(absl::OkStatus());
+    return;
+  }
+  core_.Submit(CheckDefaultsMessage(hello, std::move(done)));
+}
+
+absl::StatusOr<std::shared_ptr<Session>> Worker::OpenSession(const v1::Hello& hello,
+                                                             uint64_t hello_seq,
+                                                             EventTransport* transport,
+                                                             const std::string& peer) {
+  if (absl::Status s = CheckHello(hello, options_.stage_id, *engine_); !s.ok()) return s;
+  // Cache events from an engine without a cache: none to give.
+  const bool wants_cache_events = hello.want_cache_events() && cache_layout_.block_tokens > 0;
+  absl::MutexLock lock(&mu_);
+  return std::make_shared<Session>(next_session_++, peer, transport, hello_seq, wants_cache_events);
+}
+
+void Worker::StartSession(const std::shared_ptr<Session>& session) {
+  // The session is registered before anything is sent on it, and holds what it
+  // is sent until Ready is written (Session::Open): a drain, a stall, a load
+  // broadcast or an Abort cannot fall between the two. The drain and stall
+  // already announced are read in the same critical section that registers it,
+  // so each reaches it exactly once (Drain and the stall guard list sessions
+  // under mu_ too).
+  // Its cache snapshot is taken in that critical section too: every change
+  // after it reaches the session's pending set (worker.cc takes those, after a
+  // step, from the sessions it lists under mu_).
+  absl::Status stopped;
+  std::optional<v1::WorkerEvent> draining, stalled;
+  std::optional<v1::CacheEvents> cache;
+  {
+    absl::MutexLock lock(&mu_);
+    if (serving_) {
+      sessions_[session->number()] = session;
+      draining = draining_;
+      stalled = stall_.StalledEvent();
+      if (session->wants_cache_events()) cache = cache_reports_.Join(session->number());
+    } else {
+      stopped = stopped_;
+    }
+  }
+  if (!stopped.ok()) {
+    session->End(stopped);
+    session->Open(std::nullopt);
+    return;
+  }
+  if (stalled.has_value()) session->Send(*std::move(stalled));
+  if (draining.has_value()) session->Send(*std::move(draining));
+  v1::WorkerEvent event =
+      ReadyEvent(ReadyFacts{options_.stage_id, options_.instance_id, options_.engine_name,
+                            options_.max_message_bytes},
+                 *engine_, session->id(), static_cast<int>(live_requests()));
+  v1::Ready* ready = event.mutable_ready();
+  if (cache.has_value()) *ready->mutable_load()->mutable_cache() = *std::move(cache);
+  LogInfo(SessionContext(log_context_, *session),
+          absl::StrCat("session opened",
+                       session->peer().empty() ? "" : absl::StrCat(" by '", session->peer(), "'")));
+  session->Open(std::move(event));
+}
+
+void Worker::CloseSession(Session& session) {
+  std::vector<CoreMessage> released;
+  const bool was_closed = session.closed();
+  std::vector<std::string> ids = session.Close(&released);
+  if (!was_closed) {
+    LogInfo(SessionContext(log_context_, session),
+            absl::StrCat("session closed; aborting its ", ids.size(), " live request(s)"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    sessions_.erase(session.number());
+  }
+  cache_reports_.Leave(session.number());
+  std::vector<CoreMessage> batch;
+  if (!ids.empty()) {
+    for (std::string& id : ids) id = EngineRequestId(session.number(), id);
+    // The other sessions hear that the load fell, even when no step follows.
+    batch.push_back(CoreMessage::Abort(std::move(ids), [this](bool applied) {
+      if (applied) BroadcastLoad(0, static_cast<int>(live_requests()));
+    }));
+  }
+  for (CoreMessage& m : released) batch.push_back(std::move(m));
+  if (!batch.empty()) core_.SubmitAll(std::move(batch));
+}
+
+void Worker::Abort(const v1::WorkerAbortRequest& request,
+                   std::function<void(absl::StatusOr<std::vector<std::string>>)> done,
+                   const std::string& peer) {
+  for (const std::string& id : request.request_ids()) {
+    if (absl::Status s = CheckRequestId(id); !s.ok()) {
+      done(absl::InvalidArgumentError(absl::StrCat("request_ids: ", s.message())));
+      return;
+    }
+  }
+  uint64_t number = 0;
+  std::shared_ptr<Session> session;
+  bool existed = false;
+  const absl::string_view id = request.session_id();
+  if (absl::SimpleAtoi(id.substr(0, id.find('-')), &number)) {
+    absl::MutexLock lock(&mu_);
+    session = FindSessionLocked(number);
+    existed = number > 0 && number < next_session_;
+  }
+  // The whole id, from whoever opened the session: a number alone, or another
+  // client's id, finds nothing (and is told nothing more).
+  if (session != nullptr && (!SameSecret(session->id(), id) || session->peer() != peer)) {
+    session = nullptr;
+    existed = false;
+  }
+  if (session == nullptr) {
+    if (existed) {
+      done(std::vector<std::string>());  // Closed: its requests were all aborted.
+    } else {
+      done(absl::NotFoundError(absl::StrCat("unknown session '", request.session_id(), "'")));
+    }
+    return;
+  }
+  std::vector<std::string> ids(request.request_ids().begin(), request.request_ids().end());
+  std::vector<std::string> engine_ids;
+  engine_ids.reserve(ids.size());
+  for (const std::string& id : ids) engine_ids.push_back(EngineRequestId(number, id));
+  // Runs on the loop thread right after the engine applied the abort (or at once
+  // with false if the loop has ended). Which ids were live is decided there, in
+  // order with the step outputs that retire finished requests, and each of them
+  // ends on its session with one finished ABORT output: every request added on a
+  // session ends there exactly once, whoever stopped it.
+  auto on_applied = [this, session, ids = std::move(ids), done = std::move(done)](bool applied) {
+    if (!applied) {
+      done(absl::UnavailableError("the worker's engine loop has stopped"));
+      return;
+    }
+    std::vector<std::string> aborted = session->TakeLive(ids);
+    if (!aborted.empty()) {
+      session->Send(FinishedEvent(aborted, v1::FINISH_REASON_ABORT,
+                                  absl::AbortedError("stopped by an Abort call")));
+      BroadcastLoad(0, static_cast<int>(live_requests()));
+    }
+    done(std::move(aborted));
+  };
+  session->Fence(request.after_seq(), CoreMessage::Abort(std::move(engine_ids), on_applied),
+                 submit_);
+}
+
+std::shared_ptr<Session> Worker::FindSession(uint64_t number) const {
+  absl::MutexLock lock(&mu_);
+  return FindSessionLocked(number);
+}
+
+std::shared_ptr<Session> Worker::FindSessionLocked(uint64_t number) const {
+  auto it = sessions_.find(number);
+  return it == sessions_.end() ? nullptr : it->second;
 }
 
 std::vector<std::shared_ptr<Session>> Worker::SessionsLocked() const {

@@ -3,9 +3,12 @@
 // Owns the engine, the EngineCore busy loop and its thread, and the sessions. gRPC
 // reactors (worker_service.h) turn each stream event into one call here; the busy
 // loop calls back through CoreSink and the Worker routes step outputs to the
-// sessions that own the requests, one event per session per step. An engine's
-// prefix cache is reported to the sessions that ask (CacheReports, with each
-// step's load).
+// sessions that own the requests, one event per session per step. It delegates
+// to one part per idea:
+//   hello.h             what a Hello must be, and the Ready that answers it;
+//   SessionCommands     a session's commands after it;
+//   CacheReports        an engine's prefix cache, told to the sessions that ask;
+//   StallGuard          a step that runs too long.
 //
 //   Worker worker(options, std::move(engine));
 //   worker.Start();
@@ -37,7 +40,9 @@
 #include "stage_worker/cache_reports.h"
 #include "stage_worker/engine_core.h"
 #include "stage_worker/engines/base/engine.h"
+#include "stage_worker/hello.h"
 #include "stage_worker/session.h"
+#include "stage_worker/session_commands.h"
 #include "stage_worker/stall_guard.h"
 #include "stage_worker/step_watchdog.h"
 #include "stage_worker/worker_metrics.h"
@@ -61,7 +66,7 @@ struct WorkerOptions {
 
 class Worker : public CoreSink {
  public:
-  static constexpr uint32_t kProtocolVersion = 1;
+  static constexpr uint32_t kProtocolVersion = kWorkerProtocolVersion;
   // The longest the busy loop waits for slow readers after one step.
   static constexpr absl::Duration kMaxReaderWait = absl::Seconds(1);
 
@@ -116,8 +121,11 @@ class Worker : public CoreSink {
   // there, then calls `done` (on the loop thread) with OpenSession()'s kind of
   // refusal, or OK; without defaults, or for other engines, calls it at once.
   void CheckDefaultsInLoop(const v1::Hello& hello, std::function<void(const absl::Status&)> done);
-  // One command after the Hello. Bad commands are answered with CommandRejected.
-  void HandleCommand(Session& session, v1::WorkerCommand& command);
+  // One command after the Hello (session_commands.h). Bad commands are
+  // answered with CommandRejected.
+  void HandleCommand(Session& session, v1::WorkerCommand& command) {
+    commands_.Handle(session, command);
+  }
   // The session's stream ended or broke: aborts all its requests. Idempotent.
   void CloseSession(Session& session);
   // The unary Abort. `done` runs once, on the busy-loop thread after the engine
@@ -153,23 +161,7 @@ class Worker : public CoreSink {
   void OnFatal(const absl::Status& reason) override;
 
  private:
-  struct PendingUtility {
-    std::shared_ptr<Session> session;
-    uint64_t client_call_id;
-  };
-
-  // HandleCommand's cases: a request added, more input for one, a utility call.
-  void HandleAdd(Session& session, v1::WorkerCommand& command);
-  // An Add's checks (its id, a stalled step, the engine's Validate), moving its
-  // input and parameters into the engine's request; the refusal otherwise.
-  absl::StatusOr<EngineRequest> AcceptAdd(const Session& session, v1::AddRequest& add);
-  void HandleAppendInput(Session& session, v1::WorkerCommand& command);
-  void HandleUtility(Session& session, v1::WorkerCommand& command);
-  void Reject(Session& session, const v1::WorkerCommand& command, const std::string& request_id,
-              const absl::Status& status);
-  // Tells `session` that command `seq` (of `command`'s kind) was not applied.
-  void SendRejected(Session& session, uint64_t seq, v1::WorkerCommand::CommandCase command,
-                    const std::string& request_id, const absl::Status& status);
+  std::shared_ptr<Session> FindSession(uint64_t number) const ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<Session> FindSessionLocked(uint64_t number) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends every session with `status` (after `last_event`, if given) and marks
@@ -183,10 +175,6 @@ class Worker : public CoreSink {
   std::optional<v1::CacheEvents> TakeCacheReport(const Session& session);
   // Tells the server's health, unless the worker has stopped for good.
   void SetServing(bool serving) ABSL_LOCKS_EXCLUDED(mu_);
-  // What a line about `session`, or request `request_id` on it (traced by
-  // `trace_id`), carries.
-  LogContext ContextOf(const Session& session, const std::string& request_id = "",
-                       const std::string& trace_id = "") const;
   std::vector<std::shared_ptr<Session>> SessionsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const WorkerOptions options_;
@@ -203,12 +191,10 @@ class Worker : public CoreSink {
   const Session::Submit submit_;
   std::thread loop_;
   bool started_ = false;  // Owner's thread only.
-  std::atomic<uint64_t> next_call_id_{1};
 
   mutable absl::Mutex mu_;
   uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<uint64_t, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint64_t, PendingUtility> utilities_ ABSL_GUARDED_BY(mu_);
   // Set once the loop has ended; no new sessions after that.
   absl::Status stopped_ ABSL_GUARDED_BY(mu_);
   bool serving_ ABSL_GUARDED_BY(mu_) = true;
@@ -216,8 +202,9 @@ class Worker : public CoreSink {
   // Set by Drain(): the Draining event new sessions get too.
   std::optional<v1::WorkerEvent> draining_ ABSL_GUARDED_BY(mu_);
   std::function<void(bool)> on_serving_ ABSL_GUARDED_BY(mu_);
-  // Last: its watchdog thread calls into the members above.
+  // Last but one: its watchdog thread calls into the members above.
   StallGuard stall_;
+  SessionCommands commands_;
   const std::shared_ptr<Revocable<Worker>> revocable_ = std::make_shared<Revocable<Worker>>(this);
 };
 
