@@ -21,77 +21,14 @@ namespace {
 
 constexpr char kJson[] = "application/json";
 
-// How calls spread over the orchestrators the target names (a DNS name with an
-// A record per orchestrator, or ipv4:HOST:PORT,HOST:PORT): round robin, and a
-// Generate refused with UNAVAILABLE before any answer (an orchestrator began
-// draining before its health said so, or has no live first stage) is tried
-// again on the next one; once a response has come it never is.
-constexpr char kRoundRobinWithRetries[] = R"(
-  "loadBalancingConfig": [{"round_robin": {}}],
-  "methodConfig": [{
-    "name": [{"service": "omnistage.v1.Orchestrator", "method": "Generate"}],
-    "retryPolicy": {
-      "maxAttempts": 4,
-      "initialBackoff": "0.02s",
-      "maxBackoff": "0.2s",
-      "backoffMultiplier": 2,
-      "retryableStatusCodes": ["UNAVAILABLE"]
-    }
-  }])";
-// The main channel sends calls only to orchestrators whose readiness
-// (grpc.health.v1, service omnistage.v1.Orchestrator) is SERVING, watched on
-// each connection: a draining one gets no new calls while its streams go on.
-constexpr char kReadyOnly[] =
-    R"("healthCheckConfig": {"serviceName": "omnistage.v1.Orchestrator"},)";
-
-std::shared_ptr<grpc::Channel> OrchestratorChannel(const GatewayOptions& options,
-                                                   bool ready_only) {
-  grpc::ChannelArguments args;
-  // Audio responses can be large (common/limits.h).
-  args.SetMaxReceiveMessageSize(kMaxReceivedResponseBytes);
-  args.SetServiceConfigJSON(
-      absl::StrCat("{", ready_only ? kReadyOnly : "", kRoundRobinWithRetries, "}"));
-  // The config above is the gateway's own, not one a DNS TXT record may set.
-  args.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
-  // gRPC looks the name up again when a connection goes (an orchestrator
-  // ended, or asked its clients to reconnect: limits.max_connection_age_ms),
-  // at most this often (its default is 30 s): orchestrators added to DNS are
-  // found at the next such event.
-  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 1000);
-  if (!options.orchestrator_tls_name.empty()) {
-    args.SetSslTargetNameOverride(options.orchestrator_tls_name);
-  }
-  return grpc::CreateCustomChannel(options.orchestrator,
-                                   options.orchestrator_tls.enabled()
-                                       ? ChannelCredentialsFor(options.orchestrator_tls)
-                                       : grpc::InsecureChannelCredentials(),
-                                   args);
-}
-
 }  // namespace
 
 Gateway::Gateway(GatewayOptions options, LoopPoster post)
     : options_(std::move(options)),
       post_(std::move(post)),
-      channel_(OrchestratorChannel(options_, /*ready_only=*/true)),
-      // Connections of its own (made when first used): a channel that keeps
-      // no health watch.
-      any_channel_(OrchestratorChannel(options_, /*ready_only=*/false)),
-      stub_(v1::Orchestrator::NewStub(channel_)),
-      any_stub_(v1::Orchestrator::NewStub(any_channel_)),
-      health_(grpc::health::v1::Health::NewStub(channel_)),
-      any_health_(grpc::health::v1::Health::NewStub(any_channel_)),
-      requests_(registry_.AddCounter("omnistage_gateway_requests_total",
-                                     "HTTP requests answered, by route and status.",
-                                     {"route", "status"})),
       in_flight_(registry_
                      .AddGauge("omnistage_gateway_chat_completions_in_flight",
                                "Chat completions running (streamed or not).")
-                     .With({})),
-      fallbacks_(registry_
-                     .AddCounter("omnistage_gateway_unready_fallbacks_total",
-                                 "Chat completions made once more to any orchestrator, "
-                                 "none being ready.")
                      .With({})),
       http_connections_(registry_
                             .AddGauge("omnistage_gateway_http_connections",
@@ -102,10 +39,14 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
           "HTTP connections and requests the HTTP limits refused or cut before the gateway "
           "saw a request, by reason (docs/security.md).",
           {"reason"})),
-      realtime_sessions_(registry_
-                             .AddGauge("omnistage_gateway_realtime_sessions",
-                                       "Realtime API sessions (WebSockets on /v1/realtime) open.")
-                             .With({})) {
+      replies_(&registry_),
+      orchestrators_(Orchestrators::Target{options_.orchestrator, options_.orchestrator_tls,
+                                           options_.orchestrator_tls_name},
+                     post_, &registry_),
+      realtime_(RealtimeRoute::Options{options_.model, options_.max_realtime_sessions,
+                                       options_.realtime},
+                &orchestrators_, &replies_, post_, &draining_, &registry_),
+      console_(&orchestrators_, &replies_) {
   AddHeapMetrics(&registry_);
   for (HttpEvent refusal :
        {HttpEvent::kRefusedMaxConnections, HttpEvent::kRefusedMaxConnectionsPerAddress,
@@ -130,17 +71,13 @@ void Gateway::CountHttp(HttpEvent event) {
   }
 }
 
-void Gateway::Count(const std::string& route, int status) {
-  requests_.With({route, absl::StrCat(status)}).Increment();
-  // The pipeline or the orchestrator failed a client: say so (4xx are the
-  // client's own, and the client was told).
-  if (status >= 500) LogWarning(absl::StrCat(route, " answered HTTP ", status));
+void Gateway::Drain() {
+  draining_ = true;
+  post_([this] { realtime_.GoAway(/*now=*/false); });
 }
 
-void Gateway::Respond(HttpExchange& exchange, int status, const std::string& content_type,
-                      const std::string& body) {
-  exchange.Respond(status, content_type, body);
-  Count(exchange.path(), status);
+void Gateway::GoAway() {
+  post_([this] { realtime_.GoAway(/*now=*/true); });
 }
 
 void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
@@ -153,22 +90,21 @@ void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
                             {"object", "model"},
                             {"created", 0},
                             {"owned_by", "omnistage"}};
-    Respond(*exchange, 200, kJson,
-            nlohmann::json({{"object", "list"}, {"data", nlohmann::json::array({model})}}).dump());
+    replies_.Respond(*exchange, 200, kJson,
+                     nlohmann::json({{"object", "list"}, {"data", nlohmann::json::array({model})}}).dump());
   } else if (path == "/v1/realtime") {
-    Realtime(std::move(exchange));
+    realtime_.Handle(std::move(exchange));
   } else if (method == "GET" && path == "/health") {
     Health(std::move(exchange));
   } else if (method == "GET" && (path == "/console" || absl::StartsWith(path, "/console/"))) {
-    Console(std::move(exchange));
+    console_.Handle(std::move(exchange));
   } else if (method == "GET" && path == "/metrics") {
-    Respond(*exchange, 200, "text/plain; version=0.0.4", registry_.Render());
+    replies_.Respond(*exchange, 200, "text/plain; version=0.0.4", registry_.Render());
   } else {
     ApiError error{404, "invalid_request_error",
                    absl::StrCat("Invalid URL (", method, " ", path, ")"), "", "unknown_url",
                    std::nullopt};
-    exchange->Respond(404, kJson, error.Json());
-    Count("other", 404);
+    replies_.Refuse(*exchange, "other", error);
   }
 }
 
@@ -177,13 +113,13 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
       ParseChatRequest(exchange->body(), options_.model, exchange->Header(kSessionIdHeader));
   if (std::holds_alternative<ApiError>(parsed)) {
     const ApiError& error = std::get<ApiError>(parsed);
-    Respond(*exchange, error.http_status, kJson, error.Json());
+    replies_.Respond(*exchange, error.http_status, kJson, error.Json());
     return;
   }
   if (draining_) {
     const ApiError error = FromStatus(
         absl::UnavailableError("the gateway is shutting down; retry (another replica answers)"));
-    Respond(*exchange, error.http_status, kJson, error.Json());
+    replies_.Respond(*exchange, error.http_status, kJson, error.Json());
     return;
   }
   // Passed on as gRPC metadata, which cannot carry every byte an HTTP header
@@ -194,7 +130,7 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
   if (!authorization.ok()) {
     const ApiError error{401, "authentication_error", std::string(authorization.status().message()),
                          "", "invalid_api_key", std::nullopt};
-    Respond(*exchange, error.http_status, kJson, error.Json());
+    replies_.Respond(*exchange, error.http_status, kJson, error.Json());
     return;
   }
   in_flight_.Add(1);
@@ -207,38 +143,21 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
                    [](char c) { return absl::ascii_isgraph(static_cast<unsigned char>(c)); })) {
     traceparent.clear();
   }
-  ChatCall::Start(stub_.get(), {any_stub_.get(), &fallbacks_}, options_.orchestrator_tls.enabled(),
+  ChatCall::Start(orchestrators_.ready(), orchestrators_.fallback(), orchestrators_.tls(),
                   std::get<ChatRequest>(std::move(parsed)),
                   options_.model.id, *std::move(authorization), traceparent, exchange, post_,
                   [this, path = exchange->path(),
                    started = absl::Now()](const CallOutcome& outcome) {
                     in_flight_.Add(-1);
                     --chat_count_;
-                    Count(path, outcome.http_status);
-                    Served(outcome, started);
+                    replies_.Count(path, outcome.http_status);
+                    console_.Served(outcome, started);
                   });
-}
-
-void Gateway::AskPipelineStatus(v1::Orchestrator::Stub* stub, const std::string& authorization,
-                                std::chrono::seconds timeout, StatusAnswer done) {
-  struct Ask {
-    grpc::ClientContext context;
-    v1::PipelineStatusRequest request;
-    v1::PipelineStatus status;
-  };
-  auto ask = std::make_shared<Ask>();
-  if (!authorization.empty()) ask->context.AddMetadata("authorization", authorization);
-  ask->context.set_deadline(std::chrono::system_clock::now() + timeout);
-  stub->async()->GetPipelineStatus(
-      &ask->context, &ask->request, &ask->status,
-      [this, ask, done = std::move(done)](grpc::Status status) {
-        post_([ask, done, status] { done(status, ask->status); });
-      });
 }
 
 void Gateway::Health(std::shared_ptr<HttpExchange> exchange) {
   if (draining_) {
-    Respond(*exchange, 503, kJson, R"({"status": "draining"})");
+    replies_.Respond(*exchange, 503, kJson, R"({"status": "draining"})");
     return;
   }
   CheckReadiness(std::move(exchange), kReadinessAttempts, /*any=*/false);
@@ -255,7 +174,7 @@ void Gateway::CheckReadiness(std::shared_ptr<HttpExchange> exchange, int attempt
   check->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
   // Readiness: the orchestrator accepts requests and every stage has a replica.
   check->request.set_service("omnistage.v1.Orchestrator");
-  (any ? any_health_ : health_)->async()->Check(
+  orchestrators_.health(any)->async()->Check(
       &check->context, &check->request, &check->response,
       [this, check, exchange, attempts_left, any](grpc::Status status) {
         post_([this, check, exchange, attempts_left, any, status] {
@@ -278,13 +197,13 @@ void Gateway::CheckReadiness(std::shared_ptr<HttpExchange> exchange, int attempt
           nlohmann::json body = {{"status", serving ? "ok" : "unavailable"}};
           if (!status.ok()) {
             body["reason"] =
-                ExplainUnreachable(status.error_message(), options_.orchestrator_tls.enabled());
+                ExplainUnreachable(status.error_message(), orchestrators_.tls());
           } else if (!serving) {
             body["reason"] =
                 "no orchestrator is ready: each answers NOT_SERVING (draining, or a stage "
                 "has no live replica; omni status says which)";
           }
-          Respond(*exchange, serving ? 200 : 503, kJson, body.dump());
+          replies_.Respond(*exchange, serving ? 200 : 503, kJson, body.dump());
         });
       });
 }
