@@ -140,7 +140,7 @@ void StagePool::Remove(int replica) {
   state.removed = true;
   replicas_[replica] = nullptr;
   idle_.erase(replica);
-  prefix_index_.Forget(replica);
+  picker_.prefix_index().Forget(replica);
 }
 
 // ---- Abort -----------------------------------------------------------------------
@@ -219,14 +219,14 @@ void StagePool::Admit(int replica, const v1::Ready& ready) {
   state.down_reason = absl::OkStatus();
   state.last_error.clear();
   state.others_load = 0;  // Until its first report.
-  if (pick_ == PickPolicy::kPrefixAware && prefix_index_.options().precise &&
+  if (picker_.policy() == PickPolicy::kPrefixAware && picker_.prefix_index().options().precise &&
       ready.prefix_cache().block_tokens() > 0 &&
       ready.prefix_cache().block_tokens() <= kMaxBlockTokens) {
-    prefix_index_.SetPrecise(replica, ready.prefix_cache().block_tokens(),
+    picker_.prefix_index().SetPrecise(replica, ready.prefix_cache().block_tokens(),
                              ready.prefix_cache().capacity_blocks());
-    prefix_index_.Apply(replica, ready.load().cache());
+    picker_.prefix_index().Apply(replica, ready.load().cache());
   } else {
-    prefix_index_.Forget(replica);
+    picker_.prefix_index().Forget(replica);
   }
   Revive(replica);
 }
@@ -234,7 +234,7 @@ void StagePool::Admit(int replica, const v1::Ready& ready) {
 std::vector<std::string> StagePool::MarkDown(int replica, const absl::Status& reason) {
   states_[replica].down_reason = reason;
   states_[replica].last_error = std::string(reason.message());
-  prefix_index_.Forget(replica);  // What comes back starts cold.
+  picker_.prefix_index().Forget(replica);  // What comes back starts cold.
   return Evict(replica);
 }
 
@@ -262,9 +262,9 @@ void StagePool::AppendStatus(v1::StageStatus* stage, absl::Time now) const {
     replica->set_load_age_ms(state.load_at == absl::InfinitePast()
                                  ? -1
                                  : absl::ToInt64Milliseconds(now - state.load_at));
-    if (pick_ == PickPolicy::kPrefixAware) {
-      replica->set_prefix_index(prefix_index_.precise(r) ? "precise" : "approximate");
-      replica->set_prefix_blocks(prefix_index_.blocks(r));
+    if (picker_.policy() == PickPolicy::kPrefixAware) {
+      replica->set_prefix_index(picker_.prefix_index().precise(r) ? "precise" : "approximate");
+      replica->set_prefix_blocks(picker_.prefix_index().blocks(r));
     }
   }
 }
@@ -343,6 +343,96 @@ void StagePool::CallUtility(const std::string& name, const google::protobuf::Lis
                               });
   }
   finish_one();
+}
+
+// ---- Picks and load ---------------------------------------------------------------
+
+absl::StatusOr<int> StagePool::Pick(const std::string& request_id, const PickContext& context) {
+  auto it = bindings_.find(request_id);
+  if (it != bindings_.end() && alive(it->second.replica)) return it->second.replica;
+  const std::vector<int> live = LiveReplicas();
+  if (live.empty()) {
+    return absl::UnavailableError(absl::StrCat("stage ", stage_id_, " has no live replica"));
+  }
+  const PickDecision decision = picker_.Choose(live, states_, context);
+  const int replica = decision.replica;
+  picker_.Picked(replica, context);
+  ++states_[replica].sent_since_load;
+  Bind(request_id, replica);
+  on_pick_(decision);
+  return replica;
+}
+
+void StagePool::ReportLoad(int replica, int requests, absl::Time at) {
+  ReplicaState& state = states_[replica];
+  state.load_requests = std::max(requests, 0);
+  state.load_at = at;
+  state.sent_since_load = 0;
+  // A request just sent may not be counted yet, one just finished may be
+  // counted still: others' share is an estimate, never below zero.
+  state.others_load = std::max(0, state.load_requests - BoundCount(replica));
+}
+
+void StagePool::ReportCache(int replica, const v1::CacheEvents& events) {
+  picker_.prefix_index().Apply(replica, events);
+}
+
+bool StagePool::HasFreeSlot(int headroom) const {
+  // Per admitted request: no list is built.
+  for (int r = 0; r < size(); ++r) {
+    if (!IsLive(r)) continue;
+    const ReplicaState& state = states_[r];
+    if (state.capacity <= 0) return true;
+    if (BoundCount(r) + state.others_load < state.capacity + headroom) return true;
+  }
+  return false;
+}
+
+StageLoad StagePool::Load() const {
+  StageLoad load;
+  load.held = HeldWithinCapacity();
+  int reported = 0;  // Alive replicas that report a capacity.
+  int64_t slots = 0;
+  for (int r = 0; r < size(); ++r) {
+    const ReplicaState& state = states_[r];
+    if (!state.alive) continue;
+    if (IsLive(r)) ++load.live_replicas;
+    const int bound = BoundCount(r);
+    if (state.capacity <= 0) {
+      load.capacity += bound;
+      continue;
+    }
+    ++reported;
+    slots += state.capacity;
+    load.waiting += std::max(0, bound - state.capacity);
+    load.capacity += state.capacity;
+  }
+  load.slots_per_replica = reported > 0 ? static_cast<int>((slots + reported - 1) / reported)
+                                        : std::max(1, last_capacity_);
+  load.entries = entries_;
+  load.departures = departures_;
+  if (now_) {
+    load.busy_slot_seconds =
+        busy_slot_seconds_ + load.held * absl::ToDoubleSeconds(now_() - busy_since_);
+  }
+  return load;
+}
+
+int StagePool::HeldWithinCapacity() const {
+  int held = 0;
+  for (int r = 0; r < size(); ++r) {
+    if (!states_[r].alive) continue;
+    const int capacity = states_[r].capacity;
+    held += capacity > 0 ? std::min(BoundCount(r), capacity) : BoundCount(r);
+  }
+  return held;
+}
+
+void StagePool::AccrueBusy() {
+  if (!now_) return;
+  const absl::Time now = now_();
+  busy_slot_seconds_ += HeldWithinCapacity() * absl::ToDoubleSeconds(now - busy_since_);
+  busy_since_ = now;
 }
 
 }  // namespace omnistage

@@ -59,52 +59,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "orchestrator/config/pick_policy.h"
 #include "orchestrator/routing/prefix_index.h"
 #include "orchestrator/routing/replica_client.h"
-#include "orchestrator/routing/session_affinity.h"
+#include "orchestrator/routing/replica_picker.h"
+#include "orchestrator/routing/replica_state.h"
 #include "orchestrator/routing/stage_demand.h"
 #include "protos/orchestrator.pb.h"
 
 namespace omnistage {
-
-// What the pool knows of one replica, from its handshake and its failures.
-struct ReplicaState {
-  std::string address;
-  // Where the replica came from: "spawned", "addresses", "dns:<name>".
-  std::string origin;
-  // Connected and handshaken: its bound requests go on.
-  bool alive = false;
-  // Alive but leaving (the worker drains): picked for no new request.
-  bool draining = false;
-  // No longer wanted (it left discovery): picked for nothing, removed once it
-  // holds no request.
-  bool retiring = false;
-  // Forgotten by the pool (after retiring); its index is never reused.
-  bool removed = false;
-  // From the last Ready.
-  std::string instance_id;
-  int capacity = 0;
-  int64_t max_message_bytes = 0;
-  // How its engine takes over a request another replica lost (failover).
-  v1::ResumeMode resume = v1::RESUME_MODE_UNSPECIFIED;
-  // Whether its engine takes input in pieces (Ready.streamed_input).
-  v1::StreamedInput streamed_input = v1::STREAMED_INPUT_UNSPECIFIED;
-  // Why it went down last (OK while it has not), and that reason's message
-  // while it is not alive.
-  absl::Status down_reason;
-  std::string last_error;
-  // The worker's load (every orchestrator's requests on it) as last reported,
-  // when that report arrived (InfinitePast: none yet), and the requests this
-  // pool sent it since then, which the report did not count yet.
-  int load_requests = 0;
-  absl::Time load_at = absl::InfinitePast();
-  int sent_since_load = 0;
-  // Of that report, the requests that were not this pool's (other
-  // orchestrators' sharing the worker), as far as it can tell.
-  int others_load = 0;
-};
-
 
 // A replica found dead while sending to it: evicted, with the requests that were
 // bound to it (sorted), which the caller must fail.
@@ -131,25 +93,6 @@ struct PoolAbortResult {
 
 // Per replica: its index and what its utility call returned.
 using UtilityResults = std::vector<std::pair<int, absl::StatusOr<google::protobuf::Value>>>;
-
-// What a pick may use besides the request id: the request's session and input
-// (for session affinity and the prefix-aware pick) and the time.
-struct PickContext {
-  std::string session;
-  const google::protobuf::RepeatedPtrField<v1::Payload>* input = nullptr;
-  absl::Time now = absl::InfinitePast();
-};
-
-// How one unbound request was placed (metrics and logs): `why` is
-// "round_robin", "least_loaded", "session", "prefix", "no_match" or
-// "balance" (the prefix-aware pick fell back to least loaded); the tokens are
-// the prefix-aware pick's (0 otherwise).
-struct PickDecision {
-  int replica = -1;
-  const char* why = "";
-  int64_t matched_tokens = 0;
-  int64_t input_tokens = 0;
-};
 
 struct SubmitResult {
   // OK when sent. Else UNAVAILABLE (no live replica) or the refusal of `replica`.
@@ -196,8 +139,7 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
     on_abort_call_ = std::move(on_call);
   }
   void set_pick(PickPolicy pick, const PrefixPickOptions& prefix = {}) {
-    pick_ = pick;
-    prefix_index_ = PrefixIndex(prefix);
+    picker_.set_policy(pick, prefix);
   }
   // Runs for every unbound request placed by Pick (metrics); no-op by default.
   void set_on_pick(std::function<void(const PickDecision&)> on_pick) {
@@ -208,16 +150,13 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   // The worker's prefix-cache changes (WorkerLoad.cache), for a precise
   // prefix-aware pick.
   void ReportCache(int replica, const v1::CacheEvents& events);
-  const PrefixIndex& prefix_index() const { return prefix_index_; }
+  const PrefixIndex& prefix_index() const { return picker_.prefix_index(); }
   // The last discovery failure of this stage ("" after a success), for status.
   void set_discovery_error(std::string error) { discovery_error_ = std::move(error); }
 
   // Ascending indices of live replicas (alive, not draining, not retiring).
   std::vector<int> LiveReplicas() const;
-  bool IsLive(int replica) const {
-    const ReplicaState& state = states_[replica];
-    return state.alive && !state.draining && !state.retiring;
-  }
+  bool IsLive(int replica) const { return states_[replica].live(); }
   bool HasLiveReplica() const;
   // Whether a live replica has room for one more request: what this pool has
   // bound to it plus what others hold there (its last report) is below its
@@ -287,13 +226,6 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   std::vector<std::string> StillBound(const BindingRefs& refs) const;
   // Runs a retiring replica's idle callback once it holds no binding.
   void CheckIdle(int replica);
-  // Of `live` (not empty), the least loaded per capacity, searched from rr_.
-  int LeastLoaded(const std::vector<int>& live) const;
-  // An unbound request's replica by the pool's policy, from `live` (not empty).
-  PickDecision Choose(const std::vector<int>& live, const PickContext& context);
-  // Requests on `replica` (reported + sent since) and its capacity (at least 1).
-  int64_t LoadOf(int replica) const;
-  int64_t CapacityOf(int replica) const;
 
   const int stage_id_;
   // replicas_[r] is null once r is removed.
@@ -318,10 +250,7 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   void AccrueBusy();
   // bound_[r]: the ids bound to replica r (the same bindings, indexed by replica).
   std::vector<absl::flat_hash_set<std::string>> bound_;
-  uint64_t rr_ = 0;
-  PickPolicy pick_ = PickPolicy::kRoundRobin;
-  PrefixIndex prefix_index_{PrefixPickOptions()};
-  SessionAffinity sessions_;
+  ReplicaPicker picker_;
   std::function<void(const PickDecision&)> on_pick_ = [](const PickDecision&) {};
   // idle_[r]: a retiring replica's callback, until it has run.
   absl::flat_hash_map<int, std::function<void()>> idle_;
