@@ -80,6 +80,10 @@ PipelineCore::PipelineCore(PipelineConfig config,
         [this, stage = static_cast<int>(s)](int replica) {
           metrics_.WorkerAbortCall(stage, replica);
         });
+    pools_.back()->set_on_abort_answer(
+        [this, stage = static_cast<int>(s)](int, size_t stopped, size_t already_ended) {
+          metrics_.WorkerAbortAnswered(stage, stopped, already_ended);
+        });
   }
 }
 

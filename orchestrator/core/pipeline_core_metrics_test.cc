@@ -109,6 +109,9 @@ TEST_F(PipelineCoreMetricsTest, AnAbortIsOneWorkerCallPerReplicaAndItsDurationIs
   Build(Shape().Talkers(2));
   Gen("a");
   Out(0, 0, "a", {Text("x")});  // a: T0, K0 (streaming input), W0 not yet
+  // The thinker's worker had finished it when the abort came; the talker's
+  // still ran it.
+  fake(0, 0).set_ended_before_abort({"a"});
   ASSERT_TRUE(AbortNow({"a"}).ok());
   const std::string text = Scrape();
   EXPECT_THAT(text, HasSubstr("omnistage_worker_abort_calls_total{stage=\"thinker\","
@@ -120,6 +123,12 @@ TEST_F(PipelineCoreMetricsTest, AnAbortIsOneWorkerCallPerReplicaAndItsDurationIs
   EXPECT_THAT(text, Not(HasSubstr("omnistage_worker_abort_calls_total{stage=\"vocoder\"")));
   EXPECT_THAT(text, HasSubstr("omnistage_abort_duration_seconds_count 1\n"));
   EXPECT_THAT(text, HasSubstr("omnistage_requests_total{finish_reason=\"abort\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("omnistage_worker_abort_ids_total{stage=\"talker\","
+                              "outcome=\"stopped\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("omnistage_worker_abort_ids_total{stage=\"thinker\","
+                              "outcome=\"already_ended\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("omnistage_worker_abort_ids_total{stage=\"thinker\","
+                              "outcome=\"stopped\"} 0\n"));
 }
 
 TEST_F(PipelineCoreMetricsTest, AClientThatGoesAwayIsOneCancellation) {

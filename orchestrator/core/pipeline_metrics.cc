@@ -81,6 +81,12 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
       worker_aborts_(registry->AddCounter("omnistage_worker_abort_calls_total",
                                           "Abort calls sent to each replica.",
                                           {"stage", "replica"})),
+      worker_abort_ids_(registry->AddCounter(
+          "omnistage_worker_abort_ids_total",
+          "Request ids in the Abort calls the replicas of each stage answered, by what the "
+          "worker found: stopped (live there) or already_ended (it had ended there before the "
+          "abort arrived).",
+          {"stage", "outcome"})),
       failovers_(registry->AddCounter(
           "omnistage_failovers_total",
           "Requests a replica lost on a stage with failover on, by what became of them.",
@@ -255,6 +261,12 @@ void PipelineMetrics::Picked(int stage, const PickDecision& pick) {
 
 void PipelineMetrics::WorkerAbortCall(int stage, int replica) {
   worker_aborts_.With({stage_names_[stage], absl::StrCat(replica)}).Increment();
+}
+
+void PipelineMetrics::WorkerAbortAnswered(int stage, size_t stopped, size_t already_ended) {
+  worker_abort_ids_.With({stage_names_[stage], "stopped"}).Increment(static_cast<double>(stopped));
+  worker_abort_ids_.With({stage_names_[stage], "already_ended"})
+      .Increment(static_cast<double>(already_ended));
 }
 
 void PipelineMetrics::Snapshot(size_t in_flight,

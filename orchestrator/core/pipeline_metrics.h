@@ -61,6 +61,9 @@ class PipelineMetrics {
   // `reason`: stream_ended, stalled or send_failed.
   void Evicted(int stage, absl::string_view reason);
   void WorkerAbortCall(int stage, int replica);
+  // A replica of `stage` answered an Abort call: `stopped` ids were live
+  // there, `already_ended` had ended before the abort arrived.
+  void WorkerAbortAnswered(int stage, size_t stopped, size_t already_ended);
   // A request a replica of `stage` lost, on a stage with failover on:
   // `outcome` resumed, no_live_replica, attempts_exhausted, replay_too_large,
   // not_resumable or replay_mismatch (docs/reliability.md, "Failover").
@@ -99,6 +102,7 @@ class PipelineMetrics {
   Family<Gauge>& up_;
   Family<Counter>& evictions_;
   Family<Counter>& worker_aborts_;
+  Family<Counter>& worker_abort_ids_;
   Family<Counter>& failovers_;
   Family<Counter>& picks_;
   Family<Counter>& prefix_tokens_;

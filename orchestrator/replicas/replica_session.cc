@@ -215,7 +215,7 @@ void ReplicaSession::FailUtilities(const absl::Status& status) {
 }
 
 void ReplicaSession::Abort(const std::vector<std::string>& ids, absl::Time deadline,
-                           std::function<void(absl::Status)> done) {
+                           AbortDone done) {
   if (stream_ == nullptr || !ready_) {
     done(NotConnected());
     return;
@@ -226,7 +226,12 @@ void ReplicaSession::Abort(const std::vector<std::string>& ids, absl::Time deadl
   for (const std::string& id : ids) request.add_request_ids(id);
   stub_->Abort(request, deadline,
                [done = std::move(done)](absl::StatusOr<v1::WorkerAbortResponse> result) {
-                 done(result.status());
+                 if (!result.ok()) {
+                   done(result.status());
+                   return;
+                 }
+                 done(std::vector<std::string>(result->aborted_ids().begin(),
+                                               result->aborted_ids().end()));
                });
 }
 

@@ -78,7 +78,7 @@ class ReplicaSession : public ReplicaClient {
   void CallUtility(const std::string& name, const google::protobuf::ListValue& args,
                    std::function<void(absl::StatusOr<google::protobuf::Value>)> done) override;
   void Abort(const std::vector<std::string>& ids, absl::Time deadline,
-             std::function<void(absl::Status)> done) override;
+             AbortDone done) override;
 
  private:
   void Connect();

@@ -104,10 +104,11 @@ TEST_F(ReplicaSessionTest, CommandsWaitForReadyThenCountUpAndAbortIsFencedAfterT
   EXPECT_EQ(session_->Add(&early).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(early.request_id(), "early") << "a refused request must be handed back";
   int aborted = 0;
-  session_->Abort({"x"}, absl::InfiniteFuture(), [&](absl::Status s) {
-    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
-    ++aborted;
-  });
+  session_->Abort({"x"}, absl::InfiniteFuture(),
+                  [&](absl::StatusOr<std::vector<std::string>> stopped) {
+                    EXPECT_EQ(stopped.status().code(), absl::StatusCode::kUnavailable);
+                    ++aborted;
+                  });
   EXPECT_EQ(aborted, 1);
   EXPECT_THAT(stub_.aborts(), IsEmpty());
 
@@ -124,16 +125,21 @@ TEST_F(ReplicaSessionTest, CommandsWaitForReadyThenCountUpAndAbortIsFencedAfterT
   EXPECT_EQ(written[2].seq(), 3u);
 
   const absl::Time deadline = scheduler_.Now() + absl::Seconds(2);
-  absl::Status result = absl::UnknownError("pending");
-  session_->Abort({"a"}, deadline, [&](absl::Status s) { result = s; });
+  absl::StatusOr<std::vector<std::string>> result = absl::UnknownError("pending");
+  session_->Abort({"a", "gone"}, deadline,
+                  [&](absl::StatusOr<std::vector<std::string>> stopped) { result = stopped; });
   ASSERT_EQ(stub_.aborts().size(), 1u);
   const FakeWorkerStub::AbortCall& call = stub_.aborts()[0];
   EXPECT_EQ(call.request.session_id(), "s-w-1");
   EXPECT_EQ(call.request.after_seq(), 3u) << "not fenced after the last command";
-  EXPECT_THAT(call.request.request_ids(), ElementsAre("a"));
+  EXPECT_THAT(call.request.request_ids(), ElementsAre("a", "gone"));
   EXPECT_EQ(call.deadline, deadline);
-  call.done(v1::WorkerAbortResponse());
-  EXPECT_TRUE(result.ok()) << result;
+  // The worker found "a" live; "gone" had ended there: the caller hears which.
+  v1::WorkerAbortResponse response;
+  response.add_aborted_ids("a");
+  call.done(response);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(*result, ElementsAre("a"));
 }
 
 // A command larger than the worker accepts would end the whole session: it is

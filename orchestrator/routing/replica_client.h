@@ -37,10 +37,12 @@ class ReplicaClient {
   virtual void CallUtility(const std::string& name, const google::protobuf::ListValue& args,
                            std::function<void(absl::StatusOr<google::protobuf::Value>)> done) = 0;
   // One Abort call carrying every id; never overtakes commands sent before it.
-  // `done` gets OK once the worker has stopped those requests, or an error
-  // (DEADLINE_EXCEEDED once `deadline` passes).
+  // `done` gets, once the worker has stopped those requests, the ids it found
+  // live and stopped (the others had ended there before the abort arrived),
+  // or an error (DEADLINE_EXCEEDED once `deadline` passes).
+  using AbortDone = std::function<void(absl::StatusOr<std::vector<std::string>> stopped)>;
   virtual void Abort(const std::vector<std::string>& ids, absl::Time deadline,
-                     std::function<void(absl::Status)> done) = 0;
+                     AbortDone done) = 0;
 };
 
 // What a replica reports; called on the event loop.

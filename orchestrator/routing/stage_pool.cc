@@ -190,14 +190,19 @@ void StagePool::Abort(const std::vector<std::string>& request_ids, absl::Time de
     on_abort_call_(replica);
     replicas_[replica]->Abort(
         ids, deadline,
-        [self = shared_from_this(), run, replica = replica, group, finish_one](absl::Status status) {
+        [self = shared_from_this(), run, replica = replica, group,
+         finish_one](absl::StatusOr<std::vector<std::string>> stopped) {
           // Only the bindings the call was made for count: an eviction or a
           // release (and a new binding of the id, maybe to this same replica)
           // may have happened while it was in flight.
-          if (status.ok()) {
+          if (stopped.ok()) {
             for (const std::string& id : self->StillBound(*group)) self->Release(id);
+            const size_t carried = group->size();
+            const size_t live = std::min(stopped->size(), carried);
+            self->on_abort_answer_(replica, live, carried - live);
           } else {
-            run->failures.emplace_back(ReplicaAbortFailure{replica, status, {}}, *group);
+            run->failures.emplace_back(ReplicaAbortFailure{replica, stopped.status(), {}},
+                                       *group);
           }
           finish_one();
         });

@@ -138,6 +138,11 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   void set_on_abort_call(std::function<void(int replica)> on_call) {
     on_abort_call_ = std::move(on_call);
   }
+  // Runs for every Abort call a replica answered: of the ids it carried, how
+  // many the worker found live and stopped, and how many had already ended
+  // there (an abort that raced the request's own end). No-op by default.
+  using AbortAnswer = std::function<void(int replica, size_t stopped, size_t already_ended)>;
+  void set_on_abort_answer(AbortAnswer on_answer) { on_abort_answer_ = std::move(on_answer); }
   void set_pick(PickPolicy pick, const PrefixPickOptions& prefix = {}) {
     picker_.set_policy(pick, prefix);
   }
@@ -256,6 +261,7 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   absl::flat_hash_map<int, std::function<void()>> idle_;
   std::string discovery_error_;
   std::function<void(int replica)> on_abort_call_ = [](int) {};
+  AbortAnswer on_abort_answer_ = [](int, size_t, size_t) {};
 };
 
 }  // namespace omnistage

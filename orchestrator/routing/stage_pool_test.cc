@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "orchestrator/routing/replica_client.h"
@@ -260,6 +261,31 @@ TEST(StagePoolTest, AbortSendsDuplicateIdsOnceInTheOrderGiven) {
   EXPECT_EQ(done.calls, 1);
   EXPECT_TRUE(done.status.ok()) << done.status;
   EXPECT_EQ(pool->bindings(), 0u);
+}
+
+// Each answered call says how many of its ids the worker found live; the
+// others had ended there already (the abort raced their end). Either way
+// their bindings go; a failed call reports nothing.
+TEST(StagePoolTest, AnAnsweredAbortSaysWhichIdsWereStillLive) {
+  std::vector<std::string> log;
+  FakeReplicaClient a("A", &log), b("B", &log);
+  std::shared_ptr<StagePool> pool = MakePool(0, {&a, &b});
+  // p, r on A; q, s on B.
+  for (const char* rid : {"p", "q", "r", "s"}) ASSERT_TRUE(pool->Pick(rid).ok());
+  std::vector<std::string> answers;
+  pool->set_on_abort_answer([&answers](int replica, size_t stopped, size_t already_ended) {
+    answers.push_back(absl::StrCat(replica, ": ", stopped, " stopped, ", already_ended,
+                                   " already ended"));
+  });
+  a.set_ended_before_abort({"r"});
+  b.FailAborts(absl::UnavailableError("B is gone"));
+  DoneRecorder done;
+  pool->Abort({"p", "q", "r", "s"}, kNoDeadline, done.Callback());
+  EXPECT_THAT(answers, ElementsAre("0: 1 stopped, 1 already ended"));
+  EXPECT_FALSE(pool->Bound("p").has_value());
+  EXPECT_FALSE(pool->Bound("r").has_value());
+  EXPECT_EQ(pool->Bound("q"), 1);  // Its call failed: still bound, to retry.
+  EXPECT_EQ(done.calls, 1);
 }
 
 // Releasing before the replica confirmed would leave nothing to retry with, so a group stays bound while its call is in flight. Every group's

@@ -1,5 +1,6 @@
 #include "orchestrator/routing/testing/fake_replica_client.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -36,22 +37,32 @@ void FakeReplicaClient::CallUtility(
 }
 
 void FakeReplicaClient::Abort(const std::vector<std::string>& ids, absl::Time deadline,
-                              std::function<void(absl::Status)> done) {
+                              AbortDone done) {
   log_->push_back(absl::StrCat(name_, ".abort [", absl::StrJoin(ids, ","), "]"));
   aborts_.push_back(ids);
   abort_deadlines_.push_back(deadline);
   if (hold_aborts_) {
-    held_.push_back(std::move(done));
+    held_.emplace_back(ids, std::move(done));
     return;
   }
-  done(abort_status_);
+  done(AbortAnswer(ids, abort_status_));
+}
+
+absl::StatusOr<std::vector<std::string>> FakeReplicaClient::AbortAnswer(
+    const std::vector<std::string>& ids, const absl::Status& status) const {
+  if (!status.ok()) return status;
+  std::vector<std::string> stopped;
+  for (const std::string& id : ids) {
+    if (std::find(ended_.begin(), ended_.end(), id) == ended_.end()) stopped.push_back(id);
+  }
+  return stopped;
 }
 
 bool FakeReplicaClient::CompleteAbort(absl::Status status) {
   if (held_.empty()) return false;
-  std::function<void(absl::Status)> done = std::move(held_.front());
+  auto [ids, done] = std::move(held_.front());
   held_.pop_front();
-  done(std::move(status));
+  done(AbortAnswer(ids, status));
   return true;
 }
 

@@ -28,13 +28,16 @@ class FakeReplicaClient : public ReplicaClient {
   void CallUtility(const std::string& name, const google::protobuf::ListValue& args,
                    std::function<void(absl::StatusOr<google::protobuf::Value>)> done) override;
   void Abort(const std::vector<std::string>& ids, absl::Time deadline,
-             std::function<void(absl::Status)> done) override;
+             AbortDone done) override;
 
   // Add and AppendInput return `status` from now on (OK by default); failed ones
   // are logged with " failed" and not recorded.
   void FailCommands(absl::Status status) { command_status_ = std::move(status); }
   // Every Abort call from now on completes with `status` (OK by default).
   void FailAborts(absl::Status status) { abort_status_ = std::move(status); }
+  // A successful Abort reports these ids as already ended (not stopped: not
+  // live on the worker any more); every other id it carried as stopped.
+  void set_ended_before_abort(std::vector<std::string> ids) { ended_ = std::move(ids); }
   // While held, Abort calls wait for CompleteAbort().
   void set_hold_aborts(bool hold) { hold_aborts_ = hold; }
   // Completes the oldest held Abort with `status`; false if none is held.
@@ -60,9 +63,14 @@ class FakeReplicaClient : public ReplicaClient {
   std::vector<std::vector<std::string>> aborts_;
   std::vector<absl::Time> abort_deadlines_;
   absl::Status abort_status_;
+  // What a call carrying `ids` answers with `status`.
+  absl::StatusOr<std::vector<std::string>> AbortAnswer(const std::vector<std::string>& ids,
+                                                      const absl::Status& status) const;
   absl::Status command_status_;
   bool hold_aborts_ = false;
-  std::deque<std::function<void(absl::Status)>> held_;
+  // Held calls: their ids and answer.
+  std::deque<std::pair<std::vector<std::string>, AbortDone>> held_;
+  std::vector<std::string> ended_;
   absl::StatusOr<google::protobuf::Value> utility_result_;
 };
 
