@@ -26,7 +26,9 @@ v1::CommandRejected::Kind KindOf(v1::WorkerCommand::CommandCase command) {
 
 }  // namespace
 
-void SessionRecorder::Attach(std::shared_ptr<Session> session) { session_ = std::move(session); }
+void SessionRecorder::Attach(std::shared_ptr<ConnectSession> session) {
+  session_ = std::move(session);
+}
 
 void SessionRecorder::Sent(const v1::WorkerCommand& command, Expect expect) {
   SentCommand sent{command.command_case(), "", 0, expect};
@@ -49,8 +51,8 @@ void SessionRecorder::BeginWrite(const v1::WorkerEvent* event) {
     }
     FUZZ_CHECK(ends_ == 0, label_, ": a write after the stream ended: ", event->ShortDebugString());
     FUZZ_CHECK(!writing_, label_, ": a second write while one is in flight");
-    FUZZ_CHECK(ready_ > 0 || event->has_ready(), label_, ": the first event is not Ready: ",
-               event->ShortDebugString());
+    FUZZ_CHECK(ready_ > 0 || event->has_ready(), label_,
+               ": the first event is not Ready: ", event->ShortDebugString());
     switch (event->event_case()) {
       case v1::WorkerEvent::kReady:
         FUZZ_CHECK(++ready_ == 1, label_, ": Ready twice");
@@ -159,7 +161,7 @@ bool SessionRecorder::fatal_seen() const {
 }
 
 std::optional<google::protobuf::Value> SessionRecorder::AwaitUtility(uint64_t call_id,
-                                                                   absl::Duration timeout) {
+                                                                     absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
     CompleteWrite();
@@ -197,8 +199,8 @@ void SessionRecorder::Check(bool settled) const {
     FUZZ_CHECK(sent.expect != Expect::kTaken || rejected == 0, label_, ": command seq ", seq,
                " for '", sent.request_id, "' was refused");
     if (sent.kind == v1::WorkerCommand::kUtility && rejected == 0) {
-      FUZZ_CHECK(utility_results_.count(sent.call_id) > 0, label_, ": utility call ",
-                 sent.call_id, " never answered");
+      FUZZ_CHECK(utility_results_.count(sent.call_id) > 0, label_, ": utility call ", sent.call_id,
+                 " never answered");
     }
   }
 }

@@ -31,7 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "protos/stage_worker.pb.h"
-#include "stage_worker/session.h"
+#include "stage_worker/connect_session.h"
 
 namespace omnistage {
 namespace fuzz {
@@ -50,7 +50,7 @@ class SessionRecorder : public EventTransport {
   const std::string& label() const { return label_; }
 
   // The session writing here; set before it starts.
-  void Attach(std::shared_ptr<Session> session);
+  void Attach(std::shared_ptr<ConnectSession> session);
 
   // Call before handing `command` to the worker.
   void Sent(const v1::WorkerCommand& command, Expect expect);
@@ -89,7 +89,7 @@ class SessionRecorder : public EventTransport {
   const std::string label_;
   const bool inline_writes_;
   const bool trace_;
-  std::shared_ptr<Session> session_;
+  std::shared_ptr<ConnectSession> session_;
 
   mutable absl::Mutex mu_;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;

@@ -75,10 +75,8 @@ class WorkerFuzzer {
  private:
   // Operations read all their bytes before they look at state, so that an
   // operation's encoding does not depend on what came before.
-  uint32_t SessionIndex() {
-    return in_.Below(static_cast<uint32_t>(harness_->sessions().size()));
-  }
-  // Session `index` if it is open, else null.
+  uint32_t SessionIndex() { return in_.Below(static_cast<uint32_t>(harness_->sessions().size())); }
+  // ConnectSession `index` if it is open, else null.
   OpenedSession* SessionAt(uint32_t index) {
     if (index >= harness_->sessions().size()) return nullptr;
     OpenedSession& s = *harness_->sessions()[index];
@@ -138,13 +136,13 @@ class WorkerFuzzer {
     if (defaults == 1) hello.mutable_defaults()->set_max_tokens(2);
     if (defaults == 2) (*hello.mutable_defaults()->mutable_extra())["bogus"] = "1";
     auto s = std::make_unique<OpenedSession>();
-    s->recorder = std::make_unique<SessionRecorder>(
-        absl::StrCat("session #", harness_->sessions().size()),
-        /*inline_writes=*/in_.Below(4) != 0, trace_);
+    s->recorder =
+        std::make_unique<SessionRecorder>(absl::StrCat("session #", harness_->sessions().size()),
+                                          /*inline_writes=*/in_.Below(4) != 0, trace_);
     s->peer = kPeers[in_.Below(3)];
     s->last_seq = 2 * in_.Below(3);
     if (harness_->sessions().size() >= 4) return;
-    absl::StatusOr<std::shared_ptr<Session>> session =
+    absl::StatusOr<std::shared_ptr<ConnectSession>> session =
         harness_->worker().OpenSession(hello, s->last_seq, s->recorder.get(), s->peer);
     const bool bad_stage = hello.has_expected_stage_id() && hello.expected_stage_id() != 0;
     if (hello.protocol_version() > Worker::kProtocolVersion || bad_stage) {
@@ -258,9 +256,9 @@ class WorkerFuzzer {
     if (index >= harness_->sessions().size()) return;
     OpenedSession& s = *harness_->sessions()[index];
     const std::string number = absl::StrCat(s.session->number());
-    const std::string id = who == 0 ? number                       // The number alone.
-                           : who == 1 ? s.session->id() + "0"      // A wrong secret.
-                           : who == 2 ? "999-x"                    // No such session.
+    const std::string id = who == 0   ? number                 // The number alone.
+                           : who == 1 ? s.session->id() + "0"  // A wrong secret.
+                           : who == 2 ? "999-x"                // No such session.
                                       : s.session->id();
     const std::string peer = right_peer ? s.peer : s.peer + "-impostor";
     request.set_session_id(id);
@@ -275,8 +273,8 @@ class WorkerFuzzer {
                      absl::StartsWith(call->result.status().message(), "request_ids"),
                  "an Abort of bad ids: ", call->result.status().ToString());
     } else if (!owner && !s.closed) {
-      FUZZ_CHECK(call->done.HasBeenNotified(), "an Abort naming a session it may not stop (",
-                 id, " from '", peer, "') did not answer at once");
+      FUZZ_CHECK(call->done.HasBeenNotified(), "an Abort naming a session it may not stop (", id,
+                 " from '", peer, "') did not answer at once");
       absl::MutexLock lock(&call->mu);
       FUZZ_CHECK(call->result.status().code() == absl::StatusCode::kNotFound,
                  "an Abort naming a session it may not stop (", id, " from '", peer,

@@ -54,7 +54,7 @@ struct AbortCall {
 
 struct OpenedSession {
   std::unique_ptr<SessionRecorder> recorder;
-  std::shared_ptr<Session> session;
+  std::shared_ptr<ConnectSession> session;
   std::string peer;
   uint64_t last_seq = 0;
   bool closed = false;

@@ -48,9 +48,9 @@ void ConsoleRoute::Handle(std::shared_ptr<HttpExchange> exchange) {
   const ConsoleAsset* asset = FindConsoleAsset(name);
   if (asset == nullptr) {
     replies_->Refuse(*exchange, "other",
-           ApiError{404, "invalid_request_error",
-                    absl::StrCat("Invalid URL (", exchange->method(), " ", path, ")"), "",
-                    "unknown_url", std::nullopt});
+                     ApiError{404, "invalid_request_error",
+                              absl::StrCat("Invalid URL (", exchange->method(), " ", path, ")"), "",
+                              "unknown_url", std::nullopt});
     return;
   }
   // A new binary may bring new files: asked again each time, never stale.
@@ -64,9 +64,10 @@ void ConsoleRoute::Handle(std::shared_ptr<HttpExchange> exchange) {
 void ConsoleRoute::Status(std::shared_ptr<HttpExchange> exchange) {
   absl::StatusOr<std::string> authorization = CleanAuthorization(exchange->Header("Authorization"));
   if (!authorization.ok()) {
-    replies_->Refuse(*exchange, kStatusRoute,
-           ApiError{401, "authentication_error", std::string(authorization.status().message()), "",
-                    "invalid_api_key", std::nullopt});
+    replies_->Refuse(
+        *exchange, kStatusRoute,
+        ApiError{401, "authentication_error", std::string(authorization.status().message()), "",
+                 "invalid_api_key", std::nullopt});
     return;
   }
   orchestrators_->AskPipelineStatus(
@@ -76,8 +77,8 @@ void ConsoleRoute::Status(std::shared_ptr<HttpExchange> exchange) {
         if (!status.ok()) {
           absl::Status failed = FromGrpcStatus(status);
           if (failed.code() == absl::StatusCode::kUnavailable) {
-            failed = absl::UnavailableError(ExplainUnreachable(
-                std::string(failed.message()), orchestrators_->tls()));
+            failed = absl::UnavailableError(
+                ExplainUnreachable(std::string(failed.message()), orchestrators_->tls()));
           }
           replies_->Refuse(*exchange, kStatusRoute, FromStatus(failed));
           return;

@@ -30,10 +30,9 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
                      .AddGauge("omnistage_gateway_chat_completions_in_flight",
                                "Chat completions running (streamed or not).")
                      .With({})),
-      http_connections_(registry_
-                            .AddGauge("omnistage_gateway_http_connections",
-                                      "HTTP connections open.")
-                            .With({})),
+      http_connections_(
+          registry_.AddGauge("omnistage_gateway_http_connections", "HTTP connections open.")
+              .With({})),
       http_refusals_(registry_.AddCounter(
           "omnistage_gateway_http_refusals_total",
           "HTTP connections and requests the HTTP limits refused or cut before the gateway "
@@ -43,9 +42,9 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
       orchestrators_(Orchestrators::Target{options_.orchestrator, options_.orchestrator_tls,
                                            options_.orchestrator_tls_name},
                      post_, &registry_),
-      realtime_(RealtimeRoute::Options{options_.model, options_.max_realtime_sessions,
-                                       options_.realtime},
-                &orchestrators_, &replies_, post_, &draining_, &registry_),
+      realtime_(
+          RealtimeRoute::Options{options_.model, options_.max_realtime_sessions, options_.realtime},
+          &orchestrators_, &replies_, post_, &draining_, &registry_),
       console_(&orchestrators_, &replies_) {
   AddHeapMetrics(&registry_);
   for (HttpEvent refusal :
@@ -86,12 +85,11 @@ void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
   if (method == "POST" && path == "/v1/chat/completions") {
     ChatCompletions(std::move(exchange));
   } else if (method == "GET" && path == "/v1/models") {
-    nlohmann::json model = {{"id", options_.model.id},
-                            {"object", "model"},
-                            {"created", 0},
-                            {"owned_by", "omnistage"}};
-    replies_.Respond(*exchange, 200, kJson,
-                     nlohmann::json({{"object", "list"}, {"data", nlohmann::json::array({model})}}).dump());
+    nlohmann::json model = {
+        {"id", options_.model.id}, {"object", "model"}, {"created", 0}, {"owned_by", "omnistage"}};
+    replies_.Respond(
+        *exchange, 200, kJson,
+        nlohmann::json({{"object", "list"}, {"data", nlohmann::json::array({model})}}).dump());
   } else if (path == "/v1/realtime") {
     realtime_.Handle(std::move(exchange));
   } else if (method == "GET" && path == "/health") {
@@ -101,9 +99,9 @@ void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
   } else if (method == "GET" && path == "/metrics") {
     replies_.Respond(*exchange, 200, "text/plain; version=0.0.4", registry_.Render());
   } else {
-    ApiError error{404, "invalid_request_error",
-                   absl::StrCat("Invalid URL (", method, " ", path, ")"), "", "unknown_url",
-                   std::nullopt};
+    ApiError error{
+        404, "invalid_request_error", absl::StrCat("Invalid URL (", method, " ", path, ")"),
+        "",  "unknown_url",           std::nullopt};
     replies_.Refuse(*exchange, "other", error);
   }
 }
@@ -125,11 +123,10 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
   // Passed on as gRPC metadata, which cannot carry every byte an HTTP header
   // can: one that would be refused is a 401 here, saying why but not echoing
   // the token.
-  absl::StatusOr<std::string> authorization =
-      CleanAuthorization(exchange->Header("Authorization"));
+  absl::StatusOr<std::string> authorization = CleanAuthorization(exchange->Header("Authorization"));
   if (!authorization.ok()) {
     const ApiError error{401, "authentication_error", std::string(authorization.status().message()),
-                         "", "invalid_api_key", std::nullopt};
+                         "",  "invalid_api_key",      std::nullopt};
     replies_.Respond(*exchange, error.http_status, kJson, error.Json());
     return;
   }
@@ -143,16 +140,16 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
                    [](char c) { return absl::ascii_isgraph(static_cast<unsigned char>(c)); })) {
     traceparent.clear();
   }
-  ChatCall::Start(orchestrators_.ready(), orchestrators_.fallback(), orchestrators_.tls(),
-                  std::get<ChatRequest>(std::move(parsed)),
-                  options_.model.id, *std::move(authorization), traceparent, exchange, post_,
-                  [this, path = exchange->path(),
-                   started = absl::Now()](const CallOutcome& outcome) {
-                    in_flight_.Add(-1);
-                    --chat_count_;
-                    replies_.Count(path, outcome.http_status);
-                    console_.Served(outcome, started);
-                  });
+  ChatCall::Start(
+      orchestrators_.ready(), orchestrators_.fallback(), orchestrators_.tls(),
+      std::get<ChatRequest>(std::move(parsed)), options_.model.id, *std::move(authorization),
+      traceparent, exchange, post_,
+      [this, path = exchange->path(), started = absl::Now()](const CallOutcome& outcome) {
+        in_flight_.Add(-1);
+        --chat_count_;
+        replies_.Count(path, outcome.http_status);
+        console_.Served(outcome, started);
+      });
 }
 
 void Gateway::Health(std::shared_ptr<HttpExchange> exchange) {
@@ -163,8 +160,7 @@ void Gateway::Health(std::shared_ptr<HttpExchange> exchange) {
   CheckReadiness(std::move(exchange), kReadinessAttempts, /*any=*/false);
 }
 
-void Gateway::CheckReadiness(std::shared_ptr<HttpExchange> exchange, int attempts_left,
-                             bool any) {
+void Gateway::CheckReadiness(std::shared_ptr<HttpExchange> exchange, int attempts_left, bool any) {
   struct Check {
     grpc::ClientContext context;
     grpc::health::v1::HealthCheckRequest request;
@@ -178,9 +174,8 @@ void Gateway::CheckReadiness(std::shared_ptr<HttpExchange> exchange, int attempt
       &check->context, &check->request, &check->response,
       [this, check, exchange, attempts_left, any](grpc::Status status) {
         post_([this, check, exchange, attempts_left, any, status] {
-          const bool serving =
-              status.ok() &&
-              check->response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+          const bool serving = status.ok() && check->response.status() ==
+                                                  grpc::health::v1::HealthCheckResponse::SERVING;
           // One that answers NOT_SERVING may have begun draining before the
           // channel's health watch saw it: the next call goes to the next
           // orchestrator.
@@ -196,8 +191,7 @@ void Gateway::CheckReadiness(std::shared_ptr<HttpExchange> exchange, int attempt
           }
           nlohmann::json body = {{"status", serving ? "ok" : "unavailable"}};
           if (!status.ok()) {
-            body["reason"] =
-                ExplainUnreachable(status.error_message(), orchestrators_.tls());
+            body["reason"] = ExplainUnreachable(status.error_message(), orchestrators_.tls());
           } else if (!serving) {
             body["reason"] =
                 "no orchestrator is ready: each answers NOT_SERVING (draining, or a stage "

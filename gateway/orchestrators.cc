@@ -49,11 +49,10 @@ std::shared_ptr<grpc::Channel> OrchestratorChannel(const Orchestrators::Target& 
   if (!target.tls_name.empty()) {
     args.SetSslTargetNameOverride(target.tls_name);
   }
-  return grpc::CreateCustomChannel(target.address,
-                                   target.tls.enabled()
-                                       ? ChannelCredentialsFor(target.tls)
-                                       : grpc::InsecureChannelCredentials(),
-                                   args);
+  return grpc::CreateCustomChannel(
+      target.address,
+      target.tls.enabled() ? ChannelCredentialsFor(target.tls) : grpc::InsecureChannelCredentials(),
+      args);
 }
 
 }  // namespace
@@ -84,11 +83,10 @@ void Orchestrators::AskPipelineStatus(v1::Orchestrator::Stub* stub,
   auto ask = std::make_shared<Ask>();
   if (!authorization.empty()) ask->context.AddMetadata("authorization", authorization);
   ask->context.set_deadline(std::chrono::system_clock::now() + timeout);
-  stub->async()->GetPipelineStatus(
-      &ask->context, &ask->request, &ask->status,
-      [this, ask, done = std::move(done)](grpc::Status status) {
-        post_([ask, done, status] { done(status, ask->status); });
-      });
+  stub->async()->GetPipelineStatus(&ask->context, &ask->request, &ask->status,
+                                   [this, ask, done = std::move(done)](grpc::Status status) {
+                                     post_([ask, done, status] { done(status, ask->status); });
+                                   });
 }
 
 }  // namespace omnistage

@@ -18,9 +18,9 @@ constexpr char kRoute[] = "/v1/realtime";
 
 }  // namespace
 
-RealtimeRoute::RealtimeRoute(Options options, Orchestrators* orchestrators,
-                             RouteReplies* replies, LoopPoster post,
-                             const std::atomic<bool>* draining, MetricsRegistry* registry)
+RealtimeRoute::RealtimeRoute(Options options, Orchestrators* orchestrators, RouteReplies* replies,
+                             LoopPoster post, const std::atomic<bool>* draining,
+                             MetricsRegistry* registry)
     : options_(std::move(options)),
       orchestrators_(orchestrators),
       replies_(replies),
@@ -41,10 +41,9 @@ void RealtimeRoute::GoAway(bool now) {
 }
 
 void RealtimeRoute::Handle(std::shared_ptr<HttpExchange> exchange) {
-  const WebSocketRequest upgrade{exchange->method(), exchange->Header("Upgrade"),
-                                 exchange->Header("Connection"),
-                                 exchange->Header("Sec-WebSocket-Version"),
-                                 exchange->Header("Sec-WebSocket-Key")};
+  const WebSocketRequest upgrade{
+      exchange->method(), exchange->Header("Upgrade"), exchange->Header("Connection"),
+      exchange->Header("Sec-WebSocket-Version"), exchange->Header("Sec-WebSocket-Key")};
   std::variant<std::string, ApiError> head = AcceptWebSocket(upgrade);
   if (std::holds_alternative<ApiError>(head)) {
     const ApiError& error = std::get<ApiError>(head);
@@ -54,17 +53,18 @@ void RealtimeRoute::Handle(std::shared_ptr<HttpExchange> exchange) {
   }
   const std::string model = exchange->QueryParam("model");
   if (!model.empty() && model != options_.model.id) {
-    replies_->Refuse(*exchange, kRoute,
-           ApiError{404, "invalid_request_error",
-                    absl::StrCat("The model '", model, "' does not exist; this gateway serves '",
-                                 options_.model.id, "'."),
-                    "model", "model_not_found", std::nullopt});
+    replies_->Refuse(
+        *exchange, kRoute,
+        ApiError{404, "invalid_request_error",
+                 absl::StrCat("The model '", model, "' does not exist; this gateway serves '",
+                              options_.model.id, "'."),
+                 "model", "model_not_found", std::nullopt});
     return;
   }
   if (*draining_) {
     replies_->Refuse(*exchange, kRoute,
-           FromStatus(absl::UnavailableError(
-               "the gateway is shutting down; retry (another replica answers)")));
+                     FromStatus(absl::UnavailableError(
+                         "the gateway is shutting down; retry (another replica answers)")));
     return;
   }
   if (options_.max_sessions > 0 && open_ >= options_.max_sessions) {
@@ -75,41 +75,41 @@ void RealtimeRoute::Handle(std::shared_ptr<HttpExchange> exchange) {
     replies_->Refuse(*exchange, kRoute, error);
     return;
   }
-  absl::StatusOr<std::string> authorization =
-      CleanAuthorization(exchange->Header("Authorization"));
+  absl::StatusOr<std::string> authorization = CleanAuthorization(exchange->Header("Authorization"));
   if (!authorization.ok()) {
-    replies_->Refuse(*exchange, kRoute,
-           ApiError{401, "authentication_error", std::string(authorization.status().message()),
-                    "", "invalid_api_key", std::nullopt});
+    replies_->Refuse(
+        *exchange, kRoute,
+        ApiError{401, "authentication_error", std::string(authorization.status().message()), "",
+                 "invalid_api_key", std::nullopt});
     return;
   }
   ++open_;  // Held while the token is checked.
   ++sessions_count_;
-  orchestrators_->AskPipelineStatus(orchestrators_->ready(), *authorization, std::chrono::seconds(10),
-                    [this, exchange, head = std::get<std::string>(head),
-                     token = *authorization](const grpc::Status& status,
-                                             const v1::PipelineStatus& pipeline) {
-                      --open_;
-                      --sessions_count_;
-                      Start(exchange, head, token, status, pipeline);
-                    });
+  orchestrators_->AskPipelineStatus(
+      orchestrators_->ready(), *authorization, std::chrono::seconds(10),
+      [this, exchange, head = std::get<std::string>(head), token = *authorization](
+          const grpc::Status& status, const v1::PipelineStatus& pipeline) {
+        --open_;
+        --sessions_count_;
+        Start(exchange, head, token, status, pipeline);
+      });
 }
 
 void RealtimeRoute::Start(std::shared_ptr<HttpExchange> exchange, const std::string& head,
                           std::string authorization, const grpc::Status& status,
                           const v1::PipelineStatus& pipeline) {
   if (exchange->done()) return;  // The client left while its token was checked.
-  if (*draining_) {  // Began while its token was checked.
+  if (*draining_) {              // Began while its token was checked.
     replies_->Refuse(*exchange, kRoute,
-           FromStatus(absl::UnavailableError(
-               "the gateway is shutting down; retry (another replica answers)")));
+                     FromStatus(absl::UnavailableError(
+                         "the gateway is shutting down; retry (another replica answers)")));
     return;
   }
   if (!status.ok() && status.error_code() != grpc::StatusCode::PERMISSION_DENIED) {
     absl::Status failed = FromGrpcStatus(status);
     if (failed.code() == absl::StatusCode::kUnavailable) {
-      failed = absl::UnavailableError(ExplainUnreachable(std::string(failed.message()),
-                                                         orchestrators_->tls()));
+      failed = absl::UnavailableError(
+          ExplainUnreachable(std::string(failed.message()), orchestrators_->tls()));
     }
     replies_->Refuse(*exchange, kRoute, FromStatus(failed));
     return;

@@ -21,8 +21,7 @@ void RouteReplies::Respond(HttpExchange& exchange, int status, const std::string
   Count(exchange.path(), status);
 }
 
-void RouteReplies::Refuse(HttpExchange& exchange, const std::string& route,
-                          const ApiError& error) {
+void RouteReplies::Refuse(HttpExchange& exchange, const std::string& route, const ApiError& error) {
   for (const auto& [name, value] : error.Headers()) exchange.AddHeader(name, value);
   exchange.Respond(error.http_status, "application/json", error.Json());
   Count(route, error.http_status);

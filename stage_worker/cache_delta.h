@@ -10,7 +10,7 @@
 //
 // Apply() adds what came later, so a delta can gather one engine's changes
 // step after step (CacheReports) or merge two reports queued for one session
-// into one (Session's writer) and say what the two said in turn.
+// into one (ConnectSession's writer) and say what the two said in turn.
 //
 // Not thread-safe.
 #ifndef OMNISTAGE_STAGE_WORKER_CACHE_DELTA_H_

@@ -68,7 +68,7 @@ void ConnectReactor::OnHello(bool ok) {
                         "the first command of a session must be hello"));
     return;
   }
-  absl::StatusOr<std::shared_ptr<Session>> session = WorkerGone();
+  absl::StatusOr<std::shared_ptr<ConnectSession>> session = WorkerGone();
   worker_->With([&](Worker& worker) {
     session = worker.OpenSession(command_.hello(), command_.seq(), this, PeerIdentity(*context_));
   });
@@ -94,7 +94,7 @@ void ConnectReactor::OnHello(bool ok) {
   if (!asked) OnHelloChecked(nullptr, WorkerGone());
 }
 
-void ConnectReactor::OnHelloChecked(const std::shared_ptr<Session>& opened,
+void ConnectReactor::OnHelloChecked(const std::shared_ptr<ConnectSession>& opened,
                                     const absl::Status& refused) {
   {
     absl::MutexLock lock(&mu_);

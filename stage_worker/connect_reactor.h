@@ -4,7 +4,7 @@
 // Before the Hello it answers alone: a refused Hello gets a CommandRejected,
 // then the stream ends with the error. After it, each command read becomes one
 // call on the Worker, and the writes and the stream's end are driven by the
-// Session (it is the Session's EventTransport).
+// ConnectSession (it is the ConnectSession's EventTransport).
 //
 // Every stream ends, whatever the Worker is doing (docs/stage_worker.md,
 // "Shutdown"):
@@ -29,7 +29,7 @@
 #include "common/revocable.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/stage_worker.grpc.pb.h"
-#include "stage_worker/session.h"
+#include "stage_worker/connect_session.h"
 #include "stage_worker/worker.h"
 
 namespace omnistage {
@@ -58,7 +58,7 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerCommand, v
 
   void OnHello(bool ok);
   // The loop's answer to the Hello's check (`refused` OK: passed).
-  void OnHelloChecked(const std::shared_ptr<Session>& opened, const absl::Status& refused);
+  void OnHelloChecked(const std::shared_ptr<ConnectSession>& opened, const absl::Status& refused);
   // Says which field was refused, then ends the stream with the same error
   // (only the error once the worker is gone).
   void RefuseHello(const absl::Status& status);
@@ -71,7 +71,7 @@ class ConnectReactor final : public grpc::ServerBidiReactor<v1::WorkerCommand, v
   v1::WorkerCommand command_;
   // Set once, when the Hello's check passed, before the session's first write;
   // reads are sequential, so no lock is needed.
-  std::shared_ptr<Session> session_;
+  std::shared_ptr<ConnectSession> session_;
   // A refused Hello: the event saying so, and the stream's final status.
   v1::WorkerEvent refusal_event_;
   absl::Status refusal_;

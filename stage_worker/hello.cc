@@ -50,23 +50,21 @@ absl::Status DefaultsRefused(const absl::Status& status) {
   absl::string_view within_params = field;
   absl::ConsumePrefix(&within_params, "params");
   absl::ConsumePrefix(&within_params, ".");
-  return AtField(
-      absl::InvalidArgumentError(absl::StrCat("stage defaults: ", status.message())),
-      absl::StrCat("defaults", within_params.empty() ? "" : ".", within_params));
+  return AtField(absl::InvalidArgumentError(absl::StrCat("stage defaults: ", status.message())),
+                 absl::StrCat("defaults", within_params.empty() ? "" : ".", within_params));
 }
 
 }  // namespace
 
 absl::Status CheckHello(const v1::Hello& hello, int stage_id, const Engine& engine) {
   if (hello.protocol_version() > kWorkerProtocolVersion) {
-    return absl::FailedPreconditionError(absl::StrCat("protocol version ",
-                                                      hello.protocol_version(),
+    return absl::FailedPreconditionError(absl::StrCat("protocol version ", hello.protocol_version(),
                                                       " is not supported (this worker speaks ",
                                                       kWorkerProtocolVersion, ")"));
   }
   if (hello.has_expected_stage_id() && hello.expected_stage_id() != stage_id) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "this worker serves stage ", stage_id, ", not stage ", hello.expected_stage_id()));
+    return absl::FailedPreconditionError(absl::StrCat("this worker serves stage ", stage_id,
+                                                      ", not stage ", hello.expected_stage_id()));
   }
   if (hello.has_defaults()) {
     // The client will merge these into every request: refuse them now, naming

@@ -30,24 +30,25 @@ absl::Status CheckProduced(const v1::AddRequest& add, ResumeMode mode) {
 absl::Status CheckRequestId(const std::string& id) {
   if (id.empty()) return absl::InvalidArgumentError("request_id is empty");
   if (id.size() > kMaxRequestIdBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("request_id is ", id.size(),
-                                                   " bytes; the limit is ", kMaxRequestIdBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("request_id is ", id.size(), " bytes; the limit is ", kMaxRequestIdBytes));
   }
   return absl::OkStatus();
 }
 
 SessionCommands::SessionCommands(Worker worker) : worker_(std::move(worker)) {}
 
-void SessionCommands::Reject(Session& session, const v1::WorkerCommand& command,
-                    const std::string& request_id, const absl::Status& status) {
+void SessionCommands::Reject(ConnectSession& session, const v1::WorkerCommand& command,
+                             const std::string& request_id, const absl::Status& status) {
   // A rejected command still counts as applied for Abort's fence; a seq that
   // does not increase was rejected by the fence itself.
   (void)session.Sequence(command.seq(), std::nullopt, worker_.submit);
   SendRejected(session, command.seq(), command.command_case(), request_id, status);
 }
 
-void SessionCommands::SendRejected(Session& session, uint64_t seq, v1::WorkerCommand::CommandCase command,
-                          const std::string& request_id, const absl::Status& status) {
+void SessionCommands::SendRejected(ConnectSession& session, uint64_t seq,
+                                   v1::WorkerCommand::CommandCase command,
+                                   const std::string& request_id, const absl::Status& status) {
   v1::WorkerEvent event;
   v1::CommandRejected* rejected = event.mutable_rejected();
   rejected->set_seq(seq);
@@ -66,7 +67,7 @@ void SessionCommands::SendRejected(Session& session, uint64_t seq, v1::WorkerCom
       rejected->set_command(v1::CommandRejected::KIND_UTILITY);
       break;
     case v1::WorkerCommand::kDrainAck:  // Never rejected.
-    case v1::WorkerCommand::kBatch:      // Its commands are, one by one.
+    case v1::WorkerCommand::kBatch:     // Its commands are, one by one.
     case v1::WorkerCommand::COMMAND_NOT_SET:
       break;
   }
@@ -77,7 +78,7 @@ void SessionCommands::SendRejected(Session& session, uint64_t seq, v1::WorkerCom
   session.Send(std::move(event));
 }
 
-void SessionCommands::Handle(Session& session, v1::WorkerCommand& command) {
+void SessionCommands::Handle(ConnectSession& session, v1::WorkerCommand& command) {
   switch (command.command_case()) {
     case v1::WorkerCommand::kAdd:
       HandleAdd(session, command);
@@ -110,7 +111,8 @@ void SessionCommands::Handle(Session& session, v1::WorkerCommand& command) {
   }
 }
 
-absl::StatusOr<EngineRequest> SessionCommands::AcceptAdd(const Session& session, v1::AddRequest& add) {
+absl::StatusOr<EngineRequest> SessionCommands::AcceptAdd(const ConnectSession& session,
+                                                         v1::AddRequest& add) {
   if (absl::Status s = CheckRequestId(add.request_id()); !s.ok()) return s;
   if (const uint64_t stalled = worker_.stalled_step(); stalled != 0) {
     return absl::UnavailableError(absl::StrCat("the engine is stalled in step ", stalled));
@@ -133,7 +135,7 @@ absl::StatusOr<EngineRequest> SessionCommands::AcceptAdd(const Session& session,
   return request;
 }
 
-void SessionCommands::HandleAdd(Session& session, v1::WorkerCommand& command) {
+void SessionCommands::HandleAdd(ConnectSession& session, v1::WorkerCommand& command) {
   v1::AddRequest& add = *command.mutable_add();
   absl::StatusOr<EngineRequest> accepted = AcceptAdd(session, add);
   if (!accepted.ok()) {
@@ -153,7 +155,7 @@ void SessionCommands::HandleAdd(Session& session, v1::WorkerCommand& command) {
                    request.input_complete ? ")" : ", more to come)"));
   // An abort of the id that the loop applies before this Add did not stop
   // it: the session must know which of its live requests the engine holds.
-  std::shared_ptr<Session> owner = worker_.find_session(session.number());
+  std::shared_ptr<ConnectSession> owner = worker_.find_session(session.number());
   auto taken = [owner, id = add.request_id()] {
     if (owner != nullptr) owner->MarkTaken(id);
   };
@@ -165,15 +167,15 @@ void SessionCommands::HandleAdd(Session& session, v1::WorkerCommand& command) {
     SendRejected(*owner, seq, v1::WorkerCommand::kAdd, id, status);
   };
   absl::Status s = session.Sequence(
-      command.seq(),
-      CoreMessage::Add(std::move(request), std::move(taken), std::move(rejected)), worker_.submit);
+      command.seq(), CoreMessage::Add(std::move(request), std::move(taken), std::move(rejected)),
+      worker_.submit);
   if (!s.ok()) {
     session.EraseLive(add.request_id());
     Reject(session, command, add.request_id(), s);
   }
 }
 
-void SessionCommands::HandleAppendInput(Session& session, v1::WorkerCommand& command) {
+void SessionCommands::HandleAppendInput(ConnectSession& session, v1::WorkerCommand& command) {
   v1::AppendInput& append = *command.mutable_append_input();
   if (absl::Status s = CheckRequestId(append.request_id()); !s.ok()) {
     Reject(session, command, append.request_id(), s);
@@ -191,7 +193,7 @@ void SessionCommands::HandleAppendInput(Session& session, v1::WorkerCommand& com
   if (!s.ok()) Reject(session, command, append.request_id(), s);
 }
 
-void SessionCommands::HandleUtility(Session& session, v1::WorkerCommand& command) {
+void SessionCommands::HandleUtility(ConnectSession& session, v1::WorkerCommand& command) {
   v1::UtilityCall& call = *command.mutable_utility();
   const uint64_t internal_id = next_call_id_.fetch_add(1);
   {
@@ -230,8 +232,7 @@ void SessionCommands::UtilityDone(uint64_t call_id,
   if (result.ok()) {
     *out->mutable_value() = *std::move(result);
   } else {
-    *out->mutable_error() =
-        ErrorProto(result.status(), worker_.stage_id, -1, worker_.instance_id);
+    *out->mutable_error() = ErrorProto(result.status(), worker_.stage_id, -1, worker_.instance_id);
   }
   pending.session->Send(std::move(event));
 }

@@ -2,7 +2,7 @@
 // "The protocol, in short"):
 // AddRequest, AppendInput, UtilityCall, DrainAck and batches of them, each
 // checked, then sequenced into the engine's loop in the session's order
-// (Session::Sequence, so an Abort fenced behind a command never overtakes it).
+// (ConnectSession::Sequence, so an Abort fenced behind a command never overtakes it).
 // A command that cannot be applied is answered with CommandRejected, naming
 // the request and why; it still counts as applied for the fence. A utility
 // call's result goes back to the session that made it, by call id.
@@ -26,9 +26,9 @@
 #include "common/log.h"
 #include "google/protobuf/struct.pb.h"
 #include "protos/stage_worker.pb.h"
+#include "stage_worker/connect_session.h"
 #include "stage_worker/engine_core.h"
 #include "stage_worker/engines/base/engine.h"
-#include "stage_worker/session.h"
 
 namespace omnistage {
 
@@ -46,11 +46,11 @@ class SessionCommands {
     LogContext log_context;
     const Engine* engine = nullptr;
     // Hands messages to the engine's loop.
-    Session::Submit submit;
+    ConnectSession::Submit submit;
     // The step stalled now; 0 when none is (a stalled engine takes no request).
     std::function<uint64_t()> stalled_step;
     // The registered session numbered `number`; null once it closed.
-    std::function<std::shared_ptr<Session>(uint64_t number)> find_session;
+    std::function<std::shared_ptr<ConnectSession>(uint64_t number)> find_session;
   };
 
   explicit SessionCommands(Worker worker);
@@ -58,7 +58,7 @@ class SessionCommands {
   SessionCommands& operator=(const SessionCommands&) = delete;
 
   // One command of `session`, after its Hello.
-  void Handle(Session& session, v1::WorkerCommand& command);
+  void Handle(ConnectSession& session, v1::WorkerCommand& command);
   // The engine answered utility call `call_id`: the result goes to the
   // session that made the call, if it is still open.
   void UtilityDone(uint64_t call_id, absl::StatusOr<google::protobuf::Value> result);
@@ -68,20 +68,20 @@ class SessionCommands {
 
  private:
   struct PendingUtility {
-    std::shared_ptr<Session> session;
+    std::shared_ptr<ConnectSession> session;
     uint64_t client_call_id = 0;
   };
 
-  void HandleAdd(Session& session, v1::WorkerCommand& command);
+  void HandleAdd(ConnectSession& session, v1::WorkerCommand& command);
   // An Add's checks (its id, a stalled step, the engine's Validate), moving its
   // input and parameters into the engine's request; the refusal otherwise.
-  absl::StatusOr<EngineRequest> AcceptAdd(const Session& session, v1::AddRequest& add);
-  void HandleAppendInput(Session& session, v1::WorkerCommand& command);
-  void HandleUtility(Session& session, v1::WorkerCommand& command);
-  void Reject(Session& session, const v1::WorkerCommand& command, const std::string& request_id,
-              const absl::Status& status);
+  absl::StatusOr<EngineRequest> AcceptAdd(const ConnectSession& session, v1::AddRequest& add);
+  void HandleAppendInput(ConnectSession& session, v1::WorkerCommand& command);
+  void HandleUtility(ConnectSession& session, v1::WorkerCommand& command);
+  void Reject(ConnectSession& session, const v1::WorkerCommand& command,
+              const std::string& request_id, const absl::Status& status);
   // Tells `session` that command `seq` (of `command`'s kind) was not applied.
-  void SendRejected(Session& session, uint64_t seq, v1::WorkerCommand::CommandCase command,
+  void SendRejected(ConnectSession& session, uint64_t seq, v1::WorkerCommand::CommandCase command,
                     const std::string& request_id, const absl::Status& status);
 
   const Worker worker_;

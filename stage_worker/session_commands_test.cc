@@ -28,7 +28,7 @@ class KeepingTransport : public EventTransport {
   void FinishStream(const absl::Status&) override {}
   void CancelStream() override {}
 
-  Session* session = nullptr;
+  ConnectSession* session = nullptr;
   std::vector<v1::WorkerEvent> events;
 };
 
@@ -71,7 +71,8 @@ class SessionCommandsTest : public ::testing::Test {
 
   engine_core_test::FakeEngine engine_;
   KeepingTransport transport_;
-  std::shared_ptr<Session> session_ = std::make_shared<Session>(7, "", &transport_, 1);
+  std::shared_ptr<ConnectSession> session_ =
+      std::make_shared<ConnectSession>(7, "", &transport_, 1);
   std::vector<CoreMessage> submitted_;
   uint64_t stalled_ = 0;
   std::unique_ptr<SessionCommands> commands_;

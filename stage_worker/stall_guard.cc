@@ -35,9 +35,9 @@ void StallGuard::set_on_exit(std::function<void(const absl::Status&)> callback) 
 }
 
 void StallGuard::OnStall(uint64_t step, absl::Duration running) {
-  std::vector<std::shared_ptr<Session>> sessions;
+  std::vector<std::shared_ptr<ConnectSession>> sessions;
   v1::WorkerEvent event;
-  hooks_.with_sessions([&](const std::vector<std::shared_ptr<Session>>& open) {
+  hooks_.with_sessions([&](const std::vector<std::shared_ptr<ConnectSession>>& open) {
     sessions = open;
     absl::MutexLock lock(&mu_);
     stalled_step_ = step;
@@ -58,10 +58,10 @@ void StallGuard::OnStall(uint64_t step, absl::Duration running) {
 }
 
 void StallGuard::OnRecover(uint64_t step, absl::Duration took) {
-  std::vector<std::pair<std::shared_ptr<Session>, std::vector<std::string>>> lost;
-  std::vector<std::shared_ptr<Session>> sessions;
+  std::vector<std::pair<std::shared_ptr<ConnectSession>, std::vector<std::string>>> lost;
+  std::vector<std::shared_ptr<ConnectSession>> sessions;
   bool recovered = false;
-  hooks_.with_sessions([&](const std::vector<std::shared_ptr<Session>>& open) {
+  hooks_.with_sessions([&](const std::vector<std::shared_ptr<ConnectSession>>& open) {
     absl::MutexLock lock(&mu_);
     if (stalled_step_ != step) return;
     recovered = true;

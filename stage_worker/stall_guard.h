@@ -27,8 +27,8 @@
 #include "absl/time/time.h"
 #include "common/log.h"
 #include "protos/stage_worker.pb.h"
+#include "stage_worker/connect_session.h"
 #include "stage_worker/engine_core.h"
-#include "stage_worker/session.h"
 #include "stage_worker/step_watchdog.h"
 
 namespace omnistage {
@@ -39,7 +39,8 @@ class StallGuard {
   struct Hooks {
     // Calls its argument with the sessions open now, while no session can
     // register (one that registers later reads the guard's new state then).
-    std::function<void(absl::FunctionRef<void(const std::vector<std::shared_ptr<Session>>&)>)>
+    std::function<void(
+        absl::FunctionRef<void(const std::vector<std::shared_ptr<ConnectSession>>&)>)>
         with_sessions;
     // Health follows the stall: false when one begins, true when it ends (the
     // worker ignores true once it has stopped for good).
@@ -78,7 +79,7 @@ class StallGuard {
   uint64_t stalled_step_ ABSL_GUARDED_BY(mu_) = 0;
   v1::WorkerEvent stalled_event_ ABSL_GUARDED_BY(mu_);
   // What each session had live when the step stalled.
-  std::vector<std::pair<std::shared_ptr<Session>, std::vector<std::string>>> lost_
+  std::vector<std::pair<std::shared_ptr<ConnectSession>, std::vector<std::string>>> lost_
       ABSL_GUARDED_BY(mu_);
   std::function<void(const absl::Status&)> on_exit_ ABSL_GUARDED_BY(mu_);
   // Last: its thread calls into the members above.

@@ -44,19 +44,19 @@ Worker::Worker(WorkerOptions options, std::unique_ptr<Engine> engine)
       cache_reports_(cache_layout_.capacity_blocks),
       core_(engine_.get(), this),
       submit_([this](std::vector<CoreMessage> batch) { core_.SubmitAll(std::move(batch)); }),
-      stall_(
-          options_.stall,
-          StallGuard::Hooks{
-              [this](absl::FunctionRef<void(const std::vector<std::shared_ptr<Session>>&)> with) {
-                absl::MutexLock lock(&mu_);
-                with(SessionsLocked());
-              },
-              [this](bool serving) { SetServing(serving); }, submit_},
-          log_context_),
-      commands_(SessionCommands::Worker{
-          options_.stage_id, options_.instance_id, log_context_, engine_.get(), submit_,
-          [this] { return stall_.stalled_step(); },
-          [this](uint64_t number) { return FindSession(number); }}) {
+      stall_(options_.stall,
+             StallGuard::Hooks{
+                 [this](absl::FunctionRef<void(const std::vector<std::shared_ptr<ConnectSession>>&)>
+                            with) {
+                   absl::MutexLock lock(&mu_);
+                   with(SessionsLocked());
+                 },
+                 [this](bool serving) { SetServing(serving); }, submit_},
+             log_context_),
+      commands_(SessionCommands::Worker{options_.stage_id, options_.instance_id, log_context_,
+                                        engine_.get(), submit_,
+                                        [this] { return stall_.stalled_step(); },
+                                        [this](uint64_t number) { return FindSession(number); }}) {
   if (cache_layout_.block_tokens > 0) metrics_.AddPrefixCache(cache_layout_);
   AddHeapMetrics(&metrics_registry_);
   // Gauges of state other threads own, read when a scrape asks.
@@ -109,7 +109,7 @@ void Worker::SetServing(bool serving) {
 }
 
 int Worker::Drain(absl::Duration timeout) {
-  std::vector<std::shared_ptr<Session>> sessions;
+  std::vector<std::shared_ptr<ConnectSession>> sessions;
   std::function<void(bool)> on_serving;
   v1::WorkerEvent event;
   event.mutable_draining()->set_drain_timeout_ms(absl::ToInt64Milliseconds(timeout));
@@ -144,7 +144,7 @@ int Worker::Drain(absl::Duration timeout) {
     absl::MutexLock lock(&mu_);
     sessions = SessionsLocked();
   }
-  std::vector<std::pair<std::shared_ptr<Session>, std::vector<std::string>>> left;
+  std::vector<std::pair<std::shared_ptr<ConnectSession>, std::vector<std::string>>> left;
   for (const auto& session : sessions) {
     std::vector<std::string> ids = session->LiveIds();
     if (ids.empty()) continue;
@@ -183,7 +183,7 @@ absl::Status Worker::Wait() {
 }
 
 size_t Worker::live_requests() const {
-  std::vector<std::shared_ptr<Session>> sessions;
+  std::vector<std::shared_ptr<ConnectSession>> sessions;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [number, session] : sessions_) sessions.push_back(session);
@@ -203,7 +203,7 @@ void Worker::OnStepped(absl::Duration took, size_t outputs, EngineLoad load) {
 
 void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs) {
   // One event per session per step; most steps touch one or two sessions.
-  std::vector<std::pair<std::shared_ptr<Session>, v1::WorkerEvent>> events;
+  std::vector<std::pair<std::shared_ptr<ConnectSession>, v1::WorkerEvent>> events;
   {
     absl::MutexLock lock(&mu_);
     for (v1::RequestOutput& output : outputs) {
@@ -213,7 +213,7 @@ void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs
       auto it = std::find_if(events.begin(), events.end(),
                              [&](const auto& e) { return e.first->number() == number; });
       if (it == events.end()) {
-        std::shared_ptr<Session> session = FindSessionLocked(number);
+        std::shared_ptr<ConnectSession> session = FindSessionLocked(number);
         if (session == nullptr) continue;  // Closed: its requests are being aborted.
         events.emplace_back(std::move(session), v1::WorkerEvent());
         events.back().second.mutable_step()->set_step(step);
@@ -227,9 +227,8 @@ void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs
     // Forget finished ids before the client can see them finish and reuse them.
     for (const v1::RequestOutput& output : event.step().outputs()) {
       if (!output.finished()) continue;
-      const LogContext context =
-          SessionContext(log_context_, *session, output.request_id(),
-                         session->EraseLive(output.request_id()));
+      const LogContext context = SessionContext(log_context_, *session, output.request_id(),
+                                                session->EraseLive(output.request_id()));
       if (output.finish_reason() == v1::FINISH_REASON_ERROR) {
         LogWarning(context, absl::StrCat("failed in the engine: ", output.error().message()));
       } else {
@@ -253,7 +252,7 @@ void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs
   }
   BroadcastLoad(step, load);
   // Backpressure: no next step while a session's client is behind (bounded; a
-  // stuck client is waited for at most Session::kReaderProgressTimeout).
+  // stuck client is waited for at most ConnectSession::kReaderProgressTimeout).
   const absl::Time deadline = absl::Now() + kMaxReaderWait;
   absl::Duration waited;
   for (const auto& [session, event] : events) waited += session->WaitForReader(deadline);
@@ -261,7 +260,7 @@ void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs
 }
 
 void Worker::BroadcastLoad(uint64_t step, int load) {
-  std::vector<std::shared_ptr<Session>> sessions;
+  std::vector<std::shared_ptr<ConnectSession>> sessions;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [number, session] : sessions_) sessions.push_back(session);
@@ -279,13 +278,12 @@ void Worker::BroadcastLoad(uint64_t step, int load) {
   }
 }
 
-std::optional<v1::CacheEvents> Worker::TakeCacheReport(const Session& session) {
+std::optional<v1::CacheEvents> Worker::TakeCacheReport(const ConnectSession& session) {
   if (!session.wants_cache_events()) return std::nullopt;
   return cache_reports_.Take(session.number());
 }
 
-void Worker::OnUtilityResult(uint64_t call_id,
-                             absl::StatusOr<google::protobuf::Value> result) {
+void Worker::OnUtilityResult(uint64_t call_id, absl::StatusOr<google::protobuf::Value> result) {
   metrics_.UtilityDone(result.ok());
   commands_.UtilityDone(call_id, std::move(result));
 }
@@ -308,7 +306,7 @@ void Worker::OnFatal(const absl::Status& reason) {
 }
 
 void Worker::StopServing(const absl::Status& status, const v1::WorkerEvent* last_event) {
-  std::vector<std::shared_ptr<Session>> sessions;
+  std::vector<std::shared_ptr<ConnectSession>> sessions;
   std::function<void(bool)> on_serving;
   {
     absl::MutexLock lock(&mu_);
@@ -336,20 +334,21 @@ void Worker::CheckDefaultsInLoop(const v1::Hello& hello,
   core_.Submit(CheckDefaultsMessage(hello, std::move(done)));
 }
 
-absl::StatusOr<std::shared_ptr<Session>> Worker::OpenSession(const v1::Hello& hello,
-                                                             uint64_t hello_seq,
-                                                             EventTransport* transport,
-                                                             const std::string& peer) {
+absl::StatusOr<std::shared_ptr<ConnectSession>> Worker::OpenSession(const v1::Hello& hello,
+                                                                    uint64_t hello_seq,
+                                                                    EventTransport* transport,
+                                                                    const std::string& peer) {
   if (absl::Status s = CheckHello(hello, options_.stage_id, *engine_); !s.ok()) return s;
   // Cache events from an engine without a cache: none to give.
   const bool wants_cache_events = hello.want_cache_events() && cache_layout_.block_tokens > 0;
   absl::MutexLock lock(&mu_);
-  return std::make_shared<Session>(next_session_++, peer, transport, hello_seq, wants_cache_events);
+  return std::make_shared<ConnectSession>(next_session_++, peer, transport, hello_seq,
+                                          wants_cache_events);
 }
 
-void Worker::StartSession(const std::shared_ptr<Session>& session) {
+void Worker::StartSession(const std::shared_ptr<ConnectSession>& session) {
   // The session is registered before anything is sent on it, and holds what it
-  // is sent until Ready is written (Session::Open): a drain, a stall, a load
+  // is sent until Ready is written (ConnectSession::Open): a drain, a stall, a load
   // broadcast or an Abort cannot fall between the two. The drain and stall
   // already announced are read in the same critical section that registers it,
   // so each reaches it exactly once (Drain and the stall guard list sessions
@@ -378,10 +377,9 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   }
   if (stalled.has_value()) session->Send(*std::move(stalled));
   if (draining.has_value()) session->Send(*std::move(draining));
-  v1::WorkerEvent event =
-      ReadyEvent(ReadyFacts{options_.stage_id, options_.instance_id, options_.engine_name,
-                            options_.max_message_bytes},
-                 *engine_, session->id(), static_cast<int>(live_requests()));
+  v1::WorkerEvent event = ReadyEvent(ReadyFacts{options_.stage_id, options_.instance_id,
+                                                options_.engine_name, options_.max_message_bytes},
+                                     *engine_, session->id(), static_cast<int>(live_requests()));
   v1::Ready* ready = event.mutable_ready();
   if (cache.has_value()) *ready->mutable_load()->mutable_cache() = *std::move(cache);
   LogInfo(SessionContext(log_context_, *session),
@@ -390,7 +388,7 @@ void Worker::StartSession(const std::shared_ptr<Session>& session) {
   session->Open(std::move(event));
 }
 
-void Worker::CloseSession(Session& session) {
+void Worker::CloseSession(ConnectSession& session) {
   std::vector<CoreMessage> released;
   const bool was_closed = session.closed();
   std::vector<std::string> ids = session.Close(&released);
@@ -425,7 +423,7 @@ void Worker::Abort(const v1::WorkerAbortRequest& request,
     }
   }
   uint64_t number = 0;
-  std::shared_ptr<Session> session;
+  std::shared_ptr<ConnectSession> session;
   bool existed = false;
   const absl::string_view id = request.session_id();
   if (absl::SimpleAtoi(id.substr(0, id.find('-')), &number)) {
@@ -473,18 +471,18 @@ void Worker::Abort(const v1::WorkerAbortRequest& request,
                  submit_);
 }
 
-std::shared_ptr<Session> Worker::FindSession(uint64_t number) const {
+std::shared_ptr<ConnectSession> Worker::FindSession(uint64_t number) const {
   absl::MutexLock lock(&mu_);
   return FindSessionLocked(number);
 }
 
-std::shared_ptr<Session> Worker::FindSessionLocked(uint64_t number) const {
+std::shared_ptr<ConnectSession> Worker::FindSessionLocked(uint64_t number) const {
   auto it = sessions_.find(number);
   return it == sessions_.end() ? nullptr : it->second;
 }
 
-std::vector<std::shared_ptr<Session>> Worker::SessionsLocked() const {
-  std::vector<std::shared_ptr<Session>> sessions;
+std::vector<std::shared_ptr<ConnectSession>> Worker::SessionsLocked() const {
+  std::vector<std::shared_ptr<ConnectSession>> sessions;
   sessions.reserve(sessions_.size());
   for (const auto& [number, session] : sessions_) sessions.push_back(session);
   return sessions;

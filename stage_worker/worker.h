@@ -38,10 +38,10 @@
 #include "common/revocable.h"
 #include "protos/stage_worker.pb.h"
 #include "stage_worker/cache_reports.h"
+#include "stage_worker/connect_session.h"
 #include "stage_worker/engine_core.h"
 #include "stage_worker/engines/base/engine.h"
 #include "stage_worker/hello.h"
-#include "stage_worker/session.h"
 #include "stage_worker/session_commands.h"
 #include "stage_worker/stall_guard.h"
 #include "stage_worker/step_watchdog.h"
@@ -110,24 +110,25 @@ class Worker : public CoreSink {
   // would refuse, with the field path "defaults...."). The session does nothing
   // until StartSession(). `peer`: the client's authenticated identity ("" over
   // plaintext); only it may Abort on the session.
-  absl::StatusOr<std::shared_ptr<Session>> OpenSession(const v1::Hello& hello, uint64_t hello_seq,
-                                                       EventTransport* transport,
-                                                       const std::string& peer = "");
+  absl::StatusOr<std::shared_ptr<ConnectSession>> OpenSession(const v1::Hello& hello,
+                                                              uint64_t hello_seq,
+                                                              EventTransport* transport,
+                                                              const std::string& peer = "");
   // Registers `session` and sends it Ready, its first event, or, if the worker
   // has stopped serving, ends it with the reason. Call once the transport can
   // take writes.
-  void StartSession(const std::shared_ptr<Session>& session);
+  void StartSession(const std::shared_ptr<ConnectSession>& session);
   // For an engine that validates in its loop: checks `hello`'s stage defaults
   // there, then calls `done` (on the loop thread) with OpenSession()'s kind of
   // refusal, or OK; without defaults, or for other engines, calls it at once.
   void CheckDefaultsInLoop(const v1::Hello& hello, std::function<void(const absl::Status&)> done);
   // One command after the Hello (session_commands.h). Bad commands are
   // answered with CommandRejected.
-  void HandleCommand(Session& session, v1::WorkerCommand& command) {
+  void HandleCommand(ConnectSession& session, v1::WorkerCommand& command) {
     commands_.Handle(session, command);
   }
   // The session's stream ended or broke: aborts all its requests. Idempotent.
-  void CloseSession(Session& session);
+  void CloseSession(ConnectSession& session);
   // The unary Abort. `done` runs once, on the busy-loop thread after the engine
   // applied the abort, or at once for errors (NOT_FOUND: unknown session, or a
   // session `peer` did not open; UNAVAILABLE: the loop has stopped).
@@ -155,14 +156,13 @@ class Worker : public CoreSink {
   void OnStepped(absl::Duration took, size_t outputs, EngineLoad load) override;
   void OnAbortApplied(size_t ids, EngineLoad load) override { metrics_.AbortApplied(ids, load); }
   void OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs) override;
-  void OnUtilityResult(uint64_t call_id,
-                       absl::StatusOr<google::protobuf::Value> result) override;
+  void OnUtilityResult(uint64_t call_id, absl::StatusOr<google::protobuf::Value> result) override;
   void OnShutdown() override;
   void OnFatal(const absl::Status& reason) override;
 
  private:
-  std::shared_ptr<Session> FindSession(uint64_t number) const ABSL_LOCKS_EXCLUDED(mu_);
-  std::shared_ptr<Session> FindSessionLocked(uint64_t number) const
+  std::shared_ptr<ConnectSession> FindSession(uint64_t number) const ABSL_LOCKS_EXCLUDED(mu_);
+  std::shared_ptr<ConnectSession> FindSessionLocked(uint64_t number) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends every session with `status` (after `last_event`, if given) and marks
   // the worker not serving.
@@ -172,10 +172,11 @@ class Worker : public CoreSink {
   // and after an abort or a closed session changed the load without one.
   void BroadcastLoad(uint64_t step, int load);
   // The cache report `session` has not had yet, if it asked for them.
-  std::optional<v1::CacheEvents> TakeCacheReport(const Session& session);
+  std::optional<v1::CacheEvents> TakeCacheReport(const ConnectSession& session);
   // Tells the server's health, unless the worker has stopped for good.
   void SetServing(bool serving) ABSL_LOCKS_EXCLUDED(mu_);
-  std::vector<std::shared_ptr<Session>> SessionsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<std::shared_ptr<ConnectSession>> SessionsLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const WorkerOptions options_;
   const LogContext log_context_;
@@ -187,14 +188,14 @@ class Worker : public CoreSink {
   const PrefixCacheLayout cache_layout_;
   CacheReports cache_reports_;
   EngineCore core_;
-  // Session::Sequence/Fence hand their messages to the loop through this.
-  const Session::Submit submit_;
+  // ConnectSession::Sequence/Fence hand their messages to the loop through this.
+  const ConnectSession::Submit submit_;
   std::thread loop_;
   bool started_ = false;  // Owner's thread only.
 
   mutable absl::Mutex mu_;
   uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
-  absl::flat_hash_map<uint64_t, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, std::shared_ptr<ConnectSession>> sessions_ ABSL_GUARDED_BY(mu_);
   // Set once the loop has ended; no new sessions after that.
   absl::Status stopped_ ABSL_GUARDED_BY(mu_);
   bool serving_ ABSL_GUARDED_BY(mu_) = true;

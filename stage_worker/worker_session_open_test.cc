@@ -42,7 +42,7 @@ class EagerClientTransport : public EventTransport {
   void CancelStream() override {}
 
   // Completes writes until none is in flight.
-  void Pump(Session& session) {
+  void Pump(ConnectSession& session) {
     for (;;) {
       {
         absl::MutexLock lock(&mu_);
@@ -67,7 +67,7 @@ class EagerClientTransport : public EventTransport {
 TEST_F(WorkerServiceTest, AbortSentTheMomentReadyIsWrittenFindsTheRequest) {
   StartWorker({{"step_time_us", "1000"}});
   EagerClientTransport transport;
-  absl::StatusOr<std::shared_ptr<Session>> session =
+  absl::StatusOr<std::shared_ptr<ConnectSession>> session =
       worker_->OpenSession(v1::Hello(), 1, &transport);
   ASSERT_TRUE(session.ok()) << session.status();
   absl::Notification answered;

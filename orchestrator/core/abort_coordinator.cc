@@ -44,7 +44,7 @@ AbortCoordinator::AbortCoordinator(AbortOptions options, const PipelineConfig* c
 
 AbortCoordinator::~AbortCoordinator() { alive_.End(); }
 
-absl::Time AbortCoordinator::WorkerDeadline(absl::Time client_deadline) const {
+absl::Time AbortCoordinator::CallDeadline(absl::Time client_deadline) const {
   return std::min(client_deadline, scheduler_->Now() + config_->worker_abort_timeout);
 }
 
@@ -66,17 +66,17 @@ std::vector<std::string> AbortCoordinator::Freeze(const std::vector<std::string>
 
 struct AbortCoordinator::StopRun {
   std::vector<std::string> ids;
-  absl::Time deadline;
+  absl::Time call_deadline;
   size_t stage = 0;
   absl::flat_hash_map<std::string, v1::Error> failed;
   std::function<void(absl::flat_hash_map<std::string, v1::Error>)> done;
 };
 
-void AbortCoordinator::Stop(std::vector<std::string> frozen, absl::Time deadline,
+void AbortCoordinator::Stop(std::vector<std::string> frozen, absl::Time call_deadline,
                             std::function<void(absl::flat_hash_map<std::string, v1::Error>)> done) {
   auto run = std::make_shared<StopRun>();
   run->ids = std::move(frozen);
-  run->deadline = deadline;
+  run->call_deadline = call_deadline;
   run->done = std::move(done);
   StopFrom(std::move(run));
 }
@@ -95,18 +95,18 @@ void AbortCoordinator::StopFrom(std::shared_ptr<StopRun> run) {
   }
   const size_t stage = run->stage;
   std::shared_ptr<StagePool> pool = (*pools_)[stage];
-  pool->Abort(live, run->deadline,
-              [this, alive = alive_.watch(), run, pool](PoolAbortResult result) {
-                if (!alive) return;
-                for (const ReplicaAbortFailure& failure : result.failures) {
-                  const v1::Error error = StageError(
-                      failure.status.code(), config_->stages[run->stage], *pool, failure.replica,
-                      absl::StrCat("abort failed: ", failure.status.message()));
-                  for (const std::string& id : failure.ids) run->failed.emplace(id, error);
-                }
-                ++run->stage;
-                StopFrom(run);
-              });
+  pool->Abort(
+      live, run->call_deadline, [this, alive = alive_.watch(), run, pool](PoolAbortResult result) {
+        if (!alive) return;
+        for (const ReplicaAbortFailure& failure : result.failures) {
+          const v1::Error error =
+              StageError(failure.status.code(), config_->stages[run->stage], *pool, failure.replica,
+                         absl::StrCat("abort failed: ", failure.status.message()));
+          for (const std::string& id : failure.ids) run->failed.emplace(id, error);
+        }
+        ++run->stage;
+        StopFrom(run);
+      });
 }
 
 std::vector<std::string> AbortCoordinator::Settle(
@@ -123,9 +123,8 @@ std::vector<std::string> AbortCoordinator::Settle(
       listener_->ResumeRequest(id);
     }
   }
-  listener_->EndRequests(committed, [this](const InFlightRequest& r) {
-    return AbortTerminal(*config_, r);
-  });
+  listener_->EndRequests(committed,
+                         [this](const InFlightRequest& r) { return AbortTerminal(*config_, r); });
   return committed;
 }
 
@@ -143,8 +142,7 @@ void AbortCoordinator::Unhold(const std::vector<std::string>& ids) {
 }
 
 void AbortCoordinator::Abort(const std::vector<std::string>& ids, absl::Time client_deadline,
-                             std::function<void(v1::AbortResponse)> done,
-                             const Caller& caller) {
+                             std::function<void(v1::AbortResponse)> done, const Caller& caller) {
   std::vector<std::string> own;
   own.reserve(ids.size());
   for (const std::string& id : ids) {
@@ -154,9 +152,9 @@ void AbortCoordinator::Abort(const std::vector<std::string>& ids, absl::Time cli
       own.push_back(id);
     } else if (caller.abort_any) {
       own.push_back(id);
-      LogInfo(LogContext{id, -1, -1, r->trace_id},
-              absl::StrCat("admin '", caller.identity, "' aborts this request of '", r->caller,
-                           "'"));
+      LogInfo(
+          LogContext{id, -1, -1, r->trace_id},
+          absl::StrCat("admin '", caller.identity, "' aborts this request of '", r->caller, "'"));
     }
   }
   AbortStoppable(ids, own, client_deadline, std::move(done));
@@ -168,7 +166,7 @@ void AbortCoordinator::AbortStoppable(const std::vector<std::string>& ids,
                                       std::function<void(v1::AbortResponse)> done) {
   std::vector<std::string> frozen = Freeze(stoppable);
   Hold(frozen);
-  Stop(frozen, WorkerDeadline(client_deadline),
+  Stop(frozen, CallDeadline(client_deadline),
        [this, alive = alive_.watch(), ids, frozen,
         done = std::move(done)](absl::flat_hash_map<std::string, v1::Error> failed) {
          if (!alive) return;
@@ -205,7 +203,7 @@ void AbortCoordinator::CancelAttempt(const std::string& id, int attempt) {
     Unhold({id});
     return;
   }
-  Stop(frozen, WorkerDeadline(absl::InfiniteFuture()),
+  Stop(frozen, CallDeadline(absl::InfiniteFuture()),
        [this, alive = alive_.watch(), frozen,
         attempt](absl::flat_hash_map<std::string, v1::Error> failed) {
          if (!alive) return;
@@ -217,16 +215,17 @@ void AbortCoordinator::CancelAttempt(const std::string& id, int attempt) {
            return;
          }
          if (attempt + 1 < options_.cancel_attempts) {
-           scheduler_->PostAfter(options_.cancel_backoff * (1 << attempt), [this, alive, id, attempt] {
-             if (alive) CancelAttempt(id, attempt + 1);
-           });
+           scheduler_->PostAfter(options_.cancel_backoff * (1 << attempt),
+                                 [this, alive, id, attempt] {
+                                   if (alive) CancelAttempt(id, attempt + 1);
+                                 });
            return;
          }
          Unhold(frozen);
          const v1::Error& cause = failed.begin()->second;
-         const v1::Error error = ErrorProto(absl::Status(
-             static_cast<absl::StatusCode>(cause.code()),
-             absl::StrCat("could not abort a cancelled request: ", cause.message())));
+         const v1::Error error = ErrorProto(
+             absl::Status(static_cast<absl::StatusCode>(cause.code()),
+                          absl::StrCat("could not abort a cancelled request: ", cause.message())));
          listener_->EndRequests(frozen, [&error](const InFlightRequest&) {
            v1::Terminal terminal;
            terminal.set_finish_reason(v1::FINISH_REASON_ERROR);
@@ -241,24 +240,24 @@ void AbortCoordinator::AbortAll(const std::string& why) {
   if (ids.empty()) return;
   // Every request, whoever started it.
   AbortStoppable(ids, ids, absl::InfiniteFuture(),
-        [this, alive = alive_.watch(), why](v1::AbortResponse result) {
-          if (!alive) return;
-          // The workers could not confirm these: end them anyway.
-          absl::flat_hash_map<std::string, v1::Error> errors;
-          std::vector<std::string> failed;
-          for (const v1::AbortResult& r : result.results()) {
-            if (r.outcome() != v1::AbortResult::OUTCOME_FAILED) continue;
-            failed.push_back(r.request_id());
-            errors[r.request_id()] = ErrorProto(absl::UnavailableError(
-                absl::StrCat(why, "; abort failed: ", r.error().message())));
-          }
-          listener_->EndRequests(failed, [&errors](const InFlightRequest& r) {
-            v1::Terminal terminal;
-            terminal.set_finish_reason(v1::FINISH_REASON_ERROR);
-            *terminal.mutable_error() = errors.at(r.id);
-            return terminal;
-          });
-        });
+                 [this, alive = alive_.watch(), why](v1::AbortResponse result) {
+                   if (!alive) return;
+                   // The workers could not confirm these: end them anyway.
+                   absl::flat_hash_map<std::string, v1::Error> errors;
+                   std::vector<std::string> failed;
+                   for (const v1::AbortResult& r : result.results()) {
+                     if (r.outcome() != v1::AbortResult::OUTCOME_FAILED) continue;
+                     failed.push_back(r.request_id());
+                     errors[r.request_id()] = ErrorProto(absl::UnavailableError(
+                         absl::StrCat(why, "; abort failed: ", r.error().message())));
+                   }
+                   listener_->EndRequests(failed, [&errors](const InFlightRequest& r) {
+                     v1::Terminal terminal;
+                     terminal.set_finish_reason(v1::FINISH_REASON_ERROR);
+                     *terminal.mutable_error() = errors.at(r.id);
+                     return terminal;
+                   });
+                 });
 }
 
 // ---- Leftovers of ended requests -------------------------------------------------
@@ -278,31 +277,30 @@ void AbortCoordinator::CleanUp(const std::vector<std::string>& ids) {
 // `ids` are counted in cleaning_ until their cleanup on `stage` is over.
 void AbortCoordinator::CleanUpStage(size_t stage, std::vector<std::string> ids, int attempt) {
   std::shared_ptr<StagePool> pool = (*pools_)[stage];
-  pool->Abort(
-      ids, WorkerDeadline(absl::InfiniteFuture()),
-      [this, alive = alive_.watch(), stage, ids, attempt,
-       pool](PoolAbortResult result) {
-        if (!alive) return;
-        absl::flat_hash_set<std::string> retried;
-        for (ReplicaAbortFailure& failure : result.failures) {
-          if (attempt + 1 >= options_.cleanup_attempts) {
-            // Give the bindings up rather than leak them; the replica's session
-            // breaking (if it is gone) aborts the work worker-side.
-            for (const std::string& id : failure.ids) pool->Release(id);
-            continue;
-          }
-          retried.insert(failure.ids.begin(), failure.ids.end());
-          scheduler_->PostAfter(options_.cleanup_backoff * (1 << attempt),
-                                [this, alive, stage, retry = std::move(failure.ids), attempt] {
-                                  if (alive) CleanUpStage(stage, retry, attempt + 1);
-                                });
-        }
-        for (const std::string& id : ids) {
-          if (retried.contains(id)) continue;
-          auto it = cleaning_.find(id);
-          if (--it->second == 0) cleaning_.erase(it);
-        }
-      });
+  pool->Abort(ids, CallDeadline(absl::InfiniteFuture()),
+              [this, alive = alive_.watch(), stage, ids, attempt, pool](PoolAbortResult result) {
+                if (!alive) return;
+                absl::flat_hash_set<std::string> retried;
+                for (ReplicaAbortFailure& failure : result.failures) {
+                  if (attempt + 1 >= options_.cleanup_attempts) {
+                    // Give the bindings up rather than leak them; the replica's session
+                    // breaking (if it is gone) aborts the work worker-side.
+                    for (const std::string& id : failure.ids) pool->Release(id);
+                    continue;
+                  }
+                  retried.insert(failure.ids.begin(), failure.ids.end());
+                  scheduler_->PostAfter(
+                      options_.cleanup_backoff * (1 << attempt),
+                      [this, alive, stage, retry = std::move(failure.ids), attempt] {
+                        if (alive) CleanUpStage(stage, retry, attempt + 1);
+                      });
+                }
+                for (const std::string& id : ids) {
+                  if (retried.contains(id)) continue;
+                  auto it = cleaning_.find(id);
+                  if (--it->second == 0) cleaning_.erase(it);
+                }
+              });
 }
 
 }  // namespace omnistage

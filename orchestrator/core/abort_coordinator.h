@@ -111,7 +111,7 @@ class AbortCoordinator {
   // Phase 1 of ids (deduplicated): returns those now frozen, in order.
   std::vector<std::string> Freeze(const std::vector<std::string>& ids);
   // Phase 2: stops `frozen` on every stage; `done` gets the ones that failed.
-  void Stop(std::vector<std::string> frozen, absl::Time deadline,
+  void Stop(std::vector<std::string> frozen, absl::Time call_deadline,
             std::function<void(absl::flat_hash_map<std::string, v1::Error>)> done);
   void StopFrom(std::shared_ptr<StopRun> run);
   // Phase 3 for what stopped (ends them with ABORT), or undoing phase 1 for what
@@ -123,7 +123,7 @@ class AbortCoordinator {
   void Hold(const std::vector<std::string>& ids);
   void Unhold(const std::vector<std::string>& ids);
   void CleanUpStage(size_t stage, std::vector<std::string> ids, int attempt);
-  absl::Time WorkerDeadline(absl::Time client_deadline) const;
+  absl::Time CallDeadline(absl::Time client_deadline) const;
 
   const AbortOptions options_;
   const PipelineConfig* const config_;

@@ -24,8 +24,7 @@ int FirstFailoverStage(const PipelineConfig& config) {
 
 }  // namespace
 
-Failover::Failover(CoreParts core)
-    : core_(core), first_stage_(FirstFailoverStage(*core.config)) {}
+Failover::Failover(CoreParts core) : core_(core), first_stage_(FirstFailoverStage(*core.config)) {}
 
 std::unique_ptr<FailoverState> Failover::StateFor(const v1::GenerateRequest& request,
                                                   int last_stage) const {
@@ -38,8 +37,7 @@ bool Failover::Covers(const InFlightRequest& r, int stage) const {
          core_.stage(stage).failover_max_attempts > 0;
 }
 
-void Failover::KeepInput(InFlightRequest& r, int stage, const v1::Payload& payload,
-                         bool complete) {
+void Failover::KeepInput(InFlightRequest& r, int stage, const v1::Payload& payload, bool complete) {
   if (!Covers(r, stage)) return;
   StageReplay& replay = r.failover->stages[stage];
   replay.input_complete = complete;
@@ -118,16 +116,15 @@ Failover::Resumed Failover::Resume(InFlightRequest& r, int stage, int lost_repli
     return refused;
   };
   if (r.failover->overflowed) {
-    resumed.failed =
-        refuse("replay_too_large", absl::StrCat("what it keeps to resume passed "
-                                                "limits.max_replay_bytes (",
-                                                core_.config->max_replay_bytes, ")"));
+    resumed.failed = refuse("replay_too_large", absl::StrCat("what it keeps to resume passed "
+                                                             "limits.max_replay_bytes (",
+                                                             core_.config->max_replay_bytes, ")"));
     return resumed;
   }
   if (replay.attempts >= max_attempts) {
-    resumed.failed = refuse("attempts_exhausted",
-                            absl::StrCat("it failed over ", replay.attempts,
-                                         " time(s) already (failover.max_attempts)"));
+    resumed.failed =
+        refuse("attempts_exhausted", absl::StrCat("it failed over ", replay.attempts,
+                                                  " time(s) already (failover.max_attempts)"));
     return resumed;
   }
   ++replay.attempts;
@@ -141,7 +138,8 @@ Failover::Resumed Failover::Resume(InFlightRequest& r, int stage, int lost_repli
   const bool nothing_delivered = replay.delivered.empty();
   StagePool& pool = core_.pool(stage);
   SubmitResult sent = pool.Submit(
-      &add, [&](const ReplicaState& to, v1::AddRequest* again) -> absl::Status {
+      &add,
+      [&](const ReplicaState& to, v1::AddRequest* again) -> absl::Status {
         again->clear_produced();
         if (nothing_delivered) {
           how = "started again (it had delivered nothing yet)";
@@ -180,8 +178,8 @@ Failover::Resumed Failover::Resume(InFlightRequest& r, int stage, int lost_repli
   } else if (sent.replica < 0) {
     resumed.failed = refuse("no_live_replica", "the stage has no other live replica");
   } else {
-    resumed.failed = refuse("not_resumable", absl::StrCat("replica ", sent.replica, ": ",
-                                                          sent.status.message()));
+    resumed.failed = refuse("not_resumable",
+                            absl::StrCat("replica ", sent.replica, ": ", sent.status.message()));
   }
   resumed.lost = std::move(sent.lost);
   return resumed;

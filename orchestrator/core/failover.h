@@ -32,8 +32,7 @@ class Failover {
 
   // What a new request through stage `last_stage` keeps to fail over with;
   // null when none of its stages fails over or it asked not to.
-  std::unique_ptr<FailoverState> StateFor(const v1::GenerateRequest& request,
-                                          int last_stage) const;
+  std::unique_ptr<FailoverState> StateFor(const v1::GenerateRequest& request, int last_stage) const;
   // Whether `r` fails over on `stage`: the stage has it on, the request did
   // not opt out, and what it keeps stayed within limits.max_replay_bytes.
   bool Covers(const InFlightRequest& r, int stage) const;

@@ -46,10 +46,10 @@ class FailoverTest : public ::testing::Test {
     config_.stages[0].name = "thinker";
     config_.stages[1].name = "talker";
     config_.stages[1].failover_max_attempts = 2;
-    pools_.push_back(std::make_shared<StagePool>(
-        0, std::vector<ReplicaClient*>{&zero_}, /*alive=*/false));
-    pools_.push_back(std::make_shared<StagePool>(
-        1, std::vector<ReplicaClient*>{&a_, &b_}, /*alive=*/false));
+    pools_.push_back(
+        std::make_shared<StagePool>(0, std::vector<ReplicaClient*>{&zero_}, /*alive=*/false));
+    pools_.push_back(
+        std::make_shared<StagePool>(1, std::vector<ReplicaClient*>{&a_, &b_}, /*alive=*/false));
     Up(0, 0);
     Up(1, 0);
     Up(1, 1);

@@ -29,8 +29,8 @@ std::vector<std::string> StageNames(const PipelineConfig& config) {
 
 }  // namespace
 
-PipelineCore::PipelineCore(PipelineConfig config,
-                           std::vector<std::vector<ReplicaClient*>> replicas, Scheduler* scheduler)
+PipelineCore::PipelineCore(PipelineConfig config, std::vector<std::vector<ReplicaClient*>> replicas,
+                           Scheduler* scheduler)
     : config_(std::move(config)),
       scheduler_(scheduler),
       metrics_(&metrics_registry_, StageNames(config_)),
@@ -38,23 +38,21 @@ PipelineCore::PipelineCore(PipelineConfig config,
       table_(scheduler),
       abort_(AbortOptions(), &config_, &pools_, &table_, scheduler, this),
       failover_(Parts()),
-      starts_(Parts(),
-              {[this](InFlightRequest& r) -> std::optional<v1::Error> {
-                 std::optional<v1::Error> error = StartFirstStage(r, std::move(r.queued_prompt));
-                 if (!error.has_value()) ArmIdleTimer(r);
-                 return error;
-               },
-               [this](const std::vector<std::string>& ids, const v1::Error& error) {
-                 FailRequests(ids, error);
-               }}),
-      input_(Parts(),
-             {[this](InFlightRequest& r,
-                     const google::protobuf::RepeatedPtrField<v1::Payload>& payloads, bool last) {
-                return SendMoreInput(r, 0, payloads, last);
-              },
-              [this](const std::vector<std::string>& ids, const v1::Error& error) {
-                FailRequests(ids, error);
-              }}),
+      starts_(Parts(), {[this](InFlightRequest& r) -> std::optional<v1::Error> {
+                          std::optional<v1::Error> error =
+                              StartFirstStage(r, std::move(r.queued_prompt));
+                          if (!error.has_value()) ArmIdleTimer(r);
+                          return error;
+                        },
+                        [this](const std::vector<std::string>& ids, const v1::Error& error) {
+                          FailRequests(ids, error);
+                        }}),
+      input_(Parts(), {[this](InFlightRequest& r,
+                              const google::protobuf::RepeatedPtrField<v1::Payload>& payloads,
+                              bool last) { return SendMoreInput(r, 0, payloads, last); },
+                       [this](const std::vector<std::string>& ids, const v1::Error& error) {
+                         FailRequests(ids, error);
+                       }}),
       demand_(static_cast<int>(replicas.size()), config_.scaling, scheduler, [this] {
         DemandSampler::Observed observed;
         for (const auto& pool : pools_) observed.loads.push_back(pool->Load());
@@ -76,10 +74,9 @@ PipelineCore::PipelineCore(PipelineConfig config,
     pools_.back()->set_on_pick([this, stage = static_cast<int>(s)](const PickDecision& pick) {
       metrics_.Picked(stage, pick);
     });
-    pools_.back()->set_on_abort_call(
-        [this, stage = static_cast<int>(s)](int replica) {
-          metrics_.WorkerAbortCall(stage, replica);
-        });
+    pools_.back()->set_on_abort_call([this, stage = static_cast<int>(s)](int replica) {
+      metrics_.WorkerAbortCall(stage, replica);
+    });
     pools_.back()->set_on_abort_answer(
         [this, stage = static_cast<int>(s)](int, size_t stopped, size_t already_ended) {
           metrics_.WorkerAbortAnswered(stage, stopped, already_ended);
@@ -136,21 +133,20 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
   }
   // Refusals of the moment: a request that ends makes room.
   if (static_cast<int>(table_.size()) >= config_.max_in_flight) {
-    return RetryLater(absl::StatusCode::kResourceExhausted,
-                      absl::StrCat(table_.size(), " requests in flight; the limit is ",
-                                   config_.max_in_flight),
-                      absl::Seconds(1));
+    return RetryLater(
+        absl::StatusCode::kResourceExhausted,
+        absl::StrCat(table_.size(), " requests in flight; the limit is ", config_.max_in_flight),
+        absl::Seconds(1));
   }
   if (config_.max_in_flight_per_identity > 0 &&
       table_.InFlightOf(caller.identity) >= config_.max_in_flight_per_identity) {
-    return RetryLater(
-        absl::StatusCode::kResourceExhausted,
-        absl::StrCat(caller.identity.empty() ? "the unauthenticated clients have "
-                                             : "'" + caller.identity + "' has ",
-                     table_.InFlightOf(caller.identity),
-                     " requests in flight; limits.max_in_flight_per_identity is ",
-                     config_.max_in_flight_per_identity),
-        absl::Seconds(1));
+    return RetryLater(absl::StatusCode::kResourceExhausted,
+                      absl::StrCat(caller.identity.empty() ? "the unauthenticated clients have "
+                                                           : "'" + caller.identity + "' has ",
+                                   table_.InFlightOf(caller.identity),
+                                   " requests in flight; limits.max_in_flight_per_identity is ",
+                                   config_.max_in_flight_per_identity),
+                      absl::Seconds(1));
   }
   std::string id = request.request_id();
   // Generated ids cannot be guessed (128 random bits).
@@ -168,9 +164,9 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
                                    "a binding without a request")) {
       abort_.CleanUp({id});  // Stop it there and let the binding go.
     }
-    return absl::UnavailableError(absl::StrCat(
-        "request id '", id, "' is still being stopped on stage ", pool->stage_id(),
-        " after its previous use; retry shortly or use another id"));
+    return absl::UnavailableError(
+        absl::StrCat("request id '", id, "' is still being stopped on stage ", pool->stage_id(),
+                     " after its previous use; retry shortly or use another id"));
   }
   // An abort, a cancel or a cleanup of the previous request is still under way
   // (a cleanup retries even once the binding went with its replica), and would
@@ -181,10 +177,10 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
         "' is still being stopped after its previous use; retry shortly or use another id"));
   }
   if (request.has_priority() && request.priority() > caller.max_priority) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "priority ", request.priority(), " is above the highest ",
-        caller.identity.empty() ? "these clients" : "'" + caller.identity + "'",
-        " may ask for (", caller.max_priority, ")"));
+    return absl::PermissionDeniedError(
+        absl::StrCat("priority ", request.priority(), " is above the highest ",
+                     caller.identity.empty() ? "these clients" : "'" + caller.identity + "'",
+                     " may ask for (", caller.max_priority, ")"));
   }
   if (absl::Status limited = rate_limiter_.Admit(caller, scheduler_->Now()); !limited.ok()) {
     metrics_.QueueRefused("rate_limited");
@@ -194,8 +190,7 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
 }
 
 void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> client,
-                            std::string traceparent, const Caller& caller,
-                            bool streamed_input) {
+                            std::string traceparent, const Caller& caller, bool streamed_input) {
   CheckInLoop();
   const ResponseSink* owner = client.get();
   std::string trace_id = TraceIdOf(traceparent);
@@ -268,7 +263,7 @@ void PipelineCore::Cancel(const std::string& request_id, const ResponseSink* sin
   abort_.Cancel(request_id);
 }
 
-void PipelineCore::Abort(const v1::AbortRequest& request, absl::Time deadline,
+void PipelineCore::Abort(const v1::AbortRequest& request, absl::Time client_deadline,
                          std::function<void(absl::StatusOr<v1::AbortResponse>)> done,
                          const Caller& caller) {
   CheckInLoop();
@@ -277,20 +272,20 @@ void PipelineCore::Abort(const v1::AbortRequest& request, absl::Time deadline,
                                                  " ids; the limit is ", kMaxAbortIdsPerCall)));
     return;
   }
-  abort_.Abort({request.request_ids().begin(), request.request_ids().end()}, deadline,
-               [this, alive = alive_.watch(), received = scheduler_->Now(),
-                done = std::move(done)](v1::AbortResponse response) {
-                 if (alive) metrics_.AbortCallDone(scheduler_->Now() - received);
-                 for (const v1::AbortResult& result : response.results()) {
-                   if (result.outcome() != v1::AbortResult::OUTCOME_FAILED) continue;
-                   LogWarning({result.request_id(), result.error().stage_id(),
-                               result.error().replica(), ""},
-                              absl::StrCat("abort failed (the client may retry): ",
-                                           result.error().message()));
-                 }
-                 done(std::move(response));
-               },
-               caller);
+  abort_.Abort(
+      {request.request_ids().begin(), request.request_ids().end()}, client_deadline,
+      [this, alive = alive_.watch(), received = scheduler_->Now(),
+       done = std::move(done)](v1::AbortResponse response) {
+        if (alive) metrics_.AbortCallDone(scheduler_->Now() - received);
+        for (const v1::AbortResult& result : response.results()) {
+          if (result.outcome() != v1::AbortResult::OUTCOME_FAILED) continue;
+          LogWarning(
+              {result.request_id(), result.error().stage_id(), result.error().replica(), ""},
+              absl::StrCat("abort failed (the client may retry): ", result.error().message()));
+        }
+        done(std::move(response));
+      },
+      caller);
 }
 
 void PipelineCore::SnapshotMetrics() {

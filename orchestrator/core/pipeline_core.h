@@ -86,10 +86,10 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // everywhere. Only acts if the request still belongs to `sink`.
   void Cancel(const std::string& request_id, const ResponseSink* sink);
   // The client's Abort of many requests (see AbortCoordinator); worker calls end
-  // by `deadline` at the latest. INVALID_ARGUMENT for more than
+  // by `client_deadline` at the latest. INVALID_ARGUMENT for more than
   // kMaxAbortIdsPerCall ids. Requests another identity started are NOT_FOUND,
   // unless `caller` may abort any (an admin).
-  void Abort(const v1::AbortRequest& request, absl::Time deadline,
+  void Abort(const v1::AbortRequest& request, absl::Time client_deadline,
              std::function<void(absl::StatusOr<v1::AbortResponse>)> done,
              const Caller& caller = Caller());
   v1::PipelineStatus Status() const;
@@ -139,8 +139,9 @@ class PipelineCore : public ReplicaListener, private AbortListener {
 
  private:
   // AbortListener.
-  void EndRequests(const std::vector<std::string>& ids,
-                   const std::function<v1::Terminal(const InFlightRequest&)>& terminal_for) override;
+  void EndRequests(
+      const std::vector<std::string>& ids,
+      const std::function<v1::Terminal(const InFlightRequest&)>& terminal_for) override;
   void ResumeRequest(const std::string& id) override;
 
   void CheckInLoop() const;
@@ -155,8 +156,8 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // Routing. Starts `r` on stage 0 with `prompt` (and what streamed in).
   std::optional<v1::Error> StartFirstStage(InFlightRequest& r, std::string prompt);
   // Sends `input` to a replica of `stage`; the error when it could not.
-  std::optional<v1::Error> StartStage(InFlightRequest& r, int stage,
-                                      std::vector<v1::Payload> input, bool complete);
+  std::optional<v1::Error> StartStage(InFlightRequest& r, int stage, std::vector<v1::Payload> input,
+                                      bool complete);
   // May end the request (and so destroy `r`).
   void HandleOutput(InFlightRequest& r, int stage, int replica, v1::RequestOutput& output);
   // Feeds `output` of `stage` to the next stage, per its input mode.

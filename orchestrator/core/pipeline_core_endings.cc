@@ -120,11 +120,11 @@ void PipelineCore::OnIdleTimer(const std::string& id) {
   while (stage < r->last_stage && (r->stages[stage].finished || !r->stages[stage].started)) {
     ++stage;
   }
-  FailRequests({id}, StageErrorAt(absl::StatusCode::kDeadlineExceeded, stage,
-                                  r->stages[stage].replica,
-                                  absl::StrCat("produced nothing for ",
-                                               absl::FormatDuration(config_.request_idle_timeout),
-                                               " (request_idle_timeout)")));
+  FailRequests({id},
+               StageErrorAt(absl::StatusCode::kDeadlineExceeded, stage, r->stages[stage].replica,
+                            absl::StrCat("produced nothing for ",
+                                         absl::FormatDuration(config_.request_idle_timeout),
+                                         " (request_idle_timeout)")));
 }
 
 }  // namespace omnistage

@@ -23,7 +23,8 @@ using ::testing::Optional;
 template <typename Payloads>
 std::vector<int32_t> Ids(const Payloads& payloads) {
   std::vector<int32_t> ids;
-  for (const v1::Payload& p : payloads) ids.insert(ids.end(), p.tokens().ids().begin(), p.tokens().ids().end());
+  for (const v1::Payload& p : payloads)
+    ids.insert(ids.end(), p.tokens().ids().begin(), p.tokens().ids().end());
   return ids;
 }
 
@@ -71,9 +72,9 @@ class FailoverTest : public PipelineCoreTest {
     absl::StatusOr<v1::AbortResponse> result = absl::UnknownError("not answered");
     v1::AbortRequest request;
     request.add_request_ids(id);
-    core().Abort(request, absl::InfiniteFuture(),
-                 [&result](absl::StatusOr<v1::AbortResponse> r) { result = std::move(r); },
-                 Caller());
+    core().Abort(
+        request, absl::InfiniteFuture(),
+        [&result](absl::StatusOr<v1::AbortResponse> r) { result = std::move(r); }, Caller());
     core().OnReplicaDown(1, 0, absl::UnavailableError("killed"));
     EXPECT_THAT(LogWith("K1"), IsEmpty());
     EXPECT_TRUE(fake(1, 0).CompleteAbort(absl::UnavailableError("stream broke")));
@@ -110,7 +111,8 @@ TEST_F(FailoverTest, AMiddleStageReplayResumesWithTheWholeInputAndDropsWhatWasDe
   ASSERT_EQ(sink->terminal_count(), 1);
   EXPECT_EQ(sink->terminal().finish_reason(), v1::FINISH_REASON_STOP);
   EXPECT_EQ(sink->Text("r1"), "Hello world!");
-  EXPECT_THAT(Metrics(), HasSubstr("omnistage_failovers_total{stage=\"talker\",outcome=\"resumed\"} 1"));
+  EXPECT_THAT(Metrics(),
+              HasSubstr("omnistage_failovers_total{stage=\"talker\",outcome=\"resumed\"} 1"));
 }
 
 TEST_F(FailoverTest, TheFirstStageResumesFromThePromptAndTheClientSeesNoRepeat) {
@@ -169,8 +171,9 @@ TEST_F(FailoverTest, AReplayThatDiffersFailsTheRequestInsteadOfPassingItOn) {
   EXPECT_EQ(error.replica(), 1);
   EXPECT_THAT(error.message(), HasSubstr("not deterministic"));
   EXPECT_THAT(VocoderCodes("r1"), ElementsAre(1, 2));  // Nothing of the bad replay.
-  EXPECT_THAT(Metrics(),
-              HasSubstr("omnistage_failovers_total{stage=\"talker\",outcome=\"replay_mismatch\"} 1"));
+  EXPECT_THAT(
+      Metrics(),
+      HasSubstr("omnistage_failovers_total{stage=\"talker\",outcome=\"replay_mismatch\"} 1"));
 }
 
 TEST_F(FailoverTest, AReplayThatEndsShortFails) {
@@ -217,8 +220,8 @@ TEST_F(FailoverTest, AnEngineThatCannotResumeIsStartedAgainOnlyIfItHadDeliveredN
   core().OnReplicaDown(1, spoken_on, absl::UnavailableError("killed"));
   ASSERT_EQ(spoken->terminal_count(), 1);
   EXPECT_THAT(spoken->terminal().error().message(), HasSubstr("declares no way to resume"));
-  EXPECT_THAT(Metrics(), HasSubstr(
-      "omnistage_failovers_total{stage=\"talker\",outcome=\"not_resumable\"} 1"));
+  EXPECT_THAT(Metrics(),
+              HasSubstr("omnistage_failovers_total{stage=\"talker\",outcome=\"not_resumable\"} 1"));
   // "quiet" had delivered nothing: it simply starts again elsewhere.
   Ready(1, spoken_on, "#2");
   core().OnReplicaDown(1, quiet_on, absl::UnavailableError("killed"));
@@ -243,8 +246,9 @@ TEST_F(FailoverTest, WithNoLiveReplicaLeftTheRequestFailsNamingTheStage) {
   EXPECT_THAT(error.message(), HasSubstr("talker"));
   EXPECT_THAT(error.message(), HasSubstr("connection reset"));
   EXPECT_THAT(error.message(), HasSubstr("no other live replica"));
-  EXPECT_THAT(Metrics(),
-              HasSubstr("omnistage_failovers_total{stage=\"talker\",outcome=\"no_live_replica\"} 1"));
+  EXPECT_THAT(
+      Metrics(),
+      HasSubstr("omnistage_failovers_total{stage=\"talker\",outcome=\"no_live_replica\"} 1"));
 }
 
 TEST_F(FailoverTest, AttemptsAreBounded) {
@@ -256,8 +260,9 @@ TEST_F(FailoverTest, AttemptsAreBounded) {
   core().OnReplicaDown(1, resumed_on, absl::UnavailableError("killed again"));
   ASSERT_EQ(sink->terminal_count(), 1);
   EXPECT_THAT(sink->terminal().error().message(), HasSubstr("failover.max_attempts"));
-  EXPECT_THAT(Metrics(), HasSubstr(
-      "omnistage_failovers_total{stage=\"talker\",outcome=\"attempts_exhausted\"} 1"));
+  EXPECT_THAT(
+      Metrics(),
+      HasSubstr("omnistage_failovers_total{stage=\"talker\",outcome=\"attempts_exhausted\"} 1"));
 }
 
 TEST_F(FailoverTest, ARequestThatOptsOutFailsAsWithoutFailover) {
@@ -285,8 +290,9 @@ TEST_F(FailoverTest, PastMaxReplayBytesTheRequestNoLongerFailsOver) {
   core().OnReplicaDown(1, 0, absl::UnavailableError("killed"));
   ASSERT_EQ(sink->terminal_count(), 1);
   EXPECT_THAT(sink->terminal().error().message(), HasSubstr("limits.max_replay_bytes (64)"));
-  EXPECT_THAT(Metrics(), HasSubstr(
-      "omnistage_failovers_total{stage=\"talker\",outcome=\"replay_too_large\"} 1"));
+  EXPECT_THAT(
+      Metrics(),
+      HasSubstr("omnistage_failovers_total{stage=\"talker\",outcome=\"replay_too_large\"} 1"));
 }
 
 TEST_F(FailoverTest, AReplayUnderWayStillDropsWhatItRepeatsOncePastTheBound) {
@@ -389,8 +395,7 @@ TEST_F(FailoverTest, WithoutFailoverALostReplicaFailsItsRequestsAsBefore) {
   Out(0, 0, "r1", {Text("Hi")}, true);
   core().OnReplicaDown(1, 0, absl::UnavailableError("killed"));
   ASSERT_EQ(sink->terminal_count(), 1);
-  EXPECT_EQ(sink->terminal().error().message(),
-            "stage 1 (talker) replica 0 died: killed");
+  EXPECT_EQ(sink->terminal().error().message(), "stage 1 (talker) replica 0 died: killed");
   EXPECT_THAT(LogWith("K1"), IsEmpty());
 }
 

@@ -24,7 +24,6 @@ using ::testing::UnorderedElementsAre;
 
 constexpr int kUnavailable = static_cast<int>(absl::StatusCode::kUnavailable);
 
-
 TEST_F(PipelineCoreTest, AbortBeforeTheTalkerStartedCallsOnlyTheThinker) {
   Build(Shape().TalkerInput(InputMode::kOnFinish));
   auto sink = Gen("r1");
@@ -76,9 +75,9 @@ TEST_F(PipelineCoreTest, AbortOfManyIdsMakesOneCallPerReplica) {
   EXPECT_TRUE(AbortNow({"e"}).ok());
 }
 
-// Worked example 3 (docs/architecture.md), second half: the talker's abort fails. Nothing is committed,
-// the failed stage stays bound, outputs that arrived meanwhile are not lost, and
-// a retry succeeds.
+// Worked example 3 (docs/architecture.md), second half: the talker's abort fails. Nothing is
+// committed, the failed stage stays bound, outputs that arrived meanwhile are not lost, and a retry
+// succeeds.
 TEST_F(PipelineCoreTest, FailedAbortCommitsNothingAndCanBeRetried) {
   Build();
   auto sink = Gen("r9");

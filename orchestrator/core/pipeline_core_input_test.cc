@@ -218,8 +218,7 @@ TEST_F(PipelineCoreInputTest, AClientSilentPastTheInputIdleLimitEndsItsRequest) 
   EXPECT_EQ(sink->terminal_count(), 0);
   scheduler_.AdvanceBy(absl::Seconds(10));
   ASSERT_EQ(sink->terminal_count(), 1);
-  EXPECT_EQ(sink->terminal().error().code(),
-            static_cast<int>(absl::StatusCode::kDeadlineExceeded));
+  EXPECT_EQ(sink->terminal().error().code(), static_cast<int>(absl::StatusCode::kDeadlineExceeded));
   EXPECT_THAT(sink->terminal().error().message(), HasSubstr("limits.input_idle_ms"));
   EXPECT_EQ(sink->terminal().error().field(), "limits.input_idle_ms");
   EXPECT_THAT(LogWith(".abort"), ElementsAre("T0.abort [r1]"));

@@ -153,10 +153,9 @@ TEST_F(PipelineCoreMetricsTest, AScrapeDuringASnapshotSeesEveryReplica) {
   std::thread scraper([&] {
     for (int i = 0; i < 3000 && missing.load() == 0; ++i) {
       const std::string text = core().metrics_registry().Render();
-      for (const char* series :
-           {"omnistage_replica_up{stage=\"thinker\",replica=\"1\"} 1\n",
-            "omnistage_replica_up{stage=\"talker\",replica=\"2\"} 1\n",
-            "omnistage_bound_requests{stage=\"vocoder\",replica=\"1\"} 0\n"}) {
+      for (const char* series : {"omnistage_replica_up{stage=\"thinker\",replica=\"1\"} 1\n",
+                                 "omnistage_replica_up{stage=\"talker\",replica=\"2\"} 1\n",
+                                 "omnistage_bound_requests{stage=\"vocoder\",replica=\"1\"} 0\n"}) {
         if (!absl::StrContains(text, series)) {
           missing.fetch_add(1);
           ADD_FAILURE() << "render " << i << " lacks " << series;

@@ -7,7 +7,6 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
-
 #include "common/retry_hint.h"
 #include "orchestrator/core/testing/pipeline_core_harness.h"
 

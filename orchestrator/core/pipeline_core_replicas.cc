@@ -56,15 +56,14 @@ void PipelineCore::OnReplicaDown(int stage, int replica, const absl::Status& rea
   if (pools_[stage]->alive(replica)) {
     metrics_.Evicted(stage, "stream_ended");
     LogWarning({"", stage, replica, ""},
-               absl::StrCat("down: ", reason.message(), "; ", LossVerb(config_.stages[stage]), " its ",
-                            pools_[stage]->BoundCount(replica), " request(s)"));
+               absl::StrCat("down: ", reason.message(), "; ", LossVerb(config_.stages[stage]),
+                            " its ", pools_[stage]->BoundCount(replica), " request(s)"));
   } else if (pools_[stage]->state(replica).last_error != reason.message()) {
     LogWarning({"", stage, replica, ""},
                absl::StrCat("not reachable at ", pools_[stage]->state(replica).address, ": ",
                             reason.message(), "; retrying"));
   }
-  HandleReplicaLoss(stage,
-                    ReplicaLoss{replica, reason, pools_[stage]->MarkDown(replica, reason)});
+  HandleReplicaLoss(stage, ReplicaLoss{replica, reason, pools_[stage]->MarkDown(replica, reason)});
 }
 
 void PipelineCore::OnReplicaStalled(int stage, int replica, const v1::Stalled& stalled) {
@@ -98,16 +97,16 @@ void PipelineCore::OnReplicaDraining(int stage, int replica, const v1::Draining&
                        pools_[stage]->BoundCount(replica), " request(s) go on"));
 }
 
-void PipelineCore::OnCommandRejected(int stage, int replica,
-                                     const v1::CommandRejected& rejected) {
+void PipelineCore::OnCommandRejected(int stage, int replica, const v1::CommandRejected& rejected) {
   CheckInLoop();
   const std::string& id = rejected.request_id();
   if (table_.Find(id) == nullptr || pools_[stage]->Bound(id) != replica) return;
   // A rejected Add never started there; after anything else the worker still
   // holds the request, so the binding stays and the ending aborts it there.
   if (rejected.command() == v1::CommandRejected::KIND_ADD) pools_[stage]->Release(id);
-  v1::Error error = StageErrorAt(StatusFromErrorProto(rejected.error()).code(), stage, replica,
-                                 absl::StrCat("rejected the request: ", rejected.error().message()));
+  v1::Error error =
+      StageErrorAt(StatusFromErrorProto(rejected.error()).code(), stage, replica,
+                   absl::StrCat("rejected the request: ", rejected.error().message()));
   error.set_field(rejected.error().field());
   FailRequests({id}, error);
 }
@@ -150,10 +149,11 @@ void PipelineCore::ResumeLostStages(InFlightRequest& r) {
     StageReplay& replay = still->failover->stages[s];
     if (!replay.lost_while_aborting) continue;
     const int stage = static_cast<int>(s);
-    const v1::Error error = StageErrorAt(absl::StatusCode::kUnavailable, stage,
-                                         still->stages[s].replica,
-                                         "went away while an abort held the request");
-    if (std::optional<v1::Error> failed = FailOver(*still, stage, still->stages[s].replica, error)) {
+    const v1::Error error =
+        StageErrorAt(absl::StatusCode::kUnavailable, stage, still->stages[s].replica,
+                     "went away while an abort held the request");
+    if (std::optional<v1::Error> failed =
+            FailOver(*still, stage, still->stages[s].replica, error)) {
       FailRequests({id}, *failed);
     }
   }

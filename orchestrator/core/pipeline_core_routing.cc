@@ -143,15 +143,15 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
     return;
   }
   if (output.finished() && (output.finish_reason() == v1::FINISH_REASON_ERROR ||
-                             output.finish_reason() == v1::FINISH_REASON_ABORT)) {
+                            output.finish_reason() == v1::FINISH_REASON_ABORT)) {
     // The worker failed it, or something other than this orchestrator stopped it
     // there (this orchestrator's own aborts hold the request's outputs back).
     // Either way it cannot go on: it ends now, saying so.
     const bool stopped = output.finish_reason() == v1::FINISH_REASON_ABORT;
     pools_[stage]->Release(id);  // The worker holds nothing for it any more.
     const v1::Error error = StageErrorAt(
-        stopped ? absl::StatusCode::kAborted : StatusFromErrorProto(output.error()).code(),
-        stage, replica,
+        stopped ? absl::StatusCode::kAborted : StatusFromErrorProto(output.error()).code(), stage,
+        replica,
         absl::StrCat(stopped ? "stopped the request: " : "failed: ", output.error().message()));
     if (stopped && pools_[stage]->state(replica).draining) {
       // The worker's drain timeout stopped it: the replica is going away, as

@@ -21,8 +21,8 @@ using ::testing::HasSubstr;
 class PipelineCoreScalingTest : public PipelineCoreTest {
  protected:
   void SetUp() override {
-    PipelineConfig config = OmniConfig(Shape().Talkers(3).TalkerInput(InputMode::kOnFinish)
-                                           .VocoderInput(InputMode::kOnFinish));
+    PipelineConfig config = OmniConfig(
+        Shape().Talkers(3).TalkerInput(InputMode::kOnFinish).VocoderInput(InputMode::kOnFinish));
     config.scaling.window = absl::Seconds(10);
     config.scaling.sample_interval = absl::Seconds(1);
     config.max_in_flight = 1000;

@@ -270,7 +270,7 @@ TEST_F(PipelineCoreTest, AStopReportedAfterAFailedAbortCommitsOnlyOnceEveryStage
 // there, and once the step returns the same instance serves again.
 TEST_F(PipelineCoreTest, StalledReplicaFailsItsRequestsAndIsSkippedUntilItRecovers) {
   Build(Shape().Thinkers(2));
-  auto held = Gen("held");  // T0
+  auto held = Gen("held");                         // T0
   auto other = Gen("other", {v1::MODALITY_TEXT});  // T1
   v1::Stalled stalled;
   stalled.set_step(42);

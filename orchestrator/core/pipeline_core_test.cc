@@ -1,12 +1,9 @@
 // Tests for PipelineCore's request lifecycle on the happy and admission paths:
-// the StagePool's state tables (docs/architecture.md) driven through the core, routing stage to stage
-// (on_finish and streaming hand-off), final outputs and modality selection,
-// parameter merging, round robin and stickiness, Status, CallStageUtility and
-// Drain. Failure paths (abort, cancel, dead replicas, rejections) are in
-// pipeline_core_failure_test.cc, validation and admission in
-// pipeline_core_admission_test.cc. Fakes only: no sockets, no
-// sleeps, no event loop.
-#include "common/modality.h"
+// the StagePool's state tables (docs/architecture.md) driven through the core, routing stage to
+// stage (on_finish and streaming hand-off), final outputs and modality selection, parameter
+// merging, round robin and stickiness, Status, CallStageUtility and Drain. Failure paths (abort,
+// cancel, dead replicas, rejections) are in pipeline_core_failure_test.cc, validation and admission
+// in pipeline_core_admission_test.cc. Fakes only: no sockets, no sleeps, no event loop.
 #include "orchestrator/core/pipeline_core.h"
 
 #include <map>
@@ -16,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/modality.h"
 #include "orchestrator/core/testing/pipeline_core_harness.h"
 
 namespace omnistage {
@@ -44,7 +42,8 @@ std::vector<std::string> Outcomes(const v1::AbortResponse& response) {
   return out;
 }
 
-// Worked examples 1 and 2 (docs/architecture.md) through the core: one stage, replicas A, B, C (T0..T2).
+// Worked examples 1 and 2 (docs/architecture.md) through the core: one stage, replicas A, B, C
+// (T0..T2).
 TEST_F(PipelineCoreTest, WorkedRoundRobinEvictAndGroupedAbort) {
   Build(ThinkerOnly(3));
   std::map<std::string, std::shared_ptr<FakeResponseSink>> sink;

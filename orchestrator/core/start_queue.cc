@@ -33,15 +33,15 @@ bool StartQueue::MustWait() const {
 
 absl::Status StartQueue::Add(InFlightRequest& r, std::string prompt, int priority, int weight) {
   const std::string id = r.id;
-  QueueAddResult added = queue_.Add({id, r.caller, priority, weight},
-                                    static_cast<size_t>(core_.config->max_queued));
+  QueueAddResult added =
+      queue_.Add({id, r.caller, priority, weight}, static_cast<size_t>(core_.config->max_queued));
   if (!added.queued) {
     core_.metrics->QueueRefused("full");
-    return QueueError(absl::StatusCode::kResourceExhausted,
-                      absl::StrCat("the admission queue is full: ", core_.config->max_queued,
-                                   " requests wait (limits.max_queued) for stage 0 (",
-                                   core_.config->stages[0].name, "), none of a priority below ",
-                                   priority));
+    return QueueError(
+        absl::StatusCode::kResourceExhausted,
+        absl::StrCat("the admission queue is full: ", core_.config->max_queued,
+                     " requests wait (limits.max_queued) for stage 0 (",
+                     core_.config->stages[0].name, "), none of a priority below ", priority));
   }
   r.queued = true;
   r.priority = priority;
@@ -49,20 +49,20 @@ absl::Status StartQueue::Add(InFlightRequest& r, std::string prompt, int priorit
   r.queued_at = core_.scheduler->Now();
   r.queued_prompt = std::move(prompt);
   r.queue_timer = core_.scheduler->PostAt(r.queued_at + core_.config->max_queue_wait,
-                                     [this, id, alive = alive_.watch()] {
-                                       if (alive) OnTimer(id);
-                                     });
+                                          [this, id, alive = alive_.watch()] {
+                                            if (alive) OnTimer(id);
+                                          });
   Log(LogLevel::kDebug, ContextOf(r),
       absl::StrCat("queued at priority ", priority, " (", queue_.size(), " waiting)"));
   r.sink->Started(id);
   if (added.shed.has_value()) {
     core_.metrics->QueueRefused("shed");
-    hooks_.fail({*added.shed},
-                ErrorProto(QueueError(
-                    absl::StatusCode::kResourceExhausted,
-                    absl::StrCat("shed from the full admission queue (limits.max_queued is ",
-                                 core_.config->max_queued, ") for a request of priority ",
-                                 priority))));
+    hooks_.fail(
+        {*added.shed},
+        ErrorProto(QueueError(
+            absl::StatusCode::kResourceExhausted,
+            absl::StrCat("shed from the full admission queue (limits.max_queued is ",
+                         core_.config->max_queued, ") for a request of priority ", priority))));
   }
   return absl::OkStatus();
 }

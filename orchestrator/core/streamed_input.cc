@@ -11,8 +11,7 @@
 
 namespace omnistage {
 
-StreamedInput::StreamedInput(CoreParts core, Hooks hooks)
-    : core_(core), hooks_(std::move(hooks)) {}
+StreamedInput::StreamedInput(CoreParts core, Hooks hooks) : core_(core), hooks_(std::move(hooks)) {}
 
 absl::Status StreamedInput::CheckStageZeroTakesIt() const {
   const StagePool& pool = core_.pool(0);
@@ -73,23 +72,22 @@ void StreamedInput::Append(InFlightRequest& r, v1::GenerateInput message) {
 }
 
 void StreamedInput::Refuse(InFlightRequest& r, const absl::Status& refusal) {
-  LogInfo(ContextOf(r),
-          absl::StrCat("input refused: ", refusal.message()));
+  LogInfo(ContextOf(r), absl::StrCat("input refused: ", refusal.message()));
   const std::string field = ErrorField(refusal);
   core_.metrics->InputRefused(field == kInputChunkLimitField   ? "chunk_too_large"
-                         : field == kInputBytesLimitField ? "too_much"
-                         : field == kInputIdleLimitField  ? "idle"
-                         : field == "input.last"          ? "after_last"
-                                                          : "malformed");
-  hooks_.fail({r.id}, ErrorProto(WithMessage(
-                          refusal, absl::StrCat("streamed input: ", refusal.message()))));
+                              : field == kInputBytesLimitField ? "too_much"
+                              : field == kInputIdleLimitField  ? "idle"
+                              : field == "input.last"          ? "after_last"
+                                                               : "malformed");
+  hooks_.fail({r.id}, ErrorProto(WithMessage(refusal,
+                                             absl::StrCat("streamed input: ", refusal.message()))));
 }
 
 void StreamedInput::Arm(InFlightRequest& r) {
   r.input->idle_timer = core_.scheduler->PostAt(r.input->last_at + core_.config->input_idle_timeout,
-                                           [this, alive = alive_.watch(), id = r.id] {
-                                             if (alive) OnIdle(id);
-                                           });
+                                                [this, alive = alive_.watch(), id = r.id] {
+                                                  if (alive) OnIdle(id);
+                                                });
 }
 
 void StreamedInput::OnIdle(const std::string& id) {

@@ -93,13 +93,13 @@ void AbortRouter::RouteIds(const v1::AbortRequest& request, const Caller& caller
   }
 }
 
-void AbortRouter::Abort(const v1::AbortRequest& request, absl::Time deadline, AbortDone done,
+void AbortRouter::Abort(const v1::AbortRequest& request, absl::Time client_deadline, AbortDone done,
                         const Caller& caller) {
   std::vector<PeerInfo> peers;
   if (peers_ != nullptr) peers = peers_->Peers();
   // Alone, or too many ids (the local abort refuses them): nothing to route.
   if (peers.empty() || request.request_ids_size() > kMaxAbortIdsPerCall) {
-    local_.abort(request, deadline, std::move(done), caller);
+    local_.abort(request, client_deadline, std::move(done), caller);
     return;
   }
   auto run = std::make_shared<Run>();
@@ -109,14 +109,14 @@ void AbortRouter::Abort(const v1::AbortRequest& request, absl::Time deadline, Ab
   v1::AbortRequest local;
   std::vector<v1::PeerAbortRequest> forwarded(run->peers.size());
   RouteIds(request, caller, run.get(), &local, &forwarded);
-  const absl::Time peer_deadline = std::min(deadline, loop_->Now() + peer_timeout_);
+  const absl::Time call_deadline = std::min(client_deadline, loop_->Now() + peer_timeout_);
   run->pending = 1;  // Released below, once every call is out.
   for (size_t p = 0; p < forwarded.size(); ++p) {
     if (forwarded[p].request_ids().empty()) continue;
     forwarded[p].set_caller(caller.identity);
     forwarded[p].set_caller_aborts_any(caller.abort_any);
     ++run->pending;
-    peers_->Abort(run->peers[p].address, std::move(forwarded[p]), peer_deadline,
+    peers_->Abort(run->peers[p].address, std::move(forwarded[p]), call_deadline,
                   [this, run, p, alive = alive_.watch()](
                       absl::StatusOr<v1::AbortResponse> answer) {
                     if (!alive) return;
@@ -131,7 +131,7 @@ void AbortRouter::Abort(const v1::AbortRequest& request, absl::Time deadline, Ab
   }
   if (!local.request_ids().empty()) {
     ++run->pending;
-    local_.abort(local, deadline,
+    local_.abort(local, client_deadline,
                  [this, run, alive = alive_.watch()](
                      absl::StatusOr<v1::AbortResponse> answer) {
                    if (!alive) return;

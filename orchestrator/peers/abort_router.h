@@ -44,7 +44,7 @@ using AbortDone = std::function<void(absl::StatusOr<v1::AbortResponse>)>;
 struct LocalAborts {
   // True when request `id` is in flight here and `caller` may abort it.
   std::function<bool(const std::string& id, const Caller& caller)> holds;
-  std::function<void(const v1::AbortRequest& request, absl::Time deadline, AbortDone done,
+  std::function<void(const v1::AbortRequest& request, absl::Time client_deadline, AbortDone done,
                      const Caller& caller)>
       abort;
 };
@@ -58,7 +58,7 @@ class AbortRouter {
               std::function<void(absl::StatusCode)> on_peer_call = nullptr);
   ~AbortRouter();
 
-  void Abort(const v1::AbortRequest& request, absl::Time deadline, AbortDone done,
+  void Abort(const v1::AbortRequest& request, absl::Time client_deadline, AbortDone done,
              const Caller& caller);
 
  private:

@@ -39,8 +39,8 @@ void ReplicaSession::Close(const absl::Status& reason) {
 }
 
 absl::Status ReplicaSession::NotConnected() const {
-  return absl::UnavailableError(absl::StrCat("stage ", options_.stage, " replica ",
-                                             options_.replica, " is not connected"));
+  return absl::UnavailableError(
+      absl::StrCat("stage ", options_.stage, " replica ", options_.replica, " is not connected"));
 }
 
 void ReplicaSession::Connect() {
@@ -66,7 +66,8 @@ void ReplicaSession::Connect() {
   hello.mutable_hello()->set_client_name("omnistage-orchestrator");
   hello.mutable_hello()->set_protocol_version(kProtocolVersion);
   hello.mutable_hello()->set_expected_stage_id(options_.stage);
-  if (options_.defaults.has_value()) *hello.mutable_hello()->mutable_defaults() = *options_.defaults;
+  if (options_.defaults.has_value())
+    *hello.mutable_hello()->mutable_defaults() = *options_.defaults;
   hello.mutable_hello()->set_want_cache_events(options_.want_cache_events);
   (void)stream_->Write(std::move(hello));  // A broken stream reports itself in OnDone.
 }
@@ -80,11 +81,12 @@ void ReplicaSession::OnEvent(uint64_t generation, v1::WorkerEvent& event) {
       session_id_ = event.ready().session_id();
       max_message_bytes_ = event.ready().max_message_bytes();
       if (max_message_bytes_ > 0 && max_message_bytes_ < options_.needed_message_bytes) {
-        LogWarning({"", options_.stage, options_.replica, ""},
-                   absl::StrCat("accepts messages up to ", max_message_bytes_,
-                                " bytes; the longest prompt limits.max_prompt_bytes admits needs ",
-                                options_.needed_message_bytes, ": start it with --max_message_bytes=",
-                                options_.needed_message_bytes, " or lower the limit"));
+        LogWarning(
+            {"", options_.stage, options_.replica, ""},
+            absl::StrCat("accepts messages up to ", max_message_bytes_,
+                         " bytes; the longest prompt limits.max_prompt_bytes admits needs ",
+                         options_.needed_message_bytes, ": start it with --max_message_bytes=",
+                         options_.needed_message_bytes, " or lower the limit"));
       }
       backoff_ = options_.reconnect_initial_backoff;
       listener_->OnReplicaReady(options_.stage, options_.replica, event.ready());
@@ -160,9 +162,8 @@ absl::Status ReplicaSession::Send(v1::WorkerCommand& command) {
   if (stream_ == nullptr || !ready_) return NotConnected();
   const size_t bytes = command.ByteSizeLong();
   if (max_message_bytes_ > 0 && bytes > static_cast<size_t>(max_message_bytes_)) {
-    return absl::ResourceExhaustedError(absl::StrCat("the command is ", bytes,
-                                                     " bytes; the worker accepts at most ",
-                                                     max_message_bytes_));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the command is ", bytes, " bytes; the worker accepts at most ", max_message_bytes_));
   }
   command.set_seq(seq_ + 1);
   // Write() moves from the command only when it queues it.
@@ -185,8 +186,9 @@ absl::Status ReplicaSession::AppendInput(v1::AppendInput input) {
   return Send(command);
 }
 
-void ReplicaSession::CallUtility(const std::string& name, const google::protobuf::ListValue& args,
-                                 std::function<void(absl::StatusOr<google::protobuf::Value>)> done) {
+void ReplicaSession::CallUtility(
+    const std::string& name, const google::protobuf::ListValue& args,
+    std::function<void(absl::StatusOr<google::protobuf::Value>)> done) {
   const uint64_t call_id = next_call_id_++;
   v1::WorkerCommand command;
   command.mutable_utility()->set_call_id(call_id);
@@ -197,8 +199,7 @@ void ReplicaSession::CallUtility(const std::string& name, const google::protobuf
     return;
   }
   utilities_[call_id] = std::move(done);
-  scheduler_->PostAfter(options_.utility_timeout, [this, alive = alive_.watch(),
-                                                   call_id] {
+  scheduler_->PostAfter(options_.utility_timeout, [this, alive = alive_.watch(), call_id] {
     if (!alive) return;
     auto it = utilities_.find(call_id);
     if (it == utilities_.end()) return;
@@ -214,7 +215,7 @@ void ReplicaSession::FailUtilities(const absl::Status& status) {
   for (auto& [id, done] : pending) done(status);
 }
 
-void ReplicaSession::Abort(const std::vector<std::string>& ids, absl::Time deadline,
+void ReplicaSession::Abort(const std::vector<std::string>& ids, absl::Time call_deadline,
                            AbortDone done) {
   if (stream_ == nullptr || !ready_) {
     done(NotConnected());
@@ -224,15 +225,15 @@ void ReplicaSession::Abort(const std::vector<std::string>& ids, absl::Time deadl
   request.set_session_id(session_id_);
   request.set_after_seq(seq_);
   for (const std::string& id : ids) request.add_request_ids(id);
-  stub_->Abort(request, deadline,
-               [done = std::move(done)](absl::StatusOr<v1::WorkerAbortResponse> result) {
-                 if (!result.ok()) {
-                   done(result.status());
-                   return;
-                 }
-                 done(std::vector<std::string>(result->aborted_ids().begin(),
-                                               result->aborted_ids().end()));
-               });
+  stub_->Abort(
+      request, call_deadline,
+      [done = std::move(done)](absl::StatusOr<v1::WorkerAbortResponse> result) {
+        if (!result.ok()) {
+          done(result.status());
+          return;
+        }
+        done(std::vector<std::string>(result->aborted_ids().begin(), result->aborted_ids().end()));
+      });
 }
 
 }  // namespace omnistage

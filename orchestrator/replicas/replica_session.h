@@ -77,7 +77,7 @@ class ReplicaSession : public ReplicaClient {
   absl::Status AppendInput(v1::AppendInput input) override;
   void CallUtility(const std::string& name, const google::protobuf::ListValue& args,
                    std::function<void(absl::StatusOr<google::protobuf::Value>)> done) override;
-  void Abort(const std::vector<std::string>& ids, absl::Time deadline,
+  void Abort(const std::vector<std::string>& ids, absl::Time call_deadline,
              AbortDone done) override;
 
  private:

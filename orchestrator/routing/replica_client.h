@@ -39,9 +39,9 @@ class ReplicaClient {
   // One Abort call carrying every id; never overtakes commands sent before it.
   // `done` gets, once the worker has stopped those requests, the ids it found
   // live and stopped (the others had ended there before the abort arrived),
-  // or an error (DEADLINE_EXCEEDED once `deadline` passes).
+  // or an error (DEADLINE_EXCEEDED once `call_deadline` passes).
   using AbortDone = std::function<void(absl::StatusOr<std::vector<std::string>> stopped)>;
-  virtual void Abort(const std::vector<std::string>& ids, absl::Time deadline,
+  virtual void Abort(const std::vector<std::string>& ids, absl::Time call_deadline,
                      AbortDone done) = 0;
 };
 

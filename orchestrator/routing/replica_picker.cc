@@ -42,9 +42,7 @@ PickDecision ReplicaPicker::Choose(const std::vector<int>& live,
   for (size_t i = 0; i < live.size(); ++i) order[i] = live[(rotation_ + i) % live.size()];
   const PrefixChoice choice = ChooseByPrefix(
       prefix_index_, order,
-      [&replicas](int r) {
-        return static_cast<double>(replicas[r].load()) / replicas[r].slots();
-      },
+      [&replicas](int r) { return static_cast<double>(replicas[r].load()) / replicas[r].slots(); },
       input, context.now);
   prefix_index_.Routed(choice.replica, input.For(prefix_index_.block_tokens(choice.replica)),
                        context.now);

@@ -55,7 +55,6 @@ struct ReplicaState {
   int64_t slots() const { return int64_t{capacity > 0 ? capacity : 1}; }
 };
 
-
 }  // namespace omnistage
 
 #endif  // OMNISTAGE_ORCHESTRATOR_ROUTING_REPLICA_STATE_H_

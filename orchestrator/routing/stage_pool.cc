@@ -12,9 +12,9 @@ namespace omnistage {
 absl::Status PoolAbortResult::status() const {
   if (failures.empty()) return absl::OkStatus();
   const ReplicaAbortFailure& first = failures.front();
-  return absl::Status(first.status.code(), absl::StrCat("stage ", this->stage, " replica ",
-                                                        first.replica, ": abort failed: ",
-                                                        first.status.message()));
+  return absl::Status(first.status.code(),
+                      absl::StrCat("stage ", this->stage, " replica ", first.replica,
+                                   ": abort failed: ", first.status.message()));
 }
 
 StagePool::StagePool(int stage_id, std::vector<ReplicaClient*> replicas, bool alive)
@@ -152,7 +152,7 @@ struct StagePool::AbortRun {
   std::function<void(PoolAbortResult)> done;
 };
 
-void StagePool::Abort(const std::vector<std::string>& request_ids, absl::Time deadline,
+void StagePool::Abort(const std::vector<std::string>& request_ids, absl::Time call_deadline,
                       std::function<void(PoolAbortResult)> done) {
   // Replica -> the bindings of its ids, in replica order and, within a group, in
   // the order given.
@@ -189,7 +189,7 @@ void StagePool::Abort(const std::vector<std::string>& request_ids, absl::Time de
     for (const auto& [id, generation] : *group) ids.push_back(id);
     on_abort_call_(replica);
     replicas_[replica]->Abort(
-        ids, deadline,
+        ids, call_deadline,
         [self = shared_from_this(), run, replica = replica, group,
          finish_one](absl::StatusOr<std::vector<std::string>> stopped) {
           // Only the bindings the call was made for count: an eviction or a
@@ -201,8 +201,7 @@ void StagePool::Abort(const std::vector<std::string>& request_ids, absl::Time de
             const size_t live = std::min(stopped->size(), carried);
             self->on_abort_answer_(replica, live, carried - live);
           } else {
-            run->failures.emplace_back(ReplicaAbortFailure{replica, stopped.status(), {}},
-                                       *group);
+            run->failures.emplace_back(ReplicaAbortFailure{replica, stopped.status(), {}}, *group);
           }
           finish_one();
         });
@@ -228,7 +227,7 @@ void StagePool::Admit(int replica, const v1::Ready& ready) {
       ready.prefix_cache().block_tokens() > 0 &&
       ready.prefix_cache().block_tokens() <= kMaxBlockTokens) {
     picker_.prefix_index().SetPrecise(replica, ready.prefix_cache().block_tokens(),
-                             ready.prefix_cache().capacity_blocks());
+                                      ready.prefix_cache().capacity_blocks());
     picker_.prefix_index().Apply(replica, ready.load().cache());
   } else {
     picker_.prefix_index().Forget(replica);
@@ -254,7 +253,7 @@ void StagePool::AppendStatus(v1::StageStatus* stage, absl::Time now) const {
     replica->set_alive(state.alive);
     replica->set_origin(state.origin);
     replica->set_retiring(state.retiring);
-    replica->set_state(!state.alive                        ? v1::ReplicaStatus::STATE_DEAD
+    replica->set_state(!state.alive                       ? v1::ReplicaStatus::STATE_DEAD
                        : state.draining || state.retiring ? v1::ReplicaStatus::STATE_DRAINING
                                                           : v1::ReplicaStatus::STATE_LIVE);
     replica->set_instance_id(state.instance_id);
@@ -276,8 +275,7 @@ void StagePool::AppendStatus(v1::StageStatus* stage, absl::Time now) const {
 
 // ---- Sends ------------------------------------------------------------------------
 
-SubmitResult StagePool::Submit(v1::AddRequest* add, const Prepare& prepare,
-                              PickContext context) {
+SubmitResult StagePool::Submit(v1::AddRequest* add, const Prepare& prepare, PickContext context) {
   const std::string id = add->request_id();
   context.input = &add->input();
   SubmitResult result;
@@ -309,8 +307,8 @@ SubmitResult StagePool::Submit(v1::AddRequest* add, const Prepare& prepare,
 absl::Status StagePool::Append(v1::AppendInput input, std::optional<ReplicaLoss>* lost) {
   const std::optional<int> replica = Bound(input.request_id());
   if (!replica.has_value()) {
-    return absl::NotFoundError(absl::StrCat("'", input.request_id(), "' is not bound on stage ",
-                                            stage_id_));
+    return absl::NotFoundError(
+        absl::StrCat("'", input.request_id(), "' is not bound on stage ", stage_id_));
   }
   absl::Status status = replicas_[*replica]->AppendInput(std::move(input));
   if (status.code() == absl::StatusCode::kUnavailable) {
@@ -328,7 +326,8 @@ void StagePool::CallUtility(const std::string& name, const google::protobuf::Lis
   };
   auto gather = std::make_shared<Gather>();
   for (int r = 0; r < size(); ++r) {
-    if (!states_[r].removed) gather->results.emplace_back(r, absl::UnavailableError("is not alive"));
+    if (!states_[r].removed)
+      gather->results.emplace_back(r, absl::UnavailableError("is not alive"));
   }
   gather->done = std::move(done);
   gather->pending = static_cast<int>(gather->results.size()) + 1;  // +1 until every call is out.

@@ -181,7 +181,7 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
 
   // Asynchronous; `done` runs once, after the last call completed. The pool
   // must be held by a shared_ptr while an abort runs.
-  void Abort(const std::vector<std::string>& request_ids, absl::Time deadline,
+  void Abort(const std::vector<std::string>& request_ids, absl::Time call_deadline,
              std::function<void(PoolAbortResult)> done);
 
   // ---- Replica identity and health ----

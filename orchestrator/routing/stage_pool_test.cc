@@ -155,9 +155,9 @@ TEST(StagePoolTest, PickNeverReturnsADeadReplica) {
     ++per_replica[*replica];
   }
   // Round-robin over the live list spreads fresh requests evenly.
-  EXPECT_THAT(per_replica, ElementsAre(std::pair<const int, int>(0, 100),
-                                       std::pair<const int, int>(2, 100),
-                                       std::pair<const int, int>(4, 100)));
+  EXPECT_THAT(per_replica,
+              ElementsAre(std::pair<const int, int>(0, 100), std::pair<const int, int>(2, 100),
+                          std::pair<const int, int>(4, 100)));
   // Requests that were on the evicted replicas land on live ones when re-picked.
   for (int i = 0; i < 7; ++i) {
     absl::StatusOr<int> replica = pool->Pick("early" + std::to_string(i));
@@ -274,8 +274,8 @@ TEST(StagePoolTest, AnAnsweredAbortSaysWhichIdsWereStillLive) {
   for (const char* rid : {"p", "q", "r", "s"}) ASSERT_TRUE(pool->Pick(rid).ok());
   std::vector<std::string> answers;
   pool->set_on_abort_answer([&answers](int replica, size_t stopped, size_t already_ended) {
-    answers.push_back(absl::StrCat(replica, ": ", stopped, " stopped, ", already_ended,
-                                   " already ended"));
+    answers.push_back(
+        absl::StrCat(replica, ": ", stopped, " stopped, ", already_ended, " already ended"));
   });
   a.set_ended_before_abort({"r"});
   b.FailAborts(absl::UnavailableError("B is gone"));
@@ -288,8 +288,8 @@ TEST(StagePoolTest, AnAnsweredAbortSaysWhichIdsWereStillLive) {
   EXPECT_EQ(done.calls, 1);
 }
 
-// Releasing before the replica confirmed would leave nothing to retry with, so a group stays bound while its call is in flight. Every group's
-// call goes out at once; `done` waits for the last.
+// Releasing before the replica confirmed would leave nothing to retry with, so a group stays bound
+// while its call is in flight. Every group's call goes out at once; `done` waits for the last.
 TEST(StagePoolTest, InFlightAbortKeepsBindingsUntilCompletion) {
   std::vector<std::string> log;
   FakeReplicaClient a("A", &log), b("B", &log);

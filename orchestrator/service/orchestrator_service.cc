@@ -52,12 +52,13 @@ grpc::ServerUnaryReactor* OrchestratorService::Abort(grpc::CallbackServerContext
     reactor->Finish(ToGrpcStatus(caller.status()));
     return reactor;
   }
-  const absl::Time deadline = DeadlineOf(*context);
+  const absl::Time client_deadline = DeadlineOf(*context);
   // When the loop is free, this thread runs the Abort: no hand-off to the
   // loop's thread, which would first have to wake.
   loop_->RunOrPost(
-      [router = router_, request, response, reactor, deadline, caller = *std::move(caller)] {
-        router->Abort(*request, deadline, FinishWith(reactor, response), caller);
+      [router = router_, request, response, reactor, client_deadline,
+       caller = *std::move(caller)] {
+        router->Abort(*request, client_deadline, FinishWith(reactor, response), caller);
       });
   return reactor;
 }
@@ -70,15 +71,15 @@ grpc::ServerUnaryReactor* OrchestratorService::GetPipelineStatus(
     reactor->Finish(ToGrpcStatus(allowed));
     return reactor;
   }
-  const absl::Time deadline = std::min(DeadlineOf(*context), absl::Now() + peer_timeout_);
+  const absl::Time call_deadline = std::min(DeadlineOf(*context), absl::Now() + peer_timeout_);
   loop_->Post([core = core_, peers = peers_, cluster = request->cluster(), response, reactor,
-               deadline] {
+               call_deadline] {
     if (!cluster) {
       *response = core->Status();
       reactor->Finish(grpc::Status::OK);
       return;
     }
-    AskCluster(core->Status(), peers, deadline, [response, reactor](v1::PipelineStatus status) {
+    AskCluster(core->Status(), peers, call_deadline, [response, reactor](v1::PipelineStatus status) {
       *response = std::move(status);
       reactor->Finish(grpc::Status::OK);
     });

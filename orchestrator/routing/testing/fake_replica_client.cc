@@ -36,11 +36,11 @@ void FakeReplicaClient::CallUtility(
   done(utility_result_);
 }
 
-void FakeReplicaClient::Abort(const std::vector<std::string>& ids, absl::Time deadline,
+void FakeReplicaClient::Abort(const std::vector<std::string>& ids, absl::Time call_deadline,
                               AbortDone done) {
   log_->push_back(absl::StrCat(name_, ".abort [", absl::StrJoin(ids, ","), "]"));
   aborts_.push_back(ids);
-  abort_deadlines_.push_back(deadline);
+  abort_deadlines_.push_back(call_deadline);
   if (hold_aborts_) {
     held_.emplace_back(ids, std::move(done));
     return;

@@ -1,4 +1,4 @@
-#include "stage_worker/session.h"
+#include "stage_worker/connect_session.h"
 
 #include <algorithm>
 #include <utility>
@@ -14,14 +14,14 @@ namespace omnistage {
 
 namespace {
 
-StreamWriter<v1::WorkerEvent>::Options WriterOptions(
-    uint64_t number, std::function<void(int64_t)> on_queued_bytes) {
+StreamWriter<v1::WorkerEvent>::Options WriterOptions(uint64_t number,
+                                                     std::function<void(int64_t)> on_queued_bytes) {
   StreamWriter<v1::WorkerEvent>::Options options;
   options.on_queued_bytes = std::move(on_queued_bytes);
   options.label = absl::StrCat("session ", number);
   // A client that stopped reading: closing its stream aborts its requests,
   // rather than letting memory grow without bound.
-  options.max_queued = Session::kMaxQueuedEvents;
+  options.max_queued = ConnectSession::kMaxQueuedEvents;
   // While a write is in flight, the steps that follow queue and go out as one
   // event: their outputs in order, under the last step's number. Other events
   // keep their place between them; the last step's load stands, and cache
@@ -48,14 +48,14 @@ StreamWriter<v1::WorkerEvent>::Options WriterOptions(
     }
     return true;
   };
-  options.max_write_bytes = Session::kMaxMergedEventBytes;
+  options.max_write_bytes = ConnectSession::kMaxMergedEventBytes;
   return options;
 }
 
 }  // namespace
 
-Session::Session(uint64_t number, std::string peer, EventTransport* transport, uint64_t first_seq,
-                 bool wants_cache_events)
+ConnectSession::ConnectSession(uint64_t number, std::string peer, EventTransport* transport,
+                               uint64_t first_seq, bool wants_cache_events)
     : number_(number),
       peer_(std::move(peer)),
       id_(absl::StrCat(number, "-", RandomHex(16))),
@@ -68,7 +68,7 @@ Session::Session(uint64_t number, std::string peer, EventTransport* transport, u
                                        })),
       last_seq_(first_seq) {}
 
-void Session::Send(v1::WorkerEvent event) {
+void ConnectSession::Send(v1::WorkerEvent event) {
   if (!open_.load(std::memory_order_acquire)) {
     absl::MutexLock lock(&held_mu_);
     if (!open_.load(std::memory_order_relaxed)) {
@@ -80,7 +80,7 @@ void Session::Send(v1::WorkerEvent event) {
   writer_.Write(std::move(event));
 }
 
-void Session::End(const absl::Status& status) {
+void ConnectSession::End(const absl::Status& status) {
   if (!open_.load(std::memory_order_acquire)) {
     absl::MutexLock lock(&held_mu_);
     if (!open_.load(std::memory_order_relaxed)) {
@@ -91,7 +91,7 @@ void Session::End(const absl::Status& status) {
   writer_.End(status);
 }
 
-void Session::Open(std::optional<v1::WorkerEvent> first) {
+void ConnectSession::Open(std::optional<v1::WorkerEvent> first) {
   if (first.has_value()) writer_.Write(*std::move(first));
   // Written outside the lock (the writer may call the transport inline); what
   // arrives meanwhile is held and written in the next round, so that order
@@ -117,7 +117,7 @@ void Session::Open(std::optional<v1::WorkerEvent> first) {
   }
 }
 
-absl::Duration Session::WaitForReader(absl::Time deadline) {
+absl::Duration ConnectSession::WaitForReader(absl::Time deadline) {
   absl::MutexLock lock(&queue_mu_);
   if (queued_bytes_ <= kBackpressureBytes) return absl::ZeroDuration();
   const absl::Time start = absl::Now();
@@ -126,26 +126,26 @@ absl::Duration Session::WaitForReader(absl::Time deadline) {
     auto moved = [this, taken]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
       return queued_bytes_ <= kBackpressureBytes || writes_taken_ != taken;
     };
-    if (!queue_mu_.AwaitWithDeadline(
-            absl::Condition(&moved), std::min(deadline, absl::Now() + kReaderProgressTimeout))) {
+    if (!queue_mu_.AwaitWithDeadline(absl::Condition(&moved),
+                                     std::min(deadline, absl::Now() + kReaderProgressTimeout))) {
       break;
     }
   }
   return absl::Now() - start;
 }
 
-bool Session::AddLive(const std::string& request_id, std::string trace_id) {
+bool ConnectSession::AddLive(const std::string& request_id, std::string trace_id) {
   absl::MutexLock lock(&mu_);
   return live_.emplace(request_id, Live{std::move(trace_id)}).second;
 }
 
-void Session::MarkTaken(const std::string& request_id) {
+void ConnectSession::MarkTaken(const std::string& request_id) {
   absl::MutexLock lock(&mu_);
   auto it = live_.find(request_id);
   if (it != live_.end()) it->second.taken = true;
 }
 
-std::string Session::EraseLive(const std::string& request_id) {
+std::string ConnectSession::EraseLive(const std::string& request_id) {
   absl::MutexLock lock(&mu_);
   auto it = live_.find(request_id);
   if (it == live_.end()) return "";
@@ -154,7 +154,7 @@ std::string Session::EraseLive(const std::string& request_id) {
   return trace_id;
 }
 
-std::vector<std::string> Session::TakeLive(const std::vector<std::string>& ids) {
+std::vector<std::string> ConnectSession::TakeLive(const std::vector<std::string>& ids) {
   std::vector<std::string> taken;
   absl::MutexLock lock(&mu_);
   for (const std::string& id : ids) {
@@ -166,17 +166,17 @@ std::vector<std::string> Session::TakeLive(const std::vector<std::string>& ids) 
   return taken;
 }
 
-void Session::MarkDrainAcked() {
+void ConnectSession::MarkDrainAcked() {
   absl::MutexLock lock(&mu_);
   drain_acked_ = true;
 }
 
-bool Session::done_adding() const {
+bool ConnectSession::done_adding() const {
   absl::MutexLock lock(&mu_);
   return drain_acked_ || closed_;
 }
 
-std::vector<std::string> Session::LiveIds() const {
+std::vector<std::string> ConnectSession::LiveIds() const {
   absl::MutexLock lock(&mu_);
   std::vector<std::string> ids;
   ids.reserve(live_.size());
@@ -184,7 +184,7 @@ std::vector<std::string> Session::LiveIds() const {
   return ids;
 }
 
-std::vector<std::string> Session::Close(std::vector<CoreMessage>* released) {
+std::vector<std::string> ConnectSession::Close(std::vector<CoreMessage>* released) {
   absl::MutexLock lock(&mu_);
   if (closed_) return {};
   closed_ = true;
@@ -198,18 +198,18 @@ std::vector<std::string> Session::Close(std::vector<CoreMessage>* released) {
   return ids;
 }
 
-bool Session::closed() const {
+bool ConnectSession::closed() const {
   absl::MutexLock lock(&mu_);
   return closed_;
 }
 
-size_t Session::live_count() const {
+size_t ConnectSession::live_count() const {
   absl::MutexLock lock(&mu_);
   return live_.size();
 }
 
-absl::Status Session::Sequence(uint64_t seq, std::optional<CoreMessage> command,
-                              const Submit& submit) {
+absl::Status ConnectSession::Sequence(uint64_t seq, std::optional<CoreMessage> command,
+                                      const Submit& submit) {
   absl::MutexLock lock(&mu_);
   if (seq <= last_seq_) {
     return absl::InvalidArgumentError(
@@ -225,7 +225,7 @@ absl::Status Session::Sequence(uint64_t seq, std::optional<CoreMessage> command,
   return absl::OkStatus();
 }
 
-void Session::Fence(uint64_t after_seq, CoreMessage abort, const Submit& submit) {
+void ConnectSession::Fence(uint64_t after_seq, CoreMessage abort, const Submit& submit) {
   absl::MutexLock lock(&mu_);
   if (closed_ || after_seq <= last_seq_) {
     std::vector<CoreMessage> batch;
@@ -262,7 +262,7 @@ v1::WorkerEvent FinishedEvent(const std::vector<std::string>& ids, v1::FinishRea
   return event;
 }
 
-LogContext SessionContext(const LogContext& worker, const Session& session,
+LogContext SessionContext(const LogContext& worker, const ConnectSession& session,
                           const std::string& request_id, const std::string& trace_id) {
   LogContext context = worker;
   context.request_id = request_id;

@@ -1,6 +1,6 @@
-// Session's event stream: step outputs that queue behind a write in flight go
+// ConnectSession's event stream: step outputs that queue behind a write in flight go
 // out as one event, in order; other events keep their place.
-#include "stage_worker/session.h"
+#include "stage_worker/connect_session.h"
 
 #include <atomic>
 #include <optional>
@@ -56,7 +56,7 @@ v1::WorkerEvent Step(uint64_t step, std::vector<std::string> ids) {
 
 TEST(SessionTest, StepsQueuedBehindAWriteGoOutAsOneEvent) {
   RecordingTransport transport;
-  Session session(3, "", &transport, 1);
+  ConnectSession session(3, "", &transport, 1);
   session.Open(std::nullopt);
   session.Send(Step(1, {"a"}));  // In flight.
   session.Send(Step(2, {"a", "b"}));
@@ -79,7 +79,7 @@ TEST(SessionTest, StepsQueuedBehindAWriteGoOutAsOneEvent) {
 // load broadcast, even its end) is held, then follows Ready in order.
 TEST(SessionTest, EventsSentBeforeOpenFollowReady) {
   RecordingTransport transport;
-  Session session(3, "", &transport, 1);
+  ConnectSession session(3, "", &transport, 1);
   session.Send(Step(1, {"a"}));
   v1::WorkerEvent stalled;
   stalled.mutable_stalled()->set_step(2);
@@ -118,7 +118,7 @@ v1::WorkerEvent WithLoad(v1::WorkerEvent event, int requests, bool snapshot = fa
 // earlier one, a later snapshot everything before it.
 TEST(SessionTest, MergedStepsAddUpTheirCacheReports) {
   RecordingTransport transport;
-  Session session(3, "", &transport, 1, /*wants_cache_events=*/true);
+  ConnectSession session(3, "", &transport, 1, /*wants_cache_events=*/true);
   EXPECT_TRUE(session.wants_cache_events());
   session.Open(std::nullopt);
   session.Send(Step(1, {"a"}));  // In flight.
@@ -149,11 +149,11 @@ TEST(SessionTest, MergedStepsAddUpTheirCacheReports) {
 
 TEST(SessionTest, ALargeStepGoesAlone) {
   RecordingTransport transport;
-  Session session(3, "", &transport, 1);
+  ConnectSession session(3, "", &transport, 1);
   session.Open(std::nullopt);
   session.Send(Step(1, {"a"}));
   session.Send(Step(2, {"b"}));
-  session.Send(Step(3, {std::string(Session::kMaxMergedEventBytes, 'x')}));
+  session.Send(Step(3, {std::string(ConnectSession::kMaxMergedEventBytes, 'x')}));
   session.Send(Step(4, {"d"}));
   for (int i = 0; i < 3; ++i) {
     --transport.in_flight;
@@ -177,7 +177,7 @@ class HeldTransport : public EventTransport {
 
 TEST(SessionTest, NoWaitWhileTheClientKeepsUp) {
   HeldTransport transport;
-  Session session(1, "", &transport, 1);
+  ConnectSession session(1, "", &transport, 1);
   session.Open(std::nullopt);
   session.Send(Sized(1000));  // In flight.
   session.Send(Sized(1000));  // Queued, far under the bound.
@@ -186,23 +186,23 @@ TEST(SessionTest, NoWaitWhileTheClientKeepsUp) {
 
 TEST(SessionTest, AStuckClientIsWaitedForAtMostTheProgressTimeout) {
   HeldTransport transport;
-  Session session(1, "", &transport, 1);
+  ConnectSession session(1, "", &transport, 1);
   session.Open(std::nullopt);
   session.Send(Sized(1000));  // In flight, never completes.
-  session.Send(Sized(Session::kBackpressureBytes + 1));
+  session.Send(Sized(ConnectSession::kBackpressureBytes + 1));
   const absl::Duration waited = session.WaitForReader(absl::Now() + absl::Seconds(30));
-  EXPECT_GE(waited, Session::kReaderProgressTimeout);
+  EXPECT_GE(waited, ConnectSession::kReaderProgressTimeout);
   EXPECT_LT(waited, absl::Seconds(30));
 }
 
 TEST(SessionTest, ASlowClientIsWaitedForUntilTheBacklogIsUnderTheBound) {
   HeldTransport transport;
-  Session session(1, "", &transport, 1);
+  ConnectSession session(1, "", &transport, 1);
   session.Open(std::nullopt);
   session.Send(Sized(1000));  // In flight.
   // Steps that refuse to merge: other events keep their place.
   constexpr int kQueued = 6;
-  v1::WorkerEvent big = Sized(Session::kBackpressureBytes / 4);
+  v1::WorkerEvent big = Sized(ConnectSession::kBackpressureBytes / 4);
   for (int i = 0; i < kQueued; ++i) {
     session.Send(big);
     v1::WorkerEvent stalled;

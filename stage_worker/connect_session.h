@@ -1,6 +1,6 @@
-// Session: one orchestrator's Connect stream on a stage worker.
+// ConnectSession: one orchestrator's Connect stream on a stage worker.
 //
-// A Session owns the stream's outgoing events (a StreamWriter: one write in
+// A ConnectSession owns the stream's outgoing events (a StreamWriter: one write in
 // flight, the rest queued and step outputs merged meanwhile, a client that
 // stops reading cut off; a later step's load, cache reports included, merged
 // into an earlier one's as CacheDelta says), the set of the
@@ -9,11 +9,11 @@
 // Thread-safe: gRPC threads add commands and aborts, the busy-loop thread sends
 // step outputs.
 //
-// Lock order: Session::mu_ may be held while pushing into the EngineCore's input
+// Lock order: ConnectSession::mu_ may be held while pushing into the EngineCore's input
 // queue (so a fenced abort is queued right behind the command it waits for); no
 // other call goes out while mu_ is held.
-#ifndef OMNISTAGE_STAGE_WORKER_SESSION_H_
-#define OMNISTAGE_STAGE_WORKER_SESSION_H_
+#ifndef OMNISTAGE_STAGE_WORKER_CONNECT_SESSION_H_
+#define OMNISTAGE_STAGE_WORKER_CONNECT_SESSION_H_
 
 #include <atomic>
 #include <cstdint>
@@ -35,14 +35,14 @@
 
 namespace omnistage {
 
-// The stream a Session writes to; implemented by the gRPC reactor. The Session
+// The stream a ConnectSession writes to; implemented by the gRPC reactor. The ConnectSession
 // calls BeginWrite() with at most one write outstanding and FinishStream() once,
 // after the last write completed, never while holding its own lock;
 // CancelStream() breaks the stream at once (the client is not reading): the write
 // in flight fails, and the stream's end closes the session.
 using EventTransport = StreamWriter<v1::WorkerEvent>::Transport;
 
-class Session {
+class ConnectSession {
  public:
   // Events queued for a client that does not read; past this the stream is
   // cancelled, which closes the session and aborts its requests, rather than
@@ -63,8 +63,8 @@ class Session {
   // `peer`: the identity of the client that opened it (its certificate's name;
   // "" over plaintext). `wants_cache_events`: its Hello asked for the engine's
   // prefix-cache changes, and the engine has a cache.
-  Session(uint64_t number, std::string peer, EventTransport* transport, uint64_t first_seq,
-          bool wants_cache_events = false);
+  ConnectSession(uint64_t number, std::string peer, EventTransport* transport, uint64_t first_seq,
+                 bool wants_cache_events = false);
 
   // Constant after construction. The id is "<number>-<128 random bits>": an
   // Abort must name it whole, so it cannot be guessed from the number. Log
@@ -170,8 +170,7 @@ class Session {
 // The engine's id for a session's request: "<session number>/<request id>".
 std::string EngineRequestId(uint64_t session, const std::string& request_id);
 // Splits an engine id back; false if it is not one.
-bool ParseEngineRequestId(const std::string& engine_id, uint64_t* session,
-                          std::string* request_id);
+bool ParseEngineRequestId(const std::string& engine_id, uint64_t* session, std::string* request_id);
 
 // A step-less StepOutputs event ending each of `ids` with `reason`, the error
 // saying `why`: how a session hears that its requests were stopped by anything
@@ -181,9 +180,9 @@ v1::WorkerEvent FinishedEvent(const std::vector<std::string>& ids, v1::FinishRea
 
 // What a line about `session` (or request `request_id` on it, traced by
 // `trace_id`) carries, within its worker's context `worker`.
-LogContext SessionContext(const LogContext& worker, const Session& session,
+LogContext SessionContext(const LogContext& worker, const ConnectSession& session,
                           const std::string& request_id = "", const std::string& trace_id = "");
 
 }  // namespace omnistage
 
-#endif  // OMNISTAGE_STAGE_WORKER_SESSION_H_
+#endif  // OMNISTAGE_STAGE_WORKER_CONNECT_SESSION_H_
