@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Test of the Kubernetes manifests, offline (no cluster): renders the sim, gpu,
-# keda and hpa overlays with `${KUBECTL:-kubectl} kustomize`, checks each with
+# keda and hpa overlays with kustomize (kustomize.sh: the one ./setup.sh
+# installs, or $KUSTOMIZE, e.g. "kubectl kustomize"), checks each with
 # validate/validate.mjs (schemas, unknown fields, cross-references, the
 # orchestrator's peers, the gateway and the orchestrator it dials, security:
 # with the Secrets make_secrets.sh writes, so every mounted key and the peer
@@ -8,8 +9,9 @@
 # autoscalers: KEDA ScaledObjects, or HPAs with the prometheus-adapter rule of
 # overlays/hpa/prometheus-adapter-values.yaml), then makes
 # sure the validator catches each defect planted in validate/testdata/.
-# Optional: KUBECTL_COMPARE=/path/to/another/kubectl also renders with that one
-# (e.g. kubectl 1.20's kustomize v2 and 1.32's v5) and requires the same objects.
+# Optional: KUSTOMIZE_COMPARE="kubectl kustomize" (or another renderer) also
+# renders with that one (e.g. kubectl 1.32's kustomize v5) and requires the
+# same objects. Every renderer must print no warning (no deprecated field).
 # Needs node and validate/node_modules (./setup.sh runs
 # `npm ci --prefix deploy/kubernetes/validate`).
 set -euo pipefail
@@ -19,14 +21,13 @@ set -euo pipefail
 # path of validate.mjs.
 HERE="$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")"
 VALIDATE_DIR="$HERE/validate"
-KUBECTL="${KUBECTL:-kubectl}"
+KUSTOMIZE="${KUSTOMIZE:-$HERE/kustomize.sh build}"
 NODE="${NODE:-node}"
 export HOME="${HOME:-${TEST_TMPDIR:-/tmp}}"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 command -v "$NODE" >/dev/null || fail "node not found (set NODE=/path/to/node)"
-command -v "$KUBECTL" >/dev/null || fail "kubectl not found (set KUBECTL=/path/to/kubectl)"
 for pkg in kubernetes-models @kubernetes-models/keda @kubernetes/client-node yaml; do
   [ -d "$VALIDATE_DIR/node_modules/$pkg" ] ||
     fail "$VALIDATE_DIR/node_modules/$pkg is missing: run ./setup.sh at the repository root" \
@@ -36,12 +37,17 @@ done
 TMP="$(mktemp -d "${TEST_TMPDIR:-/tmp}/manifests_test.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 
-# render KUBECTL OVERLAY OUT: kustomize output in OUT; its warnings (v5 warns
-# about fields kept for v2) are shown only if rendering fails.
+# render RENDERER OVERLAY OUT: the renderer's output in OUT. Anything it
+# prints on stderr (kustomize v5 warns there of deprecated fields) fails.
 render() {
-  if ! "$1" kustomize "$HERE/overlays/$2" >"$3" 2>"$TMP/stderr"; then
+  # shellcheck disable=SC2086 # RENDERER is a command and its arguments.
+  if ! $1 "$HERE/overlays/$2" >"$3" 2>"$TMP/stderr"; then
     cat "$TMP/stderr" >&2
-    fail "$1 kustomize overlays/$2 failed"
+    fail "$1 overlays/$2 failed"
+  fi
+  if [ -s "$TMP/stderr" ]; then
+    cat "$TMP/stderr" >&2
+    fail "$1 overlays/$2 printed warnings"
   fi
 }
 
@@ -52,7 +58,7 @@ render() {
 
 checks=0
 for overlay in sim gpu keda hpa; do
-  render "$KUBECTL" "$overlay" "$TMP/$overlay.yaml"
+  render "$KUSTOMIZE" "$overlay" "$TMP/$overlay.yaml"
   # The hpa overlay's External metrics need prometheus-adapter's rule.
   extra=()
   [ "$overlay" != hpa ] || extra=("$HERE/overlays/hpa/prometheus-adapter-values.yaml")
@@ -78,14 +84,14 @@ for overlay in sim gpu keda hpa; do
   grep -qF "$want" <<<"$out" || fail "overlays/$overlay: the autoscalers were not checked as expected ($want)"
   checks=$((checks + 1))
 
-  if [ -n "${KUBECTL_COMPARE:-}" ]; then
-    render "$KUBECTL_COMPARE" "$overlay" "$TMP/$overlay.compare.yaml"
+  if [ -n "${KUSTOMIZE_COMPARE:-}" ]; then
+    render "$KUSTOMIZE_COMPARE" "$overlay" "$TMP/$overlay.compare.yaml"
     if ! diff <("$NODE" "$VALIDATE_DIR/canonical.mjs" "$TMP/$overlay.yaml") \
       <("$NODE" "$VALIDATE_DIR/canonical.mjs" "$TMP/$overlay.compare.yaml") >"$TMP/diff"; then
       cat "$TMP/diff" >&2
-      fail "overlays/$overlay renders differently with $KUBECTL and $KUBECTL_COMPARE"
+      fail "overlays/$overlay renders differently with $KUSTOMIZE and $KUSTOMIZE_COMPARE"
     fi
-    echo "overlays/$overlay: same objects with $KUBECTL_COMPARE"
+    echo "overlays/$overlay: same objects with $KUSTOMIZE_COMPARE"
     checks=$((checks + 1))
   fi
 done
@@ -154,8 +160,7 @@ for case in "${NEGATIVE[@]}"; do
   checks=$((checks + 1))
 done
 
-version="$("$KUBECTL" version --client 2>/dev/null | grep -o 'v[0-9][0-9.]*' | head -1 || true)"
-echo "PASS: $checks checks: overlays sim, gpu, keda and hpa render (kubectl ${version:-?}${KUBECTL_COMPARE:+, same objects with $KUBECTL_COMPARE})" \
+echo "PASS: $checks checks: overlays sim, gpu, keda and hpa render without warnings ($KUSTOMIZE${KUSTOMIZE_COMPARE:+, same objects with $KUSTOMIZE_COMPARE})" \
   "and validate (schemas, unknown fields, selectors, ports, probes, ConfigMaps, discovery, stage ids," \
   "peers, the gateway's headless orchestrator Service, probes and their scheme and certificate name, grace vs drain," \
   "TLS/mTLS/token flags, their Secret keys and the peer certificate's name; the autoscalers: target, stage, gauge," \

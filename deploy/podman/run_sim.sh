@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the `sim` overlay's pods under Debian's podman, and streams one prompt
 # through them: the images built here (deploy/images/build.sh), the manifests
-# rendered with `kubectl kustomize`, `podman kube play` on a network of its
+# rendered with kustomize, `podman kube play` on a network of its
 # own, and a DNS server (dnsmasq on that network's gateway) answering the
 # headless Service names (the stages', omnistage-orchestrator-peers, by which
 # the orchestrator replicas find each other, and omnistage-orchestrators, over
@@ -23,8 +23,9 @@
 # with the admin token as the bearer), then aborts a request held by one
 # orchestrator through another (the forwarded Abort). Everything it starts
 # (pods, network, dnsmasq, clients) is stopped when it exits, also on
-# failure. Needs root, podman, runc, catatonit, dnsmasq, kubectl and
-# python3-yaml (./setup.sh --with-podman installs them).
+# failure. Needs root, podman, runc, catatonit, dnsmasq and python3-yaml
+# (./setup.sh --with-podman installs them) and the kustomize ./setup.sh
+# installs (deploy/kubernetes/kustomize.sh).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/../.."
 
@@ -88,8 +89,8 @@ for image in orchestrator stage-worker gateway; do
 done
 bazel build //client:omni >/dev/null 2>&1 || bazel build //client:omni
 
-# (kustomize v5 warns about fields it deprecates; v2.0.3 needs them.)
-kubectl kustomize deploy/kubernetes/overlays/sim >"$work/rendered.yaml" 2>"$work/kustomize.log" ||
+deploy/kubernetes/kustomize.sh build deploy/kubernetes/overlays/sim >"$work/rendered.yaml" \
+  2>"$work/kustomize.log" ||
   { cat "$work/kustomize.log" >&2; exit 1; }
 # The Secrets the manifests mount (make_secrets.sh's), as host directories
 # readable by the pods' user (65532).
