@@ -15,13 +15,11 @@
 //   DemandSampler       the stages' autoscaling signals, and going idle;
 //   generate_request    what a Generate request may ask, and what it becomes.
 //
-// Every method runs as the scheduler's task (the gRPC adapter posts there, and
-// replica events arrive there; Scheduler::RunOrPost may run a task on the thread
-// that posts it, which owns the loop meanwhile); a call from outside a task is a
-// broken invariant.
-// Invariants: every admitted request gets exactly one terminal response; a
-// binding exists only for an in-flight request or one whose leftovers are being
-// stopped.
+// Every method runs as the scheduler's task (Scheduler::RunOrPost may run one
+// on the thread that posts it, which owns the loop meanwhile); a call from
+// outside a task is a broken invariant. Invariants: every admitted request gets
+// exactly one terminal response; a binding exists only for an in-flight request
+// or one whose leftovers are being stopped.
 #ifndef OMNISTAGE_ORCHESTRATOR_CORE_PIPELINE_CORE_H_
 #define OMNISTAGE_ORCHESTRATOR_CORE_PIPELINE_CORE_H_
 
@@ -34,7 +32,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/liveness.h"
-#include "common/log.h"
 #include "common/metrics.h"
 #include "common/scheduler.h"
 #include "orchestrator/config/pipeline_config.h"
@@ -100,8 +97,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // flight at `deadline` are aborted.
   void Drain(absl::Time deadline, std::function<void()> done);
 
-  // Tags the request ids this core generates (request_id.h); "" (the
-  // default): untagged.
+  // Tags the ids this core generates (request_id.h); "" (default): untagged.
   void set_node_id(std::string node_id) { node_id_ = std::move(node_id); }
   const std::string& node_id() const { return node_id_; }
   // Whether every finished request gets an access log line (the default);
@@ -153,7 +149,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // `r`'s call fails with `error` before it started anywhere.
   void RefuseCall(InFlightRequest& r, const absl::Status& error);
 
-  // Routing. Starts `r` on stage 0 with `prompt` (and what streamed in).
+  // Starts `r` on stage 0 with `prompt` (and what streamed in).
   std::optional<v1::Error> StartFirstStage(InFlightRequest& r, std::string prompt);
   // Sends `input` to a replica of `stage`; the error when it could not.
   std::optional<v1::Error> StartStage(InFlightRequest& r, int stage, std::vector<v1::Payload> input,
@@ -162,8 +158,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   void HandleOutput(InFlightRequest& r, int stage, int replica, v1::RequestOutput& output);
   // Feeds `output` of `stage` to the next stage, per its input mode.
   void HandOff(InFlightRequest& r, int stage, v1::RequestOutput& output);
-  // Streams `payloads` to the replica `stage` already runs `r` on; the error
-  // when that replica refused them.
+  // Streams `payloads` to the replica running `r` on `stage`; its refusal.
   std::optional<v1::Error> SendMoreInput(
       InFlightRequest& r, int stage,
       const google::protobuf::RepeatedPtrField<v1::Payload>& payloads, bool last);
