@@ -19,7 +19,7 @@ PACKAGES=(
   libyaml-cpp-dev libc-ares-dev libcpp-httplib-dev
   # Log lines (spdlog over Debian's libfmt).
   libspdlog-dev
-  # The services' allocator: gperftools' TCMalloc (docs/benchmarks.md, "The allocator").
+  # The services' allocator: gperftools' TCMalloc (docs/orchestrator.md, "The allocator").
   libtcmalloc-minimal4
   # Python engines: the stage worker embeds CPython 3.11 through pybind11.
   python3-dev pybind11-dev

@@ -3,7 +3,7 @@
 // open one to the baseline server, and write each response read from it to the
 // client, one write in flight, the rest queued. No core, no event loop, no
 // coalescing. They tell how much of the orchestrator's added latency gRPC's
-// API costs and how much is its own work (docs/benchmarks.md, "The hop").
+// API costs and how much is its own work (docs/orchestrator.md, "The hop").
 //
 // - callback: gRPC's callback API on both sides, as the orchestrator uses it: a
 //   read completes on one of gRPC's threads, which starts the client's write;
