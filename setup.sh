@@ -36,6 +36,9 @@ PACKAGES=(
   # The gateway's Realtime API (WebSocket, /v1/realtime): wslay's framing,
   # driven from libevent's loop through I/O callbacks.
   libwslay-dev
+  # The gateway's speech formats: LAME (mp3), libopusenc over libopus (Ogg
+  # Opus), libFLAC (flac).
+  libmp3lame-dev libopusenc-dev libopus-dev libflac-dev
 )
 BUILD_ONLY=0
 WITH_BENCHMARK=0
@@ -93,6 +96,9 @@ if [ "$BUILD_ONLY" = 0 ]; then
   # The manifest test renders with kustomize and validates with Node.js
   # packages, all from npm (deploy/kubernetes/validate).
   command -v node >/dev/null || missing+=(nodejs npm)
+  # The speech formats' tests read what the gateway encodes with a real
+  # decoder: ffmpeg's ffprobe and ffmpeg.
+  command -v ffprobe >/dev/null || missing+=(ffmpeg)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -40,7 +40,7 @@ SERVICE_LAYERS = {
         ["stage_worker/engines"],
     ],
     "gateway": [
-        ["gateway/http"],
+        ["gateway/audio", "gateway/http"],
         ["gateway/chat", "gateway/console"],
         ["gateway/realtime"],
     ],
