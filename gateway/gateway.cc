@@ -38,14 +38,24 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
           "HTTP connections and requests the HTTP limits refused or cut before the gateway "
           "saw a request, by reason (docs/security.md).",
           {"reason"})),
+      fallbacks_(registry_.AddCounter(
+          "omnistage_gateway_unready_fallbacks_total",
+          "Calls made once more to any orchestrator of a target, none being ready, by target "
+          "(orchestrator: chat completions and Realtime; speech_orchestrator: speech).",
+          {"target"})),
       replies_(&registry_),
       orchestrators_(Orchestrators::Target{options_.orchestrator, options_.orchestrator_tls,
                                            options_.orchestrator_tls_name},
-                     post_, &registry_),
+                     post_, &fallbacks_.With({"orchestrator"})),
       realtime_(
           RealtimeRoute::Options{options_.model, options_.max_realtime_sessions, options_.realtime},
           &orchestrators_, &replies_, post_, &draining_, &registry_),
-      console_(&orchestrators_, &replies_) {
+      console_(&orchestrators_, &replies_),
+      speech_(SpeechRoute::Options{Orchestrators::Target{options_.speech_orchestrator,
+                                                          options_.orchestrator_tls,
+                                                          options_.orchestrator_tls_name},
+                                   options_.speech_models},
+              &replies_, post_, &draining_, &fallbacks_.With({"speech_orchestrator"})) {
   AddHeapMetrics(&registry_);
   for (HttpEvent refusal :
        {HttpEvent::kRefusedMaxConnections, HttpEvent::kRefusedMaxConnectionsPerAddress,
@@ -90,6 +100,8 @@ void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
     replies_.Respond(
         *exchange, 200, kJson,
         nlohmann::json({{"object", "list"}, {"data", nlohmann::json::array({model})}}).dump());
+  } else if (path == "/v1/audio/speech" || path == "/v1/audio/voices") {
+    speech_.Handle(std::move(exchange));
   } else if (path == "/v1/realtime") {
     realtime_.Handle(std::move(exchange));
   } else if (method == "GET" && path == "/health") {

@@ -33,6 +33,7 @@
 #include "gateway/orchestrators.h"
 #include "gateway/realtime_route.h"
 #include "gateway/route_replies.h"
+#include "gateway/speech_route.h"
 
 namespace omnistage {
 
@@ -50,6 +51,10 @@ struct GatewayOptions {
   // refused with 503 before the upgrade. 0: no limit.
   int max_realtime_sessions = 1000;
   WebSocketLimits realtime;
+  // The orchestrators of the speech pipeline (/v1/audio/speech), dialled with
+  // the TLS above; empty: no speech.
+  std::string speech_orchestrator;
+  SpeechModels speech_models;
 };
 
 class Gateway {
@@ -92,12 +97,15 @@ class Gateway {
   Gauge& in_flight_;
   Gauge& http_connections_;
   Family<Counter>& http_refusals_;
+  // By target: orchestrator (--orchestrator), speech_orchestrator.
+  Family<Counter>& fallbacks_;
   RouteReplies replies_;
   Orchestrators orchestrators_;
   std::atomic<bool> draining_{false};
   std::atomic<int> chat_count_{0};
   RealtimeRoute realtime_;
   ConsoleRoute console_;
+  SpeechRoute speech_;
 };
 
 }  // namespace omnistage

@@ -21,6 +21,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/flags_usage.h"
@@ -50,6 +51,15 @@ ABSL_FLAG(int, text_stage, 0,
 ABSL_FLAG(int, voice_stage, -1,
           "the pipeline stage that speaks (the vocoder): audio.voice goes there as its extra "
           "parameter voice (alloy -> f2, onyx -> m7, ...); -1: audio.voice is not used");
+ABSL_FLAG(std::string, speech_orchestrator, "",
+          "the orchestrator(s) of a speech pipeline, one that speaks the text it is given as "
+          "written (e.g. pipelines/local_tts.yaml: talker -> vocoder), as a gRPC target like "
+          "--orchestrator, dialled with the same TLS: POST /v1/audio/speech goes there. Empty: "
+          "the speech routes answer 404");
+ABSL_FLAG(int, speech_voice_stage, 1,
+          "the speech pipeline's stage that speaks (its vocoder): voice and speed go there");
+ABSL_FLAG(std::string, speech_models, "tts-1,tts-1-hd,gpt-4o-mini-tts",
+          "the model names /v1/audio/speech takes, comma-separated");
 ABSL_FLAG(std::string, orchestrator_tls_ca, "",
           "PEM CA bundle the orchestrator's certificate must chain to: TLS to the orchestrator");
 ABSL_FLAG(std::string, orchestrator_tls_cert, "",
@@ -129,6 +139,14 @@ int Run() {
                                       absl::GetFlag(FLAGS_orchestrator_tls_key),
                                       absl::GetFlag(FLAGS_orchestrator_tls_ca)};
   options.orchestrator_tls_name = absl::GetFlag(FLAGS_orchestrator_tls_server_name);
+  options.speech_orchestrator = absl::GetFlag(FLAGS_speech_orchestrator);
+  options.speech_models.voice_stage = absl::GetFlag(FLAGS_speech_voice_stage);
+  options.speech_models.names =
+      absl::StrSplit(absl::GetFlag(FLAGS_speech_models), ',', absl::SkipWhitespace());
+  if (options.speech_models.names.empty() || options.speech_models.voice_stage < 0) {
+    return StartRefused("gateway", "--speech_models names at least one model, "
+                                   "--speech_voice_stage takes 0 or more");
+  }
   options.max_realtime_sessions = absl::GetFlag(FLAGS_max_realtime_sessions);
   const int max_realtime_message_bytes = absl::GetFlag(FLAGS_max_realtime_message_bytes);
   if (options.max_realtime_sessions < 0 || max_realtime_message_bytes < 1024) {

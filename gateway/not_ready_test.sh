@@ -64,7 +64,7 @@ code=$(curl -s -o "$out/health.json" -w '%{http_code}' "$base/health")
 [ "$code" = 503 ] || fail "/health with no ready orchestrator answered $code: $(cat "$out/health.json")"
 grep -q '"reason":"no orchestrator is ready: each answers NOT_SERVING' "$out/health.json" ||
   fail "/health does not say why: $(cat "$out/health.json")"
-curl -s "$base/metrics" | grep -Eq '^omnistage_gateway_unready_fallbacks_total [1-9]' ||
+curl -s "$base/metrics" | grep -Eq '^omnistage_gateway_unready_fallbacks_total\{target="orchestrator"\} [1-9]' ||
   fail "the fallback is not counted: $(curl -s "$base/metrics" | grep fallback)"
 echo "degraded: /health 503, a text-only completion 200"
 

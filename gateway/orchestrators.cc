@@ -57,7 +57,7 @@ std::shared_ptr<grpc::Channel> OrchestratorChannel(const Orchestrators::Target& 
 
 }  // namespace
 
-Orchestrators::Orchestrators(const Target& target, LoopPoster post, MetricsRegistry* registry)
+Orchestrators::Orchestrators(const Target& target, LoopPoster post, Counter* fallbacks)
     : tls_(target.tls.enabled()),
       post_(std::move(post)),
       channel_(OrchestratorChannel(target, /*ready_only=*/true)),
@@ -66,11 +66,7 @@ Orchestrators::Orchestrators(const Target& target, LoopPoster post, MetricsRegis
       any_stub_(v1::Orchestrator::NewStub(any_channel_)),
       health_(grpc::health::v1::Health::NewStub(channel_)),
       any_health_(grpc::health::v1::Health::NewStub(any_channel_)),
-      fallbacks_(registry
-                     ->AddCounter("omnistage_gateway_unready_fallbacks_total",
-                                  "Chat completions made once more to any orchestrator, "
-                                  "none being ready.")
-                     .With({})) {}
+      fallbacks_(fallbacks) {}
 
 void Orchestrators::AskPipelineStatus(v1::Orchestrator::Stub* stub,
                                       const std::string& authorization,

@@ -7,8 +7,8 @@
 // gets no new calls while its streams go on. A Generate refused with
 // UNAVAILABLE before any answer is tried again on the next one. When none is
 // ready, a call is made once more through a fallback channel over all of them
-// (counted: omnistage_gateway_unready_fallbacks_total), for an answer that
-// says why.
+// (counted: omnistage_gateway_unready_fallbacks_total{target}), for an answer
+// that says why.
 #ifndef OMNISTAGE_GATEWAY_ORCHESTRATORS_H_
 #define OMNISTAGE_GATEWAY_ORCHESTRATORS_H_
 
@@ -37,9 +37,9 @@ class Orchestrators {
     std::string tls_name;
   };
 
-  // `post` runs tasks on the gateway's loop; the fallback counter is
-  // registered on `registry`.
-  Orchestrators(const Target& target, LoopPoster post, MetricsRegistry* registry);
+  // `post` runs tasks on the gateway's loop; `fallbacks` (not owned) counts
+  // the calls made once more through the fallback channel.
+  Orchestrators(const Target& target, LoopPoster post, Counter* fallbacks);
 
   // Round robin over the ready orchestrators.
   v1::Orchestrator::Stub* ready() const { return stub_.get(); }
@@ -47,7 +47,7 @@ class Orchestrators {
   // used).
   v1::Orchestrator::Stub* any() const { return any_stub_.get(); }
   // What a call makes once more when no orchestrator is ready.
-  CallFallback fallback() { return {any_stub_.get(), &fallbacks_}; }
+  CallFallback fallback() { return {any_stub_.get(), fallbacks_}; }
   // Readiness checks, through the ready channel or (`any`) the other.
   grpc::health::v1::Health::Stub* health(bool any) const {
     return any ? any_health_.get() : health_.get();
@@ -71,7 +71,7 @@ class Orchestrators {
   std::unique_ptr<v1::Orchestrator::Stub> any_stub_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
   std::unique_ptr<grpc::health::v1::Health::Stub> any_health_;
-  Counter& fallbacks_;
+  Counter* const fallbacks_;
 };
 
 }  // namespace omnistage

@@ -16,30 +16,19 @@ namespace {
 
 using nlohmann::json;
 
-ApiError WrongType(const std::string& param, const std::string& expected, const json& got) {
-  return InvalidRequest(param, absl::StrCat("Invalid type for '", param, "': expected ", expected,
-                                            ", but got ", JsonTypeName(got), " instead."),
-                        "invalid_type");
-}
-
-ApiError OutOfRange(const std::string& param, const std::string& what) {
-  return InvalidRequest(param, absl::StrCat("Invalid '", param, "': ", what, "."),
-                        "invalid_value");
-}
-
 // The text of one message's content: a string, or an array of text parts.
 std::variant<std::string, ApiError> ContentText(const json& content, const std::string& path) {
   if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) return WrongType(path, "a string or an array of parts", content);
+  if (!content.is_array()) return WrongTypeError(path, "a string or an array of parts", content);
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
     const std::string part_path = absl::StrCat(path, "[", i, "]");
     const json& part = content[i];
-    if (!part.is_object()) return WrongType(part_path, "an object", part);
+    if (!part.is_object()) return WrongTypeError(part_path, "an object", part);
     auto type = part.find("type");
     if (type == part.end() || !type->is_string()) {
-      return InvalidRequest(part_path + ".type", absl::StrCat("Missing required parameter: '",
-                                                              part_path, ".type'."));
+      return InvalidRequest(part_path + ".type",
+                            absl::StrCat("Missing required parameter: '", part_path, ".type'."));
     }
     if (*type != "text") {
       return InvalidRequest(part_path + ".type",
@@ -49,8 +38,8 @@ std::variant<std::string, ApiError> ContentText(const json& content, const std::
     }
     auto part_text = part.find("text");
     if (part_text == part.end() || !part_text->is_string()) {
-      return WrongType(part_path + ".text", "a string",
-                       part_text == part.end() ? json(nullptr) : *part_text);
+      return WrongTypeError(part_path + ".text", "a string",
+                            part_text == part.end() ? json(nullptr) : *part_text);
     }
     absl::StrAppend(&text, part_text->get<std::string>());
   }
@@ -59,28 +48,30 @@ std::variant<std::string, ApiError> ContentText(const json& content, const std::
 
 // The prompt the messages make (see the header).
 std::variant<std::string, ApiError> Prompt(const json& messages) {
-  if (!messages.is_array()) return WrongType("messages", "an array", messages);
+  if (!messages.is_array()) return WrongTypeError("messages", "an array", messages);
   if (messages.empty()) {
-    return InvalidRequest("messages", "Invalid 'messages': empty array. Expected an array with "
-                                      "minimum length 1, but got an empty array instead.",
+    return InvalidRequest("messages",
+                          "Invalid 'messages': empty array. Expected an array with "
+                          "minimum length 1, but got an empty array instead.",
                           "empty_array");
   }
   std::vector<std::pair<std::string, std::string>> lines;
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string path = absl::StrCat("messages[", i, "]");
     const json& message = messages[i];
-    if (!message.is_object()) return WrongType(path, "an object", message);
+    if (!message.is_object()) return WrongTypeError(path, "an object", message);
     auto role = message.find("role");
     if (role == message.end()) {
       return InvalidRequest(path + ".role",
                             absl::StrCat("Missing required parameter: '", path, ".role'."));
     }
-    if (!role->is_string()) return WrongType(path + ".role", "a string", *role);
+    if (!role->is_string()) return WrongTypeError(path + ".role", "a string", *role);
     const std::string name = role->get<std::string>();
     if (name != "system" && name != "developer" && name != "user" && name != "assistant" &&
         name != "tool") {
       return InvalidRequest(path + ".role",
-                            absl::StrCat("Invalid value: '", name, "'. Supported values are: "
+                            absl::StrCat("Invalid value: '", name,
+                                         "'. Supported values are: "
                                          "'system', 'developer', 'user', 'assistant' and 'tool'."),
                             "invalid_value");
     }
@@ -108,15 +99,14 @@ bool ReadInt(const json& body, const std::string& key, int64_t min, int64_t max,
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return true;
   if (!it->is_number_integer()) {
-    *error = WrongType(key, "an integer", *it);
+    *error = WrongTypeError(key, "an integer", *it);
     return false;
   }
-  const int64_t value = it->is_number_unsigned() && it->get<uint64_t>() > INT64_MAX
-                            ? INT64_MAX
-                            : it->get<int64_t>();
+  const int64_t value =
+      it->is_number_unsigned() && it->get<uint64_t>() > INT64_MAX ? INT64_MAX : it->get<int64_t>();
   if (value < min || value > max) {
-    *error = OutOfRange(key, absl::StrCat("expected a value in [", min, ", ", max, "], but got ",
-                                          value, " instead"));
+    *error = OutOfRangeError(key, absl::StrCat("expected a value in [", min, ", ", max,
+                                               "], but got ", value, " instead"));
     return false;
   }
   *out = value;
@@ -127,21 +117,39 @@ bool ReadInt(const json& body, const std::string& key, int64_t min, int64_t max,
 
 std::string JsonTypeName(const json& value) {
   switch (value.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    case json::value_t::number_float: return "a decimal";
-    default: return "an integer";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::number_float:
+      return "a decimal";
+    default:
+      return "an integer";
   }
+}
+
+ApiError WrongTypeError(const std::string& param, const std::string& expected, const json& got) {
+  return InvalidRequest(param,
+                        absl::StrCat("Invalid type for '", param, "': expected ", expected,
+                                     ", but got ", JsonTypeName(got), " instead."),
+                        "invalid_type");
+}
+
+ApiError OutOfRangeError(const std::string& param, const std::string& what) {
+  return InvalidRequest(param, absl::StrCat("Invalid '", param, "': ", what, "."), "invalid_value");
 }
 
 std::string VoiceVariant(const std::string& voice) {
   // OpenAI's voices, each a distinct espeak-ng variant of "en".
   static const auto* const kVariants = new std::map<std::string, std::string>{
-      {"alloy", "f2"}, {"ash", "m2"},  {"ballad", "m4"}, {"coral", "f3"},
-      {"echo", "m1"},  {"fable", "m5"}, {"nova", "f4"},  {"onyx", "m7"},
+      {"alloy", "f2"}, {"ash", "m2"},     {"ballad", "m4"}, {"coral", "f3"},
+      {"echo", "m1"},  {"fable", "m5"},   {"nova", "f4"},   {"onyx", "m7"},
       {"sage", "f1"},  {"shimmer", "f5"}, {"verse", "m6"},
   };
   auto it = kVariants->find(voice);
@@ -160,12 +168,15 @@ Part ReadModel(const json& parsed, const ServedModel& model, ChatRequest* reques
   if (model_it == parsed.end()) {
     return InvalidRequest("model", "Missing required parameter: 'model'.");
   }
-  if (!model_it->is_string()) return WrongType("model", "a string", *model_it);
+  if (!model_it->is_string()) return WrongTypeError("model", "a string", *model_it);
   if (*model_it != model.id) {
-    return ApiError{404, "invalid_request_error",
+    return ApiError{404,
+                    "invalid_request_error",
                     absl::StrCat("The model '", model_it->get<std::string>(),
                                  "' does not exist; this gateway serves '", model.id, "'."),
-                    "model", "model_not_found", std::nullopt};
+                    "model",
+                    "model_not_found",
+                    std::nullopt};
   }
   return std::nullopt;
 }
@@ -188,19 +199,20 @@ Part ReadMessages(const json& parsed, const ServedModel&, ChatRequest* request) 
 // modalities: text, audio or both (text alone when absent).
 Part ReadModalities(const json& parsed, const ServedModel&, ChatRequest* request) {
   if (auto it = parsed.find("modalities"); it != parsed.end() && !it->is_null()) {
-    if (!it->is_array()) return WrongType("modalities", "an array", *it);
+    if (!it->is_array()) return WrongTypeError("modalities", "an array", *it);
     request->text = false;
     for (size_t i = 0; i < it->size(); ++i) {
       const json& m = (*it)[i];
       const std::string path = absl::StrCat("modalities[", i, "]");
-      if (!m.is_string()) return WrongType(path, "a string", m);
+      if (!m.is_string()) return WrongTypeError(path, "a string", m);
       if (m == "text") {
         request->text = true;
       } else if (m == "audio") {
         request->audio = true;
       } else {
-        return InvalidRequest(path, absl::StrCat("Invalid value: '", m.get<std::string>(),
-                                                 "'. Supported values are: 'text' and 'audio'."),
+        return InvalidRequest(path,
+                              absl::StrCat("Invalid value: '", m.get<std::string>(),
+                                           "'. Supported values are: 'text' and 'audio'."),
                               "invalid_value");
       }
     }
@@ -218,9 +230,9 @@ Part ReadModalities(const json& parsed, const ServedModel&, ChatRequest* request
 Part ReadAudio(const json& parsed, const ServedModel& model, ChatRequest* request) {
   auto it = parsed.find("audio");
   if (it == parsed.end() || it->is_null()) return std::nullopt;
-  if (!it->is_object()) return WrongType("audio", "an object", *it);
+  if (!it->is_object()) return WrongTypeError("audio", "an object", *it);
   if (auto format = it->find("format"); format != it->end() && !format->is_null()) {
-    if (!format->is_string()) return WrongType("audio.format", "a string", *format);
+    if (!format->is_string()) return WrongTypeError("audio.format", "a string", *format);
     if (*format == "pcm16") {
       request->audio_format = AudioFormat::kPcm16;
     } else if (*format != "wav") {
@@ -231,7 +243,7 @@ Part ReadAudio(const json& parsed, const ServedModel& model, ChatRequest* reques
     }
   }
   if (auto voice = it->find("voice"); voice != it->end() && !voice->is_null()) {
-    if (!voice->is_string()) return WrongType("audio.voice", "a string", *voice);
+    if (!voice->is_string()) return WrongTypeError("audio.voice", "a string", *voice);
     if (request->audio && model.voice_stage >= 0 && !voice->get<std::string>().empty()) {
       v1::StageParameters* speaker = request->generate.add_stage_params();
       speaker->set_stage_id(model.voice_stage);
@@ -265,11 +277,11 @@ Part ReadTextStageParams(const json& parsed, const ServedModel& model, ChatReque
   if (max_tokens.has_value()) params.set_max_tokens(static_cast<uint32_t>(*max_tokens));
   if (seed.has_value()) params.set_seed(static_cast<uint64_t>(*seed));
   if (auto it = parsed.find("temperature"); it != parsed.end() && !it->is_null()) {
-    if (!it->is_number()) return WrongType("temperature", "a number", *it);
+    if (!it->is_number()) return WrongTypeError("temperature", "a number", *it);
     const double t = it->get<double>();
     if (t < 0 || t > 2) {
-      return OutOfRange("temperature", absl::StrCat("expected a value in [0, 2], but got ", t,
-                                                    " instead"));
+      return OutOfRangeError("temperature",
+                             absl::StrCat("expected a value in [0, 2], but got ", t, " instead"));
     }
     params.set_temperature(static_cast<float>(t));
   }
@@ -284,11 +296,11 @@ Part ReadTextStageParams(const json& parsed, const ServedModel& model, ChatReque
 // stream, stream_options.
 Part ReadStreaming(const json& parsed, const ServedModel&, ChatRequest* request) {
   if (auto it = parsed.find("stream"); it != parsed.end() && !it->is_null()) {
-    if (!it->is_boolean()) return WrongType("stream", "a boolean", *it);
+    if (!it->is_boolean()) return WrongTypeError("stream", "a boolean", *it);
     request->stream = it->get<bool>();
   }
   if (auto it = parsed.find("stream_options"); it != parsed.end() && !it->is_null()) {
-    if (!it->is_object()) return WrongType("stream_options", "an object", *it);
+    if (!it->is_object()) return WrongTypeError("stream_options", "an object", *it);
     if (!request->stream) {
       return InvalidRequest("stream_options",
                             "The 'stream_options' parameter is only allowed when 'stream' is "
@@ -296,7 +308,7 @@ Part ReadStreaming(const json& parsed, const ServedModel&, ChatRequest* request)
     }
     if (auto usage = it->find("include_usage"); usage != it->end() && !usage->is_null()) {
       if (!usage->is_boolean()) {
-        return WrongType("stream_options.include_usage", "a boolean", *usage);
+        return WrongTypeError("stream_options.include_usage", "a boolean", *usage);
       }
       request->include_usage = usage->get<bool>();
     }
@@ -306,17 +318,19 @@ Part ReadStreaming(const json& parsed, const ServedModel&, ChatRequest* request)
 
 // OpenAI's words for a string past its maximum length.
 ApiError TooLong(const std::string& param, const std::string& what, size_t length) {
-  return InvalidRequest(param,
-                        absl::StrCat("Invalid '", param, "'", what, ": string too long. Expected "
-                                     "a string with maximum length ", kMaxSessionKeyBytes,
-                                     ", but got a string with length ", length, " instead."),
-                        "string_above_max_length");
+  return InvalidRequest(
+      param,
+      absl::StrCat("Invalid '", param, "'", what,
+                   ": string too long. Expected "
+                   "a string with maximum length ",
+                   kMaxSessionKeyBytes, ", but got a string with length ", length, " instead."),
+      "string_above_max_length");
 }
 
 // user, and the X-Session-Id header: the session key (the header wins).
 Part ReadSessionKey(const json& parsed, const std::string& header, ChatRequest* request) {
   if (auto it = parsed.find("user"); it != parsed.end() && !it->is_null()) {
-    if (!it->is_string()) return WrongType("user", "a string", *it);
+    if (!it->is_string()) return WrongTypeError("user", "a string", *it);
     request->user = it->get<std::string>();
     if (request->user.size() > kMaxSessionKeyBytes) {
       return TooLong("user", "", request->user.size());
@@ -345,12 +359,13 @@ std::variant<ChatRequest, ApiError> ParseChatRequest(const std::string& body,
                                                      const std::string& session_id) {
   const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_object()) {
-    return InvalidRequest("", "We could not parse the JSON body of your request. The body must "
-                              "be a JSON object (https://platform.openai.com/docs/api-reference).");
+    return InvalidRequest("",
+                          "We could not parse the JSON body of your request. The body must "
+                          "be a JSON object (https://platform.openai.com/docs/api-reference).");
   }
   ChatRequest request;
-  for (auto read : {ReadModel, ReadMessages, ReadModalities, ReadAudio, ReadTextStageParams,
-                    ReadStreaming}) {
+  for (auto read :
+       {ReadModel, ReadMessages, ReadModalities, ReadAudio, ReadTextStageParams, ReadStreaming}) {
     if (std::optional<ApiError> error = read(parsed, model, &request)) return *error;
   }
   if (std::optional<ApiError> error = ReadSessionKey(parsed, session_id, &request)) return *error;

@@ -49,6 +49,12 @@ std::string VoiceVariant(const std::string& voice);
 // OpenAI's words for a JSON value's type in its errors ("a string", "an
 // integer", ...): chat completions' and the Realtime API's alike.
 std::string JsonTypeName(const nlohmann::json& value);
+// OpenAI's errors for a known field of the wrong type ("Invalid type for 'x':
+// expected a string, but got an integer instead.") and for one out of range
+// ("Invalid 'x': <what>."), as every JSON route of the gateway answers them.
+ApiError WrongTypeError(const std::string& param, const std::string& expected,
+                        const nlohmann::json& got);
+ApiError OutOfRangeError(const std::string& param, const std::string& what);
 
 // The header that names a request's session (GenerateRequest.session_key):
 // requests with the same key prefer the replicas that served it before.

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# POST /v1/audio/speech through the gateway, as real processes on loopback: an
+# orchestrator of pipelines/local_tts.yaml (talker -> vocoder, espeak-ng) as
+# the gateway's --speech_orchestrator. Every served format is read back by
+# Debian's ffprobe (its codec and rate) and decoded by ffmpeg to the same
+# length of audio as the wav (the text's); "sse" carries, base64 in
+# speech.audio.delta events, the very bytes of the raw stream, then
+# speech.audio.done; voices are listed. Refusals are 4xx in OpenAI's shape
+# naming the field (an unknown voice is the vocoder's own refusal, answered
+# before any audio), a gateway without a speech pipeline answers 404 saying
+# how to get one, and nothing is left in flight afterwards.
+# Stops what it starts, by PID.
+set -euo pipefail
+source orchestrator/testing/orchestrator_process.sh
+
+start_orchestrator pipelines/local_tts.yaml --metrics_listen=127.0.0.1:0
+metrics="http://127.0.0.1:$(sed -n 's/.*metrics_port=\([0-9]*\).*/\1/p' "$out/orch.out")/metrics"
+pids="$pid"
+trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
+start_gateway gw --speech_orchestrator="127.0.0.1:$port"
+base="http://127.0.0.1:$gw_port"
+text="The quick brown fox jumps over the lazy dog. Then it rests."
+
+# speak NAME JSON_FIELDS: POST /v1/audio/speech with the text and voice alloy
+# plus JSON_FIELDS; body in $out/NAME, headers in $out/NAME.headers, the status
+# on stdout.
+speak() {
+  curl -s -D "$out/$1.headers" -o "$out/$1" -w '%{http_code}' "$base/v1/audio/speech" \
+    -H 'Content-Type: application/json' \
+    -d "{\"model\": \"tts-1\", \"input\": \"$text\", \"voice\": \"alloy\"$2}"
+}
+# probe FILE [INPUT_FLAGS...]: "codec_name rate" as ffprobe reads FILE.
+probe() {
+  local file="$1"
+  shift
+  ffprobe -v error "$@" -show_entries stream=codec_name,sample_rate -of csv=p=0 "$file" |
+    tr ',' ' '
+}
+# samples FILE [INPUT_FLAGS...]: how many 24 kHz mono samples ffmpeg decodes.
+samples() {
+  local file="$1"
+  shift
+  ffmpeg -v error "$@" -i "$file" -f s16le -ac 1 -ar 24000 - | wc -c | awk '{print $1 / 2}'
+}
+
+[ "$(speak speech.wav ', "response_format": "wav"')" = 200 ] || fail "wav: $(cat "$out/speech.wav")"
+grep -qi '^Content-Type: audio/wav' "$out/speech.wav.headers" || fail "wav: wrong Content-Type"
+[ "$(probe "$out/speech.wav")" = "pcm_s16le 24000" ] || fail "wav: $(probe "$out/speech.wav")"
+want=$(samples "$out/speech.wav")
+# The text takes seconds to say: 2 s at least.
+[ "$want" -gt 48000 ] || fail "wav: only $want samples for the text"
+echo "wav: $want samples ($(awk -v n="$want" 'BEGIN {print n / 24000}') s)"
+
+# format CODEC RATE CONTENT_TYPE MAX_SAMPLES_OFF: the other formats, the same audio.
+for spec in "mp3 mp3 24000 audio/mpeg 3000" "opus opus 48000 audio/ogg 2000" \
+  "flac flac 24000 audio/flac 0" "pcm pcm_s16le 24000 audio/pcm 0" "default mp3 24000 audio/mpeg 3000"; do
+  read -r format codec rate type off <<<"$spec"
+  fields=", \"response_format\": \"$format\""
+  [ "$format" != default ] || fields=""
+  [ "$(speak "speech.$format" "$fields")" = 200 ] || fail "$format: $(head -c 300 "$out/speech.$format")"
+  grep -qi "^Content-Type: $type" "$out/speech.$format.headers" || fail "$format: not $type"
+  input=()
+  [ "$format" != pcm ] || input=(-f s16le -ar 24000 -ac 1)
+  got="$(probe "$out/speech.$format" "${input[@]}")"
+  [ "$got" = "$codec $rate" ] || fail "$format: ffprobe reads '$got', not '$codec $rate'"
+  n=$(samples "$out/speech.$format" "${input[@]}")
+  diff=$((n > want ? n - want : want - n))
+  [ "$diff" -le "$off" ] || fail "$format: $n samples decoded, the wav has $want"
+  echo "$format: $codec at $rate Hz, $n samples"
+done
+
+# sse: the raw pcm's bytes, base64 in delta events, then done with its usage.
+[ "$(speak speech.sse ', "response_format": "pcm", "stream_format": "sse"')" = 200 ] ||
+  fail "sse: $(cat "$out/speech.sse")"
+grep -qi '^Content-Type: text/event-stream' "$out/speech.sse.headers" || fail "sse: not an event stream"
+/usr/bin/python3 - "$out/speech.sse" "$out/speech.pcm" <<'PY' || fail "sse: not the raw stream's audio"
+import base64, json, sys
+events = [json.loads(line[6:]) for line in open(sys.argv[1]) if line.startswith("data: ")]
+types = [e["type"] for e in events]
+assert types[-1] == "speech.audio.done" and set(types[:-1]) == {"speech.audio.delta"}, types
+assert events[-1]["usage"]["input_tokens"] > 0, events[-1]
+audio = b"".join(base64.b64decode(e["audio"]) for e in events[:-1])
+assert audio == open(sys.argv[2], "rb").read(), (len(audio), "bytes")
+print("sse:", len(events) - 1, "delta event(s),", len(audio), "bytes")
+PY
+
+# Voices, by OpenAI's names.
+curl -sf "$base/v1/audio/voices" | grep -q '"id":"alloy"' || fail "voices: alloy is not listed"
+
+# refused JSON_BODY STATUS PARAM: the status, and OpenAI's error naming PARAM.
+refused() {
+  local code
+  code=$(curl -s -o "$out/refused.json" -w '%{http_code}' "$base/v1/audio/speech" -d "$1")
+  [ "$code" = "$2" ] || fail "$1: HTTP $code, expected $2: $(cat "$out/refused.json")"
+  grep -q "\"param\":\"$3\"" "$out/refused.json" || fail "$1: does not name $3: $(cat "$out/refused.json")"
+}
+refused '{"model": "tts-1", "input": "Hi", "voice": "nobody"}' 400 voice
+refused '{"model": "tts-1", "input": "Hi", "voice": "alloy", "response_format": "aac"}' 400 response_format
+refused '{"model": "tts-1", "input": "", "voice": "alloy"}' 400 input
+refused '{"model": "tts-1", "input": "Hi", "voice": "alloy", "speed": 9}' 400 speed
+refused '{"model": "whisper-1", "input": "Hi", "voice": "alloy"}' 404 model
+grep -q 'nobody' "$out/gw.err" && fail "a refused voice is logged as the gateway's failure"
+
+# Nothing left in flight on the orchestrator.
+for _ in $(seq 1 100); do
+  curl -s "$metrics" | grep -q '^omnistage_in_flight_requests 0' && break
+  sleep 0.1
+done
+curl -s "$metrics" | grep -q '^omnistage_in_flight_requests 0' || fail "requests left in flight"
+
+# A gateway without a speech pipeline says how to get one.
+start_gateway plain
+code=$(curl -s -o "$out/plain.json" -w '%{http_code}' "http://127.0.0.1:$gw_port/v1/audio/speech" \
+  -d '{"model": "tts-1", "input": "Hi", "voice": "alloy"}')
+[ "$code" = 404 ] || fail "no speech pipeline: HTTP $code"
+grep -q -- '--speech_orchestrator' "$out/plain.json" || fail "the 404 does not say how: $(cat "$out/plain.json")"
+echo "PASS"
