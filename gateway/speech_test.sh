@@ -69,6 +69,14 @@ for spec in "mp3 mp3 24000 audio/mpeg 3000" "opus opus 48000 audio/ogg 2000" \
   echo "$format: $codec at $rate Hz, $n samples"
 done
 
+# speed: twice as fast is about half as long (the vocoder's rate and pauses).
+[ "$(speak speech.fast ', "response_format": "pcm", "speed": 2')" = 200 ] ||
+  fail "speed 2: $(cat "$out/speech.fast")"
+fast=$(($(wc -c <"$out/speech.fast") / 2))
+[ "$fast" -gt $((want * 35 / 100)) ] && [ "$fast" -lt $((want * 70 / 100)) ] ||
+  fail "speed 2: $fast samples against $want at speed 1"
+echo "speed 2: $fast samples"
+
 # sse: the raw pcm's bytes, base64 in delta events, then done with its usage.
 [ "$(speak speech.sse ', "response_format": "pcm", "stream_format": "sse"')" = 200 ] ||
   fail "sse: $(cat "$out/speech.sse")"
@@ -85,7 +93,8 @@ print("sse:", len(events) - 1, "delta event(s),", len(audio), "bytes")
 PY
 
 # Voices, by OpenAI's names.
-curl -sf "$base/v1/audio/voices" | grep -q '"id":"alloy"' || fail "voices: alloy is not listed"
+curl -sf -o "$out/voices.json" "$base/v1/audio/voices" || fail "voices: no answer"
+grep -q '"id":"alloy"' "$out/voices.json" || fail "voices: alloy is not listed"
 
 # refused JSON_BODY STATUS PARAM: the status, and OpenAI's error naming PARAM.
 refused() {
@@ -99,14 +108,21 @@ refused '{"model": "tts-1", "input": "Hi", "voice": "alloy", "response_format": 
 refused '{"model": "tts-1", "input": "", "voice": "alloy"}' 400 input
 refused '{"model": "tts-1", "input": "Hi", "voice": "alloy", "speed": 9}' 400 speed
 refused '{"model": "whisper-1", "input": "Hi", "voice": "alloy"}' 404 model
+# In OpenAI's range, but faster than espeak-ng speaks: the vocoder's refusal.
+refused '{"model": "tts-1", "input": "Hi", "voice": "alloy", "speed": 4}' 400 speed
 grep -q 'nobody' "$out/gw.err" && fail "a refused voice is logged as the gateway's failure"
 
-# Nothing left in flight on the orchestrator.
+# Nothing left in flight on the orchestrator. (The scrape is read whole
+# first: grep -q stopping early would fail curl's write, and the pipe.)
+idle() {
+  curl -s "$metrics" >"$out/metrics.txt"
+  grep -q '^omnistage_in_flight_requests 0$' "$out/metrics.txt"
+}
 for _ in $(seq 1 100); do
-  curl -s "$metrics" | grep -q '^omnistage_in_flight_requests 0' && break
+  idle && break
   sleep 0.1
 done
-curl -s "$metrics" | grep -q '^omnistage_in_flight_requests 0' || fail "requests left in flight"
+idle || fail "requests left in flight: $(grep '^omnistage_in_flight_requests' "$out/metrics.txt")"
 
 # A gateway without a speech pipeline says how to get one.
 start_gateway plain

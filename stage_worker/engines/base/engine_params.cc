@@ -43,6 +43,18 @@ int64_t EngineParams::Int(absl::string_view key, int64_t default_value, int64_t 
   return value;
 }
 
+double EngineParams::Double(absl::string_view key, double default_value, double min,
+                            double max) {
+  const std::string* raw = Lookup(key);
+  if (raw == nullptr) return default_value;
+  double value = 0;
+  if (!absl::SimpleAtod(*raw, &value) || !(value >= min && value <= max)) {
+    Fail(key, absl::StrCat("a number in [", min, ", ", max, "]"), *raw);
+    return default_value;
+  }
+  return value;
+}
+
 bool EngineParams::Bool(absl::string_view key, bool default_value) {
   const std::string* raw = Lookup(key);
   if (raw == nullptr) return default_value;

@@ -47,6 +47,9 @@ class EngineParams {
   absl::Duration DurationUs(absl::string_view key, absl::Duration default_value,
                             absl::Duration max);
 
+  // A decimal number in [min, max].
+  double Double(absl::string_view key, double default_value, double min, double max);
+
   // Any string (a path, a list the engine parses itself).
   std::string Text(absl::string_view key, absl::string_view default_value);
 

@@ -129,14 +129,15 @@ class VocoderEngine : public BatchingEngine {
       // Validate() already accepted the extras, so reading them cannot fail.
       EngineParams extra(kVocoderEngineName, settings.extra, "extra parameter");
       return NewSpeechVocoderRequest(options_.espeak, options_.tones.sample_rate_hz,
-                                     ReadVoice(&extra, *options_.espeak), settings);
+                                     ReadSpeechVoice(&extra, *options_.espeak), settings);
     }
     return std::make_unique<ToneVocoderRequest>(options_.tones, notes_, settings);
   }
 
-  // Speech takes a voice per request; tones take no extra parameter.
+  // Speech takes a voice and a speed per request; tones take no extra
+  // parameter.
   void ReadExtra(EngineParams* extra) const override {
-    if (options_.espeak != nullptr) ReadVoice(extra, *options_.espeak);
+    if (options_.espeak != nullptr) ReadSpeechVoice(extra, *options_.espeak);
   }
 
  private:

@@ -15,11 +15,15 @@ namespace {
 
 class SpeechVocoderRequest : public RequestGenerator {
  public:
-  SpeechVocoderRequest(Espeak* espeak, int sample_rate_hz, std::string voice,
+  SpeechVocoderRequest(Espeak* espeak, int sample_rate_hz, SpeechVoice voice,
                        const RequestSettings& settings)
       : espeak_(espeak),
         sample_rate_hz_(sample_rate_hz),
         voice_(std::move(voice)),
+        words_per_minute_(voice_.speed == 1.0
+                              ? 0
+                              : static_cast<int>(Espeak::kDefaultWordsPerMinute * voice_.speed +
+                                                 0.5)),
         max_tokens_(settings.max_tokens),
         chunk_samples_(static_cast<size_t>(std::max(1, sample_rate_hz * kChunkMs / 1000))) {}
 
@@ -84,13 +88,15 @@ class SpeechVocoderRequest : public RequestGenerator {
     const std::string phonemes = PhonemeText(codes);
     if (absl::StripAsciiWhitespace(phonemes).empty()) return absl::OkStatus();
     absl::StatusOr<std::vector<int16_t>> speech =
-        espeak_->Speak(absl::StrCat("[[", phonemes, "]]", std::string(1, punctuation)), voice_);
+        espeak_->Speak(absl::StrCat("[[", phonemes, "]]", std::string(1, punctuation)),
+                       voice_.variant, /*voice=*/"", words_per_minute_);
     if (!speech.ok()) return speech.status();
     if (previous_punctuation_ != '\0') {
       absl::StatusOr<int> pause = espeak_->PauseAfter(previous_punctuation_);
       if (!pause.ok()) return pause.status();
-      audio_.resize(
-          static_cast<size_t>(ResampledCount(*pause, espeak_->sample_rate_hz(), sample_rate_hz_)));
+      audio_.resize(static_cast<size_t>(
+          ResampledCount(static_cast<int>(*pause / voice_.speed), espeak_->sample_rate_hz(),
+                         sample_rate_hz_)));
     }
     const std::vector<int16_t> resampled =
         Resample(*speech, espeak_->sample_rate_hz(), sample_rate_hz_);
@@ -101,7 +107,9 @@ class SpeechVocoderRequest : public RequestGenerator {
 
   Espeak* const espeak_;
   const int sample_rate_hz_;
-  const std::string voice_;  // an espeak-ng variant; "" for its default voice
+  const SpeechVoice voice_;
+  // espeak-ng's rate for voice_.speed; 0: its own.
+  const int words_per_minute_;
   const uint32_t max_tokens_;
   const size_t chunk_samples_;
   size_t consumed_ = 0;            // codes taken into clauses
@@ -112,12 +120,15 @@ class SpeechVocoderRequest : public RequestGenerator {
 
 }  // namespace
 
-std::string ReadVoice(EngineParams* extra, const Espeak& espeak) {
-  return extra->Enum("voice", "", espeak.variants());
+SpeechVoice ReadSpeechVoice(EngineParams* extra, const Espeak& espeak) {
+  SpeechVoice voice;
+  voice.variant = extra->Enum("voice", "", espeak.variants());
+  voice.speed = extra->Double("speed", 1.0, kMinSpeed, kMaxSpeed);
+  return voice;
 }
 
 std::unique_ptr<RequestGenerator> NewSpeechVocoderRequest(Espeak* espeak, int sample_rate_hz,
-                                                          std::string voice,
+                                                          SpeechVoice voice,
                                                           const RequestSettings& settings) {
   return std::make_unique<SpeechVocoderRequest>(espeak, sample_rate_hz, std::move(voice),
                                                 settings);

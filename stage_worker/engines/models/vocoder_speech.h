@@ -17,6 +17,9 @@
 // - Every step emits up to kChunkMs of the audio waiting as one AudioChunk.
 // - The request's extra parameter `voice` (an espeak-ng variant of "en": m1..m8,
 //   f1..f5, croak, ...) speaks it in that voice; absent, in espeak's default.
+//   Its extra parameter `speed` (kMinSpeed to kMaxSpeed, default 1) speaks it
+//   that many times faster: espeak-ng's rate (175 words a minute) times it,
+//   and the pauses between clauses divided by it.
 //
 // The audio depends only on the codes (Espeak::Speak() is deterministic), so
 // chunking never changes it. Finishes with FINISH_REASON_STOP once the input is
@@ -39,15 +42,26 @@ namespace omnistage {
 inline constexpr size_t kMaxClauseCodes = 4096;
 inline constexpr int kChunkMs = 500;
 
-// A request's extra parameter `voice`: one of espeak's variants() (m3, f2,
-// croak, ...); "" when absent (espeak's default voice). Any other value (an
-// empty one too) is recorded in `extra` as an error naming the key.
-std::string ReadVoice(EngineParams* extra, const Espeak& espeak);
+// The range of `speed`: espeak-ng's rates (Espeak::kMinWordsPerMinute to
+// kMaxWordsPerMinute) over its default.
+inline constexpr double kMinSpeed = 0.5;
+inline constexpr double kMaxSpeed = 2.5;
 
-// The generator of one request, speaking with `voice` (ReadVoice()); `espeak`
-// outlives it.
+// How a request is spoken.
+struct SpeechVoice {
+  // One of espeak's variants() (m3, f2, croak, ...); "" for its default voice.
+  std::string variant;
+  double speed = 1.0;
+};
+
+// A request's extra parameters `voice` and `speed`. A voice that is not one of
+// espeak's variants() (an empty one too), or a speed out of range, is recorded
+// in `extra` as an error naming the key.
+SpeechVoice ReadSpeechVoice(EngineParams* extra, const Espeak& espeak);
+
+// The generator of one request, speaking as `voice` says; `espeak` outlives it.
 std::unique_ptr<RequestGenerator> NewSpeechVocoderRequest(Espeak* espeak, int sample_rate_hz,
-                                                          std::string voice,
+                                                          SpeechVoice voice,
                                                           const RequestSettings& settings);
 
 }  // namespace omnistage

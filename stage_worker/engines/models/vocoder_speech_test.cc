@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/field_error.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "stage_worker/engines/models/vocoder.h"
@@ -160,6 +161,42 @@ TEST(VocoderSpeechTest, AVoicePerRequest) {
                               ->Validate(MakeRequest("r", {TokensPayload({1})}))
                               .message()),
               IsEmpty());
+}
+
+// The extra parameter `speed` speaks a request faster or slower (espeak-ng's
+// rate, and the pauses between clauses), as deterministic; a speed espeak-ng
+// cannot speak is refused, naming the parameter.
+TEST(VocoderSpeechTest, ASpeedPerRequest) {
+  const std::vector<int32_t> codes = TextCodes();
+  auto speak = [&](const std::string& speed) {
+    std::unique_ptr<Engine> engine = MustCreate();
+    EngineRequest request = MakeRequest("r", {TokensPayload(codes)}, true, 100000);
+    if (!speed.empty()) (*request.params.mutable_extra())["speed"] = speed;
+    EXPECT_TRUE(engine->Add(request).ok());
+    return RunToCompletion(engine.get())["r"];
+  };
+  const Collected plain = speak("");
+  const Collected fast = speak("2");
+  const Collected slow = speak("0.5");
+  EXPECT_EQ(speak("1").pcm, plain.pcm);  // 1 is espeak-ng's own rate.
+  EXPECT_EQ(fast.finish_reason, v1::FINISH_REASON_STOP);
+  // Twice as fast is about half as long (words take less, and so do pauses).
+  EXPECT_GT(Seconds(fast.pcm), 0.35 * Seconds(plain.pcm));
+  EXPECT_LT(Seconds(fast.pcm), 0.7 * Seconds(plain.pcm));
+  EXPECT_GT(Seconds(slow.pcm), 1.5 * Seconds(plain.pcm));
+  EXPECT_EQ(speak("2").pcm, fast.pcm);
+
+  std::unique_ptr<Engine> engine = MustCreate();
+  for (const char* speed : {"3", "0.25", "fast"}) {
+    EngineRequest bad = MakeRequest("r", {TokensPayload(codes)});
+    (*bad.params.mutable_extra())["speed"] = speed;
+    const absl::Status refused = engine->Validate(bad);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << speed;
+    EXPECT_THAT(std::string(refused.message()),
+                HasSubstr("extra parameter speed: expected a number in [0.5, 2.5]"))
+        << speed;
+    EXPECT_EQ(ErrorField(refused), "params.extra.speed") << speed;
+  }
 }
 
 TEST(VocoderSpeechTest, WaitsForAClauseEnd) {

@@ -140,15 +140,23 @@ std::vector<std::string> Espeak::Phonemes(absl::string_view text, char separator
 
 absl::StatusOr<std::vector<int16_t>> Espeak::Speak(absl::string_view text,
                                                    const std::string& variant,
-                                                   const std::string& voice) {
+                                                   const std::string& voice,
+                                                   int words_per_minute) {
+  if (words_per_minute != 0 &&
+      (words_per_minute < kMinWordsPerMinute || words_per_minute > kMaxWordsPerMinute)) {
+    return absl::InvalidArgumentError(absl::StrCat("espeak-ng speaks ", kMinWordsPerMinute,
+                                                   " to ", kMaxWordsPerMinute,
+                                                   " words a minute, not ", words_per_minute));
+  }
   const std::string input = WithoutNuls(text);
   absl::MutexLock lock(&mu_);
-  return SpeakLocked(input, variant, voice);
+  return SpeakLocked(input, variant, voice, words_per_minute);
 }
 
 absl::StatusOr<std::vector<int16_t>> Espeak::SpeakLocked(const std::string& text,
                                                          const std::string& variant,
-                                                         const std::string& voice) {
+                                                         const std::string& voice,
+                                                         int words_per_minute) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError(ErrnoMessage("espeak-ng: pipe"));
   const pid_t pid = fork();
@@ -174,6 +182,10 @@ absl::StatusOr<std::vector<int16_t>> Espeak::SpeakLocked(const std::string& text
         espeak_ng_SetVoiceByName(absl::StrCat(voice.empty() ? kVoice : voice,
                                               variant.empty() ? "" : "+", variant)
                                      .c_str()) != ENS_OK) {
+      _exit(1);
+    }
+    // After the voice, which sets its own rate.
+    if (words_per_minute != 0 && espeak_SetParameter(espeakRATE, words_per_minute, 0) != EE_OK) {
       _exit(1);
     }
     const espeak_ERROR error = espeak_Synth(text.c_str(), text.size() + 1, 0, POS_CHARACTER, 0,

@@ -69,11 +69,18 @@ class Espeak {
   // (a voice variant of "en": m3, f2, croak, ...), "" for espeak's default.
   // `voice`: another of espeak-ng's voices than "en" for this call (the
   // listener's tests speak "en-us", the accent pocketsphinx's model knows).
+  // `words_per_minute`: the speaking rate, kMinWordsPerMinute to
+  // kMaxWordsPerMinute; 0: espeak-ng's own (kDefaultWordsPerMinute).
   // INTERNAL when the synthesis process fails (e.g. fork() is refused, or the
   // variant or voice does not load).
   absl::StatusOr<std::vector<int16_t>> Speak(absl::string_view text,
                                              const std::string& variant = "",
-                                             const std::string& voice = "");
+                                             const std::string& voice = "",
+                                             int words_per_minute = 0);
+  // espeak-ng's speaking rates (espeakRATE), in words per minute.
+  static constexpr int kDefaultWordsPerMinute = 175;
+  static constexpr int kMinWordsPerMinute = 80;
+  static constexpr int kMaxWordsPerMinute = 450;
 
   // The voice variants espeak-ng's data holds (the files of voices/!v), sorted.
   const std::vector<std::string>& variants() const { return variants_; }
@@ -90,7 +97,8 @@ class Espeak {
 
   absl::StatusOr<std::vector<int16_t>> SpeakLocked(const std::string& text,
                                                    const std::string& variant = "",
-                                                   const std::string& voice = "")
+                                                   const std::string& voice = "",
+                                                   int words_per_minute = 0)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int sample_rate_hz_;
