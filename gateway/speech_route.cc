@@ -82,13 +82,12 @@ void SpeechRoute::Speech(std::shared_ptr<HttpExchange> exchange) {
                          "the gateway is shutting down; retry (another replica answers)")));
     return;
   }
-  absl::StatusOr<std::string> authorization =
-      CleanAuthorization(exchange->Header("Authorization"));
+  absl::StatusOr<std::string> authorization = CleanAuthorization(exchange->Header("Authorization"));
   if (!authorization.ok()) {
-    replies_->Refuse(*exchange, kSpeechRoute,
-                     ApiError{401, "authentication_error",
-                              std::string(authorization.status().message()), "",
-                              "invalid_api_key", std::nullopt});
+    replies_->Refuse(
+        *exchange, kSpeechRoute,
+        ApiError{401, "authentication_error", std::string(authorization.status().message()), "",
+                 "invalid_api_key", std::nullopt});
     return;
   }
   std::string traceparent = exchange->Header("traceparent");

@@ -126,11 +126,10 @@ absl::Status SpeechCall::Flush(std::string* out) {
     // Tokens as OpenAI counts them for speech: the input's words, no output
     // tokens (audio is counted in seconds, not tokens, here).
     const int64_t input_tokens = static_cast<int64_t>(request_.generate.prompt().size() + 3) / 4;
-    *out += SseEvent({{"type", "speech.audio.done"},
-                      {"usage",
-                       {{"input_tokens", input_tokens},
-                        {"output_tokens", 0},
-                        {"total_tokens", input_tokens}}}});
+    *out += SseEvent(
+        {{"type", "speech.audio.done"},
+         {"usage",
+          {{"input_tokens", input_tokens}, {"output_tokens", 0}, {"total_tokens", input_tokens}}}});
   }
   return absl::OkStatus();
 }
@@ -194,8 +193,8 @@ void SpeechCall::Break(const std::string& why) {
              absl::StrCat("speech: the stream broke after its audio began: ", why));
   std::string last = held_;
   if (request_.sse) {
-    ApiError broke = FromStatus(absl::InternalError(
-        absl::StrCat("the stream broke before its end: ", why)));
+    ApiError broke =
+        FromStatus(absl::InternalError(absl::StrCat("the stream broke before its end: ", why)));
     last += absl::StrCat("data: ", broke.Json(), "\n\n");
   }
   exchange_->Send(last);
@@ -221,9 +220,8 @@ void SpeechCall::Ended(const grpc::Status& status) {
     return;
   }
   if (!status.ok() || !got_terminal_) {
-    absl::Status failed = status.ok()
-                              ? absl::InternalError("the stream ended without a terminal")
-                              : FromGrpcStatus(status);
+    absl::Status failed = status.ok() ? absl::InternalError("the stream ended without a terminal")
+                                      : FromGrpcStatus(status);
     if (failed.code() == absl::StatusCode::kUnavailable && !got_response_) {
       failed = absl::UnavailableError(
           ExplainUnreachable(std::string(failed.message()), orchestrator_tls_));

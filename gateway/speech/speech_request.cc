@@ -34,14 +34,14 @@ Part ReadModel(const json& body, const SpeechModels& models) {
   if (std::find(models.names.begin(), models.names.end(), name) != models.names.end()) {
     return std::nullopt;
   }
-  return ApiError{404,
-                  "invalid_request_error",
-                  absl::StrCat("The model '", name, "' does not exist or does not speak; this ",
-                               "gateway's speech models are: ", absl::StrJoin(models.names, ", "),
-                               "."),
-                  "model",
-                  "model_not_found",
-                  std::nullopt};
+  return ApiError{
+      404,
+      "invalid_request_error",
+      absl::StrCat("The model '", name, "' does not exist or does not speak; this ",
+                   "gateway's speech models are: ", absl::StrJoin(models.names, ", "), "."),
+      "model",
+      "model_not_found",
+      std::nullopt};
 }
 
 Part ReadInput(const json& body, SpeechRequest* request) {
@@ -57,12 +57,12 @@ Part ReadInput(const json& body, SpeechRequest* request) {
                           "empty_string");
   }
   if (chars > kMaxSpeechInputChars) {
-    return InvalidRequest("input",
-                          absl::StrCat("Invalid 'input': string too long. Expected a string with "
-                                       "maximum length ",
-                                       kMaxSpeechInputChars, ", but got a string with length ",
-                                       chars, " instead."),
-                          "string_above_max_length");
+    return InvalidRequest(
+        "input",
+        absl::StrCat("Invalid 'input': string too long. Expected a string with "
+                     "maximum length ",
+                     kMaxSpeechInputChars, ", but got a string with length ", chars, " instead."),
+        "string_above_max_length");
   }
   request->generate.set_prompt(input);
   return std::nullopt;
@@ -103,8 +103,8 @@ Part ReadSpeed(const json& body, SpeechRequest* request) {
   if (!it->is_number()) return WrongTypeError("speed", "a number", *it);
   const double speed = it->get<double>();
   if (!(speed >= 0.25 && speed <= 4.0)) {
-    return OutOfRangeError("speed", absl::StrCat("expected a value in [0.25, 4], but got ", speed,
-                                                 " instead"));
+    return OutOfRangeError(
+        "speed", absl::StrCat("expected a value in [0.25, 4], but got ", speed, " instead"));
   }
   request->speed = speed;
   return std::nullopt;
@@ -142,10 +142,10 @@ std::variant<SpeechRequest, ApiError> ParseSpeechRequest(const std::string& body
                           "be a JSON object (https://platform.openai.com/docs/api-reference).");
   }
   SpeechRequest request;
-  for (Part error : {ReadModel(parsed, models), ReadInput(parsed, &request),
-                     ReadVoice(parsed, &request), ReadFormat(parsed, &request),
-                     ReadSpeed(parsed, &request), ReadStreamFormat(parsed, &request),
-                     ReadInstructions(parsed)}) {
+  for (Part error :
+       {ReadModel(parsed, models), ReadInput(parsed, &request), ReadVoice(parsed, &request),
+        ReadFormat(parsed, &request), ReadSpeed(parsed, &request),
+        ReadStreamFormat(parsed, &request), ReadInstructions(parsed)}) {
     if (error.has_value()) return *error;
   }
   request.generate.add_output_modalities(v1::MODALITY_AUDIO);

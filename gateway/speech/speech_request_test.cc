@@ -15,8 +15,7 @@ const SpeechModels kModels{{"tts-1", "gpt-4o-mini-tts"}, /*voice_stage=*/1};
 
 SpeechRequest Parsed(const std::string& body) {
   std::variant<SpeechRequest, ApiError> parsed = ParseSpeechRequest(body, kModels);
-  EXPECT_TRUE(std::holds_alternative<SpeechRequest>(parsed))
-      << std::get<ApiError>(parsed).Json();
+  EXPECT_TRUE(std::holds_alternative<SpeechRequest>(parsed)) << std::get<ApiError>(parsed).Json();
   return std::holds_alternative<SpeechRequest>(parsed) ? std::get<SpeechRequest>(parsed)
                                                        : SpeechRequest();
 }
@@ -36,7 +35,7 @@ TEST(SpeechRequestTest, TheTextIsThePromptAndTheVoiceGoesToTheVoiceStage) {
   ASSERT_EQ(request.generate.stage_params_size(), 1);
   const v1::StageParameters& speaker = request.generate.stage_params(0);
   EXPECT_EQ(speaker.stage_id(), 1);
-  EXPECT_EQ(speaker.extra().at("voice"), "f2");  // alloy's espeak-ng variant
+  EXPECT_EQ(speaker.extra().at("voice"), "f2");   // alloy's espeak-ng variant
   EXPECT_EQ(speaker.extra().count("speed"), 0u);  // 1 is the vocoder's own
   ASSERT_EQ(request.generate.output_modalities_size(), 1);
   EXPECT_EQ(request.generate.output_modalities(0), v1::MODALITY_AUDIO);
