@@ -56,10 +56,12 @@ constexpr char kText[] =
     "The quick brown fox jumps over the lazy dog. A pipeline speaks as it reads, clause by "
     "clause, and the listener hears the first words before the last are made.";
 
-std::string Range(const std::vector<double>& values, const char* format) {
+// min..max of `values`, with `decimals` digits after the point.
+std::string Range(const std::vector<double>& values, int decimals) {
   if (values.empty()) return "-";
   const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
-  return absl::StrCat(absl::StrFormat(format, *lo), "..", absl::StrFormat(format, *hi));
+  return absl::StrCat(absl::StrFormat("%.*f", decimals, *lo), "..",
+                      absl::StrFormat("%.*f", decimals, *hi));
 }
 
 double Percentile(std::vector<double> values, double p) {
@@ -123,8 +125,8 @@ void Encode(const std::vector<std::string>& formats, int runs) {
             << runs << " run(s)\n\n"
             << "| format | CPU per s of audio (us) | x wav | kbit/s |\n| --- | --- | --- | --- |\n";
   for (const std::string& format : formats) {
-    std::cout << "| " << format << " | " << Range(cpu_us[format], "%.0f") << " | "
-              << Range(ratio[format], "%.1f") << " | " << Range(kbps[format], "%.0f") << " |\n";
+    std::cout << "| " << format << " | " << Range(cpu_us[format], 0) << " | "
+              << Range(ratio[format], 1) << " | " << Range(kbps[format], 0) << " |\n";
   }
 }
 
@@ -260,8 +262,8 @@ void FirstAudio(const Binaries& binaries, const std::string& gateway_binary,
   for (const std::string& format : formats) {
     for (int clients : concurrency) {
       const auto key = std::make_pair(format, clients);
-      std::cout << "| " << format << " | " << clients << " | " << Range(p50[key], "%.1f") << " | "
-                << Range(p90[key], "%.1f") << " | " << Range(end[key], "%.1f") << " |\n";
+      std::cout << "| " << format << " | " << clients << " | " << Range(p50[key], 1) << " | "
+                << Range(p90[key], 1) << " | " << Range(end[key], 1) << " |\n";
     }
   }
 }
