@@ -7,11 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/bearer_token.h"
 #include "common/grpc/grpc_util.h"
 #include "gateway/console/assets.h"
 #include "gateway/console/console_status.h"
 #include "gateway/http/api_error.h"
+#include "gateway/http/forwarded_headers.h"
 
 namespace omnistage {
 namespace {
@@ -62,16 +62,14 @@ void ConsoleRoute::Handle(std::shared_ptr<HttpExchange> exchange) {
 }
 
 void ConsoleRoute::Status(std::shared_ptr<HttpExchange> exchange) {
-  absl::StatusOr<std::string> authorization = CleanAuthorization(exchange->Header("Authorization"));
-  if (!authorization.ok()) {
-    replies_->Refuse(
-        *exchange, kStatusRoute,
-        ApiError{401, "authentication_error", std::string(authorization.status().message()), "",
-                 "invalid_api_key", std::nullopt});
+  std::variant<ForwardedHeaders, ApiError> forwarded = ForwardedHeadersOf(*exchange);
+  if (std::holds_alternative<ApiError>(forwarded)) {
+    replies_->Refuse(*exchange, kStatusRoute, std::get<ApiError>(forwarded));
     return;
   }
+  const std::string authorization = std::get<ForwardedHeaders>(forwarded).authorization;
   orchestrators_->AskPipelineStatus(
-      orchestrators_->any(), *authorization, kStatusDeadline,
+      orchestrators_->any(), authorization, kStatusDeadline,
       [this, exchange](const grpc::Status& status, const v1::PipelineStatus& pipeline) {
         if (exchange->done()) return;  // The page went away.
         if (!status.ok()) {

@@ -1,19 +1,17 @@
 #include "gateway/gateway.h"
 
-#include <algorithm>
 #include <ctime>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/allocator.h"
-#include "common/bearer_token.h"
 #include "common/grpc/grpc_util.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "gateway/http/api_error.h"
+#include "gateway/http/forwarded_headers.h"
 #include "nlohmann/json.hpp"
 
 namespace omnistage {
@@ -52,8 +50,8 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
           &orchestrators_, &replies_, post_, &draining_, &registry_),
       console_(&orchestrators_, &replies_),
       speech_(SpeechRoute::Options{Orchestrators::Target{options_.speech_orchestrator,
-                                                          options_.orchestrator_tls,
-                                                          options_.orchestrator_tls_name},
+                                                         options_.orchestrator_tls,
+                                                         options_.orchestrator_tls_name},
                                    options_.speech_models},
               &replies_, post_, &draining_, &fallbacks_.With({"speech_orchestrator"})) {
   AddHeapMetrics(&registry_);
@@ -132,30 +130,19 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
     replies_.Respond(*exchange, error.http_status, kJson, error.Json());
     return;
   }
-  // Passed on as gRPC metadata, which cannot carry every byte an HTTP header
-  // can: one that would be refused is a 401 here, saying why but not echoing
-  // the token.
-  absl::StatusOr<std::string> authorization = CleanAuthorization(exchange->Header("Authorization"));
-  if (!authorization.ok()) {
-    const ApiError error{401, "authentication_error", std::string(authorization.status().message()),
-                         "",  "invalid_api_key",      std::nullopt};
+  std::variant<ForwardedHeaders, ApiError> forwarded = ForwardedHeadersOf(*exchange);
+  if (std::holds_alternative<ApiError>(forwarded)) {
+    const ApiError& error = std::get<ApiError>(forwarded);
     replies_.Respond(*exchange, error.http_status, kJson, error.Json());
     return;
   }
+  ForwardedHeaders& headers = std::get<ForwardedHeaders>(forwarded);
   in_flight_.Add(1);
   ++chat_count_;
-  std::string traceparent = exchange->Header("traceparent");
-  // A malformed one is ignored (docs/observability.md), and one with a byte
-  // gRPC metadata cannot carry is malformed.
-  if (TraceIdOf(traceparent).empty() ||
-      !std::all_of(traceparent.begin(), traceparent.end(),
-                   [](char c) { return absl::ascii_isgraph(static_cast<unsigned char>(c)); })) {
-    traceparent.clear();
-  }
   ChatCall::Start(
       orchestrators_.ready(), orchestrators_.fallback(), orchestrators_.tls(),
-      std::get<ChatRequest>(std::move(parsed)), options_.model.id, *std::move(authorization),
-      traceparent, exchange, post_,
+      std::get<ChatRequest>(std::move(parsed)), options_.model.id, std::move(headers.authorization),
+      std::move(headers.traceparent), exchange, post_,
       [this, path = exchange->path(), started = absl::Now()](const CallOutcome& outcome) {
         in_flight_.Add(-1);
         --chat_count_;

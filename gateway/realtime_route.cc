@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/bearer_token.h"
 #include "common/grpc/grpc_util.h"
 #include "gateway/http/api_error.h"
+#include "gateway/http/forwarded_headers.h"
 #include "gateway/http/http_upgrade.h"
 #include "gateway/http/websocket_handshake.h"
 #include "gateway/realtime/realtime_session.h"
@@ -75,19 +75,17 @@ void RealtimeRoute::Handle(std::shared_ptr<HttpExchange> exchange) {
     replies_->Refuse(*exchange, kRoute, error);
     return;
   }
-  absl::StatusOr<std::string> authorization = CleanAuthorization(exchange->Header("Authorization"));
-  if (!authorization.ok()) {
-    replies_->Refuse(
-        *exchange, kRoute,
-        ApiError{401, "authentication_error", std::string(authorization.status().message()), "",
-                 "invalid_api_key", std::nullopt});
+  std::variant<ForwardedHeaders, ApiError> forwarded = ForwardedHeadersOf(*exchange);
+  if (std::holds_alternative<ApiError>(forwarded)) {
+    replies_->Refuse(*exchange, kRoute, std::get<ApiError>(forwarded));
     return;
   }
+  const std::string authorization = std::get<ForwardedHeaders>(forwarded).authorization;
   ++open_;  // Held while the token is checked.
   ++sessions_count_;
   orchestrators_->AskPipelineStatus(
-      orchestrators_->ready(), *authorization, std::chrono::seconds(10),
-      [this, exchange, head = std::get<std::string>(head), token = *authorization](
+      orchestrators_->ready(), authorization, std::chrono::seconds(10),
+      [this, exchange, head = std::get<std::string>(head), token = authorization](
           const grpc::Status& status, const v1::PipelineStatus& pipeline) {
         --open_;
         --sessions_count_;

@@ -1,14 +1,12 @@
 #include "gateway/speech_route.h"
 
-#include <algorithm>
 #include <utility>
 #include <variant>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "common/bearer_token.h"
 #include "common/log.h"
 #include "gateway/http/api_error.h"
+#include "gateway/http/forwarded_headers.h"
 #include "gateway/speech/speech_call.h"
 #include "nlohmann/json.hpp"
 
@@ -82,25 +80,17 @@ void SpeechRoute::Speech(std::shared_ptr<HttpExchange> exchange) {
                          "the gateway is shutting down; retry (another replica answers)")));
     return;
   }
-  absl::StatusOr<std::string> authorization = CleanAuthorization(exchange->Header("Authorization"));
-  if (!authorization.ok()) {
-    replies_->Refuse(
-        *exchange, kSpeechRoute,
-        ApiError{401, "authentication_error", std::string(authorization.status().message()), "",
-                 "invalid_api_key", std::nullopt});
+  std::variant<ForwardedHeaders, ApiError> forwarded = ForwardedHeadersOf(*exchange);
+  if (std::holds_alternative<ApiError>(forwarded)) {
+    replies_->Refuse(*exchange, kSpeechRoute, std::get<ApiError>(forwarded));
     return;
   }
-  std::string traceparent = exchange->Header("traceparent");
-  if (TraceIdOf(traceparent).empty() ||
-      !std::all_of(traceparent.begin(), traceparent.end(),
-                   [](char c) { return absl::ascii_isgraph(static_cast<unsigned char>(c)); })) {
-    traceparent.clear();
-  }
+  ForwardedHeaders& headers = std::get<ForwardedHeaders>(forwarded);
   ++running_;
   SpeechCall::Start(orchestrators_->ready(), orchestrators_->fallback(), orchestrators_->tls(),
                     std::get<SpeechRequest>(std::move(parsed)), models_.voice_stage,
-                    *std::move(authorization), traceparent, exchange, post_,
-                    [this](const CallOutcome& outcome) {
+                    std::move(headers.authorization), std::move(headers.traceparent), exchange,
+                    post_, [this](const CallOutcome& outcome) {
                       --running_;
                       replies_->Count(kSpeechRoute, outcome.http_status);
                     });

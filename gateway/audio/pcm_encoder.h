@@ -16,9 +16,6 @@ class PcmEncoder : public AudioEncoder {
   const char* content_type() const override { return "audio/pcm"; }
 };
 
-// Appends `samples` to `*out` as 16-bit little-endian bytes.
-void AppendPcm16(absl::Span<const int16_t> samples, std::string* out);
-
 }  // namespace omnistage
 
 #endif  // OMNISTAGE_GATEWAY_AUDIO_PCM_ENCODER_H_

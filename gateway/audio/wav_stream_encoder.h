@@ -1,8 +1,8 @@
 // WavStreamEncoder: the "wav" response format as a stream. A WAV file's header
 // states the data's length, which a stream does not know when it starts: the
 // header goes out first with the largest lengths the format holds
-// (0xFFFFFFFF), as streaming servers send it, and decoders read the samples
-// to the stream's end.
+// (common/wav_writer.h's WavHeader for an unknown length), as streaming
+// servers send it, and decoders read the samples to the stream's end.
 #ifndef OMNISTAGE_GATEWAY_AUDIO_WAV_STREAM_ENCODER_H_
 #define OMNISTAGE_GATEWAY_AUDIO_WAV_STREAM_ENCODER_H_
 

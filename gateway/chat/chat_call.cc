@@ -12,7 +12,8 @@ namespace {
 constexpr char kEventStream[] = "text/event-stream";
 constexpr char kJson[] = "application/json";
 
-// The finish reason as CallOutcome names it.
+}  // namespace
+
 const char* OutcomeOf(const v1::Terminal& terminal) {
   switch (terminal.finish_reason()) {
     case v1::FINISH_REASON_STOP:
@@ -26,11 +27,9 @@ const char* OutcomeOf(const v1::Terminal& terminal) {
   }
 }
 
-}  // namespace
-
 ChatCall::ChatCall(ChatRequest request, std::string model, std::string authorization,
-                   std::string traceparent, std::shared_ptr<HttpExchange> exchange,
-                   LoopPoster post, CallObserver observer, Fallback fallback)
+                   std::string traceparent, std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                   CallObserver observer, Fallback fallback)
     : ResponseReader(std::move(post), fallback),
       request_(std::move(request)),
       model_(std::move(model)),
@@ -131,9 +130,8 @@ void ChatCall::Ended(const grpc::Status& status) {
     exchange_->StartStream(200, kEventStream);  // The held events are output: they stream.
   }
   if (!status.ok() || !got_terminal_) {
-    absl::Status failed = status.ok()
-                              ? absl::InternalError("the stream ended without a terminal")
-                              : FromGrpcStatus(status);
+    absl::Status failed = status.ok() ? absl::InternalError("the stream ended without a terminal")
+                                      : FromGrpcStatus(status);
     if (failed.code() == absl::StatusCode::kUnavailable && !got_response_) {
       failed = absl::UnavailableError(
           ExplainUnreachable(std::string(failed.message()), orchestrator_tls_));

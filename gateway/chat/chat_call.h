@@ -49,6 +49,9 @@ struct CallOutcome {
 // Hears how each call ended.
 using CallObserver = std::function<void(const CallOutcome& outcome)>;
 
+// A terminal's finish reason as CallOutcome.outcome names it.
+const char* OutcomeOf(const v1::Terminal& terminal);
+
 class ChatCall final : public ResponseReader<grpc::ClientReadReactor<v1::GenerateResponse>> {
  public:
   // Starts the call; it deletes itself once it ended. Loop thread.

@@ -46,14 +46,18 @@ ChatEncoder::ChatEncoder(const ChatRequest& request, std::string model, int64_t 
       created_(created),
       prompt_tokens_(WordCount(request.generate.prompt())) {}
 
-ApiError ChatEncoder::TerminalError(const v1::Terminal& terminal) const {
+ApiError TerminalApiError(const v1::Terminal& terminal) {
   if (terminal.finish_reason() != v1::FINISH_REASON_ERROR) {
     ApiError aborted = FromStatus(absl::AbortedError("the request was aborted"));
     aborted.code = "aborted";
     return aborted;
   }
+  return FromStatus(StatusFromErrorProto(terminal.error()));
+}
+
+ApiError ChatEncoder::TerminalError(const v1::Terminal& terminal) const {
+  ApiError refused = TerminalApiError(terminal);
   const v1::Error& error = terminal.error();
-  ApiError refused = FromStatus(StatusFromErrorProto(error));
   // The worker names the field of its request ("params.extra.voice"); the
   // client wrote audio.voice.
   if (voice_stage_ >= 0 && error.stage_id() == voice_stage_ &&
@@ -67,10 +71,9 @@ std::string ChatEncoder::ChunkEvent(const std::string& delta_fields, const char*
   // Built as text around the one part that changes: an event per text piece
   // is the gateway's hottest path (a JSON tree per event cost ~60 us).
   if (prefix_.empty()) {
-    prefix_ = absl::StrCat(R"(data: {"id":)", json(id_).dump(),
-                           R"(,"object":"chat.completion.chunk","created":)", created_,
-                           R"(,"model":)", json(model_).dump(),
-                           R"(,"choices":[{"index":0,"delta":{)");
+    prefix_ = absl::StrCat(
+        R"(data: {"id":)", json(id_).dump(), R"(,"object":"chat.completion.chunk","created":)",
+        created_, R"(,"model":)", json(model_).dump(), R"(,"choices":[{"index":0,"delta":{)");
   }
   std::string event = prefix_;
   event += delta_fields;
@@ -91,8 +94,8 @@ std::string ChatEncoder::Events(const v1::GenerateResponse& response) {
     const v1::Payload& payload = chunk.payload();
     if (payload.has_text() && text_) {
       completion_tokens_ += WordCount(payload.text().text());
-      events += ChunkEvent(absl::StrCat(R"("content":)", json(payload.text().text()).dump()),
-                           nullptr);
+      events +=
+          ChunkEvent(absl::StrCat(R"("content":)", json(payload.text().text()).dump()), nullptr);
     } else if (payload.has_audio() && audio_) {
       std::string bytes;
       if (audio_format_ == AudioFormat::kWav && !wav_header_sent_) {
@@ -154,10 +157,10 @@ std::variant<std::string, ApiError> ChatEncoder::Completion(const v1::Terminal& 
   json message = {{"role", "assistant"}};
   message["content"] = text_ ? json(text_so_far_) : json(nullptr);
   if (audio_) {
-    const std::string bytes = audio_format_ == AudioFormat::kWav
-                                  ? WavHeader(sample_rate_hz_, channels_,
-                                              static_cast<int64_t>(pcm_.size())) + pcm_
-                                  : pcm_;
+    const std::string bytes =
+        audio_format_ == AudioFormat::kWav
+            ? WavHeader(sample_rate_hz_, channels_, static_cast<int64_t>(pcm_.size())) + pcm_
+            : pcm_;
     message["audio"] = {{"id", "audio_" + id_},
                         {"data", absl::Base64Escape(bytes)},
                         {"expires_at", created_ + 3600},

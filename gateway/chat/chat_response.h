@@ -31,6 +31,12 @@ namespace omnistage {
 // none), in chat completions' usage and Realtime responses' alike.
 int64_t WordCount(const std::string& text);
 
+// The error a terminal that did not finish well (ERROR or ABORT) stands for,
+// as every route answers it: an abort with the code `aborted`, a pipeline's
+// error its status (its `param` is for the caller to name: the worker names
+// the field of its own request, e.g. params.extra.voice).
+ApiError TerminalApiError(const v1::Terminal& terminal);
+
 class ChatEncoder {
  public:
   // `created`: Unix seconds.

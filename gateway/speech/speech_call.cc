@@ -4,9 +4,10 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "common/error_proto.h"
 #include "common/grpc/grpc_util.h"
 #include "common/log.h"
+#include "common/pcm16.h"
+#include "gateway/chat/chat_response.h"
 #include "nlohmann/json.hpp"
 
 namespace omnistage {
@@ -14,19 +15,6 @@ namespace {
 
 constexpr char kEventStream[] = "text/event-stream";
 constexpr char kJson[] = "application/json";
-
-const char* OutcomeOf(const v1::Terminal& terminal) {
-  switch (terminal.finish_reason()) {
-    case v1::FINISH_REASON_STOP:
-      return "stop";
-    case v1::FINISH_REASON_LENGTH:
-      return "length";
-    case v1::FINISH_REASON_ABORT:
-      return "abort";
-    default:
-      return "error";
-  }
-}
 
 std::string SseEvent(const nlohmann::json& event) {
   return absl::StrCat("data: ", event.dump(), "\n\n");
@@ -99,12 +87,7 @@ absl::Status SpeechCall::Encode(const v1::GenerateResponse& response, std::strin
                                               sample_rate_hz_, " to ", audio.sample_rate_hz(),
                                               " Hz"));
     }
-    const std::string& pcm = audio.pcm_s16le();
-    samples.resize(pcm.size() / 2);
-    for (size_t i = 0; i < samples.size(); ++i) {
-      samples[i] = static_cast<int16_t>(static_cast<uint8_t>(pcm[2 * i]) |
-                                        (static_cast<uint8_t>(pcm[2 * i + 1]) << 8));
-    }
+    samples = MonoSamples(audio.pcm_s16le(), 1);
     samples_ += static_cast<int64_t>(samples.size());
     if (absl::Status s = encoder_->Encode(samples, &encoded); !s.ok()) return s;
   }
@@ -167,13 +150,8 @@ void SpeechCall::Deliver(const v1::GenerateResponse& response) {
 }
 
 ApiError SpeechCall::TerminalError(const v1::Terminal& terminal) const {
-  if (terminal.finish_reason() != v1::FINISH_REASON_ERROR) {
-    ApiError aborted = FromStatus(absl::AbortedError("the request was aborted"));
-    aborted.code = "aborted";
-    return aborted;
-  }
+  ApiError refused = TerminalApiError(terminal);
   const v1::Error& error = terminal.error();
-  ApiError refused = FromStatus(StatusFromErrorProto(error));
   // The worker names the field of its request; the client wrote voice, speed.
   if (error.stage_id() == voice_stage_) {
     if (error.field() == "params.extra.voice") refused.param = "voice";

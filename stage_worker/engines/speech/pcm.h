@@ -1,5 +1,5 @@
-// 16-bit PCM helpers for the vocoders and the listener: rate conversion and
-// the little-endian bytes of an AudioChunk.
+// 16-bit PCM helpers for the vocoders and the listener: rate conversion, and
+// (common/pcm16.h) the little-endian bytes of an AudioChunk.
 //
 //   std::vector<int16_t> speech = Resample(espeak_samples, 22050, 24000);
 //   AppendPcmS16le(speech, chunk.mutable_pcm_s16le());
@@ -14,6 +14,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/pcm16.h"
 
 namespace omnistage {
 
@@ -27,14 +28,6 @@ std::vector<int16_t> Resample(absl::Span<const int16_t> samples, int from_hz, in
 // How many samples at `to_hz` last as long as `count` samples at `from_hz`
 // (rounded down), as Resample() counts them.
 int64_t ResampledCount(int64_t count, int from_hz, int to_hz);
-
-// Appends `samples` as pcm_s16le bytes (little-endian on every host).
-void AppendPcmS16le(absl::Span<const int16_t> samples, std::string* bytes);
-
-// The samples of pcm_s16le bytes holding `channels` interleaved channels,
-// mixed down to mono (each frame's mean, rounded toward zero). `bytes` holds
-// whole frames: its size is a multiple of 2 * channels.
-std::vector<int16_t> MonoSamples(absl::string_view bytes, int channels);
 
 }  // namespace omnistage
 
