@@ -72,9 +72,10 @@ class Gateway {
   // The drain's deadline passed: each Realtime session's running response is
   // cancelled, then its session closed with 1001. Thread-safe.
   void GoAway();
-  // Chat completions running, Realtime responses running, Realtime sessions
-  // open (or being upgraded). Thread-safe.
+  // Chat completions running, speech requests running, Realtime responses
+  // running, Realtime sessions open (or being upgraded). Thread-safe.
   int chat_completions() const { return chat_count_.load(); }
+  int speech_requests() const { return speech_.running(); }
   int realtime_responses() const { return realtime_.responses(); }
   int realtime_sessions() const { return realtime_.sessions(); }
   MetricsRegistry& metrics() { return registry_; }

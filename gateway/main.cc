@@ -81,9 +81,9 @@ ABSL_FLAG(int, max_header_bytes, 32768,
           "a request's line and headers together, in bytes; more is answered 400");
 ABSL_FLAG(int, max_headers, 100, "header lines in a request; more is answered 431. 0: no limit");
 ABSL_FLAG(int, drain_timeout_ms, 20000,
-          "on SIGTERM, how long running chat completions and Realtime responses may still "
-          "finish before the process ends (they are then cancelled); each Realtime session is "
-          "closed with 1001 (going away) once its response ended");
+          "on SIGTERM, how long running chat completions, speech requests and Realtime "
+          "responses may still finish before the process ends (they are then cancelled); each "
+          "Realtime session is closed with 1001 (going away) once its response ended");
 ABSL_FLAG(int, max_realtime_sessions, 1000,
           "Realtime API sessions (WebSockets on /v1/realtime) open at once; one more is refused "
           "with 503 before the upgrade. Each is an HTTP connection too (--max_connections). 0: "
@@ -224,15 +224,16 @@ int Run() {
                        gateway.chat_completions(), " chat completion(s) and ",
                        gateway.realtime_responses(), " realtime response(s) get up to ",
                        absl::FormatDuration(drain), "; ", gateway.realtime_sessions(),
-                       " realtime session(s) are closed as their responses end (signal again "
-                       "to stop at once)"));
+                       " realtime session(s) are closed as their responses end, ",
+                       gateway.speech_requests(),
+                       " speech request(s) get as long (signal again to stop at once)"));
   gateway.Drain();
   (*server)->StopListening();
   // A second signal ends the wait.
   const absl::Time deadline = absl::Now() + drain;
   const auto busy = [&gateway] {
-    return gateway.chat_completions() > 0 || gateway.realtime_responses() > 0 ||
-           gateway.realtime_sessions() > 0;
+    return gateway.chat_completions() > 0 || gateway.speech_requests() > 0 ||
+           gateway.realtime_responses() > 0 || gateway.realtime_sessions() > 0;
   };
   bool signalled = false;
   while (busy() && absl::Now() < deadline) {
@@ -241,10 +242,13 @@ int Run() {
       break;
     }
   }
-  if (gateway.chat_completions() > 0 || gateway.realtime_responses() > 0) {
+  if (gateway.chat_completions() > 0 || gateway.speech_requests() > 0 ||
+      gateway.realtime_responses() > 0) {
     LogWarning(absl::StrCat("stopping with ", gateway.chat_completions(),
                             " chat completion(s) and ", gateway.realtime_responses(),
-                            " realtime response(s) still running; they are cancelled"));
+                            " realtime response(s) still running, and ",
+                            gateway.speech_requests(),
+                            " speech request(s); they are cancelled"));
   }
   if (gateway.realtime_sessions() > 0 && !signalled) {
     // Their responses cancelled, the sessions are told (response.done, then

@@ -124,6 +124,27 @@ for _ in $(seq 1 100); do
 done
 idle || fail "requests left in flight: $(grep '^omnistage_in_flight_requests' "$out/metrics.txt")"
 
+# SIGTERM drains: a long speech stream read slowly (some 9 MB of pcm at 2 MB/s,
+# more than the socket buffers hold) ends whole, and the drain line counts it.
+long_text=$(printf "$text %.0s" $(seq 1 50))
+start_gateway draining --speech_orchestrator="127.0.0.1:$port"
+curl -s --limit-rate 2M -o "$out/drained.pcm" "http://127.0.0.1:$gw_port/v1/audio/speech" \
+  -d "{\"model\": \"tts-1\", \"input\": \"$long_text\", \"voice\": \"alloy\", \"response_format\": \"pcm\"}" &
+slow=$!
+pids="$pids $slow"
+for _ in $(seq 1 100); do
+  [ -s "$out/drained.pcm" ] && break
+  sleep 0.05
+done
+kill -TERM "$gw"
+wait "$slow" || fail "the drained speech request failed"
+wait "$gw" || fail "the draining gateway exited $?"
+drained=$(wc -c <"$out/drained.pcm")
+# 50 times the text, less the pauses between its clauses: at least 45 times.
+[ "$drained" -gt $((want * 2 * 45)) ] || fail "the drained speech ended cut: $drained bytes"
+grep -aq ', 1 speech request(s) get as long' "$out/draining.err" ||
+  fail "drain line: $(grep -a draining "$out/draining.err")"
+
 # A gateway without a speech pipeline says how to get one.
 start_gateway plain
 code=$(curl -s -o "$out/plain.json" -w '%{http_code}' "http://127.0.0.1:$gw_port/v1/audio/speech" \
