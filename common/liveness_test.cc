@@ -30,27 +30,28 @@ TEST(LivenessTest, ADefaultWatchWatchesNothing) { EXPECT_FALSE(Liveness::Watch()
 
 // The use it is made for: a callback that outlives its object does nothing.
 TEST(LivenessTest, ACallbackAfterItsObjectEndedDoesNothing) {
-  struct Counter {
-    int ticks = 0;
+  // Counts, outside the object, the calls that went through.
+  int ran = 0;
+  struct Owner {
+    int* ran;
     Liveness alive;
     std::function<void()> Callback() {
-      return [this, alive = alive.watch()] {
-        if (alive) ++ticks;
+      return [ran = ran, alive = alive.watch()] {
+        if (alive) ++*ran;
       };
     }
   };
-  int seen = 0;
   std::function<void()> late;
   {
-    Counter counter;
-    std::function<void()> callback = counter.Callback();
+    Owner owner{&ran};
+    std::function<void()> callback = owner.Callback();
     callback();
     callback();
-    seen = counter.ticks;
-    late = counter.Callback();
+    late = owner.Callback();
   }
-  late();  // Would write to freed memory without the check (ASan says so).
-  EXPECT_EQ(seen, 2);
+  EXPECT_EQ(ran, 2);
+  late();
+  EXPECT_EQ(ran, 2) << "a callback ran after its object was gone";
 }
 
 }  // namespace
