@@ -69,6 +69,10 @@ namespace {
 // config's ceiling, so that only a whole stage down can fail one.
 constexpr int kFailoverAttempts = 16;
 
+// A client's tries of one Abort; clients retry one that failed on some stage.
+constexpr int kAbortAttempts = 5;
+std::atomic<int> abort_retries{0};
+
 // Under AddressSanitizer freed memory is held in quarantine (256 MiB by default),
 // so RSS says nothing about leaks there; the sanitizer build checks everything
 // else, and the plain builds check memory.
@@ -265,7 +269,18 @@ Outcome RunOne(PipelineHarness& pipeline, int index, const std::vector<Shape>& s
   const absl::Duration delay = absl::Milliseconds(rng() % 25);
   if (out.fault == ClientFault::kAbort) {
     absl::SleepFor(delay);
-    (void)pipeline.Abort({id}, absl::Seconds(5));
+    // As clients are told to (docs/orchestrator.md): an abort that failed on
+    // some stage (a replica stopped or died under it) is tried again; until
+    // then the stages it already stopped produce nothing more.
+    for (int attempt = 0; attempt < kAbortAttempts; ++attempt) {
+      absl::StatusOr<v1::AbortResponse> answer = pipeline.Abort({id}, absl::Seconds(5));
+      if (answer.ok() && answer->results_size() == 1 &&
+          answer->results(0).outcome() != v1::AbortResult::OUTCOME_FAILED) {
+        break;
+      }
+      ++abort_retries;
+      absl::SleepFor(absl::Milliseconds(100) * (attempt + 1));
+    }
   } else if (out.fault == ClientFault::kCancel) {
     absl::SleepFor(delay);
     call->Cancel();
@@ -479,6 +494,7 @@ int Run() {
   std::printf("faults: %d kill -9 + restart, %d SIGSTOP + SIGCONT, %d restarts after a fatal "
               "step or a kill; %d restarts failed\n",
               faults.kills, faults.stops, faults.fatal_restarts, faults.failed_restarts);
+  std::printf("abort calls retried (one failed on some stage): %d\n", abort_retries.load());
   for (const auto& [kind, count] : tally) std::printf("  %-40s %d\n", kind.c_str(), count);
   std::printf(
       "orchestrator: allocated %lld -> %lld kB, rss %lld -> %lld kB (the allocator keeps %lld kB "
