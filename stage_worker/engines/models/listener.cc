@@ -76,7 +76,7 @@ class ListenerRequest : public RequestGenerator {
   GeneratedStep Step(const RequestInput& input) override {
     if (input.complete) CloseAudio();
     GeneratedStep step;
-    std::vector<std::string> heard;
+    std::vector<HeardUtterance> heard;
     absl::Status status = Decode(&heard, &step);
     if (status.ok() && input.complete && pieces_.empty()) {
       if (decoder_ != nullptr) status = decoder_->EndUtterance(/*more=*/false, &heard);
@@ -106,7 +106,7 @@ class ListenerRequest : public RequestGenerator {
 
   // Decodes the pieces in order, as far as the input and this step's share of
   // audio go; words heard go to `heard`, text through to `step` after them.
-  absl::Status Decode(std::vector<std::string>* heard, GeneratedStep* step) {
+  absl::Status Decode(std::vector<HeardUtterance>* heard, GeneratedStep* step) {
     size_t budget = options_.samples_per_step;
     while (!pieces_.empty()) {
       Piece& piece = pieces_.front();
@@ -144,16 +144,28 @@ class ListenerRequest : public RequestGenerator {
     return absl::OkStatus();
   }
 
-  // Words heard, joined by spaces, a space before them after earlier output
-  // that does not end in one.
-  void EmitWords(std::vector<std::string>* heard, GeneratedStep* step) {
-    if (heard->empty()) return;
-    std::string words = absl::StrJoin(*heard, " ");
-    heard->clear();
-    if (last_output_ != '\0' && !absl::ascii_isspace(static_cast<unsigned char>(last_output_))) {
-      words.insert(words.begin(), ' ');
+  // Each utterance heard: its words joined by spaces (a space before them
+  // after earlier output that does not end in one), with their times.
+  void EmitWords(std::vector<HeardUtterance>* heard, GeneratedStep* step) {
+    for (HeardUtterance& utterance : *heard) {
+      std::string text = absl::StrJoin(utterance, " ", [](std::string* out, const HeardWord& w) {
+        out->append(w.word);
+      });
+      if (last_output_ != '\0' &&
+          !absl::ascii_isspace(static_cast<unsigned char>(last_output_))) {
+        text.insert(text.begin(), ' ');
+      }
+      v1::Payload payload = TextPayload(std::move(text));
+      for (HeardWord& word : utterance) {
+        v1::TimedWord* timed = payload.mutable_text()->add_words();
+        timed->set_word(std::move(word.word));
+        timed->set_start_ms(word.start_ms);
+        timed->set_end_ms(word.end_ms);
+      }
+      last_output_ = payload.text().text().back();
+      step->payloads.push_back(std::move(payload));
     }
-    Emit(std::move(words), step);
+    heard->clear();
   }
 
   void Emit(std::string text, GeneratedStep* step) {

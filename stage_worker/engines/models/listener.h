@@ -8,7 +8,8 @@
 // blocks of 100 ms, at most `audio_ms_per_step` of it per request per step,
 // so recognition runs while the audio streams in. An utterance ends where
 // pocketsphinx's voice activity detector hears silence after speech; its
-// words are emitted then (TextDelta, words separated by spaces), once: a
+// words are emitted then (one TextDelta, words separated by spaces, each in
+// TextDelta.words with its start and end in the request's audio), once: a
 // partial hypothesis may still change, so none is emitted. Text input passes
 // through unchanged, in order: the audio before it is finished as an
 // utterance and its words emitted first (so a voice agent takes typed text

@@ -3,13 +3,16 @@
 // them, and the transcripts are scored by word error rate.
 #include "stage_worker/engines/models/listener.h"
 
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 #include "absl/types/span.h"
 #include "common/field_error.h"
 #include "gmock/gmock.h"
@@ -121,6 +124,7 @@ std::map<std::string, Collected> Stream(Engine* engine, const std::string& id,
   }
   for (auto& [key, collected] : RunToCompletion(engine)) {
     out[key].text += collected.text;
+    out[key].texts.insert(out[key].texts.end(), collected.texts.begin(), collected.texts.end());
     out[key].finished = collected.finished;
     out[key].finish_reason = collected.finish_reason;
     out[key].error_code = collected.error_code;
@@ -247,6 +251,68 @@ TEST(ListenerTest, HearsAnyRateAndChannelCount) {
   std::cout << "48 kHz stereo heard: " << heard << "\n";
   EXPECT_LE(CountWordErrors(kSentences[5], heard).rate(),
             CountWordErrors(kSentences[5], Alone(5)).rate() + 0.25);
+}
+
+// Where espeak-ng's speech in `samples` begins and ends (its first and last
+// sample louder than a whisper), in ms.
+std::pair<int64_t, int64_t> SpokenSpan(const std::vector<int16_t>& samples, int rate_hz) {
+  size_t first = 0, last = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (std::abs(samples[i]) < 500) continue;
+    if (first == 0) first = i;
+    last = i;
+  }
+  return {static_cast<int64_t>(first) * 1000 / rate_hz, static_cast<int64_t>(last) * 1000 / rate_hz};
+}
+
+// Words come with their times in the request's audio: each utterance one
+// TextDelta whose words are its text, placed where espeak-ng spoke them (the
+// truth is the synthesized audio itself), after silences of known length.
+TEST(ListenerTest, TimesTheWordsItHears) {
+  std::unique_ptr<Engine> engine = NewListener(1);
+  absl::StatusOr<Espeak*> espeak = Espeak::Get();
+  ASSERT_TRUE(espeak.ok()) << espeak.status();
+  const int rate = (*espeak)->sample_rate_hz();
+  // 1.2 s of silence, a sentence, 1.5 s of silence, another, 0.5 s.
+  std::vector<int16_t> audio(static_cast<size_t>(rate * 12 / 10));
+  std::vector<std::pair<int64_t, int64_t>> truth;
+  for (const char* sentence : {kSentences[0], kSentences[6]}) {
+    absl::StatusOr<std::vector<int16_t>> spoken =
+        (*espeak)->Speak(sentence, kTestSpeakerVariant, kTestSpeakerVoice);
+    ASSERT_TRUE(spoken.ok()) << spoken.status();
+    const std::pair<int64_t, int64_t> span = SpokenSpan(*spoken, rate);
+    const int64_t offset = static_cast<int64_t>(audio.size()) * 1000 / rate;
+    truth.push_back({offset + span.first, offset + span.second});
+    audio.insert(audio.end(), spoken->begin(), spoken->end());
+    audio.resize(audio.size() + static_cast<size_t>(rate * 15 / 10));
+  }
+  audio.resize(audio.size() - static_cast<size_t>(rate));
+  // Requests before it on the decoder, of other lengths, change nothing.
+  for (size_t cut : {1234, 777}) {
+    (void)Stream(engine.get(), "before", absl::MakeConstSpan(audio).subspan(0, audio.size() - cut),
+                 441);
+  }
+  const Collected heard = Stream(engine.get(), "timed", audio, 441)["timed"];
+  ASSERT_EQ(heard.texts.size(), 2u) << heard.text;
+  for (size_t u = 0; u < 2; ++u) {
+    const v1::TextDelta& utterance = heard.texts[u];
+    ASSERT_GT(utterance.words_size(), 3) << utterance.text();
+    std::string words;
+    int64_t at = 0;
+    for (const v1::TimedWord& word : utterance.words()) {
+      absl::StrAppend(&words, words.empty() ? "" : " ", word.word());
+      EXPECT_LE(at, word.start_ms()) << word.word();
+      EXPECT_LT(word.start_ms(), word.end_ms()) << word.word();
+      at = word.end_ms();
+    }
+    EXPECT_EQ(std::string(absl::StripLeadingAsciiWhitespace(utterance.text())), words);
+    const int64_t start = utterance.words(0).start_ms();
+    const int64_t end = utterance.words(utterance.words_size() - 1).end_ms();
+    std::cout << "utterance " << u << ": said " << truth[u].first << ".." << truth[u].second
+              << " ms, heard " << start << ".." << end << " ms: " << words << "\n";
+    EXPECT_NEAR(start, truth[u].first, 100);
+    EXPECT_NEAR(end, truth[u].second, 150);
+  }
 }
 
 TEST(ListenerTest, BadAudioFailsOnlyItsRequest) {

@@ -3,10 +3,10 @@
 #include <pocketsphinx.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 
 namespace omnistage {
 namespace {
@@ -30,57 +30,110 @@ bool IsWord(const std::string& word) {
   return !word.empty() && word.front() != '<' && word.front() != '[';
 }
 
-void AppendWords(const char* hypothesis, std::vector<std::string>* heard) {
-  if (hypothesis == nullptr) return;
-  for (absl::string_view word : absl::StrSplit(hypothesis, ' ', absl::SkipEmpty())) {
-    if (IsWord(std::string(word))) heard->emplace_back(word);
-  }
+// "word(2)" (the dictionary's second pronunciation) -> "word".
+std::string BaseWord(absl::string_view word) {
+  const size_t paren = word.find('(');
+  return std::string(paren == absl::string_view::npos ? word : word.substr(0, paren));
 }
 
+int64_t Milliseconds(int64_t samples) { return samples * 1000 / kSphinxSampleRateHz; }
+
 }  // namespace
+
+SphinxDecoder::SphinxDecoder(ps_decoder_s* decoder, const std::vector<float>* cmn_init)
+    : decoder_(decoder), cmn_init_(cmn_init) {
+  cmd_ln_t* config = ps_get_config(decoder);
+  const int32 frame_rate = cmd_ln_int32_r(config, "-frate");
+  if (frame_rate > 0) frame_samples_ = kSphinxSampleRateHz / frame_rate;
+  prespeech_frames_ = cmd_ln_int32_r(config, "-vad_prespeech");
+}
 
 SphinxDecoder::~SphinxDecoder() { ps_free(decoder_); }
 
 absl::Status SphinxDecoder::Start() {
   feat_t* features = ps_get_feat(decoder_);
   cmn_live_set(features->cmn_struct, cmn_init_->data());
+  samples_fed_ = 0;
+  return StartUtterance();
+}
+
+absl::Status SphinxDecoder::StartUtterance() {
   if (ps_start_utt(decoder_) < 0) {
     return absl::InternalError("engine listener: pocketsphinx did not start an utterance");
   }
   in_utterance_ = true;
   heard_speech_ = false;
+  in_speech_ = false;
+  utterance_start_ = samples_fed_;
+  speech_start_ = -1;
   return absl::OkStatus();
 }
 
 absl::Status SphinxDecoder::Feed(absl::Span<const int16_t> samples,
-                                 std::vector<std::string>* heard) {
-  if (ps_process_raw(decoder_, samples.data(), samples.size(), /*no_search=*/FALSE,
-                     /*full_utt=*/FALSE) < 0) {
-    return absl::InternalError("engine listener: pocketsphinx failed to decode audio");
+                                 std::vector<HeardUtterance>* heard) {
+  // A frame at a time, so that the start of speech the detector hears is
+  // placed within a frame.
+  for (size_t at = 0; at < samples.size(); at += static_cast<size_t>(frame_samples_)) {
+    const absl::Span<const int16_t> frame = samples.subspan(at, frame_samples_);
+    if (ps_process_raw(decoder_, frame.data(), frame.size(), /*no_search=*/FALSE,
+                       /*full_utt=*/FALSE) < 0) {
+      return absl::InternalError("engine listener: pocketsphinx failed to decode audio");
+    }
+    samples_fed_ += static_cast<int64_t>(frame.size());
+    const bool in_speech = ps_get_in_speech(decoder_) != 0;
+    if (in_speech && speech_start_ < 0) {
+      // The front end keeps the frames before its trigger: the utterance's
+      // first frame is that many (and the one that triggered) back.
+      speech_start_ = std::max(utterance_start_, samples_fed_ - int64_t{prespeech_frames_ + 1} *
+                                                                   frame_samples_);
+    }
+    in_speech_ = in_speech;
   }
   // The continuous pattern of pocketsphinx's own examples: an utterance ends
   // when its voice activity detector hears silence after speech.
-  const bool in_speech = ps_get_in_speech(decoder_) != 0;
-  if (in_speech) heard_speech_ = true;
-  if (in_speech || !heard_speech_) return absl::OkStatus();
+  if (in_speech_) heard_speech_ = true;
+  if (in_speech_ || !heard_speech_) return absl::OkStatus();
   return EndUtterance(/*more=*/true, heard);
 }
 
-absl::Status SphinxDecoder::EndUtterance(bool more, std::vector<std::string>* heard) {
+HeardUtterance SphinxDecoder::TimedWords() {
+  HeardUtterance words;
+  // Segment frames count every frame the decoder ever made, dropped ones
+  // included (so they do not start at 0 for a request or an utterance); the
+  // first segment (the silence "<s>") starts at the utterance's first kept
+  // frame, which the detector's trigger placed in this request's audio.
+  bool anchored = false;
+  int anchor_frame = 0;
+  const int64_t anchor_sample = speech_start_ >= 0 ? speech_start_ : utterance_start_;
+  for (ps_seg_t* seg = ps_seg_iter(decoder_); seg != nullptr; seg = ps_seg_next(seg)) {
+    int first = 0, last = 0;
+    ps_seg_frames(seg, &first, &last);
+    if (!anchored) {
+      anchored = true;
+      anchor_frame = first;
+    }
+    const char* text = ps_seg_word(seg);
+    if (text == nullptr || !IsWord(text)) continue;
+    const int64_t start = anchor_sample + int64_t{first - anchor_frame} * frame_samples_;
+    const int64_t end = anchor_sample + int64_t{last + 1 - anchor_frame} * frame_samples_;
+    words.push_back(
+        {BaseWord(text), Milliseconds(start), Milliseconds(std::min(end, samples_fed_))});
+  }
+  return words;
+}
+
+absl::Status SphinxDecoder::EndUtterance(bool more, std::vector<HeardUtterance>* heard) {
   if (in_utterance_) {
     in_utterance_ = false;
     if (ps_end_utt(decoder_) < 0) {
       return absl::InternalError("engine listener: pocketsphinx failed to end an utterance");
     }
-    AppendWords(ps_get_hyp(decoder_, nullptr), heard);
+    HeardUtterance words = TimedWords();
+    if (!words.empty()) heard->push_back(std::move(words));
   }
   heard_speech_ = false;
   if (!more) return absl::OkStatus();
-  if (ps_start_utt(decoder_) < 0) {
-    return absl::InternalError("engine listener: pocketsphinx did not start an utterance");
-  }
-  in_utterance_ = true;
-  return absl::OkStatus();
+  return StartUtterance();
 }
 
 void SphinxDecoder::Release() {

@@ -5,9 +5,9 @@
 //   absl::StatusOr<std::shared_ptr<SphinxModel>> model = SphinxModel::Load(options);
 //   std::shared_ptr<SphinxDecoder> decoder = (*model)->Acquire();  // null: all in use
 //   decoder->Start();                       // a new request
-//   std::string heard;
-//   decoder->Feed(samples_16k, &heard);     // words of an utterance that ended
-//   decoder->Finish(&heard);                // the rest, at the end of the audio
+//   std::vector<HeardUtterance> heard;
+//   decoder->Feed(samples_16k, &heard);     // an utterance that ended, timed
+//   decoder->EndUtterance(false, &heard);   // the rest, at the end of the audio
 //
 // A pocketsphinx decoder holds its own acoustic model, dictionary and search
 // (about 60 MB, and most of a second to create); the language model (the
@@ -23,6 +23,12 @@
 // every request starts from the same decoder state. That initial value is the
 // model's (its feat.params) unless SphinxOptions::cmn_init sets one measured
 // on the audio the stage will hear; it matters (docs/engines.md, "listener").
+//
+// Words come with their times in the request's audio: pocketsphinx's own
+// word segmentation (frames of 10 ms), placed on the audio's time line. Its
+// frame numbers run on over the decoder's whole life, so the decoder places
+// each utterance by where its voice activity detector heard speech start
+// (less the frames it keeps before that) and its words from there.
 //
 // Not thread-safe: the listener calls it from the busy loop only.
 #ifndef OMNISTAGE_STAGE_WORKER_ENGINES_SPEECH_SPHINX_DECODER_H_
@@ -46,6 +52,16 @@ namespace omnistage {
 // The rate pocketsphinx's en-us model takes.
 inline constexpr int kSphinxSampleRateHz = 16000;
 
+// A word heard, and when: milliseconds from the start of the request's audio.
+struct HeardWord {
+  std::string word;
+  int64_t start_ms = 0;
+  int64_t end_ms = 0;
+};
+
+// The words of one utterance (none: it held no words).
+using HeardUtterance = std::vector<HeardWord>;
+
 struct SphinxOptions {
   std::string acoustic_model;  // a folder (mdef, means, ...)
   std::string language_model;  // an ARPA or binary n-gram file
@@ -65,25 +81,36 @@ class SphinxDecoder {
   absl::Status Start();
 
   // Decodes the next 16 kHz mono samples. When an utterance ended in them
-  // (speech, then enough silence), appends its words to `heard` (space
-  // separated, nothing for an utterance without words) and starts the next.
-  absl::Status Feed(absl::Span<const int16_t> samples, std::vector<std::string>* heard);
+  // (speech, then enough silence), appends it to `heard` (an utterance with
+  // words only) and starts the next.
+  absl::Status Feed(absl::Span<const int16_t> samples, std::vector<HeardUtterance>* heard);
 
   // Ends the current utterance (the audio ended, or text comes between):
-  // appends its words to `heard`, and starts the next one when `more`.
-  absl::Status EndUtterance(bool more, std::vector<std::string>* heard);
+  // appends it to `heard` when it held words, and starts the next one when
+  // `more`.
+  absl::Status EndUtterance(bool more, std::vector<HeardUtterance>* heard);
 
  private:
   friend class SphinxModel;
-  SphinxDecoder(ps_decoder_s* decoder, const std::vector<float>* cmn_init)
-      : decoder_(decoder), cmn_init_(cmn_init) {}
+  SphinxDecoder(ps_decoder_s* decoder, const std::vector<float>* cmn_init);
+  absl::Status StartUtterance();
+  // The words of the utterance just ended, timed.
+  HeardUtterance TimedWords();
   // Back to the pool: ends an utterance left running (an aborted request).
   void Release();
 
   ps_decoder_s* const decoder_;
   const std::vector<float>* const cmn_init_;  // the model's
+  // The front end's frame shift, and the frames it keeps before speech.
+  int frame_samples_ = 160;
+  int prespeech_frames_ = 20;
   bool in_utterance_ = false;
   bool heard_speech_ = false;  // in the current utterance
+  bool in_speech_ = false;     // as the detector said after the last frame fed
+  int64_t samples_fed_ = 0;    // since Start()
+  int64_t utterance_start_ = 0;
+  // Where the current utterance's first kept frame starts; -1: no speech yet.
+  int64_t speech_start_ = -1;
 };
 
 class SphinxModel : public std::enable_shared_from_this<SphinxModel> {

@@ -32,7 +32,10 @@ void Collect(const std::vector<v1::RequestOutput>& outputs,
     Collected& c = (*by_id)[output.request_id()];
     ++c.outputs;
     for (const v1::Payload& payload : output.payloads()) {
-      if (payload.has_text()) c.text += payload.text().text();
+      if (payload.has_text()) {
+        c.text += payload.text().text();
+        c.texts.push_back(payload.text());
+      }
       if (payload.has_tokens()) {
         c.tokens.insert(c.tokens.end(), payload.tokens().ids().begin(),
                         payload.tokens().ids().end());

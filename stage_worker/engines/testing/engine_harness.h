@@ -28,6 +28,7 @@ EngineRequest MakeRequest(std::string id, std::vector<v1::Payload> input,
 // Everything one request produced, concatenated across steps.
 struct Collected {
   std::string text;
+  std::vector<v1::TextDelta> texts;  // each text payload, as it came
   std::vector<int32_t> tokens;
   std::string pcm;
   int outputs = 0;  // RequestOutputs seen
