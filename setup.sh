@@ -37,8 +37,9 @@ PACKAGES=(
   # driven from libevent's loop through I/O callbacks.
   libwslay-dev
   # The gateway's speech formats: LAME (mp3), libopusenc over libopus (Ogg
-  # Opus), libFLAC (flac).
-  libmp3lame-dev libopusenc-dev libopus-dev libflac-dev
+  # Opus), libFLAC (flac); its uploads for transcription: libsndfile (wav,
+  # flac, ogg, mp3), resampled by libsoxr.
+  libmp3lame-dev libopusenc-dev libopus-dev libflac-dev libsndfile1-dev libsoxr-dev
 )
 BUILD_ONLY=0
 WITH_BENCHMARK=0
