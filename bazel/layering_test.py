@@ -42,7 +42,7 @@ SERVICE_LAYERS = {
     "gateway": [
         ["gateway/audio", "gateway/http"],
         ["gateway/chat", "gateway/console"],
-        ["gateway/realtime", "gateway/speech"],
+        ["gateway/realtime", "gateway/speech", "gateway/transcription"],
     ],
 }
 

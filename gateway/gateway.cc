@@ -19,6 +19,15 @@ namespace {
 
 constexpr char kJson[] = "application/json";
 
+// The transcription route's options, dialled with the gateway's orchestrator
+// TLS.
+TranscriptionRoute::Options TranscriptionRouteOptions(const GatewayOptions& options) {
+  TranscriptionRoute::Options route = options.transcription;
+  route.target.tls = options.orchestrator_tls;
+  route.target.tls_name = options.orchestrator_tls_name;
+  return route;
+}
+
 }  // namespace
 
 Gateway::Gateway(GatewayOptions options, LoopPoster post)
@@ -39,7 +48,8 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
       fallbacks_(registry_.AddCounter(
           "omnistage_gateway_unready_fallbacks_total",
           "Calls made once more to any orchestrator of a target, none being ready, by target "
-          "(orchestrator: chat completions and Realtime; speech_orchestrator: speech).",
+          "(orchestrator: chat completions and Realtime; speech_orchestrator: speech; "
+          "transcription_orchestrator: transcriptions).",
           {"target"})),
       replies_(&registry_),
       orchestrators_(Orchestrators::Target{options_.orchestrator, options_.orchestrator_tls,
@@ -53,7 +63,9 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
                                                          options_.orchestrator_tls,
                                                          options_.orchestrator_tls_name},
                                    options_.speech_models},
-              &replies_, post_, &draining_, &fallbacks_.With({"speech_orchestrator"})) {
+              &replies_, post_, &draining_, &fallbacks_.With({"speech_orchestrator"})),
+      transcription_(TranscriptionRouteOptions(options_), &replies_, post_, &draining_,
+                     &fallbacks_.With({"transcription_orchestrator"})) {
   AddHeapMetrics(&registry_);
   for (HttpEvent refusal :
        {HttpEvent::kRefusedMaxConnections, HttpEvent::kRefusedMaxConnectionsPerAddress,
@@ -100,6 +112,8 @@ void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
         nlohmann::json({{"object", "list"}, {"data", nlohmann::json::array({model})}}).dump());
   } else if (path == "/v1/audio/speech" || path == "/v1/audio/voices") {
     speech_.Handle(std::move(exchange));
+  } else if (path == "/v1/audio/transcriptions") {
+    transcription_.Handle(std::move(exchange));
   } else if (path == "/v1/realtime") {
     realtime_.Handle(std::move(exchange));
   } else if (method == "GET" && path == "/health") {

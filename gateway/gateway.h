@@ -34,6 +34,7 @@
 #include "gateway/realtime_route.h"
 #include "gateway/route_replies.h"
 #include "gateway/speech_route.h"
+#include "gateway/transcription_route.h"
 
 namespace omnistage {
 
@@ -55,6 +56,10 @@ struct GatewayOptions {
   // the TLS above; empty: no speech.
   std::string speech_orchestrator;
   SpeechModels speech_models;
+  // The orchestrators of the listening pipeline (/v1/audio/transcriptions),
+  // dialled with the TLS above (an empty address: no transcriptions), and
+  // what that route takes.
+  TranscriptionRoute::Options transcription;
 };
 
 class Gateway {
@@ -72,10 +77,12 @@ class Gateway {
   // The drain's deadline passed: each Realtime session's running response is
   // cancelled, then its session closed with 1001. Thread-safe.
   void GoAway();
-  // Chat completions running, speech requests running, Realtime responses
-  // running, Realtime sessions open (or being upgraded). Thread-safe.
+  // Chat completions running, speech and transcription requests running,
+  // Realtime responses running, Realtime sessions open (or being upgraded).
+  // Thread-safe.
   int chat_completions() const { return chat_count_.load(); }
   int speech_requests() const { return speech_.running(); }
+  int transcriptions() const { return transcription_.running(); }
   int realtime_responses() const { return realtime_.responses(); }
   int realtime_sessions() const { return realtime_.sessions(); }
   MetricsRegistry& metrics() { return registry_; }
@@ -98,7 +105,8 @@ class Gateway {
   Gauge& in_flight_;
   Gauge& http_connections_;
   Family<Counter>& http_refusals_;
-  // By target: orchestrator (--orchestrator), speech_orchestrator.
+  // By target: orchestrator (--orchestrator), speech_orchestrator,
+  // transcription_orchestrator.
   Family<Counter>& fallbacks_;
   RouteReplies replies_;
   Orchestrators orchestrators_;
@@ -107,6 +115,7 @@ class Gateway {
   RealtimeRoute realtime_;
   ConsoleRoute console_;
   SpeechRoute speech_;
+  TranscriptionRoute transcription_;
 };
 
 }  // namespace omnistage

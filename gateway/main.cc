@@ -60,6 +60,18 @@ ABSL_FLAG(int, speech_voice_stage, 1,
           "the speech pipeline's stage that speaks (its vocoder): voice and speed go there");
 ABSL_FLAG(std::string, speech_models, "tts-1,tts-1-hd,gpt-4o-mini-tts",
           "the model names /v1/audio/speech takes, comma-separated");
+ABSL_FLAG(std::string, transcription_orchestrator, "",
+          "the orchestrator(s) of a listening pipeline, one whose stage 0 is a speech recogniser "
+          "(e.g. pipelines/local_listener.yaml), as a gRPC target like --orchestrator, dialled "
+          "with the same TLS: POST /v1/audio/transcriptions goes there. Empty: that route "
+          "answers 404");
+ABSL_FLAG(std::string, transcription_models, "whisper-1,gpt-4o-transcribe,gpt-4o-mini-transcribe",
+          "the model names /v1/audio/transcriptions takes, comma-separated");
+ABSL_FLAG(int, transcription_sample_rate_hz, 16000,
+          "the rate uploads are resampled to before the listening pipeline hears them (its "
+          "recogniser's: the listener's pocketsphinx hears 16 kHz), 8000 to 384000");
+ABSL_FLAG(double, transcription_max_seconds, 1500,
+          "the longest upload /v1/audio/transcriptions hears, in seconds (longer: 400)");
 ABSL_FLAG(std::string, orchestrator_tls_ca, "",
           "PEM CA bundle the orchestrator's certificate must chain to: TLS to the orchestrator");
 ABSL_FLAG(std::string, orchestrator_tls_cert, "",
@@ -147,6 +159,17 @@ int Run() {
     return StartRefused("gateway", "--speech_models names at least one model, "
                                    "--speech_voice_stage takes 0 or more");
   }
+  options.transcription.target.address = absl::GetFlag(FLAGS_transcription_orchestrator);
+  options.transcription.models =
+      absl::StrSplit(absl::GetFlag(FLAGS_transcription_models), ',', absl::SkipWhitespace());
+  options.transcription.sample_rate_hz = absl::GetFlag(FLAGS_transcription_sample_rate_hz);
+  options.transcription.max_seconds = absl::GetFlag(FLAGS_transcription_max_seconds);
+  if (options.transcription.models.empty() || options.transcription.sample_rate_hz < 8000 ||
+      options.transcription.sample_rate_hz > 384000 || !(options.transcription.max_seconds > 0)) {
+    return StartRefused("gateway", "--transcription_models names at least one model, "
+                                   "--transcription_sample_rate_hz takes 8000 to 384000, "
+                                   "--transcription_max_seconds more than 0");
+  }
   options.max_realtime_sessions = absl::GetFlag(FLAGS_max_realtime_sessions);
   const int max_realtime_message_bytes = absl::GetFlag(FLAGS_max_realtime_message_bytes);
   if (options.max_realtime_sessions < 0 || max_realtime_message_bytes < 1024) {
@@ -225,15 +248,17 @@ int Run() {
                        gateway.realtime_responses(), " realtime response(s) get up to ",
                        absl::FormatDuration(drain), "; ", gateway.realtime_sessions(),
                        " realtime session(s) are closed as their responses end, ",
-                       gateway.speech_requests(),
-                       " speech request(s) get as long (signal again to stop at once)"));
+                       gateway.speech_requests(), " speech request(s) and ",
+                       gateway.transcriptions(),
+                       " transcription(s) get as long (signal again to stop at once)"));
   gateway.Drain();
   (*server)->StopListening();
   // A second signal ends the wait.
   const absl::Time deadline = absl::Now() + drain;
   const auto busy = [&gateway] {
     return gateway.chat_completions() > 0 || gateway.speech_requests() > 0 ||
-           gateway.realtime_responses() > 0 || gateway.realtime_sessions() > 0;
+           gateway.transcriptions() > 0 || gateway.realtime_responses() > 0 ||
+           gateway.realtime_sessions() > 0;
   };
   bool signalled = false;
   while (busy() && absl::Now() < deadline) {
@@ -243,12 +268,12 @@ int Run() {
     }
   }
   if (gateway.chat_completions() > 0 || gateway.speech_requests() > 0 ||
-      gateway.realtime_responses() > 0) {
+      gateway.transcriptions() > 0 || gateway.realtime_responses() > 0) {
     LogWarning(absl::StrCat("stopping with ", gateway.chat_completions(),
                             " chat completion(s) and ", gateway.realtime_responses(),
                             " realtime response(s) still running, and ",
-                            gateway.speech_requests(),
-                            " speech request(s); they are cancelled"));
+                            gateway.speech_requests(), " speech request(s) and ",
+                            gateway.transcriptions(), " transcription(s); they are cancelled"));
   }
   if (gateway.realtime_sessions() > 0 && !signalled) {
     // Their responses cancelled, the sessions are told (response.done, then

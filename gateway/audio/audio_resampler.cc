@@ -18,7 +18,10 @@ absl::StatusOr<std::vector<int16_t>> ResampleMono(absl::Span<const int16_t> samp
   const double ratio = static_cast<double>(to_hz) / from_hz;
   // What soxr may write: the exact length, and a sample's rounding either way.
   std::vector<int16_t> out(static_cast<size_t>(std::ceil(samples.size() * ratio)) + 1);
-  const soxr_io_spec_t io = soxr_io_spec(SOXR_INT16_I, SOXR_INT16_I);
+  // No dither: soxr would add random noise to 16-bit output, and the same
+  // upload must sound the same every time (a recogniser hears the difference).
+  soxr_io_spec_t io = soxr_io_spec(SOXR_INT16_I, SOXR_INT16_I);
+  io.flags |= SOXR_NO_DITHER;
   const soxr_quality_spec_t quality = soxr_quality_spec(SOXR_HQ, 0);
   size_t written = 0;
   const soxr_error_t error =

@@ -56,6 +56,12 @@ TEST(AudioResamplerTest, RemovesWhatWouldAlias) {
   EXPECT_LT(Rms(*out), Rms(tone) * 0.001);
 }
 
+// The same audio resampled twice is the same samples (no random dither).
+TEST(AudioResamplerTest, Deterministic) {
+  const std::vector<int16_t> tone = Sine(440, 44100, 0.5);
+  EXPECT_EQ(*ResampleMono(tone, 44100, 16000), *ResampleMono(tone, 44100, 16000));
+}
+
 TEST(AudioResamplerTest, SameRateAndBadRates) {
   const std::vector<int16_t> tone = Sine(440, 16000, 0.1);
   absl::StatusOr<std::vector<int16_t>> same = ResampleMono(tone, 16000, 16000);

@@ -40,8 +40,8 @@ struct evhttp_request;
 namespace omnistage {
 
 struct HttpLimits {
-  // A request's body (413 past it).
-  size_t max_body_bytes = 16 << 20;
+  // A request's body (413 past it): a 25 MiB upload and its form.
+  size_t max_body_bytes = 26 << 20;
   // A request's line and headers together (400 past it).
   size_t max_header_bytes = 32 << 10;
   // A request's header lines (431 past it); 0: no limit.

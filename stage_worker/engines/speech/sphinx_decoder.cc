@@ -51,6 +51,12 @@ SphinxDecoder::SphinxDecoder(ps_decoder_s* decoder, const std::vector<float>* cm
 SphinxDecoder::~SphinxDecoder() { ps_free(decoder_); }
 
 absl::Status SphinxDecoder::Start() {
+  // A new stream: the front end's estimates of the channel (its noise level,
+  // which its voice activity detector and noise removal go by) start again,
+  // as the cepstral mean does, so nothing of the requests before carries over.
+  if (ps_start_stream(decoder_) < 0) {
+    return absl::InternalError("engine listener: pocketsphinx did not start a stream");
+  }
   feat_t* features = ps_get_feat(decoder_);
   cmn_live_set(features->cmn_struct, cmn_init_->data());
   samples_fed_ = 0;
