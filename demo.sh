@@ -9,7 +9,9 @@
 #                               OpenAI-compatible gateway on 127.0.0.1:$GATEWAY_PORT
 #                               (default 8000; 0: any), which also speaks text
 #                               (/v1/audio/speech) through a second orchestrator, of
-#                               pipelines/local_tts.yaml, on any free port
+#                               pipelines/local_tts.yaml, and hears uploads
+#                               (/v1/audio/transcriptions) through a third, of
+#                               pipelines/local_listener.yaml, each on any free port
 #
 # It builds first (bazel; the first build takes several minutes). With
 # OMNISTAGE_DEMO_BIN=DIR it runs the binaries under DIR (DIR/orchestrator/orchestrator,
@@ -94,9 +96,14 @@ if [ "${1:-}" = "--serve" ]; then
   start speech "$bin/orchestrator/orchestrator" --config=pipelines/local_tts.yaml \
     --listen=127.0.0.1:0 --stage_worker="$bin/stage_worker/stage_worker"
   speech=$pid speech_port=$port
+  # Speech to text (listener) for /v1/audio/transcriptions.
+  start listener "$bin/orchestrator/orchestrator" --config=pipelines/local_listener.yaml \
+    --listen=127.0.0.1:0 --stage_worker="$bin/stage_worker/stage_worker"
+  listener=$pid listener_port=$port
   start gateway "$bin/gateway/gateway" --orchestrator="127.0.0.1:$grpc_port" \
     --listen="127.0.0.1:${GATEWAY_PORT:-8000}" --model=omni-demo --voice_stage=2 \
-    --speech_orchestrator="127.0.0.1:$speech_port"
+    --speech_orchestrator="127.0.0.1:$speech_port" \
+    --transcription_orchestrator="127.0.0.1:$listener_port"
   gateway=$pid gateway_port=$port
   # Ready when it answers a chat completion (asking /health before the gateway
   # reached the orchestrator gets a 503, which the gateway logs as a warning).
@@ -113,11 +120,12 @@ demo: try:
   bazel-bin/client/omni status --server=127.0.0.1:$grpc_port
   curl -N http://127.0.0.1:$gateway_port/v1/chat/completions -d '{"model": "omni-demo", "messages": [{"role": "user", "content": "Hello"}], "stream": true}'
   curl http://127.0.0.1:$gateway_port/v1/audio/speech -d '{"model": "tts-1", "input": "Hello there.", "voice": "alloy"}' -o hello.mp3
+  curl http://127.0.0.1:$gateway_port/v1/audio/transcriptions -F file=@hello.mp3 -F model=whisper-1
   node gateway/sdk_test/chat.mjs --base=http://127.0.0.1:$gateway_port --wav=hello.wav "Hello"
 TRY
   # Until Ctrl-C, or until either of them ends.
   rc=0
-  wait -n "$orchestrator" "$speech" "$gateway" || rc=$?
+  wait -n "$orchestrator" "$speech" "$listener" "$gateway" || rc=$?
   echo "demo: an orchestrator or the gateway ended (exit code $rc); stopping" >&2
   exit $((rc == 0 ? 1 : rc))
 fi
