@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# /v1/audio/transcriptions with the official OpenAI SDK (npm `openai`,
+# unchanged, run with node; sdk_test/transcription.mjs) through the gateway to
+# an orchestrator of pipelines/local_listener.yaml (pocketsphinx), configured
+# as transcription_test.sh does: espeak-ng's sentences (speak_pcm), encoded by
+# Debian's ffmpeg as wav, flac, ogg (opus) and mp3, uploaded with the SDK's
+# toFile and heard — each transcript's word error rate printed, over all under
+# MAX_WER; a two-sentence upload in every response format (json, text,
+# verbose_json with word and segment times, srt, vtt) and streamed
+# (transcript.text.delta events, then transcript.text.done); refusals as the
+# SDK's typed errors (NotFoundError 404 for an unknown model, BadRequestError
+# 400 naming file for one that is not audio, APIError 413 over 25 MiB); and
+# nothing left in flight on the orchestrator afterwards.
+# Needs node, gateway/sdk_test/node_modules (./setup.sh) and ffmpeg.
+# Stops what it starts, by PID.
+set -euo pipefail
+
+source gateway/sdk_test/setup.sh
+sdk_setup gateway/sdk_test/transcription.mjs openai
+# transcription_test.sh's bound: measured 30/96 = 0.31 over these four formats.
+MAX_WER=0.38
+
+mean=$(stage_worker/engines/testing/speak_pcm --channel_mean) || fail "speak_pcm --channel_mean"
+sed "s/engine_params: {batch_size: 4}/engine_params: {batch_size: 4, cmn_init: \"$mean\"}/" \
+  pipelines/local_listener.yaml >"$out/listener.yaml"
+grep -q cmn_init "$out/listener.yaml" || fail "the listener's engine_params changed: update this test"
+start_orchestrator "$out/listener.yaml" --metrics_listen=127.0.0.1:0
+metrics="http://127.0.0.1:$(sed -n 's/.*metrics_port=\([0-9]*\).*/\1/p' "$out/orch.out")/metrics"
+pids="$pid"
+trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
+start_gateway gw --transcription_orchestrator="127.0.0.1:$port"
+
+sentences=("I would like a cup of coffee please." "What time does the train leave tomorrow morning?"
+  "Please call me back when you get home.")
+for i in 0 1 2; do
+  stage_worker/engines/testing/speak_pcm "$out/s$i.pcm" "${sentences[$i]}" || fail "speak_pcm $i"
+done
+# 24 kHz mono PCM -> FILE with ffmpeg's OUTPUT_FLAGS.
+encode() {
+  local in="$1" file="$2"
+  shift 2
+  ffmpeg -v error -y -f s16le -ar 24000 -ac 1 -i "$in" "$@" "$out/$file" || fail "ffmpeg $file"
+}
+for spec in "wav -ar 44100 -ac 2" "flac -ar 48000" "ogg -c:a libopus -ar 48000" "mp3 -c:a libmp3lame -ar 22050"; do
+  read -r ext flags <<<"$spec"
+  for i in 0 1 2; do
+    # shellcheck disable=SC2086
+    encode "$out/s$i.pcm" "s$i.$ext" $flags
+  done
+done
+# Two sentences, 1.5 s of silence between them: two segments.
+head -c $((24000 * 2 * 3 / 2)) /dev/zero >"$out/gap.pcm"
+cat "$out/s0.pcm" "$out/gap.pcm" "$out/s1.pcm" >"$out/two.pcm"
+encode "$out/two.pcm" two.wav
+
+timeout 50 "$NODE" "$SDK_DIR/transcription.mjs" "http://127.0.0.1:$gw_port" "$out" "$MAX_WER" "${sentences[@]}" \
+  >"$out/transcription.out" 2>"$out/transcription.err" ||
+  fail "transcription.mjs: $(cat "$out/transcription.out" "$out/transcription.err")"
+cat "$out/transcription.out"
+
+# Nothing left in flight on the orchestrator. (The scrape is read whole first.)
+idle() {
+  curl -s -m 5 "$metrics" >"$out/metrics.txt"
+  grep -q '^omnistage_in_flight_requests 0$' "$out/metrics.txt"
+}
+for _ in $(seq 1 100); do
+  idle && break
+  sleep 0.1
+done
+idle || fail "requests left in flight: $(grep '^omnistage_in_flight_requests' "$out/metrics.txt")"
+echo "PASS"
