@@ -10,6 +10,8 @@
 #include "common/grpc/grpc_util.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "gateway/chat/chat_call.h"
+#include "gateway/chat/chat_duplex_call.h"
 #include "gateway/http/api_error.h"
 #include "gateway/http/forwarded_headers.h"
 #include "nlohmann/json.hpp"
@@ -153,16 +155,23 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
   ForwardedHeaders& headers = std::get<ForwardedHeaders>(forwarded);
   in_flight_.Add(1);
   ++chat_count_;
-  ChatCall::Start(
-      orchestrators_.ready(), orchestrators_.fallback(), orchestrators_.tls(),
-      std::get<ChatRequest>(std::move(parsed)), options_.model.id, std::move(headers.authorization),
-      std::move(headers.traceparent), exchange, post_,
-      [this, path = exchange->path(), started = absl::Now()](const CallOutcome& outcome) {
-        in_flight_.Add(-1);
-        --chat_count_;
-        replies_.Count(path, outcome.http_status);
-        console_.Served(outcome, started);
-      });
+  CallObserver observer = [this, path = exchange->path(),
+                           started = absl::Now()](const CallOutcome& outcome) {
+    in_flight_.Add(-1);
+    --chat_count_;
+    replies_.Count(path, outcome.http_status);
+    console_.Served(outcome, started);
+  };
+  ChatRequest request = std::get<ChatRequest>(std::move(parsed));
+  if (!request.input.empty()) {  // Audio in: streamed to a stage that hears.
+    ChatDuplexCall::Start(orchestrators_.ready(), orchestrators_.tls(), std::move(request),
+                          options_.model.id, std::move(headers.authorization),
+                          std::move(headers.traceparent), exchange, post_, std::move(observer));
+    return;
+  }
+  ChatCall::Start(orchestrators_.ready(), orchestrators_.fallback(), orchestrators_.tls(),
+                  std::move(request), options_.model.id, std::move(headers.authorization),
+                  std::move(headers.traceparent), exchange, post_, std::move(observer));
 }
 
 void Gateway::Health(std::shared_ptr<HttpExchange> exchange) {

@@ -23,7 +23,7 @@ stages:
     defaults: {extra: {sentences: 100}}
 YAML
 start_orchestrator "$out/queue.yaml" --metrics_listen=127.0.0.1:0
-metrics="http://127.0.0.1:$(sed -n 's/.*metrics_port=\([0-9]*\).*/\1/p' "$out/orch.out")/metrics"
+metrics=$(metrics_url)
 pids="$pid"
 trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
 start_gateway gw

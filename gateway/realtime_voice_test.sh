@@ -34,12 +34,8 @@ for sentence in "I would like a cup of coffee please." \
   i=$((i + 1))
 done
 
-# The listener is told the speaker's channel mean, as a deployment tells it its
-# microphones' (stage_worker/engines/testing/test_speaker.h).
-mean=$(stage_worker/engines/testing/speak_pcm --channel_mean) || fail "speak_pcm --channel_mean"
-sed "s/engine_params: {batch_size: 4}/engine_params: {batch_size: 4, cmn_init: \"$mean\"}/" \
-  pipelines/local_voice_agent.yaml >"$out/voice_agent.yaml"
-grep -q cmn_init "$out/voice_agent.yaml" || fail "the listener's engine_params changed: update this test"
+# The listener hears the test speaker, told its channel mean.
+with_test_speaker pipelines/local_voice_agent.yaml "$out/voice_agent.yaml"
 start_orchestrator "$out/voice_agent.yaml" --tokens_file="$out/tokens.yaml"
 pids="$pid"
 trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT

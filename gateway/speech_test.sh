@@ -14,7 +14,7 @@ set -euo pipefail
 source orchestrator/testing/orchestrator_process.sh
 
 start_orchestrator pipelines/local_tts.yaml --metrics_listen=127.0.0.1:0
-metrics="http://127.0.0.1:$(sed -n 's/.*metrics_port=\([0-9]*\).*/\1/p' "$out/orch.out")/metrics"
+metrics=$(metrics_url)
 pids="$pid"
 trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
 start_gateway gw --speech_orchestrator="127.0.0.1:$port"
@@ -112,17 +112,8 @@ refused '{"model": "whisper-1", "input": "Hi", "voice": "alloy"}' 404 model
 refused '{"model": "tts-1", "input": "Hi", "voice": "alloy", "speed": 4}' 400 speed
 grep -q 'nobody' "$out/gw.err" && fail "a refused voice is logged as the gateway's failure"
 
-# Nothing left in flight on the orchestrator. (The scrape is read whole
-# first: grep -q stopping early would fail curl's write, and the pipe.)
-idle() {
-  curl -s "$metrics" >"$out/metrics.txt"
-  grep -q '^omnistage_in_flight_requests 0$' "$out/metrics.txt"
-}
-for _ in $(seq 1 100); do
-  idle && break
-  sleep 0.1
-done
-idle || fail "requests left in flight: $(grep '^omnistage_in_flight_requests' "$out/metrics.txt")"
+# Nothing left in flight on the orchestrator.
+expect_idle "$metrics"
 
 # SIGTERM drains: a long speech stream read slowly (some 9 MB of pcm at 2 MB/s,
 # more than the socket buffers hold) ends whole, and the drain line counts it.

@@ -21,12 +21,10 @@ source orchestrator/testing/orchestrator_process.sh
 # same every time).
 MAX_WER=0.38
 
-mean=$(stage_worker/engines/testing/speak_pcm --channel_mean) || fail "speak_pcm --channel_mean"
-sed "s/engine_params: {batch_size: 4}/engine_params: {batch_size: 4, cmn_init: \"$mean\"}/" \
-  pipelines/local_listener.yaml >"$out/listener.yaml"
-grep -q cmn_init "$out/listener.yaml" || fail "the listener's engine_params changed: update this test"
+# The listener hears the test speaker, told its channel mean.
+with_test_speaker pipelines/local_listener.yaml "$out/listener.yaml"
 start_orchestrator "$out/listener.yaml" --metrics_listen=127.0.0.1:0
-metrics="http://127.0.0.1:$(sed -n 's/.*metrics_port=\([0-9]*\).*/\1/p' "$out/orch.out")/metrics"
+metrics=$(metrics_url)
 pids="$pid"
 trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
 start_gateway gw --transcription_orchestrator="127.0.0.1:$port"
@@ -178,16 +176,8 @@ refused no_file 400 file -F model=whisper-1
 refused bad_format 400 response_format -F "file=@$out/two.wav" -F model=whisper-1 -F response_format=mp3
 grep -q 'truncated' "$out/truncated.refused" || fail "the truncated file is not called so"
 
-# Nothing left in flight on the orchestrator. (The scrape is read whole first.)
-idle() {
-  curl -s "$metrics" >"$out/metrics.txt"
-  grep -q '^omnistage_in_flight_requests 0$' "$out/metrics.txt"
-}
-for _ in $(seq 1 100); do
-  idle && break
-  sleep 0.1
-done
-idle || fail "requests left in flight: $(grep '^omnistage_in_flight_requests' "$out/metrics.txt")"
+# Nothing left in flight on the orchestrator.
+expect_idle "$metrics"
 
 # A gateway without a listening pipeline says how to get one.
 start_gateway plain

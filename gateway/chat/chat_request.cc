@@ -6,9 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "common/limits.h"
+#include "common/pcm16.h"
+#include "gateway/audio/audio_decoder.h"
 #include "nlohmann/json.hpp"
 
 namespace omnistage {
@@ -16,11 +20,84 @@ namespace {
 
 using nlohmann::json;
 
-// The text of one message's content: a string, or an array of text parts.
-std::variant<std::string, ApiError> ContentText(const json& content, const std::string& path) {
-  if (content.is_string()) return content.get<std::string>();
+// The prompt's pieces in order: text (consecutive text merged) and the audio
+// of input_audio parts, a second at most per payload.
+class PromptPieces {
+ public:
+  void AddText(const std::string& text) {
+    if (text.empty()) return;
+    if (pieces_.empty() || !pieces_.back().has_text()) pieces_.emplace_back().mutable_text();
+    pieces_.back().mutable_text()->mutable_text()->append(text);
+  }
+  void AddAudio(const DecodedAudio& audio) {
+    const size_t second = static_cast<size_t>(audio.sample_rate_hz);
+    for (size_t at = 0; at < audio.mono.size(); at += second) {
+      v1::AudioChunk* chunk = pieces_.emplace_back().mutable_audio();
+      AppendPcmS16le(absl::MakeConstSpan(audio.mono).subspan(at, second),
+                     chunk->mutable_pcm_s16le());
+      chunk->set_sample_rate_hz(audio.sample_rate_hz);
+      chunk->set_channels(1);
+    }
+    audio_seconds_ += audio.seconds();
+    has_audio_ = true;
+  }
+  bool has_audio() const { return has_audio_; }
+  double audio_seconds() const { return audio_seconds_; }
+  std::vector<v1::Payload>& pieces() { return pieces_; }
+
+ private:
+  std::vector<v1::Payload> pieces_;
+  double audio_seconds_ = 0;
+  bool has_audio_ = false;
+};
+
+// An input_audio part's audio into `out`.
+std::optional<ApiError> ReadInputAudio(const json& part, const std::string& path,
+                                       PromptPieces* out) {
+  auto audio = part.find("input_audio");
+  if (audio == part.end() || !audio->is_object()) {
+    return WrongTypeError(path + ".input_audio", "an object",
+                          audio == part.end() ? json(nullptr) : *audio);
+  }
+  auto format = audio->find("format");
+  if (format == audio->end() || !format->is_string() ||
+      (*format != "wav" && *format != "mp3")) {
+    return InvalidRequest(path + ".input_audio.format",
+                          "Invalid 'input_audio.format': expected 'wav' or 'mp3'.",
+                          "invalid_value");
+  }
+  auto data = audio->find("data");
+  if (data == audio->end() || !data->is_string()) {
+    return WrongTypeError(path + ".input_audio.data", "a base64 string",
+                          data == audio->end() ? json(nullptr) : *data);
+  }
+  std::string bytes;
+  if (!absl::Base64Unescape(data->get<std::string>(), &bytes)) {
+    return InvalidRequest(path + ".input_audio.data",
+                          "Invalid 'input_audio.data': not base64.", "invalid_value");
+  }
+  absl::StatusOr<DecodedAudio> decoded =
+      DecodeAudioFile(bytes, kMaxChatAudioSeconds - out->audio_seconds());
+  if (!decoded.ok()) {
+    return InvalidRequest(path + ".input_audio.data",
+                          absl::StrCat("Invalid 'input_audio.data': ", decoded.status().message(),
+                                       " (a request holds at most ", kMaxChatAudioSeconds,
+                                       " s of audio in all)."),
+                          "invalid_value");
+  }
+  out->AddAudio(*decoded);
+  return std::nullopt;
+}
+
+// One message's content into `out`: a string, or an array of text and
+// input_audio parts.
+std::optional<ApiError> ReadContent(const json& content, const std::string& path,
+                                    PromptPieces* out) {
+  if (content.is_string()) {
+    out->AddText(content.get<std::string>());
+    return std::nullopt;
+  }
   if (!content.is_array()) return WrongTypeError(path, "a string or an array of parts", content);
-  std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
     const std::string part_path = absl::StrCat(path, "[", i, "]");
     const json& part = content[i];
@@ -30,10 +107,15 @@ std::variant<std::string, ApiError> ContentText(const json& content, const std::
       return InvalidRequest(part_path + ".type",
                             absl::StrCat("Missing required parameter: '", part_path, ".type'."));
     }
+    if (*type == "input_audio") {
+      if (std::optional<ApiError> error = ReadInputAudio(part, part_path, out)) return error;
+      continue;
+    }
     if (*type != "text") {
       return InvalidRequest(part_path + ".type",
                             absl::StrCat("Content parts of type '", type->get<std::string>(),
-                                         "' are not supported by this pipeline; only text is."),
+                                         "' are not supported by this pipeline; only text and "
+                                         "input_audio are."),
                             "unsupported_value");
     }
     auto part_text = part.find("text");
@@ -41,13 +123,13 @@ std::variant<std::string, ApiError> ContentText(const json& content, const std::
       return WrongTypeError(part_path + ".text", "a string",
                             part_text == part.end() ? json(nullptr) : *part_text);
     }
-    absl::StrAppend(&text, part_text->get<std::string>());
+    out->AddText(part_text->get<std::string>());
   }
-  return text;
+  return std::nullopt;
 }
 
-// The prompt the messages make (see the header).
-std::variant<std::string, ApiError> Prompt(const json& messages) {
+// The prompt the messages make (see the header) into `out`.
+std::optional<ApiError> Prompt(const json& messages, PromptPieces* out) {
   if (!messages.is_array()) return WrongTypeError("messages", "an array", messages);
   if (messages.empty()) {
     return InvalidRequest("messages",
@@ -55,7 +137,10 @@ std::variant<std::string, ApiError> Prompt(const json& messages) {
                           "minimum length 1, but got an empty array instead.",
                           "empty_array");
   }
-  std::vector<std::pair<std::string, std::string>> lines;
+  // A lone user message is the prompt as it is; else a line per message.
+  const bool lone = messages.size() == 1 && messages[0].is_object() &&
+                    messages[0].value("role", json()).is_string() &&
+                    messages[0]["role"] == "user";
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string path = absl::StrCat("messages[", i, "]");
     const json& message = messages[i];
@@ -75,22 +160,18 @@ std::variant<std::string, ApiError> Prompt(const json& messages) {
                                          "'system', 'developer', 'user', 'assistant' and 'tool'."),
                             "invalid_value");
     }
+    if (!lone) out->AddText(absl::StrCat(i == 0 ? "" : "\n", name, ": "));
     auto content = message.find("content");
-    std::string text;
     if (content != message.end() && !content->is_null()) {
-      std::variant<std::string, ApiError> read = ContentText(*content, path + ".content");
-      if (std::holds_alternative<ApiError>(read)) return std::get<ApiError>(read);
-      text = std::get<std::string>(read);
+      if (std::optional<ApiError> error = ReadContent(*content, path + ".content", out)) {
+        return error;
+      }
     } else if (name != "assistant") {
       return InvalidRequest(path + ".content",
                             absl::StrCat("Missing required parameter: '", path, ".content'."));
     }
-    lines.emplace_back(name, std::move(text));
   }
-  if (lines.size() == 1 && lines[0].first == "user") return lines[0].second;
-  std::vector<std::string> joined;
-  for (const auto& [role, text] : lines) joined.push_back(absl::StrCat(role, ": ", text));
-  return absl::StrJoin(joined, "\n");
+  return std::nullopt;
 }
 
 // Reads an optional integer field in [min, max]; false and `*error` when wrong.
@@ -187,12 +268,17 @@ Part ReadMessages(const json& parsed, const ServedModel&, ChatRequest* request) 
   if (messages == parsed.end()) {
     return InvalidRequest("messages", "Missing required parameter: 'messages'.");
   }
-  std::variant<std::string, ApiError> prompt = Prompt(*messages);
-  if (std::holds_alternative<ApiError>(prompt)) return std::get<ApiError>(prompt);
-  if (std::get<std::string>(prompt).empty()) {
+  PromptPieces prompt;
+  if (std::optional<ApiError> error = Prompt(*messages, &prompt)) return error;
+  std::vector<v1::Payload>& pieces = prompt.pieces();
+  if (prompt.has_audio()) {
+    request->input = std::move(pieces);
+    return std::nullopt;
+  }
+  if (pieces.empty()) {
     return InvalidRequest("messages", "The messages hold no text to answer.", "empty_prompt");
   }
-  request->generate.set_prompt(std::get<std::string>(prompt));
+  request->generate.set_prompt(pieces.front().text().text());
   return std::nullopt;
 }
 
@@ -259,6 +345,7 @@ Part ReadAudio(const json& parsed, const ServedModel& model, ChatRequest* reques
 Part ReadTextStageParams(const json& parsed, const ServedModel& model, ChatRequest* request) {
   v1::StageParameters params;
   params.set_stage_id(model.text_stage);
+  request->text_stage = model.text_stage;
   for (int i = 0; i < request->generate.stage_params_size(); ++i) {
     if (request->generate.stage_params(i).stage_id() == model.text_stage) {
       params = request->generate.stage_params(i);

@@ -2,7 +2,9 @@
 // /v1/chat/completions) read into the Generate request the orchestrator runs.
 // docs/openai.md lists the mapping field by field; in short:
 //   messages        the prompt: a lone user message's text as it is, else one
-//                   "<role>: <text>" line per message
+//                   "<role>: <text>" line per message; input_audio parts (wav or
+//                   mp3, base64) make it streamed input instead: the text and
+//                   the audio in order (ChatRequest::input)
 //   modalities      output_modalities: "text" -> TEXT, "audio" -> AUDIO
 //                   (default ["text"])
 //   audio.format    how audio is returned: wav (default) or pcm16
@@ -22,6 +24,7 @@
 
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "gateway/http/api_error.h"
 #include "nlohmann/json.hpp"
@@ -62,8 +65,16 @@ inline constexpr char kSessionIdHeader[] = "X-Session-Id";
 
 enum class AudioFormat { kWav, kPcm16 };
 
+// The most audio a chat completion's input_audio parts may hold, in all.
+inline constexpr double kMaxChatAudioSeconds = 300;
+
 struct ChatRequest {
   v1::GenerateRequest generate;
+  // A prompt that holds audio (input_audio parts): its pieces in order, text
+  // and 16-bit mono audio (a second at most per payload, at the file's rate),
+  // for a pipeline whose stage 0 hears (GenerateDuplex); generate.prompt is
+  // then empty. Empty for a prompt of text alone.
+  std::vector<v1::Payload> input;
   bool stream = false;
   bool include_usage = false;
   bool text = true;
@@ -74,6 +85,9 @@ struct ChatRequest {
   // The stage `audio.voice` went to as its extra parameter `voice`; -1 when
   // it went nowhere. A refusal of that parameter there names `audio.voice`.
   int voice_stage = -1;
+  // The stage whose text is the answer (ServedModel::text_stage): the text
+  // other stages show (a listener's caption of the question) is not.
+  int text_stage = 0;
 };
 
 // The request, or the error to answer with (400, or 404 for another model).

@@ -42,6 +42,7 @@ ChatEncoder::ChatEncoder(const ChatRequest& request, std::string model, int64_t 
       audio_format_(request.audio_format),
       include_usage_(request.include_usage),
       voice_stage_(request.voice_stage),
+      text_stage_(request.text_stage),
       model_(std::move(model)),
       created_(created),
       prompt_tokens_(WordCount(request.generate.prompt())) {}
@@ -92,7 +93,7 @@ std::string ChatEncoder::Events(const v1::GenerateResponse& response) {
   std::string events;
   for (const v1::OutputChunk& chunk : response.outputs()) {
     const v1::Payload& payload = chunk.payload();
-    if (payload.has_text() && text_) {
+    if (payload.has_text() && text_ && chunk.stage_id() == text_stage_) {
       completion_tokens_ += WordCount(payload.text().text());
       events +=
           ChunkEvent(absl::StrCat(R"("content":)", json(payload.text().text()).dump()), nullptr);
@@ -139,7 +140,7 @@ std::string ChatEncoder::FinalEvents(const v1::Terminal& terminal) {
 void ChatEncoder::Gather(const v1::GenerateResponse& response) {
   for (const v1::OutputChunk& chunk : response.outputs()) {
     const v1::Payload& payload = chunk.payload();
-    if (payload.has_text() && text_) {
+    if (payload.has_text() && text_ && chunk.stage_id() == text_stage_) {
       completion_tokens_ += WordCount(payload.text().text());
       text_so_far_ += payload.text().text();
     } else if (payload.has_audio() && audio_) {

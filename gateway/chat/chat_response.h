@@ -74,6 +74,7 @@ class ChatEncoder {
   const AudioFormat audio_format_;
   const bool include_usage_;
   const int voice_stage_;
+  const int text_stage_;
   const std::string model_;
   std::string id_ = "chatcmpl-unknown";
   const int64_t created_;

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "common/retry_hint.h"
+#include "common/wav_writer.h"
 #include "gateway/chat/chat_request.h"
 #include "gateway/chat/chat_response.h"
 #include "gateway/http/api_error.h"
@@ -228,6 +229,75 @@ TEST(ChatRequestTest, RefusesWhatItCannotDoNamingTheField) {
   }
 }
 
+// A WAV file of `seconds` of a 16-bit square wave at `rate_hz`, `channels`.
+std::string Wav(double seconds, int rate_hz, int channels) {
+  const int64_t frames = static_cast<int64_t>(seconds * rate_hz);
+  std::string wav = WavHeader(rate_hz, channels, frames * 2 * channels);
+  for (int64_t i = 0; i < frames * channels; ++i) {
+    const int16_t sample = (i / channels / 40) % 2 == 0 ? 8000 : -8000;
+    wav.push_back(static_cast<char>(static_cast<uint16_t>(sample) & 0xff));
+    wav.push_back(static_cast<char>(static_cast<uint16_t>(sample) >> 8));
+  }
+  return wav;
+}
+
+std::string AudioPart(const std::string& file, const std::string& format = "wav") {
+  return nlohmann::json({{"type", "input_audio"},
+                         {"input_audio", {{"data", absl::Base64Escape(file)}, {"format", format}}}})
+      .dump();
+}
+
+// input_audio parts make the prompt streamed input: text and audio in order,
+// the audio mono at the file's rate, a second at most per payload.
+TEST(ChatRequestTest, InputAudioBecomesStreamedInputInOrder) {
+  const ChatRequest r = Parse(
+      R"({"model": "omni-demo", "messages": [{"role": "system", "content": "Be brief."},
+          {"role": "user", "content": [{"type": "text", "text": "Listen: "}, )" +
+      AudioPart(Wav(2.5, 22050, 2)) + R"(, {"type": "text", "text": " Answer."}]}]})");
+  EXPECT_EQ(r.generate.prompt(), "");
+  ASSERT_EQ(r.input.size(), 5u);
+  EXPECT_EQ(r.input[0].text().text(), "system: Be brief.\nuser: Listen: ");
+  int64_t samples = 0;
+  for (size_t i = 1; i <= 3; ++i) {
+    ASSERT_TRUE(r.input[i].has_audio()) << i;
+    EXPECT_EQ(r.input[i].audio().sample_rate_hz(), 22050);
+    EXPECT_EQ(r.input[i].audio().channels(), 1);
+    EXPECT_LE(r.input[i].audio().pcm_s16le().size(), 22050u * 2);
+    samples += static_cast<int64_t>(r.input[i].audio().pcm_s16le().size() / 2);
+  }
+  EXPECT_EQ(samples, 55125);
+  EXPECT_EQ(r.input[4].text().text(), " Answer.");
+  // A lone user message of audio alone: the audio, nothing else.
+  const ChatRequest alone =
+      Parse(R"({"model": "omni-demo", "messages": [{"role": "user", "content": [)" +
+            AudioPart(Wav(0.5, 16000, 1)) + "]}]}");
+  ASSERT_EQ(alone.input.size(), 1u);
+  EXPECT_TRUE(alone.input[0].has_audio());
+}
+
+TEST(ChatRequestTest, RefusesAudioItCannotHearNamingThePart) {
+  auto refusal = [](const std::string& part) {
+    return Refusal(R"({"model": "omni-demo", "messages": [{"role": "user", "content": [)" + part +
+                   "]}]}");
+  };
+  ApiError e = refusal(AudioPart(Wav(0.5, 16000, 1), "flac"));
+  EXPECT_EQ(e.param, "messages[0].content[0].input_audio.format");
+  e = refusal(R"({"type": "input_audio", "input_audio": {"data": "@@@", "format": "wav"}})");
+  EXPECT_EQ(e.param, "messages[0].content[0].input_audio.data");
+  e = refusal(AudioPart("not audio at all, just words"));
+  EXPECT_EQ(e.param, "messages[0].content[0].input_audio.data");
+  EXPECT_THAT(e.message, ::testing::HasSubstr("not audio"));
+  e = refusal(AudioPart(WavHeader(16000, 1, 0)));
+  EXPECT_THAT(e.message, ::testing::HasSubstr("no audio"));
+  e = refusal(R"({"type": "input_audio", "input_audio": "x"})");
+  EXPECT_EQ(e.param, "messages[0].content[0].input_audio");
+  // Over the limit in all: two parts of 160 s each.
+  const std::string long_part = AudioPart(Wav(160, 8000, 1));
+  e = refusal(long_part + ", " + long_part);
+  EXPECT_EQ(e.param, "messages[0].content[1].input_audio.data");
+  EXPECT_THAT(e.message, ::testing::HasSubstr("300"));
+}
+
 TEST(ApiErrorTest, ARetryHintBecomesTheHeadersOpenAIsSdksWaitBy) {
   const ApiError error = FromStatus(
       WithRetryAfter(absl::ResourceExhaustedError("the queue is full"), absl::Milliseconds(1500)));
@@ -387,6 +457,29 @@ TEST(ChatEncoderTest, AWholeCompletionCarriesTextAndAWavFile) {
   ASSERT_EQ(wav.size(), 44u + 6u);
   EXPECT_EQ(static_cast<unsigned char>(wav[40]), 6);  // The data chunk's real length.
   EXPECT_EQ(completion["usage"]["completion_tokens"], 2);
+}
+
+// The answer is the text stage's text: another stage's text (a listener's
+// caption of the question) is not in it, streamed or whole.
+TEST(ChatEncoderTest, TheAnswerIsTheTextStages) {
+  const ServedModel voice_agent{"voice-agent", 1};
+  auto parsed = ParseChatRequest(
+      R"({"model": "voice-agent", "messages": [{"role": "user", "content": "x"}]})", voice_agent);
+  ASSERT_TRUE(std::holds_alternative<ChatRequest>(parsed));
+  ChatEncoder encoder(std::get<ChatRequest>(parsed), "voice-agent", 5);
+  v1::GenerateResponse response = Output("what time is it", "");
+  v1::OutputChunk* answer = response.add_outputs();
+  answer->set_stage_id(1);
+  answer->set_modality(v1::MODALITY_TEXT);
+  answer->mutable_payload()->mutable_text()->set_text("Noon.");
+  const std::vector<json> events = EventsOf(encoder.Events(response));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["choices"][0]["delta"]["content"], "Noon.");
+  encoder.Gather(response);
+  v1::Terminal stop;
+  stop.set_finish_reason(v1::FINISH_REASON_STOP);
+  const json completion = json::parse(std::get<std::string>(encoder.Completion(stop)));
+  EXPECT_EQ(completion["choices"][0]["message"]["content"], "Noon.");
 }
 
 TEST(ApiErrorTest, AnUnreachableOrchestratorsMessageNamesTheFix) {

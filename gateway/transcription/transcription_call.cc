@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc/grpc_util.h"
 #include "common/log.h"
 #include "common/pcm16.h"
 #include "gateway/chat/chat_response.h"
@@ -134,8 +133,7 @@ const char* TranscriptionCall::ContentType() const {
 }
 
 void TranscriptionCall::AnswerError(const ApiError& error, const char* outcome) {
-  for (const auto& [name, value] : error.Headers()) exchange_->AddHeader(name, value);
-  exchange_->Respond(error.http_status, kJson, error.Json());
+  RespondError(*exchange_, error);
   Finish(error.http_status, outcome, error.message);
 }
 
@@ -159,12 +157,7 @@ void TranscriptionCall::Ended(const grpc::Status& status) {
     return;
   }
   if (!status.ok() || !got_terminal_) {
-    absl::Status failed = status.ok() ? absl::InternalError("the stream ended without a terminal")
-                                      : FromGrpcStatus(status);
-    if (failed.code() == absl::StatusCode::kUnavailable && !got_response_) {
-      failed = absl::UnavailableError(
-          ExplainUnreachable(std::string(failed.message()), orchestrator_tls_));
-    }
+    const absl::Status failed = CallFailure(status, got_response_, orchestrator_tls_);
     if (exchange_->streaming()) {
       Break(std::string(failed.message()));
       return;

@@ -10,6 +10,8 @@
 #   wait_healthy http://127.0.0.1:8000  # a gateway's GET /health is 200 (up to 30 s)
 #   thinker_pipeline "$out/thinker.yaml"  # a config of one stage writing text
 #   start_gateway gw --drain_timeout_ms=300  # sets $gw (PID, in $pids), $gw_port
+#   metrics=$(metrics_url); expect_idle "$metrics"  # nothing in flight (up to 10 s)
+#   with_test_speaker pipelines/local_listener.yaml "$out/listener.yaml"
 
 out="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -90,4 +92,34 @@ stop_orchestrator() {
   wait "$pid" || rc=$?
   [ "$rc" -eq 0 ] || fail "orchestrator exit code $rc; its last lines: $(tail -n 20 "$out/orch.err")"
   trap - EXIT
+}
+
+# metrics_url: the orchestrator's /metrics, when it was started with
+# --metrics_listen=127.0.0.1:0 (its port from its listening line).
+metrics_url() {
+  echo "http://127.0.0.1:$(sed -n 's/.*metrics_port=\([0-9]*\).*/\1/p' "$out/orch.out")/metrics"
+}
+
+# expect_idle METRICS_URL: fails unless the orchestrator shows no request in
+# flight within 10 s. (Each scrape is read whole first: grep -q stopping early
+# would fail curl's write, and the pipe.)
+expect_idle() {
+  for _ in $(seq 1 100); do
+    curl -s -m 5 "$1" >"$out/metrics.txt" || true
+    grep -q '^omnistage_in_flight_requests 0$' "$out/metrics.txt" && return 0
+    sleep 0.1
+  done
+  fail "requests left in flight: $(grep '^omnistage_in_flight_requests' "$out/metrics.txt")"
+}
+
+# with_test_speaker CONFIG OUT: CONFIG (a pipeline whose listener has
+# engine_params {batch_size: 4}) written to OUT with the listener told the
+# test speaker's channel mean, as a deployment tells it its microphones'
+# (stage_worker/engines/testing/test_speaker.h; needs speak_pcm in the data).
+with_test_speaker() {
+  local mean
+  mean=$(stage_worker/engines/testing/speak_pcm --channel_mean) || fail "speak_pcm --channel_mean"
+  sed "s/engine_params: {batch_size: 4}/engine_params: {batch_size: 4, cmn_init: \"$mean\"}/" \
+    "$1" >"$2"
+  grep -q cmn_init "$2" || fail "the listener's engine_params in $1 changed: update with_test_speaker"
 }

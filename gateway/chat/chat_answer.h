@@ -1,0 +1,94 @@
+// ChatAnswer: what one chat completion answers its HTTP client, from the
+// orchestrator's GenerateResponse stream as a call reads it (ChatCall's
+// Generate, ChatDuplexCall's GenerateDuplex): server-sent events as the
+// responses come (the next read only once the client's socket took the last
+// events), or the whole completion at the end; errors in OpenAI's shape, as
+// the call's own status before anything streamed and as an error event after.
+//
+// Loop thread only.
+#ifndef OMNISTAGE_GATEWAY_CHAT_CHAT_ANSWER_H_
+#define OMNISTAGE_GATEWAY_CHAT_CHAT_ANSWER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "gateway/chat/chat_request.h"
+#include "gateway/chat/chat_response.h"
+#include "gateway/chat/response_reader.h"
+#include "gateway/http/api_error.h"
+#include "gateway/http/http_server.h"
+#include "grpcpp/grpcpp.h"
+#include "protos/orchestrator.pb.h"
+
+namespace omnistage {
+
+// How a call ended.
+struct CallOutcome {
+  // The HTTP status answered (200 for a stream that began; 499 when the
+  // client went away before any response).
+  int http_status = 0;
+  // The orchestrator's request id; "" when none came.
+  std::string request_id;
+  // "stop", "length", "abort" or "error" (the pipeline's finish reason; "error"
+  // also for a stream that broke), "refused" (an error answered before the
+  // pipeline produced anything), "client_closed" (the client went away first).
+  std::string outcome;
+  // With "error" and "refused": the message the client was told.
+  std::string error;
+};
+// Hears how each call ended.
+using CallObserver = std::function<void(const CallOutcome& outcome)>;
+
+// A terminal's finish reason as CallOutcome.outcome names it.
+const char* OutcomeOf(const v1::Terminal& terminal);
+
+// Why a call that ended without a terminal (`status`, OK when the stream just
+// stopped) failed, as its client is told: an orchestrator not reached before
+// any response (`got_response` false) with the fix its message points to.
+absl::Status CallFailure(const grpc::Status& status, bool got_response, bool orchestrator_tls);
+
+// Answers `error` on `exchange`: its status, headers and OpenAI-shaped body.
+void RespondError(HttpExchange& exchange, const ApiError& error);
+
+class ChatAnswer {
+ public:
+  // `orchestrator_tls`: whether the stubs dial with TLS (for the fix an
+  // unreachable orchestrator's message names: api_error.h).
+  ChatAnswer(const ChatRequest& request, std::string model, bool orchestrator_tls,
+             std::shared_ptr<HttpExchange> exchange, CallObserver observer);
+
+  // A response arrived; `call.ReadNext()` is asked once it is handed on.
+  void Deliver(const v1::GenerateResponse& response, ReadControl& call);
+  // The call ended: the last bytes, or the error, go out.
+  void Ended(const grpc::Status& status);
+
+  HttpExchange& exchange() { return *exchange_; }
+  const std::shared_ptr<HttpExchange>& shared_exchange() const { return exchange_; }
+
+ private:
+  void Answer(const std::string& body);
+  void AnswerError(const ApiError& error, const char* outcome);
+  void Finish(int http_status, std::string outcome, std::string error = "");
+  // The error a terminal that did not finish well answers with; a pipeline
+  // that cannot hear the request's audio says so.
+  ApiError TerminalError() const;
+
+  const bool stream_;
+  const bool heard_audio_;  // the request's prompt holds audio
+  const bool orchestrator_tls_;
+  ChatEncoder encoder_;
+  const std::shared_ptr<HttpExchange> exchange_;
+  const CallObserver observer_;
+  bool got_response_ = false;
+  std::string request_id_;
+  v1::Terminal terminal_;
+  bool got_terminal_ = false;
+  // The events of the response that carried the terminal, written with the
+  // final ones when the call ends.
+  std::string held_events_;
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_GATEWAY_CHAT_CHAT_ANSWER_H_
