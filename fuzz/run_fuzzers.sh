@@ -20,7 +20,8 @@ shift || true
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
   targets=(pipeline_config_fuzzer generate_abort_fuzzer pipeline_core_fuzzer worker_fuzzer
-           chat_request_fuzzer)
+           chat_request_fuzzer speech_request_fuzzer transcription_request_fuzzer
+           audio_decoder_fuzzer)
 fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -lt 1 ]]; then
   echo "usage: $0 [seconds_per_target] [target...]" >&2

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -128,6 +130,46 @@ bool AudioChunkCutShort(absl::string_view bytes) {
   return false;
 }
 
+// A wav's sound alone: its "fmt ", "fact" and "data" chunks in a new RIFF
+// file, when it holds other chunks (LIST, bext, cue, ...). libsndfile's parser
+// of those metadata chunks can loop for ever on sizes that lie (a LIST whose
+// sub-chunk claims more than it holds), and the sound needs none of them.
+// nullopt: not a wav, or nothing to leave out.
+std::optional<std::string> WavSoundOnly(absl::string_view bytes) {
+  if (bytes.size() < 12 || bytes.substr(8, 4) != "WAVE") return std::nullopt;
+  const absl::string_view container = bytes.substr(0, 4);
+  if (container != "RIFF" && container != "RIFX") return std::nullopt;
+  const bool big_endian = container == "RIFX";
+  std::string chunks;
+  bool left_out = false;
+  size_t at = 12;
+  while (at <= bytes.size() && bytes.size() - at >= 8) {
+    const absl::string_view id = bytes.substr(at, 4);
+    const uint32_t size = Uint32(bytes.substr(at + 4, 4), big_endian);
+    const size_t left = bytes.size() - at - 8;
+    const size_t taken = std::min<size_t>(size, left);
+    const size_t padded = taken + (taken & 1 && taken < left ? 1 : 0);
+    if (id == "fmt " || id == "fact" || id == "data") {
+      // A data chunk's size may run past the end (streamed, or cut short:
+      // AudioChunkCutShort reads the original): kept as it was written.
+      absl::StrAppend(&chunks, bytes.substr(at, 8 + padded));
+    } else {
+      left_out = true;
+    }
+    if (id == "data" || size > left) break;  // What follows the sound is not needed.
+    at += 8 + padded;
+  }
+  if (!left_out) return std::nullopt;
+  std::string wav(container);
+  const uint32_t riff_size = static_cast<uint32_t>(4 + chunks.size());
+  for (int i = 0; i < 4; ++i) {
+    const int shift = big_endian ? 24 - 8 * i : 8 * i;
+    wav.push_back(static_cast<char>((riff_size >> shift) & 0xff));
+  }
+  absl::StrAppend(&wav, "WAVE", chunks);
+  return wav;
+}
+
 std::string SecondsText(double seconds) { return absl::StrCat(std::round(seconds * 100) / 100); }
 
 absl::Status TooLong(double seconds, double max_seconds) {
@@ -159,7 +201,8 @@ double DecodedAudio::seconds() const {
 absl::StatusOr<DecodedAudio> DecodeAudioFile(absl::string_view bytes, double max_seconds) {
   if (bytes.empty()) return absl::InvalidArgumentError("the audio file is empty");
 
-  MemoryFile file{bytes};
+  const std::optional<std::string> sound_only = WavSoundOnly(bytes);
+  MemoryFile file{sound_only.has_value() ? absl::string_view(*sound_only) : bytes};
   SF_VIRTUAL_IO io = {Length, Seek, Read, Write, Tell};
   SF_INFO info = {};
   std::unique_ptr<SNDFILE, CloseSndfile> sndfile(sf_open_virtual(&io, SFM_READ, &info, &file));

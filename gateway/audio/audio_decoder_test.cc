@@ -305,6 +305,37 @@ TEST(AudioDecoderTest, RatesAndChannelCountsOutOfRangeAreRefused) {
 // decoding; an mp3's (its LAME tag) and an ogg's (its last granule position)
 // once the decoding passes the limit; a flac written to a pipe has no length
 // in its header, so all that is said is that the limit is passed.
+// Metadata chunks are not read: libsndfile 1.2.0's parser of a LIST chunk goes
+// round for ever on a sub-chunk whose size lies (this 135-byte file, which a
+// fuzzer made, held it for good), and the sound needs none of them.
+TEST(AudioDecoderTest, MetadataChunksThatLieAreNotRead) {
+  const std::string lying(
+      "\x52\x49\x46\x46\xaa\x06\x00\x00\x57\x41\x56\x45\x66\x6d\x74\x20"
+      "\x28\x00\x00\x00\xfe\xff\x01\x00\x40\x1f\x00\x00\x00\x7d\x00\x00"
+      "\x04\x00\x20\x00\x16\x00\x20\x00\x04\x00\x00\x00\x03\x00\x00\x00"
+      "\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71\x66\x61\x63\x74"
+      "\x00\x00\x00\x00\x04\x01\x00\x90\x4c\x49\x53\x54\x1e\x00\x00\x00"
+      "\x49\x4e\x46\x54\xf8\xff\xff\xff\x4c\x61\x76\x66\x32\x39\x2e\x32"
+      "\x37\x2e\x3f\x30\x30\x00\x64\x61\x74\x61\x40\x06\x00\x00\x00\x00"
+      "\x00\x00\x00\x49\x53\x54\x1e\x00\xc0\x00\xfe\xff\x01\x00\x40\x78"
+      "\x78\x00\x78\x78\x78\x78\x1f",
+      135);
+  // It ends, however it ends (here: no sound to be found once the metadata is
+  // left out).
+  EXPECT_FALSE(DecodeAudioFile(lying, 60).ok());
+  // A sound with a LIST before or after it is the sound.
+  const std::string wav = PcmWav(16000, 1, 1600);
+  const std::string fmt = wav.substr(12, 24), data = wav.substr(36);
+  const std::string list("LIST\x0c\0\0\0INFOISFT\x00\0\0\0", 20);
+  for (const std::string& body : {fmt + list + data, fmt + data + list}) {
+    const std::string file = absl::StrCat("RIFF", std::string(4, '\0'), "WAVE", body);
+    absl::StatusOr<DecodedAudio> audio = DecodeAudioFile(file, 60);
+    ASSERT_TRUE(audio.ok()) << audio.status();
+    EXPECT_EQ(audio->mono.size(), 1600u);
+    EXPECT_EQ(audio->sample_rate_hz, 16000);
+  }
+}
+
 TEST(AudioDecoderTest, AudioLongerThanTheLimitIsRefused) {
   for (const auto& [name, codec] : std::vector<std::pair<std::string, std::string>>{
            {"long.wav", "pcm_s16le"},

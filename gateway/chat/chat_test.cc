@@ -482,6 +482,15 @@ TEST(ChatEncoderTest, TheAnswerIsTheTextStages) {
   EXPECT_EQ(completion["choices"][0]["message"]["content"], "Noon.");
 }
 
+// A message quoting bytes that are not UTF-8 (a client's model name) is still
+// an answer: they become U+FFFD.
+TEST(ApiErrorTest, BytesThatAreNotUtf8AreReplaced) {
+  const ApiError error = InvalidRequest("model", "The model 'a\xff\xfe" "b' does not exist.");
+  const json parsed = json::parse(error.Json());
+  EXPECT_EQ(parsed["error"]["message"].get<std::string>(),
+            "The model 'a\xef\xbf\xbd\xef\xbf\xbd" "b' does not exist.");
+}
+
 TEST(ApiErrorTest, AnUnreachableOrchestratorsMessageNamesTheFix) {
   const std::string closed =
       "connections to all backends failing; last error: UNAVAILABLE: ipv4:127.0.0.1:1: Socket closed";

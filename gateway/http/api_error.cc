@@ -11,7 +11,10 @@ std::string ApiError::Json() const {
   nlohmann::json error = {{"message", message}, {"type", type}};
   error["param"] = param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param);
   error["code"] = code.empty() ? nlohmann::json(nullptr) : nlohmann::json(code);
-  return nlohmann::json({{"error", error}}).dump();
+  // A message may quote what the client sent (a model name, a form field):
+  // bytes that are not UTF-8 become U+FFFD instead of failing the answer.
+  return nlohmann::json({{"error", error}})
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 ApiError InvalidRequest(const std::string& param, const std::string& message,
