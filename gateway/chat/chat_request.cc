@@ -76,6 +76,22 @@ std::optional<ApiError> ReadInputAudio(const json& part, const std::string& path
     return InvalidRequest(path + ".input_audio.data",
                           "Invalid 'input_audio.data': not base64.", "invalid_value");
   }
+  // The bytes must be what `format` says: the decoder reads many formats, and
+  // a chat completion takes these two.
+  const bool wav = bytes.size() >= 12 && (bytes.compare(0, 4, "RIFF") == 0 ||
+                                          bytes.compare(0, 4, "RIFX") == 0) &&
+                   bytes.compare(8, 4, "WAVE") == 0;
+  const bool mp3 = bytes.size() >= 3 &&
+                   (bytes.compare(0, 3, "ID3") == 0 ||
+                    (static_cast<unsigned char>(bytes[0]) == 0xff &&
+                     (static_cast<unsigned char>(bytes[1]) & 0xe0) == 0xe0));
+  if (*format == "wav" ? !wav : !mp3) {
+    return InvalidRequest(path + ".input_audio.data",
+                          absl::StrCat("Invalid 'input_audio.data': not audio of the format "
+                                       "'input_audio.format' names (",
+                                       format->get<std::string>(), ")."),
+                          "invalid_value");
+  }
   absl::StatusOr<DecodedAudio> decoded =
       DecodeAudioFile(bytes, kMaxChatAudioSeconds - out->audio_seconds());
   if (!decoded.ok()) {

@@ -287,6 +287,12 @@ TEST(ChatRequestTest, RefusesAudioItCannotHearNamingThePart) {
   e = refusal(AudioPart("not audio at all, just words"));
   EXPECT_EQ(e.param, "messages[0].content[0].input_audio.data");
   EXPECT_THAT(e.message, ::testing::HasSubstr("not audio"));
+  // A wav said to be mp3: not what the format names.
+  e = refusal(AudioPart(Wav(0.5, 16000, 1), "mp3"));
+  EXPECT_EQ(e.param, "messages[0].content[0].input_audio.data");
+  // A wav whose audio is not there: the decoder's refusal.
+  e = refusal(AudioPart("RIFF\x04\0\0\0WAVEjunk"));
+  EXPECT_THAT(e.message, ::testing::HasSubstr("not audio"));
   e = refusal(AudioPart(WavHeader(16000, 1, 0)));
   EXPECT_THAT(e.message, ::testing::HasSubstr("no audio"));
   e = refusal(R"({"type": "input_audio", "input_audio": "x"})");
