@@ -38,8 +38,10 @@ PACKAGES=(
   libwslay-dev
   # The gateway's speech formats: LAME (mp3), libopusenc over libopus (Ogg
   # Opus), libFLAC (flac); its uploads for transcription: libsndfile (wav,
-  # flac, ogg, mp3), resampled by libsoxr.
+  # flac, ogg, mp3), resampled by libsoxr; the Realtime API's server VAD:
+  # WebRTC's voice activity detector (libwebrtc-audio-processing).
   libmp3lame-dev libopusenc-dev libopus-dev libflac-dev libsndfile1-dev libsoxr-dev
+  libwebrtc-audio-processing-dev
 )
 BUILD_ONLY=0
 WITH_BENCHMARK=0

@@ -38,6 +38,7 @@
 #include "stage_worker/engines/speech/espeak.h"
 #include "stage_worker/engines/speech/pcm.h"
 #include "tests/bench/bench_processes.h"
+#include "tests/bench/figures.h"
 #include "tests/bench/gateway_load.h"
 
 ABSL_FLAG(int, runs, 3, "runs of every measurement");
@@ -55,26 +56,6 @@ constexpr int kRate = 24000;
 constexpr char kText[] =
     "The quick brown fox jumps over the lazy dog. A pipeline speaks as it reads, clause by "
     "clause, and the listener hears the first words before the last are made.";
-
-// min..max of `values`, with `decimals` digits after the point.
-std::string Range(const std::vector<double>& values, int decimals) {
-  if (values.empty()) return "-";
-  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
-  return absl::StrCat(absl::StrFormat("%.*f", decimals, *lo), "..",
-                      absl::StrFormat("%.*f", decimals, *hi));
-}
-
-double Percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1, static_cast<size_t>(p * values.size()))];
-}
-
-double ThreadCpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
-}
 
 // ---- encode --------------------------------------------------------------------
 
@@ -248,9 +229,9 @@ void FirstAudio(const Binaries& binaries, const std::string& gateway_binary,
             total.push_back(t.total_ms);
           }
         }
-        p50[{format, clients}].push_back(Percentile(first, 0.5));
-        p90[{format, clients}].push_back(Percentile(first, 0.9));
-        end[{format, clients}].push_back(Percentile(total, 0.5));
+        p50[{format, clients}].push_back(PercentileOf(first, 0.5));
+        p90[{format, clients}].push_back(PercentileOf(first, 0.9));
+        end[{format, clients}].push_back(PercentileOf(total, 0.5));
       }
     }
   }

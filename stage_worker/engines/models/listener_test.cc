@@ -43,18 +43,6 @@ using ::testing::HasSubstr;
 constexpr double kMaxWordErrorRate = 0.35;
 constexpr double kMaxTuningWordErrorRate = 0.28;
 
-// The test sentences: no setting was chosen by its score on these.
-const char* const kSentences[] = {
-    "The quick brown fox jumps over the lazy dog.",
-    "I would like a cup of coffee please.",
-    "What time does the train leave tomorrow morning?",
-    "Please call me back when you get home.",
-    "The weather is nice today and the sun is shining.",
-    "Can you tell me the way to the station?",
-    "We are going to the park after lunch.",
-    "My brother works at the hospital in the city.",
-};
-
 // The tuning sentences: the voice, cmn_init and decoder settings were chosen
 // by their score on these (docs/engines.md, "listener").
 const char* const kTuningSentences[] = {
@@ -92,7 +80,7 @@ const std::vector<int16_t>& SpeechOf(const std::string& text) {
   return samples;
 }
 
-const std::vector<int16_t>& Speech(size_t i) { return SpeechOf(kSentences[i]); }
+const std::vector<int16_t>& Speech(size_t i) { return SpeechOf(kTestSentences[i]); }
 
 v1::Payload Audio(absl::Span<const int16_t> samples, int rate_hz = 22050, int channels = 1) {
   v1::Payload payload;
@@ -144,7 +132,7 @@ const std::string& Heard(const std::string& text) {
 }
 
 // Sentence i's transcript.
-const std::string& Alone(size_t i) { return Heard(kSentences[i]); }
+const std::string& Alone(size_t i) { return Heard(kTestSentences[i]); }
 
 // The word errors over `sentences` heard alone, each printed.
 WordErrors Score(absl::Span<const char* const> sentences) {
@@ -160,7 +148,9 @@ WordErrors Score(absl::Span<const char* const> sentences) {
   return total;
 }
 
-TEST(ListenerTest, HearsSpokenSentences) { EXPECT_LE(Score(kSentences).rate(), kMaxWordErrorRate); }
+TEST(ListenerTest, HearsSpokenSentences) {
+  EXPECT_LE(Score(kTestSentences).rate(), kMaxWordErrorRate);
+}
 
 // The figure the settings were chosen by, kept so a change that helps the
 // test sentences at the tuning sentences' expense shows.
@@ -249,8 +239,8 @@ TEST(ListenerTest, HearsAnyRateAndChannelCount) {
   for (int16_t sample : Resample(speech, 22050, 48000)) stereo.insert(stereo.end(), 2, sample);
   const std::string heard = Stream(engine.get(), "48k", stereo, 960, 48000, 2)["48k"].text;
   std::cout << "48 kHz stereo heard: " << heard << "\n";
-  EXPECT_LE(CountWordErrors(kSentences[5], heard).rate(),
-            CountWordErrors(kSentences[5], Alone(5)).rate() + 0.25);
+  EXPECT_LE(CountWordErrors(kTestSentences[5], heard).rate(),
+            CountWordErrors(kTestSentences[5], Alone(5)).rate() + 0.25);
 }
 
 // Where espeak-ng's speech in `samples` begins and ends (its first and last
@@ -276,7 +266,7 @@ TEST(ListenerTest, TimesTheWordsItHears) {
   // 1.2 s of silence, a sentence, 1.5 s of silence, another, 0.5 s.
   std::vector<int16_t> audio(static_cast<size_t>(rate * 12 / 10));
   std::vector<std::pair<int64_t, int64_t>> truth;
-  for (const char* sentence : {kSentences[0], kSentences[6]}) {
+  for (const char* sentence : {kTestSentences[0], kTestSentences[6]}) {
     absl::StatusOr<std::vector<int16_t>> spoken =
         (*espeak)->Speak(sentence, kTestSpeakerVariant, kTestSpeakerVoice);
     ASSERT_TRUE(spoken.ok()) << spoken.status();

@@ -17,6 +17,19 @@ inline constexpr char kTestSpeakerVariant[] = "klatt";
 inline constexpr char kTestSpeakerChannelMean[] =
     "59.5 12.4 -15.6 17.5 -16.9 2.4 -6.3 -17.3 4.1 -12.4 5.4 -4.6 -1.9";
 
+// The sentences the listener is scored on: no setting was chosen by its score
+// on these (the tuning sentences are the listener test's own).
+inline constexpr const char* kTestSentences[] = {
+    "The quick brown fox jumps over the lazy dog.",
+    "I would like a cup of coffee please.",
+    "What time does the train leave tomorrow morning?",
+    "Please call me back when you get home.",
+    "The weather is nice today and the sun is shining.",
+    "Can you tell me the way to the station?",
+    "We are going to the park after lunch.",
+    "My brother works at the hospital in the city.",
+};
+
 }  // namespace omnistage
 
 #endif  // OMNISTAGE_STAGE_WORKER_ENGINES_TESTING_TEST_SPEAKER_H_
