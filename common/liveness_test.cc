@@ -33,6 +33,7 @@ TEST(LivenessTest, ACallbackAfterItsObjectEndedDoesNothing) {
   // Counts, outside the object, the calls that went through.
   int ran = 0;
   struct Owner {
+    explicit Owner(int* counter) : ran(counter) {}
     int* ran;
     Liveness alive;
     std::function<void()> Callback() {
@@ -43,7 +44,7 @@ TEST(LivenessTest, ACallbackAfterItsObjectEndedDoesNothing) {
   };
   std::function<void()> late;
   {
-    Owner owner{&ran};
+    Owner owner(&ran);
     std::function<void()> callback = owner.Callback();
     callback();
     callback();
