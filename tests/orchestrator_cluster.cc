@@ -1,5 +1,7 @@
 #include "tests/orchestrator_cluster.h"
 
+#include <cstdio>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +12,19 @@ namespace omnistage {
 
 absl::StatusOr<std::unique_ptr<OrchestratorCluster>> OrchestratorCluster::Start(
     PipelineSpec spec, int orchestrators, std::vector<std::string> flags) {
+  constexpr int kAttempts = 3;
+  absl::StatusOr<std::unique_ptr<OrchestratorCluster>> cluster;
+  for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+    cluster = StartOnce(spec, orchestrators, flags);
+    if (cluster.ok()) break;
+    std::fprintf(stderr, "orchestrator cluster, try %d of %d: %s\n", attempt, kAttempts,
+                 std::string(cluster.status().message()).c_str());
+  }
+  return cluster;
+}
+
+absl::StatusOr<std::unique_ptr<OrchestratorCluster>> OrchestratorCluster::StartOnce(
+    PipelineSpec spec, int orchestrators, const std::vector<std::string>& flags) {
   std::unique_ptr<OrchestratorCluster> cluster(new OrchestratorCluster());
   std::vector<int> peer_ports;
   std::vector<std::string> quoted;

@@ -30,7 +30,10 @@ namespace omnistage {
 
 class OrchestratorCluster {
  public:
-  // `flags`: more flags for every orchestrator (e.g. --peer_tls_*).
+  // `flags`: more flags for every orchestrator (e.g. --peer_tls_*). The peer
+  // ports are picked before the orchestrators start (each config lists them
+  // all), so another process may take one meanwhile: a cluster that does not
+  // start is started again on fresh ports, up to three times in all.
   static absl::StatusOr<std::unique_ptr<OrchestratorCluster>> Start(
       PipelineSpec spec, int orchestrators, std::vector<std::string> flags = {});
   ~OrchestratorCluster();
@@ -60,6 +63,9 @@ class OrchestratorCluster {
     std::shared_ptr<v1::Orchestrator::Stub> stub;
   };
   OrchestratorCluster() = default;
+  // One try of Start().
+  static absl::StatusOr<std::unique_ptr<OrchestratorCluster>> StartOnce(
+      PipelineSpec spec, int orchestrators, const std::vector<std::string>& flags);
   // Starts orchestrator i (>0) on `peer_port`, with `flags`.
   absl::Status StartMember(int peer_port, const std::vector<std::string>& flags);
 
