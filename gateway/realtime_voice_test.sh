@@ -4,13 +4,17 @@
 # talker -> vocoder, pipelines/local_voice_agent.yaml), with a
 # user's token (the gateway learns nothing of the stages from it). Sentences
 # spoken by espeak-ng (speak_pcm: 24 kHz PCM16) go in as
-# input_audio_buffer.append pieces, commit, response.create:
+# input_audio_buffer.append pieces, commit, response.create (turn_detection
+# null), or streamed at real-time pace (server VAD):
 # - each turn's transcript (input_audio_transcription) is scored against the
 #   sentence: the word error rate over all of them must stay under
 #   MAX_WER (docs/openai.md: measured, and the bound);
 # - each answer comes back as text (the audio's transcript) and audio;
 # - a spoken turn's response cancelled mid-way: 0 requests in flight after;
-# - malformed audio events get Realtime errors and the session goes on.
+# - malformed audio events get Realtime errors and the session goes on;
+# - with server VAD (the default) sentences streamed at real-time pace between
+#   silences are heard where they are, committed and answered by themselves,
+#   and speaking over an answer cancels it and truncates its audio.
 # Stops what it starts, by PID.
 set -euo pipefail
 source gateway/sdk_test/setup.sh
@@ -36,6 +40,11 @@ done
 
 # The listener hears the test speaker, told its channel mean.
 with_test_speaker pipelines/local_voice_agent.yaml "$out/voice_agent.yaml"
+# The thinker at 150 ms a token (2 ms shipped): an answer still streams when the
+# user speaks over it (voice_barge_in), as a real model's would.
+sed -i 's/engine_params: {batch_size: 64, step_time_us: 2000}/engine_params: {batch_size: 64, step_time_us: 150000}/' \
+  "$out/voice_agent.yaml"
+grep -q 'step_time_us: 150000' "$out/voice_agent.yaml" || fail "the thinker's step time was not set"
 start_orchestrator "$out/voice_agent.yaml" --tokens_file="$out/tokens.yaml"
 pids="$pid"
 trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
@@ -62,4 +71,8 @@ rt voice_cancel
 wait_idle "the cancel"
 rt voice_errors
 wait_idle "the malformed events"
+rt voice_vad
+wait_idle "the detected turns"
+rt voice_barge_in
+wait_idle "the barge-in"
 echo PASS

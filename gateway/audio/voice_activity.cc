@@ -127,11 +127,11 @@ void VoiceActivity::Step(bool voiced, std::vector<VoiceEvent>* events) {
     if (run_frames_ < start_frames_) return;
     in_speech_ = true;
     events->push_back({VoiceEvent::kSpeechStarted,
-                       std::max<int64_t>(0, run_start_ms_ - options_.prefix_padding_ms)});
+                       std::max<int64_t>(0, run_start_ms_ - options_.prefix_padding_ms), end_ms});
   } else if (!voiced && end_ms - last_voiced_end_ms_ >= options_.silence_duration_ms) {
     in_speech_ = false;
     run_frames_ = 0;
-    events->push_back({VoiceEvent::kSpeechStopped, last_voiced_end_ms_});
+    events->push_back({VoiceEvent::kSpeechStopped, last_voiced_end_ms_, end_ms});
   }
 }
 

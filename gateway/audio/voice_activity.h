@@ -69,7 +69,8 @@ struct VoiceActivityOptions {
 struct VoiceEvent {
   enum Kind { kSpeechStarted, kSpeechStopped };
   Kind kind;
-  int64_t audio_ms;  // see VoiceActivity
+  int64_t audio_ms;    // see VoiceActivity
+  int64_t decided_ms;  // the end of the frame that decided it
 };
 
 class VoiceActivity {

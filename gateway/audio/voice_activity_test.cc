@@ -6,95 +6,28 @@
 #include "gateway/audio/voice_activity.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <limits>
-#include <map>
 #include <memory>
-#include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
-#include "common/testing/child_process.h"
+#include "gateway/audio/testing/spoken_clip.h"
 #include "gtest/gtest.h"
 
 namespace omnistage {
 namespace {
 
 constexpr int kRate = VoiceActivity::kSampleRateHz;
-constexpr int kLoud = 500;  // the truth: speech is where samples pass |500|
 constexpr int64_t kStartToleranceMs = 120;
 constexpr int64_t kEndToleranceMs = 150;
 constexpr char kFox[] = "The quick brown fox jumps over the lazy dog.";
 constexpr char kTable[] = "Please book a table for two at seven tonight.";
 
-// speak_pcm's sentence, from its first sample above |kLoud| to its last.
-const std::vector<int16_t>& Spoken(const std::string& text) {
-  static auto* const cache = new std::map<std::string, std::vector<int16_t>>();
-  auto it = cache->find(text);
-  if (it != cache->end()) return it->second;
-  const char* dir = std::getenv("TEST_TMPDIR");
-  const std::string path = absl::StrCat(dir != nullptr ? dir : "/tmp", "/", cache->size(), ".pcm");
-  absl::StatusOr<std::unique_ptr<ChildProcess>> speaker =
-      ChildProcess::Start({"stage_worker/engines/testing/speak_pcm", path, text});
-  EXPECT_TRUE(speaker.ok()) << speaker.status();
-  if (speaker.ok()) {
-    EXPECT_EQ((*speaker)->Wait(absl::Seconds(30)), 0) << "speak_pcm: " << text;
-  }
-  std::ifstream in(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<int16_t> samples;
-  for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
-    samples.push_back(static_cast<int16_t>(static_cast<uint8_t>(bytes[i]) |
-                                           (static_cast<uint8_t>(bytes[i + 1]) << 8)));
-  }
-  size_t first = samples.size(), last = 0;
-  for (size_t i = 0; i < samples.size(); ++i) {
-    if (std::abs(samples[i]) <= kLoud) continue;
-    first = std::min(first, i);
-    last = i;
-  }
-  EXPECT_LT(first, last) << "speak_pcm said nothing: " << text;
-  std::vector<int16_t> speech;
-  if (first < last) speech.assign(samples.begin() + first, samples.begin() + last + 1);
-  return cache->emplace(text, std::move(speech)).first->second;
-}
+using Clip = SpokenClip;
 
-int64_t Ms(size_t samples) { return static_cast<int64_t>(samples) * 1000 / kRate; }
-
-// Audio built piece by piece, remembering where each sentence lies.
-struct Clip {
-  std::vector<int16_t> samples;
-  std::vector<int64_t> onsets_ms, ends_ms;
-
-  Clip& Silence(int ms) {
-    samples.resize(samples.size() + static_cast<size_t>(ms) * kRate / 1000);
-    return *this;
-  }
-  Clip& Say(const std::string& text) {
-    const std::vector<int16_t>& speech = Spoken(text);
-    onsets_ms.push_back(Ms(samples.size()));
-    samples.insert(samples.end(), speech.begin(), speech.end());
-    ends_ms.push_back(Ms(samples.size()));
-    return *this;
-  }
-  // Gaussian noise of RMS `rms` added over everything so far.
-  Clip& Noise(double rms, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<double> gauss(0, rms);
-    for (int16_t& s : samples) {
-      s = static_cast<int16_t>(std::clamp(s + std::lround(gauss(rng)), -32768L, 32767L));
-    }
-    return *this;
-  }
-};
+int64_t Ms(size_t samples) { return SpokenClip::Ms(samples); }
 
 // An event and how much audio had been pushed when it came.
 struct Heard {

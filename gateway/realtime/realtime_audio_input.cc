@@ -8,6 +8,7 @@
 #include "common/error_proto.h"
 #include "common/field_error.h"
 #include "common/grpc/grpc_util.h"
+#include "common/random_id.h"
 
 namespace omnistage {
 namespace {
@@ -21,6 +22,8 @@ constexpr char kSendText[] = "; send text with conversation.item.create.";
 RealtimeError Refusal(const char* code, std::string message, const char* type) {
   return RealtimeError{code, std::move(message), "", type};
 }
+
+std::string NewItemId() { return absl::StrCat("item_", RandomHex(12)); }
 
 }  // namespace
 
@@ -81,7 +84,8 @@ void RealtimeAudioInput::SendError(RealtimeError error, const std::string& event
 }
 
 void RealtimeAudioInput::Handle(Op op, const std::string& pcm, const std::string& event_id) {
-  if (unsupported_.has_value()) {
+  // Detected turns are refused at their start, not at each append.
+  if (unsupported_.has_value() && !(op == Op::kAppend && detector_.detecting())) {
     SendError(*unsupported_, event_id);
     return;
   }
@@ -90,12 +94,32 @@ void RealtimeAudioInput::Handle(Op op, const std::string& pcm, const std::string
       Append(pcm, event_id);
       break;
     case Op::kCommit:
-      Commit(event_id);
+      if (Commit(event_id) || detector_.detecting()) {
+        // A turn going on ends here; speech still going on starts the next.
+        detector_.Reset();
+        ignoring_ = false;
+      }
       break;
     case Op::kClear:
       Clear(event_id);
       break;
   }
+}
+
+std::optional<RealtimeError> RealtimeAudioInput::Configure(
+    const std::optional<TurnDetection>& turns) {
+  std::optional<VoiceActivityOptions> options;
+  if (turns.has_value()) {
+    options = VoiceActivityOptions{turns->threshold, turns->prefix_padding_ms,
+                                   turns->silence_duration_ms};
+  }
+  if (absl::Status status = detector_.Configure(options); !status.ok()) {
+    return RealtimeError{"turn_detection_unavailable",
+                         absl::StrCat("Turn detection could not be set up: ", status.message()),
+                         "session.audio.input.turn_detection", "server_error"};
+  }
+  turns_ = turns;
+  return std::nullopt;
 }
 
 void RealtimeAudioInput::Append(const std::string& pcm, const std::string& event_id) {
@@ -108,27 +132,42 @@ void RealtimeAudioInput::Append(const std::string& pcm, const std::string& event
               event_id);
     return;
   }
-  if (turn_ != nullptr && turn_->committed) {
-    SendError({"input_audio_turn_pending",
-               "A committed audio turn waits for its response: send response.create before "
-               "the next turn's audio.",
-               ""},
-              event_id);
+  if (detector_.detecting()) {
+    Detect(pcm, event_id);
     return;
   }
-  if (turn_ == nullptr) {
-    std::variant<ChatRequest, RealtimeError> request = host_.request();
-    if (auto* error = std::get_if<RealtimeError>(&request)) {
-      SendError(*error, event_id);
-      return;
-    }
-    v1::GenerateRequest generate = std::get<ChatRequest>(std::move(request)).generate;
-    auto turn = std::make_shared<AudioTurn>();
-    turn->echo_left = generate.prompt().size();
-    turn->event_id = event_id;
-    turn->call = host_.open(std::move(generate), turn);
-    turn_ = std::move(turn);
+  detector_.Push(pcm);  // The session's audio clock runs all the same.
+  if (Pending("A committed audio turn waits for its response: send response.create before "
+              "the next turn's audio.",
+              event_id)) {
+    return;
   }
+  if (turn_ == nullptr && !Open(event_id)) return;
+  SendAudio(pcm);
+}
+
+bool RealtimeAudioInput::Pending(const char* message, const std::string& event_id) {
+  if (turn_ == nullptr || !turn_->committed) return false;
+  SendError({"input_audio_turn_pending", message, ""}, event_id);
+  return true;
+}
+
+bool RealtimeAudioInput::Open(const std::string& event_id) {
+  std::variant<ChatRequest, RealtimeError> request = host_.request();
+  if (auto* error = std::get_if<RealtimeError>(&request)) {
+    SendError(*error, event_id);
+    return false;
+  }
+  v1::GenerateRequest generate = std::get<ChatRequest>(std::move(request)).generate;
+  auto turn = std::make_shared<AudioTurn>();
+  turn->echo_left = generate.prompt().size();
+  turn->event_id = event_id;
+  turn->call = host_.open(std::move(generate), turn);
+  turn_ = std::move(turn);
+  return true;
+}
+
+void RealtimeAudioInput::SendAudio(const std::string& pcm) {
   v1::InputChunk chunk;
   v1::AudioChunk* audio = chunk.add_payloads()->mutable_audio();
   audio->set_pcm_s16le(pcm);
@@ -138,23 +177,89 @@ void RealtimeAudioInput::Append(const std::string& pcm, const std::string& event
   turn_->call->Send(std::move(chunk));
 }
 
-void RealtimeAudioInput::Commit(const std::string& event_id) {
+void RealtimeAudioInput::Detect(const std::string& pcm, const std::string& event_id) {
+  for (TurnPiece& piece : detector_.Push(pcm)) {
+    switch (piece.kind) {
+      case TurnPiece::kSpeechStarted:
+        SpeechStarted(piece.audio_ms, event_id);
+        break;
+      case TurnPiece::kAudio:
+        if (!ignoring_ && turn_ != nullptr && !turn_->committed) SendAudio(piece.pcm);
+        break;
+      case TurnPiece::kSpeechStopped:
+        SpeechStopped(piece.audio_ms, event_id);
+        break;
+    }
+  }
+}
+
+void RealtimeAudioInput::SpeechStarted(int64_t audio_start_ms, const std::string& event_id) {
+  speech_started_ = true;
+  ignoring_ = true;  // Until the turn is open.
+  if (unsupported_.has_value()) {
+    SendError(*unsupported_, event_id);
+    return;
+  }
+  if (Pending("Speech was heard while a committed audio turn waits for its response: it is "
+              "not heard. Send response.create (or let the running response end) first.",
+              event_id)) {
+    return;
+  }
+  // A turn the client opened by hand before detection was on becomes this one.
+  if (turn_ == nullptr && !Open(event_id)) return;
+  ignoring_ = false;
+  turn_->detected = true;
+  if (turn_->item_id.empty()) turn_->item_id = NewItemId();
+  host_.send(ServerEvent(*host_.ids, "input_audio_buffer.speech_started",
+                         {{"audio_start_ms", audio_start_ms}, {"item_id", turn_->item_id}}));
+}
+
+void RealtimeAudioInput::SpeechStopped(int64_t audio_end_ms, const std::string& event_id) {
+  if (ignoring_) {
+    ignoring_ = false;
+    return;
+  }
+  // The turn failed meanwhile (and the client was told), or was committed.
+  if (turn_ == nullptr || turn_->committed) return;
+  host_.send(ServerEvent(*host_.ids, "input_audio_buffer.speech_stopped",
+                         {{"audio_end_ms", audio_end_ms}, {"item_id", turn_->item_id}}));
+  std::shared_ptr<AudioTurn> turn = turn_;
+  if (!Commit(event_id)) {
+    // Not in the conversation (it is full): the turn is given up.
+    turn->failed = true;
+    turn->call->Cancel();
+    turn_.reset();
+    return;
+  }
+  turn->respond = turns_.has_value() && turns_->create_response;
+}
+
+bool RealtimeAudioInput::Commit(const std::string& event_id) {
+  if (turn_ == nullptr && detector_.detecting()) {
+    // No speech heard: what the buffer holds is the turn.
+    std::string held = detector_.TakeHeld();
+    if (!held.empty()) {
+      if (!Open(event_id)) return false;
+      SendAudio(held);
+    }
+  }
   if (turn_ == nullptr || turn_->committed) {
     SendError({"input_audio_buffer_commit_empty",
                "Error committing input audio buffer: it is empty (no input_audio_buffer.append "
                "since the last commit or clear).",
                ""},
               event_id);
-    return;
+    return false;
   }
   RealtimeItem item;
+  item.id = turn_->item_id;
   item.role = "user";
   item.input_audio = true;
   item.text = turn_->transcript;
   std::string previous;
   if (auto error = host_.conversation->Add(&item, std::nullopt, &previous)) {
     SendError(*error, event_id);
-    return;
+    return false;
   }
   v1::InputChunk last;
   last.set_last(true);
@@ -171,9 +276,12 @@ void RealtimeAudioInput::Commit(const std::string& event_id) {
                          {{"item", shown}, {"previous_item_id", before}}));
   // What was heard before the item existed.
   if (!turn_->transcript.empty()) SendTranscriptDelta(*turn_, turn_->transcript);
+  return true;
 }
 
 void RealtimeAudioInput::Clear(const std::string& event_id) {
+  detector_.Reset();
+  ignoring_ = false;
   if (turn_ != nullptr && !turn_->committed) {
     turn_->failed = true;  // Its end tells the client nothing more.
     turn_->call->Cancel();
@@ -185,6 +293,15 @@ void RealtimeAudioInput::Clear(const std::string& event_id) {
 std::shared_ptr<AudioTurn> RealtimeAudioInput::TakeCommitted() {
   if (turn_ == nullptr || !turn_->committed) return nullptr;
   return std::move(turn_);
+}
+
+std::shared_ptr<AudioTurn> RealtimeAudioInput::TakeAutoResponse() {
+  if (turn_ == nullptr || !turn_->committed || !turn_->respond) return nullptr;
+  return std::move(turn_);
+}
+
+bool RealtimeAudioInput::TakeSpeechStarted() {
+  return std::exchange(speech_started_, false);
 }
 
 void RealtimeAudioInput::SendTranscriptDelta(const AudioTurn& turn, const std::string& delta) {

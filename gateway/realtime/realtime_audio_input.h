@@ -22,6 +22,19 @@
 // rest (a later stage's text, audio) is the assistant's answer, which waits
 // for response.create (realtime_session.h reads no further until then).
 //
+// With turn detection (server_vad, the default; realtime_turn_detector.h) the
+// server hears where the user's turns are: audio outside a turn opens no call
+// (a turn's prefix is held); a turn's start opens its call with the audio
+// from audio_start_ms (input_audio_buffer.speech_started {audio_start_ms,
+// item_id}), its audio streams on as it comes, and its stop is
+// input_audio_buffer.speech_stopped {audio_end_ms, item_id} and the commit
+// above, with a response wanted when create_response is set (the session
+// takes it, TakeAutoResponse()). A commit by the client commits the turn going
+// on, or the held audio when no speech was heard; a clear drops both. Speech
+// that starts while a committed turn waits for its response (create_response
+// false, or a running response not interrupted) is answered with
+// input_audio_turn_pending and not heard. Settings change from the next turn.
+//
 // Whether the pipeline takes audio is learned from the call, so a user's
 // token works as an admin's: FAILED_PRECONDITION (stage 0 takes no streamed
 // input) or a terminal INVALID_ARGUMENT from stage 0's engine refusing audio
@@ -42,6 +55,7 @@
 #include "gateway/realtime/realtime_conversation.h"
 #include "gateway/realtime/realtime_duplex_call.h"
 #include "gateway/realtime/realtime_events.h"
+#include "gateway/realtime/realtime_turn_detector.h"
 #include "protos/orchestrator.pb.h"
 
 namespace omnistage {
@@ -66,6 +80,10 @@ struct AudioTurn {
   // The first append's event_id: the error a failure of the turn is told
   // with answers it.
   std::string event_id;
+  // Opened by turn detection (its item_id made at the start).
+  bool detected = false;
+  // Committed by turn detection with create_response: the session answers it.
+  bool respond = false;
 };
 
 class RealtimeAudioInput {
@@ -87,12 +105,22 @@ class RealtimeAudioInput {
   };
   explicit RealtimeAudioInput(Host host);
 
+  // The session's turn_detection (nullopt: manual turns). An error when the
+  // detector cannot be made (the settings stay as they were).
+  std::optional<RealtimeError> Configure(const std::optional<TurnDetection>& turns);
+
   // An append (with its decoded PCM), a commit or a clear. Errors are sent.
   void Handle(Op op, const std::string& pcm, const std::string& event_id);
 
   // response.create takes the committed turn over (null: none); the input is
   // free for the next turn.
   std::shared_ptr<AudioTurn> TakeCommitted();
+  // The committed turn when turn detection wants it answered (null: none),
+  // taken over as by TakeCommitted().
+  std::shared_ptr<AudioTurn> TakeAutoResponse();
+  // Whether turn detection heard speech start since the last call (the
+  // session's cue to interrupt its response).
+  bool TakeSpeechStarted();
 
   // A response of `turn`'s call: stage 0's text is taken out of it (what was
   // heard, sent as transcription events once the item exists). Before
@@ -116,7 +144,17 @@ class RealtimeAudioInput {
 
  private:
   void Append(const std::string& pcm, const std::string& event_id);
-  void Commit(const std::string& event_id);
+  // The audio through turn detection.
+  void Detect(const std::string& pcm, const std::string& event_id);
+  void SpeechStarted(int64_t audio_start_ms, const std::string& event_id);
+  void SpeechStopped(int64_t audio_end_ms, const std::string& event_id);
+  // A committed turn waits for its response: the client is told `message`.
+  bool Pending(const char* message, const std::string& event_id);
+  // Opens a turn's call; false (the client told) when it cannot be.
+  bool Open(const std::string& event_id);
+  void SendAudio(const std::string& pcm);
+  // False (the client told) when the turn could not be committed.
+  bool Commit(const std::string& event_id);
   void Clear(const std::string& event_id);
   void SendError(RealtimeError error, const std::string& event_id);
   // A failure of `turn` before its response: told, remembered, the call
@@ -129,6 +167,11 @@ class RealtimeAudioInput {
   std::optional<RealtimeError> unsupported_;
   // The open or committed turn not yet a response's (none: null).
   std::shared_ptr<AudioTurn> turn_;
+  RealtimeTurnDetector detector_;
+  std::optional<TurnDetection> turns_;
+  // Speech heard while a committed turn waits: dropped until it stops.
+  bool ignoring_ = false;
+  bool speech_started_ = false;
 };
 
 }  // namespace omnistage

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/field_error.h"
+#include "gateway/audio/testing/spoken_clip.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -162,6 +163,146 @@ TEST_F(AudioInputTest, APipelineThatTakesNoAudioIsLearnedFromTheCall) {
   EXPECT_EQ(requests_.size(), 1u);
 }
 
+// Turn detection on: `clip` appended in 100 ms pieces.
+class DetectedTurnTest : public AudioInputTest {
+ protected:
+  void Detect(TurnDetection turns = {}) { ASSERT_FALSE(input_.Configure(turns)); }
+  void Append(const SpokenClip& clip) {
+    const std::string bytes = clip.Bytes();
+    for (size_t at = 0; at < bytes.size(); at += 4800) {
+      input_.Handle(Op::kAppend, bytes.substr(at, 4800), "evt_append");
+    }
+  }
+};
+
+constexpr char kFox[] = "The quick brown fox jumps over the lazy dog.";
+constexpr char kTable[] = "Please book a table for two at seven tonight.";
+
+TEST_F(DetectedTurnTest, SpeechIsATurnCommittedAtItsStopAndAnswered) {
+  Detect();
+  SpokenClip silence;
+  silence.Silence(2000);
+  Append(silence);
+  EXPECT_TRUE(Sent().empty());
+  EXPECT_TRUE(requests_.empty());  // Silence opens no call.
+  EXPECT_FALSE(input_.TakeSpeechStarted());
+
+  SpokenClip clip;
+  clip.Silence(600).Say(kFox).Silence(900);
+  Append(clip);
+  EXPECT_TRUE(input_.TakeSpeechStarted());
+  EXPECT_FALSE(input_.TakeSpeechStarted());
+  EXPECT_EQ(Sent(), (std::vector<std::string>{
+                        "input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped",
+                        "input_audio_buffer.committed", "conversation.item.added",
+                        "conversation.item.done"}));
+  const std::string item_id = last_[0]["item_id"];
+  EXPECT_EQ(last_[1]["item_id"], item_id);
+  EXPECT_EQ(last_[2]["item_id"], item_id);
+  EXPECT_EQ(last_[3]["item"]["id"], item_id);
+  // In the session's clock (the 2 s of silence first).
+  const int64_t start = last_[0]["audio_start_ms"], end = last_[1]["audio_end_ms"];
+  EXPECT_NEAR(start, 2000 + clip.onsets_ms[0] - 300, 120);
+  EXPECT_NEAR(end, 2000 + clip.ends_ms[0], 150);
+  ASSERT_EQ(requests_.size(), 1u);
+  // The turn's audio: from its padded start to where 500 ms of silence passed.
+  EXPECT_NEAR(turns_[0]->audio_bytes, (end + 500 - start) * 48, 110 * 48);
+  EXPECT_TRUE(turns_[0]->committed);
+  EXPECT_TRUE(turns_[0]->detected);
+  // create_response: the session answers it.
+  EXPECT_EQ(input_.TakeAutoResponse(), turns_[0]);
+  EXPECT_EQ(input_.TakeCommitted(), nullptr);
+}
+
+TEST_F(DetectedTurnTest, SpeechWhileATurnWaitsIsRefusedOnceAndNotHeard) {
+  TurnDetection turns;
+  turns.create_response = false;
+  Detect(turns);
+  SpokenClip clip;
+  clip.Silence(600).Say(kFox).Silence(900);
+  Append(clip);
+  Sent();
+  ASSERT_EQ(requests_.size(), 1u);
+  EXPECT_EQ(input_.TakeAutoResponse(), nullptr);  // The client asks for it.
+
+  SpokenClip again;
+  again.Say(kTable).Silence(900);
+  Append(again);
+  EXPECT_EQ(Sent(), std::vector<std::string>{"error"});
+  EXPECT_EQ(last_[0]["error"]["code"], "input_audio_turn_pending");
+  EXPECT_EQ(requests_.size(), 1u);
+
+  // Once it is taken, the next speech is a turn of its own.
+  EXPECT_EQ(input_.TakeCommitted(), turns_[0]);
+  Append(again);
+  EXPECT_EQ(requests_.size(), 2u);
+  EXPECT_EQ(Sent().front(), "input_audio_buffer.speech_started");
+}
+
+TEST_F(DetectedTurnTest, ACommitTakesTheBufferWhenNoSpeechWasHeard) {
+  Detect();
+  SpokenClip quiet;
+  quiet.Silence(500);
+  Append(quiet);
+  input_.Handle(Op::kCommit, "", "evt_commit");
+  EXPECT_EQ(Sent(), (std::vector<std::string>{"input_audio_buffer.committed",
+                                              "conversation.item.added", "conversation.item.done"}));
+  ASSERT_EQ(requests_.size(), 1u);
+  EXPECT_EQ(turns_[0]->audio_bytes, 500 * 48);
+  EXPECT_EQ(input_.TakeAutoResponse(), nullptr);  // Committed by hand: response.create.
+  EXPECT_EQ(input_.TakeCommitted(), turns_[0]);
+  // Nothing held now.
+  input_.Handle(Op::kCommit, "", "evt_again");
+  Sent();
+  EXPECT_EQ(last_[0]["error"]["code"], "input_audio_buffer_commit_empty");
+}
+
+TEST_F(DetectedTurnTest, ClearEndsTheTurnGoingOn) {
+  Detect();
+  SpokenClip clip;
+  clip.Silence(600).Say(kFox);
+  Append(clip);
+  EXPECT_EQ(Sent(), std::vector<std::string>{"input_audio_buffer.speech_started"});
+  input_.Handle(Op::kClear, "", "evt_clear");
+  EXPECT_EQ(Sent(), std::vector<std::string>{"input_audio_buffer.cleared"});
+  EXPECT_TRUE(turns_[0]->failed);
+  // The rest of the sentence starts another turn; it is committed at its stop.
+  SpokenClip rest;
+  rest.Say(kTable).Silence(900);
+  Append(rest);
+  EXPECT_EQ(Sent().back(), "conversation.item.done");
+  EXPECT_EQ(requests_.size(), 2u);
+}
+
+TEST_F(DetectedTurnTest, OnAPipelineThatTakesNoAudioEachSpeechIsRefusedNotEachAppend) {
+  Detect();
+  SpokenClip clip;
+  clip.Silence(600).Say(kFox);
+  Append(clip);
+  Sent();
+  v1::GenerateResponse failed;
+  failed.mutable_terminal()->set_finish_reason(v1::FINISH_REASON_ERROR);
+  failed.mutable_terminal()->mutable_error()->set_code(
+      static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION));
+  failed.mutable_terminal()->mutable_error()->set_message("stage 0 takes no streamed input");
+  EXPECT_TRUE(input_.Heard(*turns_[0], &failed, false));
+  EXPECT_EQ(Sent(), std::vector<std::string>{"error"});
+  SpokenClip more;
+  more.Silence(1500).Say(kTable).Silence(900);
+  Append(more);
+  EXPECT_EQ(Sent(), std::vector<std::string>{"error"});  // One, at the speech.
+  EXPECT_EQ(last_[0]["error"]["code"], "input_audio_not_supported");
+  EXPECT_EQ(requests_.size(), 1u);
+}
+
+TEST_F(DetectedTurnTest, TurnDetectionOffIsManualAgain) {
+  Detect();
+  ASSERT_FALSE(input_.Configure(std::nullopt));
+  input_.Handle(Op::kAppend, std::string(480, '\0'), "evt_1");
+  EXPECT_EQ(requests_.size(), 1u);  // The first append opens the turn.
+  EXPECT_TRUE(Sent().empty());
+}
+
 TEST(AudioTurnErrorTest, EachFailureItsCode) {
   const std::vector<std::pair<absl::Status, std::string>> cases = {
       {absl::FailedPreconditionError("stage 0 (thinker, engine thinker) takes no streamed input"),
@@ -206,3 +347,10 @@ TEST(AudioTurnTest, Stage0TextIsTakenOutInOrder) {
 
 }  // namespace
 }  // namespace omnistage
+
+// Its own main rather than gtest_main's: the turn detector links
+// libwebrtc_audio_processing.so, which exports a main of its own (bazel/BUILD).
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

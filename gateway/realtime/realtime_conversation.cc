@@ -54,6 +54,45 @@ const RealtimeItem* RealtimeConversation::Find(const std::string& id) const {
   return nullptr;
 }
 
+std::optional<RealtimeError> RealtimeConversation::Truncate(const std::string& id,
+                                                            int64_t content_index,
+                                                            int64_t audio_end_ms) {
+  auto it = std::find_if(items_.begin(), items_.end(),
+                         [&](const RealtimeItem& i) { return i.id == id; });
+  if (it == items_.end()) {
+    return RealtimeError{"item_not_found",
+                         absl::StrCat("No item '", id, "' in the conversation."), "item_id"};
+  }
+  if (it->role != "assistant" || !it->audio) {
+    return RealtimeError{"invalid_value",
+                         absl::StrCat("Item '", id, "' is no assistant audio: only an "
+                                      "assistant's audio can be truncated."),
+                         "item_id"};
+  }
+  if (content_index != 0) {
+    return RealtimeError{"invalid_value",
+                         absl::StrCat("Invalid 'content_index': item '", id,
+                                      "' has one content part, 0."),
+                         "content_index"};
+  }
+  if (audio_end_ms < 0 || audio_end_ms > it->audio_ms) {
+    return RealtimeError{"invalid_value",
+                         absl::StrCat("Invalid 'audio_end_ms': ", audio_end_ms, " is outside item '",
+                                      id, "''s audio (0 to ", it->audio_ms, " ms)."),
+                         "audio_end_ms"};
+  }
+  // The transcript's pieces whose audio had begun by then.
+  size_t keep = 0;
+  for (const RealtimeItem::TextMark& mark : it->marks) {
+    if (mark.audio_ms >= audio_end_ms) break;
+    keep = mark.text_end;
+  }
+  it->text.resize(std::min(keep, it->text.size()));
+  it->audio_ms = audio_end_ms;
+  while (!it->marks.empty() && it->marks.back().text_end > it->text.size()) it->marks.pop_back();
+  return std::nullopt;
+}
+
 bool RealtimeConversation::Delete(const std::string& id) {
   auto it = std::find_if(items_.begin(), items_.end(),
                          [&](const RealtimeItem& i) { return i.id == id; });

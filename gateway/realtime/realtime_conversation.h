@@ -36,6 +36,12 @@ class RealtimeConversation {
   // false when there is none.
   bool SetText(const std::string& id, const std::string& text);
   bool Delete(const std::string& id);
+  // conversation.item.truncate: the assistant audio item `id` ends at
+  // `audio_end_ms` (what the user heard), and its transcript with the text
+  // that came before the audio past that point. Refused: no such item, not an
+  // assistant's audio, a content_index other than 0, a point past its audio.
+  std::optional<RealtimeError> Truncate(const std::string& id, int64_t content_index,
+                                        int64_t audio_end_ms);
   size_t size() const { return items_.size(); }
   // The last item's id ("" when there is none).
   std::string last_id() const { return items_.empty() ? "" : items_.back().id; }

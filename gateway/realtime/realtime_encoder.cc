@@ -79,6 +79,7 @@ std::vector<std::string> RealtimeEncoder::Events(const v1::GenerateResponse& res
     if (payload.has_text() && !payload.text().text().empty()) {
       const std::string& text = payload.text().text();
       item_.text += text;
+      item_.marks.push_back({item_.audio_ms, item_.text.size()});
       json delta = Where();
       delta["delta"] = text;
       events.push_back(ServerEvent(ids_,
@@ -97,6 +98,7 @@ std::vector<std::string> RealtimeEncoder::Events(const v1::GenerateResponse& res
         return events;
       }
       audio_bytes_ += static_cast<int64_t>(audio.pcm_s16le().size());
+      item_.audio_ms = audio_bytes_ * 1000 / (2 * kSampleRateHz);
       json delta = Where();
       delta["delta"] = absl::Base64Escape(audio.pcm_s16le());
       events.push_back(ServerEvent(ids_, "response.output_audio.delta", std::move(delta)));
@@ -152,8 +154,10 @@ std::vector<std::string> RealtimeEncoder::Finish(Status status, const RealtimeEr
       details = {{"type", "incomplete"}, {"reason", "max_output_tokens"}};
       break;
     case Status::kCancelled:
+    case Status::kInterrupted:
       name = "cancelled";
-      details = {{"type", "cancelled"}, {"reason", "client_cancelled"}};
+      details = {{"type", "cancelled"},
+                 {"reason", status == Status::kCancelled ? "client_cancelled" : "turn_detected"}};
       break;
     case Status::kFailed:
       name = "failed";

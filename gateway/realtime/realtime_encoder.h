@@ -25,7 +25,8 @@ namespace omnistage {
 
 class RealtimeEncoder {
  public:
-  enum class Status { kCompleted, kIncomplete, kCancelled, kFailed };
+  // kInterrupted: cancelled by the user's speech (turn detection's barge-in).
+  enum class Status { kCompleted, kIncomplete, kCancelled, kInterrupted, kFailed };
 
   // `config`: the response's settings; `prompt`: what it answers (its words
   // are the input tokens).
@@ -48,6 +49,8 @@ class RealtimeEncoder {
   std::vector<std::string> Finish(Status status, const RealtimeError* error = nullptr);
   // The assistant's item as it stands (for the conversation).
   const RealtimeItem& item() const { return item_; }
+  // The audio sent so far, in ms.
+  int64_t audio_ms() const { return item_.audio_ms; }
   // response.done alone: a response that failed before it began.
   std::string FailedBeforeBegin(const RealtimeError& error);
 

@@ -56,6 +56,70 @@ std::optional<RealtimeError> CheckFormat(const json& format, const std::string& 
   return std::nullopt;
 }
 
+// A number field of turn_detection in [min, max], if present.
+std::optional<RealtimeError> NumberIn(const json& object, const char* name,
+                                      const std::string& at, double min, double max,
+                                      bool integer, double* value) {
+  const json* field = Member(object, name);
+  if (field == nullptr) return std::nullopt;
+  const std::string path = absl::StrCat(at, ".", name);
+  if (integer ? !field->is_number_integer() : !field->is_number()) {
+    return WrongType(path, integer ? "an integer" : "a number", *field);
+  }
+  const double v = field->get<double>();
+  if (!(v >= min && v <= max)) {
+    return Error("invalid_value", path,
+                 absl::StrCat("Invalid '", name, "': expected ", min, " to ", max, ", got ",
+                              field->dump(), "."));
+  }
+  *value = v;
+  return std::nullopt;
+}
+
+std::optional<RealtimeError> BoolField(const json& object, const char* name,
+                                       const std::string& at, bool* value) {
+  const json* field = Member(object, name);
+  if (field == nullptr) return std::nullopt;
+  if (!field->is_boolean()) return WrongType(absl::StrCat(at, ".", name), "a boolean", *field);
+  *value = field->get<bool>();
+  return std::nullopt;
+}
+
+// audio.input.turn_detection: null (manual turns) or server_vad with its
+// fields (the ones left out take their defaults).
+std::optional<RealtimeError> ApplyTurnDetection(const json& value, const std::string& path,
+                                                RealtimeConfig* config) {
+  if (value.is_null()) {
+    config->turn_detection.reset();
+    return std::nullopt;
+  }
+  if (!value.is_object()) return WrongType(path, "an object or null", value);
+  const json* type = Member(value, "type");
+  if (type == nullptr) return Missing(path + ".type");
+  if (*type == "semantic_vad") {
+    return Unsupported(path + ".type", "Semantic VAD (use 'server_vad')");
+  }
+  if (*type != "server_vad") {
+    return Error("invalid_value", path + ".type",
+                 absl::StrCat("Invalid value: ", type->dump(),
+                              ". Supported values are: 'server_vad' and 'semantic_vad'."));
+  }
+  if (Member(value, "idle_timeout_ms") != nullptr) {
+    return Unsupported(path + ".idle_timeout_ms", "A response on an idle timeout");
+  }
+  TurnDetection vad;
+  double padding = vad.prefix_padding_ms, silence = vad.silence_duration_ms;
+  if (auto e = NumberIn(value, "threshold", path, 0, 1, false, &vad.threshold)) return e;
+  if (auto e = NumberIn(value, "prefix_padding_ms", path, 0, 10000, true, &padding)) return e;
+  if (auto e = NumberIn(value, "silence_duration_ms", path, 0, 10000, true, &silence)) return e;
+  if (auto e = BoolField(value, "create_response", path, &vad.create_response)) return e;
+  if (auto e = BoolField(value, "interrupt_response", path, &vad.interrupt_response)) return e;
+  vad.prefix_padding_ms = static_cast<int>(padding);
+  vad.silence_duration_ms = static_cast<int>(silence);
+  config->turn_detection = vad;
+  return std::nullopt;
+}
+
 // The fields session.update and response.create share, from `object` (whose
 // path is `at`: "session" or "response").
 std::optional<RealtimeError> ApplyCommon(const json& object, const std::string& at,
@@ -113,10 +177,8 @@ std::optional<RealtimeError> ApplyCommon(const json& object, const std::string& 
     if (const json* format = Member(*input, "format")) {
       if (auto error = CheckFormat(*format, path + ".format")) return error;
     }
-    if (Member(*input, "turn_detection") != nullptr) {
-      return Unsupported(path + ".turn_detection",
-                         "Turn detection (server_vad, semantic_vad; set it to null and commit "
-                         "the input audio buffer yourself)");
+    if (auto it = input->find("turn_detection"); it != input->end()) {
+      if (auto error = ApplyTurnDetection(*it, path + ".turn_detection", config)) return error;
     }
     if (Member(*input, "transcription") != nullptr) {
       return Unsupported(path + ".transcription", "Input audio transcription");
@@ -166,6 +228,16 @@ json AudioOutputJson(const RealtimeConfig& config) {
 }
 
 json SessionJson(const RealtimeConfig& config) {
+  json turns = nullptr;
+  if (const std::optional<TurnDetection>& vad = config.turn_detection) {
+    turns = {{"type", "server_vad"},
+             {"threshold", vad->threshold},
+             {"prefix_padding_ms", vad->prefix_padding_ms},
+             {"silence_duration_ms", vad->silence_duration_ms},
+             {"create_response", vad->create_response},
+             {"interrupt_response", vad->interrupt_response},
+             {"idle_timeout_ms", nullptr}};
+  }
   json output = AudioOutputJson(config);
   output["speed"] = 1.0;
   return {{"type", "realtime"},
@@ -176,7 +248,7 @@ json SessionJson(const RealtimeConfig& config) {
           {"instructions", config.instructions},
           {"audio",
            {{"input", {{"format", PcmFormat()}, {"transcription", nullptr},
-                       {"noise_reduction", nullptr}, {"turn_detection", nullptr}}},
+                       {"noise_reduction", nullptr}, {"turn_detection", std::move(turns)}}},
             {"output", std::move(output)}}},
           {"tools", json::array()},
           {"tool_choice", "auto"},

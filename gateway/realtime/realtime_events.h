@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "nlohmann/json.hpp"
@@ -51,6 +52,18 @@ struct ClientEvent {
 // missing_type). The type itself is the session's to know.
 std::variant<ClientEvent, RealtimeError> ParseClientEvent(const std::string& text);
 
+// turn_detection {type: "server_vad", ...}: the server hears where the user's
+// turns start and stop (realtime_turn_detector.h) and commits them.
+struct TurnDetection {
+  double threshold = 0.5;         // 0..1
+  int prefix_padding_ms = 300;    // 0..10000
+  int silence_duration_ms = 500;  // 0..10000
+  // A response is created when a turn is committed.
+  bool create_response = true;
+  // The user's speech starting cancels the running response (barge-in).
+  bool interrupt_response = true;
+};
+
 // What a session answers with (session.update changes it) and a response runs
 // with (response.create may override it for that response).
 struct RealtimeConfig {
@@ -63,6 +76,8 @@ struct RealtimeConfig {
   // max_output_tokens: the text stage's max_tokens; nullopt: "inf" (the
   // stage's own limit).
   std::optional<int64_t> max_output_tokens;
+  // nullopt: turn_detection null (the client commits and creates responses).
+  std::optional<TurnDetection> turn_detection = TurnDetection{};
 };
 
 // The session object of session.created and session.updated.
@@ -72,8 +87,9 @@ nlohmann::json AudioOutputJson(const RealtimeConfig& config);
 
 // session.update's `session`: the fields it sets replace `config`'s, or none
 // does and the error says why (unknown fields are ignored, as OpenAI does;
-// what omnistage cannot do — a transcription session, turn detection, tools,
-// audio formats other than 24 kHz PCM — is refused).
+// what omnistage cannot do — a transcription session, semantic_vad, tools,
+// audio formats other than 24 kHz PCM — is refused). A server_vad
+// turn_detection's fields left out take their defaults (TurnDetection).
 std::optional<RealtimeError> ApplySessionUpdate(const nlohmann::json& event,
                                                 RealtimeConfig* config);
 // response.create's `response` (absent: the session's settings as they are):
@@ -96,6 +112,15 @@ struct RealtimeItem {
   bool audio = false;
   // completed, incomplete (a response cut short) or in_progress.
   std::string status = "completed";
+  // An assistant's audio: how long it is (ms), and for each piece of its
+  // transcript, the audio sent before it and the text's length with it (what
+  // conversation.item.truncate keeps of the text).
+  struct TextMark {
+    int64_t audio_ms;
+    size_t text_end;
+  };
+  int64_t audio_ms = 0;
+  std::vector<TextMark> marks{};
   // A user's audio (input_audio_buffer): text is its transcript (null while
   // empty).
   bool input_audio = false;

@@ -1,10 +1,13 @@
 #include "gateway/realtime/realtime_session.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/error_proto.h"
 #include "common/grpc/grpc_util.h"
+#include "common/log.h"
 #include "common/random_id.h"
 #include "gateway/http/api_error.h"
 
@@ -50,6 +53,7 @@ RealtimeSession::RealtimeSession(const ServedModel& model, Backend backend,
       authorization_(std::move(authorization)),
       stage0_echoes_(stage0_echoes),
       conversation_id_(absl::StrCat("conv_", RandomHex(12))),
+      items_(&ids_, &conversation_, [this](const std::string& event) { Send(event); }),
       audio_input_(RealtimeAudioInput::Host{
           &ids_, &conversation_, [this](const std::string& event) { Send(event); },
           [this]() -> std::variant<ChatRequest, RealtimeError> {
@@ -68,6 +72,12 @@ RealtimeSession::RealtimeSession(const ServedModel& model, Backend backend,
           }}) {
   config_.session_id = absl::StrCat("sess_", RandomHex(12));
   config_.model = model_.id;
+  if (auto error = audio_input_.Configure(config_.turn_detection)) {
+    // Without a detector the session still serves turns committed by hand,
+    // and session.created says so (turn_detection null).
+    LogWarning(absl::StrCat("realtime session ", config_.session_id, ": ", error->message));
+    config_.turn_detection.reset();
+  }
 }
 
 void RealtimeSession::Send(const std::string& event) {
@@ -93,11 +103,13 @@ void RealtimeSession::OnMessage(const std::string& text) {
   if (type == "session.update") {
     SessionUpdate(event);
   } else if (type == "conversation.item.create") {
-    CreateItem(event);
+    items_.Create(event);
   } else if (type == "conversation.item.delete") {
-    DeleteItem(event);
+    items_.Delete(event);
   } else if (type == "conversation.item.retrieve") {
-    RetrieveItem(event);
+    items_.Retrieve(event);
+  } else if (type == "conversation.item.truncate") {
+    items_.Truncate(event);
   } else if (type == "response.create") {
     ResponseCreate(event);
   } else if (type == "response.cancel") {
@@ -108,8 +120,7 @@ void RealtimeSession::OnMessage(const std::string& text) {
     AudioInput(event, RealtimeAudioInput::Op::kCommit);
   } else if (type == "input_audio_buffer.clear") {
     AudioInput(event, RealtimeAudioInput::Op::kClear);
-  } else if (type == "conversation.item.truncate" || type == "output_audio_buffer.clear" ||
-             type == "transcription_session.update") {
+  } else if (type == "output_audio_buffer.clear" || type == "transcription_session.update") {
     SendError({"unsupported_event", absl::StrCat("'", type, "' is not supported by omnistage."),
                "type"},
               event.event_id);
@@ -122,60 +133,17 @@ void RealtimeSession::OnMessage(const std::string& text) {
 }
 
 void RealtimeSession::SessionUpdate(const ClientEvent& event) {
-  if (auto error = ApplySessionUpdate(event.body, &config_)) {
+  RealtimeConfig updated = config_;
+  if (auto error = ApplySessionUpdate(event.body, &updated)) {
     SendError(*error, event.event_id);
     return;
   }
+  if (auto error = audio_input_.Configure(updated.turn_detection)) {
+    SendError(*error, event.event_id);
+    return;
+  }
+  config_ = std::move(updated);
   Send(ServerEvent(ids_, "session.updated", {{"session", SessionJson(config_)}}));
-}
-
-void RealtimeSession::CreateItem(const ClientEvent& event) {
-  std::variant<ItemCreate, RealtimeError> parsed = ParseItemCreate(event.body);
-  if (std::holds_alternative<RealtimeError>(parsed)) {
-    SendError(std::get<RealtimeError>(parsed), event.event_id);
-    return;
-  }
-  auto& create = std::get<ItemCreate>(parsed);
-  std::string previous;
-  if (auto error = conversation_.Add(&create.item, create.previous_item_id, &previous)) {
-    SendError(*error, event.event_id);
-    return;
-  }
-  const json item = ItemJson(create.item);
-  const json before = previous.empty() ? json(nullptr) : json(previous);
-  Send(ServerEvent(ids_, "conversation.item.added", {{"item", item}, {"previous_item_id", before}}));
-  Send(ServerEvent(ids_, "conversation.item.done", {{"item", item}, {"previous_item_id", before}}));
-}
-
-void RealtimeSession::DeleteItem(const ClientEvent& event) {
-  std::variant<std::string, RealtimeError> id = StringField(event.body, "item_id", true);
-  if (std::holds_alternative<RealtimeError>(id)) {
-    SendError(std::get<RealtimeError>(id), event.event_id);
-  } else if (!conversation_.Delete(std::get<std::string>(id))) {
-    SendError({"item_not_found",
-               absl::StrCat("No item '", std::get<std::string>(id), "' in the conversation."),
-               "item_id"},
-              event.event_id);
-  } else {
-    Send(ServerEvent(ids_, "conversation.item.deleted", {{"item_id", std::get<std::string>(id)}}));
-  }
-}
-
-void RealtimeSession::RetrieveItem(const ClientEvent& event) {
-  std::variant<std::string, RealtimeError> id = StringField(event.body, "item_id", true);
-  if (std::holds_alternative<RealtimeError>(id)) {
-    SendError(std::get<RealtimeError>(id), event.event_id);
-    return;
-  }
-  const RealtimeItem* item = conversation_.Find(std::get<std::string>(id));
-  if (item == nullptr) {
-    SendError({"item_not_found",
-               absl::StrCat("No item '", std::get<std::string>(id), "' in the conversation."),
-               "item_id"},
-              event.event_id);
-    return;
-  }
-  Send(ServerEvent(ids_, "conversation.item.retrieved", {{"item", ItemJson(*item)}}));
 }
 
 void RealtimeSession::ResponseCreate(const ClientEvent& event) {
@@ -194,18 +162,7 @@ void RealtimeSession::ResponseCreate(const ClientEvent& event) {
     return;
   }
   if (std::shared_ptr<AudioTurn> turn = audio_input_.TakeCommitted()) {
-    // The committed turn's call runs already (with the settings of its
-    // first append): it becomes this response's.
-    Begin(config, turn->transcript);
-    turn_ = turn;
-    call_ = turn->call;
-    if (turn->held.has_value()) {
-      v1::GenerateResponse held = *std::move(turn->held);
-      turn->held.reset();
-      Deliver(std::move(held));
-    } else {
-      call_->ReadNext();
-    }
+    Answer(config, std::move(turn));
     return;
   }
   std::variant<ChatRequest, RealtimeError> request = conversation_.Request(config, model_);
@@ -224,10 +181,50 @@ void RealtimeSession::ResponseCreate(const ClientEvent& event) {
        [self](const grpc::Status& status) { self->Done(status); }});
 }
 
+void RealtimeSession::Answer(const RealtimeConfig& config, std::shared_ptr<AudioTurn> turn) {
+  // The committed turn's call runs already (with the settings of its
+  // first append): it becomes this response's.
+  Begin(config, turn->transcript);
+  turn_ = turn;
+  call_ = turn->call;
+  if (turn->held.has_value()) {
+    v1::GenerateResponse held = *std::move(turn->held);
+    turn->held.reset();
+    Deliver(std::move(held));
+  } else {
+    call_->ReadNext();
+  }
+}
+
+void RealtimeSession::AnswerDetectedTurn() {
+  if (response_ != nullptr || going_away_) return;
+  if (std::shared_ptr<AudioTurn> turn = audio_input_.TakeAutoResponse()) {
+    Answer(config_, std::move(turn));
+  }
+}
+
+void RealtimeSession::Interrupt() {
+  if (!config_.turn_detection.has_value() || !config_.turn_detection->interrupt_response ||
+      response_ == nullptr || cancelled_) {
+    return;
+  }
+  cancelled_ = true;
+  interrupted_ = true;
+  // What the client can have played by now, at most: audio plays in real time
+  // from its first delta.
+  heard_ms_ = 0;
+  if (first_audio_ != absl::InfinitePast()) {
+    heard_ms_ = std::min(response_->audio_ms(), absl::ToInt64Milliseconds(absl::Now() - first_audio_));
+  }
+  call_->Cancel();  // Done() sends response.done (cancelled), then the truncation.
+}
+
 void RealtimeSession::Begin(const RealtimeConfig& config, const std::string& prompt) {
   response_ = std::make_unique<RealtimeEncoder>(ids_, config, conversation_id_, prompt);
   got_terminal_ = false;
   cancelled_ = false;
+  interrupted_ = false;
+  first_audio_ = absl::InfinitePast();
   Send(response_->Created());
   for (const std::string& e : response_->Begin(conversation_.last_id())) Send(e);
   if (backend_.responses) backend_.responses(1);
@@ -266,6 +263,7 @@ void RealtimeSession::Deliver(v1::GenerateResponse response) {
     return;
   }
   for (const std::string& event : response_->Events(response)) Send(event);
+  if (first_audio_ == absl::InfinitePast() && response_->audio_ms() > 0) first_audio_ = absl::Now();
   if (response_->failure().has_value()) {
     call_->Cancel();
     return;
@@ -288,7 +286,8 @@ void RealtimeSession::Done(const grpc::Status& status) {
   if (error.has_value()) {
     how = RealtimeEncoder::Status::kFailed;
   } else if (cancelled_) {
-    how = RealtimeEncoder::Status::kCancelled;
+    how = interrupted_ ? RealtimeEncoder::Status::kInterrupted
+                       : RealtimeEncoder::Status::kCancelled;
   } else if (!status.ok() || !got_terminal_) {
     how = RealtimeEncoder::Status::kFailed;
     error = turn_ != nullptr && !status.ok()
@@ -321,11 +320,18 @@ void RealtimeSession::Done(const grpc::Status& status) {
   RealtimeItem item = response_->item();
   std::string previous;
   conversation_.Add(&item, std::nullopt, &previous);
+  // Interrupted: the user heard only the audio played until then.
+  if (interrupted_ && item.audio) items_.Truncated(item.id, std::min(heard_ms_, item.audio_ms));
   response_.reset();
   call_.reset();
   turn_.reset();
   if (backend_.responses) backend_.responses(-1);
-  if (going_away_) CloseGoingAway();
+  if (going_away_) {
+    CloseGoingAway();
+    return;
+  }
+  // A turn detected meanwhile is answered now.
+  AnswerDetectedTurn();
 }
 
 void RealtimeSession::GoAway(bool now) {
@@ -377,6 +383,9 @@ void RealtimeSession::AudioInput(const ClientEvent& event, RealtimeAudioInput::O
     pcm = std::get<std::string>(std::move(audio));
   }
   audio_input_.Handle(op, pcm, event.event_id);
+  // The user speaks: barge-in.
+  if (audio_input_.TakeSpeechStarted()) Interrupt();
+  AnswerDetectedTurn();
 }
 
 void RealtimeSession::OnClosed() {

@@ -13,11 +13,13 @@
 #ifndef OMNISTAGE_GATEWAY_REALTIME_REALTIME_SESSION_H_
 #define OMNISTAGE_GATEWAY_REALTIME_REALTIME_SESSION_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "absl/time/time.h"
 #include "gateway/chat/chat_call.h"
 #include "gateway/chat/chat_request.h"
 #include "gateway/http/websocket.h"
@@ -27,6 +29,7 @@
 #include "gateway/realtime/realtime_duplex_call.h"
 #include "gateway/realtime/realtime_encoder.h"
 #include "gateway/realtime/realtime_events.h"
+#include "gateway/realtime/realtime_item_events.h"
 
 namespace omnistage {
 
@@ -68,13 +71,17 @@ class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
   void SendError(RealtimeError error, const std::string& event_id);
 
   void SessionUpdate(const ClientEvent& event);
-  void CreateItem(const ClientEvent& event);
-  void DeleteItem(const ClientEvent& event);
-  void RetrieveItem(const ClientEvent& event);
   void ResponseCreate(const ClientEvent& event);
   void ResponseCancel(const ClientEvent& event);
   void AudioInput(const ClientEvent& event, RealtimeAudioInput::Op op);
 
+  // A committed audio turn becomes the response with `config`.
+  void Answer(const RealtimeConfig& config, std::shared_ptr<AudioTurn> turn);
+  // A turn committed by turn detection is answered, when no response runs.
+  void AnswerDetectedTurn();
+  // The user's speech started: the running response is cancelled
+  // (interrupt_response), its audio truncated to what was played.
+  void Interrupt();
   // A response begins: response.created and its item's first events.
   void Begin(const RealtimeConfig& config, const std::string& prompt);
   // The running response's call answered / ended.
@@ -96,6 +103,7 @@ class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
   RealtimeConfig config_;
   const std::string conversation_id_;
   RealtimeConversation conversation_;
+  RealtimeItemEvents items_;
   RealtimeAudioInput audio_input_;
   // The running response (none: null), its call, and the audio turn it
   // answers (none: a Generate of the conversation).
@@ -105,6 +113,11 @@ class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
   v1::Terminal terminal_;
   bool got_terminal_ = false;
   bool cancelled_ = false;
+  // Cancelled by the user's speech; the audio they heard (ms); when the
+  // response's first audio went out.
+  bool interrupted_ = false;
+  int64_t heard_ms_ = 0;
+  absl::Time first_audio_ = absl::InfinitePast();
   bool going_away_ = false;
 };
 

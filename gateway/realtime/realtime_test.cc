@@ -89,8 +89,23 @@ TEST(RealtimeEventsTest, SessionUpdateSetsWhatItNamesOrNothing) {
       "audio": {"output": {"format": {"type": "audio/pcmu"}}}}})"),
             "session.audio.output.format.type unsupported_value");
   EXPECT_EQ(refused(R"({"session": {"type": "realtime", "audio": {"input":
-      {"turn_detection": {"type": "server_vad"}}}}})"),
-            "session.audio.input.turn_detection unsupported_value");
+      {"turn_detection": {"type": "semantic_vad"}}}}})"),
+            "session.audio.input.turn_detection.type unsupported_value");
+  EXPECT_EQ(refused(R"({"session": {"type": "realtime", "audio": {"input":
+      {"turn_detection": {"type": "server_vad", "threshold": 1.5}}}}})"),
+            "session.audio.input.turn_detection.threshold invalid_value");
+  EXPECT_EQ(refused(R"({"session": {"type": "realtime", "audio": {"input":
+      {"turn_detection": {"type": "server_vad", "silence_duration_ms": 20.5}}}}})"),
+            "session.audio.input.turn_detection.silence_duration_ms invalid_type");
+  EXPECT_EQ(refused(R"({"session": {"type": "realtime", "audio": {"input":
+      {"turn_detection": {"type": "server_vad", "create_response": "yes"}}}}})"),
+            "session.audio.input.turn_detection.create_response invalid_type");
+  EXPECT_EQ(refused(R"({"session": {"type": "realtime", "audio": {"input":
+      {"turn_detection": {"type": "server_vad", "idle_timeout_ms": 5000}}}}})"),
+            "session.audio.input.turn_detection.idle_timeout_ms unsupported_value");
+  EXPECT_EQ(refused(R"({"session": {"type": "realtime", "audio": {"input":
+      {"turn_detection": {"type": "none"}}}}})"),
+            "session.audio.input.turn_detection.type invalid_value");
   EXPECT_EQ(refused(R"({"session": {"type": "realtime", "output_modalities": ["video"]}})"),
             "session.output_modalities invalid_value");
   EXPECT_EQ(refused(R"({"session": {"type": "realtime", "max_output_tokens": 0}})"),
@@ -99,6 +114,66 @@ TEST(RealtimeEventsTest, SessionUpdateSetsWhatItNamesOrNothing) {
             "session.tools unsupported_value");
   EXPECT_EQ(refused(R"({"session": {"type": "realtime", "model": "gpt-realtime"}})"),
             "session.model invalid_value");
+}
+
+TEST(RealtimeEventsTest, TurnDetectionIsServerVadByDefaultAndNullTurnsItOff) {
+  RealtimeConfig config;
+  ASSERT_TRUE(config.turn_detection.has_value());
+  json shown = SessionJson(config)["audio"]["input"]["turn_detection"];
+  EXPECT_EQ(shown["type"], "server_vad");
+  EXPECT_EQ(shown["threshold"], 0.5);
+  EXPECT_EQ(shown["prefix_padding_ms"], 300);
+  EXPECT_EQ(shown["silence_duration_ms"], 500);
+  EXPECT_EQ(shown["create_response"], true);
+  EXPECT_EQ(shown["interrupt_response"], true);
+  EXPECT_TRUE(shown["idle_timeout_ms"].is_null());
+
+  ASSERT_FALSE(ApplySessionUpdate(json::parse(R"({"session": {"type": "realtime",
+      "audio": {"input": {"turn_detection": null}}}})"), &config));
+  EXPECT_FALSE(config.turn_detection.has_value());
+  EXPECT_TRUE(SessionJson(config)["audio"]["input"]["turn_detection"].is_null());
+  // An update that names no turn_detection leaves it as it is.
+  ASSERT_FALSE(ApplySessionUpdate(json::parse(R"({"session": {"type": "realtime",
+      "instructions": "x"}})"), &config));
+  EXPECT_FALSE(config.turn_detection.has_value());
+
+  // The fields given are set, the others take their defaults.
+  ASSERT_FALSE(ApplySessionUpdate(json::parse(R"({"session": {"type": "realtime",
+      "audio": {"input": {"turn_detection": {"type": "server_vad", "threshold": 0.8,
+      "silence_duration_ms": 200, "create_response": false}}}}})"), &config));
+  ASSERT_TRUE(config.turn_detection.has_value());
+  EXPECT_EQ(config.turn_detection->threshold, 0.8);
+  EXPECT_EQ(config.turn_detection->prefix_padding_ms, 300);
+  EXPECT_EQ(config.turn_detection->silence_duration_ms, 200);
+  EXPECT_FALSE(config.turn_detection->create_response);
+  EXPECT_TRUE(config.turn_detection->interrupt_response);
+  shown = SessionJson(config)["audio"]["input"]["turn_detection"];
+  EXPECT_EQ(shown["silence_duration_ms"], 200);
+  EXPECT_EQ(shown["create_response"], false);
+}
+
+TEST(RealtimeConversationTest, TruncateKeepsTheAudioHeardAndTheTextBeforeIt) {
+  RealtimeConversation conversation;
+  RealtimeItem said{"a", "assistant", "One. Two. Three."};
+  said.audio = true;
+  said.audio_ms = 3000;
+  // Each sentence's text came just before its audio.
+  said.marks = {{0, 5}, {1000, 10}, {2000, 16}};
+  RealtimeItem user{"u", "user", "hi"};
+  std::string previous;
+  ASSERT_FALSE(conversation.Add(&user, std::nullopt, &previous));
+  ASSERT_FALSE(conversation.Add(&said, std::nullopt, &previous));
+  EXPECT_EQ(conversation.Truncate("a", 0, 3001)->code, "invalid_value");
+  EXPECT_EQ(conversation.Truncate("a", 1, 100)->param, "content_index");
+  EXPECT_EQ(conversation.Truncate("u", 0, 0)->param, "item_id");
+  EXPECT_EQ(conversation.Truncate("nope", 0, 0)->code, "item_not_found");
+  // Cut during the second sentence: the first two remain.
+  ASSERT_FALSE(conversation.Truncate("a", 0, 1500));
+  EXPECT_EQ(conversation.Find("a")->text, "One. Two. ");
+  EXPECT_EQ(conversation.Find("a")->audio_ms, 1500);
+  EXPECT_EQ(conversation.Truncate("a", 0, 1600)->param, "audio_end_ms");  // past it now
+  ASSERT_FALSE(conversation.Truncate("a", 0, 0));
+  EXPECT_EQ(conversation.Find("a")->text, "");
 }
 
 TEST(RealtimeEventsTest, ItemCreateReadsTextMessages) {

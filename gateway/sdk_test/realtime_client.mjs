@@ -38,12 +38,13 @@ export class Session {
     if (event) this.events.push(event);
     for (const waiter of [...this.waiters]) waiter();
   }
-  // The first event of `type` after index `from` (or an SDK error), within 60 s.
-  next(type, from = 0) {
+  // The first event of `type` after index `from` (and that `is`, if given; or
+  // an SDK error), within 60 s.
+  next(type, from = 0, is = () => true) {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no ${type} within 60 s`)), 60000);
       const look = () => {
-        const found = this.events.slice(from).find((e) => e.type === type);
+        const found = this.events.slice(from).find((e) => e.type === type && is(e));
         if (found || (this.errors.length && type !== "error")) {
           clearTimeout(timer);
           this.waiters = this.waiters.filter((w) => w !== look);
@@ -79,6 +80,45 @@ export async function respond(session, modality, text, max_output_tokens) {
   session.send({ type: "response.create" });
   const done = await session.next("response.done", from);
   return { done: done.response, from };
+}
+
+// Turn detection off: the client commits its turns and asks for responses.
+export async function manualTurns(session) {
+  const from = session.events.length;
+  session.send({ type: "session.update",
+                 session: { type: "realtime", audio: { input: { turn_detection: null } } } });
+  const updated = await session.next("session.updated", from);
+  if (updated.session.audio.input.turn_detection !== null) fail("turn_detection stayed on");
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// `pcm` appended in 100 ms pieces at real-time pace (a microphone's), each
+// piece's send time recorded in `sent` (ms since `t0`) if given.
+export async function stream(session, pcm, t0 = Date.now(), sent = null) {
+  const began = Date.now();
+  for (let at = 0, n = 0; at < pcm.length; at += 4800, n++) {
+    session.send({ type: "input_audio_buffer.append",
+                   audio: pcm.subarray(at, at + 4800).toString("base64") });
+    if (sent) sent.push(Date.now() - t0);
+    const due = began + (n + 1) * 100;
+    await sleep(Math.max(0, due - Date.now()));
+  }
+}
+
+// `ms` of silence as 24 kHz PCM16.
+export const silence = (ms) => Buffer.alloc(ms * 48);
+
+// Where the speech in `pcm` is: its first and last sample above |500| (ms).
+export function speechSpan(pcm) {
+  let first = -1, last = -1;
+  for (let i = 0; i + 1 < pcm.length; i += 2) {
+    if (Math.abs(pcm.readInt16LE(i)) > 500) {
+      if (first < 0) first = i;
+      last = i;
+    }
+  }
+  return { start: first / 48, end: last / 48 };
 }
 
 export const speechDir = process.env.SPEECH_DIR;

@@ -2,7 +2,7 @@
 // each is answered with its Realtime-shaped error, and the session goes on.
 //   errors        events of every kind (realtime_sdk_test.sh)
 //   voice_errors  input audio events (realtime_voice_test.sh)
-import { fail, prompt, respond, Session, speak, speech } from "./realtime_client.mjs";
+import { fail, manualTurns, prompt, respond, Session, speak, speech } from "./realtime_client.mjs";
 
 // Sends each case's event (a string goes as it is) and waits for its error:
 // an invalid_request_error with the case's code, its param (when not null),
@@ -39,14 +39,25 @@ export async function errors() {
        audio: { output: { format: { type: "audio/pcmu" } } } } },
      "session.audio.output.format.type", "unsupported_value"],
     [{ type: "session.update", event_id: "e6", session: { type: "realtime",
-       audio: { input: { turn_detection: { type: "server_vad" } } } } },
-     "session.audio.input.turn_detection", "unsupported_value"],
+       audio: { input: { turn_detection: { type: "semantic_vad" } } } } },
+     "session.audio.input.turn_detection.type", "unsupported_value"],
+    [{ type: "session.update", event_id: "e6b", session: { type: "realtime",
+       audio: { input: { turn_detection: { type: "server_vad", threshold: 2 } } } } },
+     "session.audio.input.turn_detection.threshold", "invalid_value"],
+    [{ type: "conversation.item.truncate", event_id: "e6c", item_id: "nope", content_index: 0,
+       audio_end_ms: 0 }, "item_id", "item_not_found"],
+    [{ type: "conversation.item.truncate", event_id: "e6d", item_id: "nope" }, "content_index",
+     "missing_required_parameter"],
     [{ type: "response.cancel", event_id: "e7" }, null, "response_cancel_not_active"],
     [{ type: "response.create", event_id: "e8" }, null, "empty_conversation"],
+  ]);
+  // Audio to a pipeline that does not hear: committed by hand.
+  await manualTurns(session);
+  seen.push(...await answersEach(session, [
     [{ type: "input_audio_buffer.append", event_id: "e9", audio: "AAAAAA==" }, null,
      "input_audio_not_supported"],
     [{ type: "input_audio_buffer.commit", event_id: "e10" }, null, "input_audio_not_supported"],
-  ]);
+  ]));
   // After all that, the session answers.
   const { done } = await respond(session, "text", prompt, 8);
   if (done.status !== "completed" && done.status !== "incomplete") fail(`then ${done.status}`);
@@ -57,6 +68,7 @@ export async function errors() {
 export async function voice_errors() {
   const session = new Session();
   await session.next("session.created");
+  await manualTurns(session);
   // 2 bytes: a whole sample, taken without an answer.
   session.send({ type: "input_audio_buffer.append", event_id: "v1", audio: "AAE=" });
   const seen = await answersEach(session, [

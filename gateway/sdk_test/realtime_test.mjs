@@ -24,13 +24,19 @@
 //               rate against the sentence, the answer as text and audio
 //   voice_cancel a spoken turn's response cancelled at its first audio
 //   voice_errors malformed audio events get errors; a spoken turn then works
+//   voice_vad   server VAD (the default): sentences streamed at real-time
+//               pace between silences, never committed, are heard, committed
+//               and answered by themselves (realtime_turns.mjs)
+//   voice_barge_in the user speaks over an answer: it is cancelled and its
+//               audio truncated, and the new turn answered
 // The session and its helpers are realtime_client.mjs's; the malformed
 // events' checks (errors, voice_errors) realtime_malformed.mjs's.
 import fs from "node:fs";
 import path from "node:path";
 import WebSocket from "ws";
-import { appendAndCommit, apiKey, base, check, fail, model, out, prompt, respond, say, Session,
-         speak, speech, speechDir } from "./realtime_client.mjs";
+import { appendAndCommit, apiKey, base, check, fail, manualTurns, model, out, prompt, respond, say,
+         Session, speak, speech, speechDir } from "./realtime_client.mjs";
+import { voice_barge_in, voice_vad } from "./realtime_turns.mjs";
 import { errors, voice_errors } from "./realtime_malformed.mjs";
 
 async function text() {
@@ -191,7 +197,8 @@ async function voice() {
   const session = new Session();
   await session.next("session.created");
   session.send({ type: "session.update",
-                 session: { type: "realtime", output_modalities: ["audio"] } });
+                 session: { type: "realtime", output_modalities: ["audio"],
+                            audio: { input: { turn_detection: null } } } });
   await session.next("session.updated");
   let errors = 0, total = 0;
   const turns = [];
@@ -225,6 +232,7 @@ async function voice() {
 async function voice_cancel() {
   const session = new Session();
   await session.next("session.created");
+  await manualTurns(session);
   const { pcm } = speech(0);
   appendAndCommit(session, pcm);
   await session.next("input_audio_buffer.committed");
@@ -244,7 +252,7 @@ async function voice_cancel() {
 }
 
 const checks = { text, audio, cancel, errors, concurrent, unauthorized, plain, voice, voice_cancel,
-                 voice_errors };
+                 voice_errors, voice_vad, voice_barge_in };
 if (!checks[check]) fail(`unknown check '${check}'`);
 try {
   const result = await checks[check]();

@@ -238,11 +238,11 @@ class Turns {
       if (run_ < start_frames_) return;
       in_speech_ = true;
       events->push_back(
-          {VoiceEvent::kSpeechStarted, std::max<int64_t>(0, run_start_ms_ - kPrefixMs)});
+          {VoiceEvent::kSpeechStarted, std::max<int64_t>(0, run_start_ms_ - kPrefixMs), end_ms});
     } else if (!voiced && end_ms - last_voiced_end_ms_ >= kSilenceMs) {
       in_speech_ = false;
       run_ = 0;
-      events->push_back({VoiceEvent::kSpeechStopped, last_voiced_end_ms_});
+      events->push_back({VoiceEvent::kSpeechStopped, last_voiced_end_ms_, end_ms});
     }
   }
 
