@@ -9,9 +9,12 @@
 #                               OpenAI-compatible gateway on 127.0.0.1:$GATEWAY_PORT
 #                               (default 8000; 0: any), which also speaks text
 #                               (/v1/audio/speech) through a second orchestrator, of
-#                               pipelines/local_tts.yaml, and hears uploads
+#                               pipelines/local_tts.yaml, hears uploads
 #                               (/v1/audio/transcriptions) through a third, of
-#                               pipelines/local_listener.yaml, each on any free port
+#                               pipelines/local_listener.yaml, and hears speech in chat
+#                               completions and Realtime sessions (server VAD) through a
+#                               fourth, of pipelines/local_voice_agent.yaml, each on any
+#                               free port
 #
 # It builds first (bazel; the first build takes several minutes). With
 # OMNISTAGE_DEMO_BIN=DIR it runs the binaries under DIR (DIR/orchestrator/orchestrator,
@@ -100,10 +103,16 @@ if [ "${1:-}" = "--serve" ]; then
   start listener "$bin/orchestrator/orchestrator" --config=pipelines/local_listener.yaml \
     --listen=127.0.0.1:0 --stage_worker="$bin/stage_worker/stage_worker"
   listener=$pid listener_port=$port
+  # The voice agent (listener -> thinker -> talker -> vocoder) for chat
+  # completions with audio in and Realtime sessions.
+  start hearing "$bin/orchestrator/orchestrator" --config=pipelines/local_voice_agent.yaml \
+    --listen=127.0.0.1:0 --stage_worker="$bin/stage_worker/stage_worker"
+  hearing=$pid hearing_port=$port
   start gateway "$bin/gateway/gateway" --orchestrator="127.0.0.1:$grpc_port" \
     --listen="127.0.0.1:${GATEWAY_PORT:-8000}" --model=omni-demo --voice_stage=2 \
     --speech_orchestrator="127.0.0.1:$speech_port" \
-    --transcription_orchestrator="127.0.0.1:$listener_port"
+    --transcription_orchestrator="127.0.0.1:$listener_port" \
+    --hearing_orchestrator="127.0.0.1:$hearing_port" --hearing_text_stage=1 --hearing_voice_stage=3
   gateway=$pid gateway_port=$port
   # Ready when it answers a chat completion (asking /health before the gateway
   # reached the orchestrator gets a 503, which the gateway logs as a warning).
@@ -122,10 +131,12 @@ demo: try:
   curl http://127.0.0.1:$gateway_port/v1/audio/speech -d '{"model": "tts-1", "input": "Hello there.", "voice": "alloy"}' -o hello.mp3
   curl http://127.0.0.1:$gateway_port/v1/audio/transcriptions -F file=@hello.mp3 -F model=whisper-1
   node gateway/sdk_test/chat.mjs --base=http://127.0.0.1:$gateway_port --wav=hello.wav "Hello"
+  curl http://127.0.0.1:$gateway_port/v1/audio/speech -d '{"model": "tts-1", "input": "What is the sea like?", "voice": "alloy", "response_format": "pcm"}' -o question.pcm
+  node gateway/sdk_test/talk.mjs --base=http://127.0.0.1:$gateway_port question.pcm
 TRY
   # Until Ctrl-C, or until either of them ends.
   rc=0
-  wait -n "$orchestrator" "$speech" "$listener" "$gateway" || rc=$?
+  wait -n "$orchestrator" "$speech" "$listener" "$hearing" "$gateway" || rc=$?
   echo "demo: an orchestrator or the gateway ended (exit code $rc); stopping" >&2
   exit $((rc == 0 ? 1 : rc))
 fi

@@ -30,6 +30,16 @@ TranscriptionRoute::Options TranscriptionRouteOptions(const GatewayOptions& opti
   return route;
 }
 
+// --hearing_orchestrator's channels, when it names one.
+std::unique_ptr<Orchestrators> HearingOrchestrators(const GatewayOptions& options,
+                                                    const LoopPoster& post, Counter* fallbacks) {
+  if (options.hearing_orchestrator.empty()) return nullptr;
+  return std::make_unique<Orchestrators>(
+      Orchestrators::Target{options.hearing_orchestrator, options.orchestrator_tls,
+                            options.orchestrator_tls_name},
+      post, fallbacks);
+}
+
 }  // namespace
 
 Gateway::Gateway(GatewayOptions options, LoopPoster post)
@@ -50,16 +60,19 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
       fallbacks_(registry_.AddCounter(
           "omnistage_gateway_unready_fallbacks_total",
           "Calls made once more to any orchestrator of a target, none being ready, by target "
-          "(orchestrator: chat completions and Realtime; speech_orchestrator: speech; "
+          "(orchestrator: chat completions and Realtime; hearing_orchestrator: chat "
+          "completions with audio in and Realtime, when given; speech_orchestrator: speech; "
           "transcription_orchestrator: transcriptions).",
           {"target"})),
       replies_(&registry_),
       orchestrators_(Orchestrators::Target{options_.orchestrator, options_.orchestrator_tls,
                                            options_.orchestrator_tls_name},
                      post_, &fallbacks_.With({"orchestrator"})),
-      realtime_(
-          RealtimeRoute::Options{options_.model, options_.max_realtime_sessions, options_.realtime},
-          &orchestrators_, &replies_, post_, &draining_, &registry_),
+      hearing_(HearingOrchestrators(options_, post_, &fallbacks_.With({"hearing_orchestrator"}))),
+      realtime_(RealtimeRoute::Options{hearing_ != nullptr ? options_.hearing_model : options_.model,
+                                       options_.max_realtime_sessions, options_.realtime},
+                hearing_ != nullptr ? hearing_.get() : &orchestrators_, &replies_, post_,
+                &draining_, &registry_),
       console_(&orchestrators_, &replies_),
       speech_(SpeechRoute::Options{Orchestrators::Target{options_.speech_orchestrator,
                                                          options_.orchestrator_tls,
@@ -133,8 +146,18 @@ void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
 }
 
 void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
-  std::variant<ChatRequest, ApiError> parsed =
-      ParseChatRequest(exchange->body(), options_.model, exchange->Header(kSessionIdHeader));
+  // Audio in goes to the pipeline that hears, whose stages the request is
+  // built for; a body that only names input_audio (in its text) is read again
+  // for the main one.
+  const std::string session = exchange->Header(kSessionIdHeader);
+  bool hearing = hearing_ != nullptr && absl::StrContains(exchange->body(), "input_audio");
+  std::variant<ChatRequest, ApiError> parsed = ParseChatRequest(
+      exchange->body(), hearing ? options_.hearing_model : options_.model, session);
+  if (hearing && std::holds_alternative<ChatRequest>(parsed) &&
+      std::get<ChatRequest>(parsed).input.empty()) {
+    hearing = false;
+    parsed = ParseChatRequest(exchange->body(), options_.model, session);
+  }
   if (std::holds_alternative<ApiError>(parsed)) {
     const ApiError& error = std::get<ApiError>(parsed);
     replies_.Respond(*exchange, error.http_status, kJson, error.Json());
@@ -164,7 +187,8 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
   };
   ChatRequest request = std::get<ChatRequest>(std::move(parsed));
   if (!request.input.empty()) {  // Audio in: streamed to a stage that hears.
-    ChatDuplexCall::Start(orchestrators_.ready(), orchestrators_.tls(), std::move(request),
+    const Orchestrators& to = hearing ? *hearing_ : orchestrators_;
+    ChatDuplexCall::Start(to.ready(), to.tls(), std::move(request),
                           options_.model.id, std::move(headers.authorization),
                           std::move(headers.traceparent), exchange, post_, std::move(observer));
     return;

@@ -13,6 +13,8 @@
 //                               /console/ (console_route.h, console/)
 //   GET  /console/status        the orchestrator's GetPipelineStatus as JSON,
 //                               with the completions this gateway served
+// Chat completions with audio in and Realtime sessions go to the orchestrators
+// of a pipeline that hears, when one is given (--hearing_orchestrator).
 // Anything else: 404, as OpenAI answers it. The client's bearer token (and W3C
 // traceparent) go to the orchestrator with each call, whose authentication
 // decides. Calls reach the orchestrators through Orchestrators
@@ -52,6 +54,12 @@ struct GatewayOptions {
   // refused with 503 before the upgrade. 0: no limit.
   int max_realtime_sessions = 1000;
   WebSocketLimits realtime;
+  // The orchestrators of a pipeline that hears (stage 0 a speech recogniser
+  // that passes typed text through), dialled with the TLS above, and its
+  // stages (the same model id): chat completions with audio in and every
+  // Realtime session go there. Empty: to `orchestrator`.
+  std::string hearing_orchestrator;
+  ServedModel hearing_model;
   // The orchestrators of the speech pipeline (/v1/audio/speech), dialled with
   // the TLS above; empty: no speech.
   std::string speech_orchestrator;
@@ -110,6 +118,8 @@ class Gateway {
   Family<Counter>& fallbacks_;
   RouteReplies replies_;
   Orchestrators orchestrators_;
+  // --hearing_orchestrator's (null: none; orchestrators_ hears).
+  std::unique_ptr<Orchestrators> hearing_;
   std::atomic<bool> draining_{false};
   std::atomic<int> chat_count_{0};
   RealtimeRoute realtime_;

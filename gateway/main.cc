@@ -51,6 +51,16 @@ ABSL_FLAG(int, text_stage, 0,
 ABSL_FLAG(int, voice_stage, -1,
           "the pipeline stage that speaks (the vocoder): audio.voice goes there as its extra "
           "parameter voice (alloy -> f2, onyx -> m7, ...); -1: audio.voice is not used");
+ABSL_FLAG(std::string, hearing_orchestrator, "",
+          "the orchestrator(s) of a pipeline that hears, whose stage 0 is a speech recogniser "
+          "that passes typed text through (e.g. pipelines/local_voice_agent.yaml), as a gRPC "
+          "target like --orchestrator, dialled with the same TLS: chat completions with "
+          "input_audio parts and every Realtime session go there, as the same --model. Empty: "
+          "they go to --orchestrator");
+ABSL_FLAG(int, hearing_text_stage, 1,
+          "the hearing pipeline's stage that writes the text (as --text_stage)");
+ABSL_FLAG(int, hearing_voice_stage, 3,
+          "the hearing pipeline's stage that speaks (as --voice_stage); -1: not used");
 ABSL_FLAG(std::string, speech_orchestrator, "",
           "the orchestrator(s) of a speech pipeline, one that speaks the text it is given as "
           "written (e.g. pipelines/local_tts.yaml: talker -> vocoder), as a gRPC target like "
@@ -151,6 +161,13 @@ int Run() {
                                       absl::GetFlag(FLAGS_orchestrator_tls_key),
                                       absl::GetFlag(FLAGS_orchestrator_tls_ca)};
   options.orchestrator_tls_name = absl::GetFlag(FLAGS_orchestrator_tls_server_name);
+  options.hearing_orchestrator = absl::GetFlag(FLAGS_hearing_orchestrator);
+  options.hearing_model = options.model;
+  options.hearing_model.text_stage = absl::GetFlag(FLAGS_hearing_text_stage);
+  options.hearing_model.voice_stage = absl::GetFlag(FLAGS_hearing_voice_stage);
+  if (options.hearing_model.text_stage < 0) {
+    return StartRefused("gateway", "--hearing_text_stage takes 0 or more");
+  }
   options.speech_orchestrator = absl::GetFlag(FLAGS_speech_orchestrator);
   options.speech_models.voice_stage = absl::GetFlag(FLAGS_speech_voice_stage);
   options.speech_models.names =
