@@ -35,7 +35,10 @@ export class Session {
     });
   }
   take(event) {
-    if (event) this.events.push(event);
+    if (event) {
+      event.receivedAt = Date.now();  // when it came (ms)
+      this.events.push(event);
+    }
     for (const waiter of [...this.waiters]) waiter();
   }
   // The first event of `type` after index `from` (and that `is`, if given; or

@@ -26,19 +26,20 @@ async function vadSession() {
   return session;
 }
 
-// Checks one detected turn's events from `from`: started and stopped at the
-// speech that lies at `span` (ms of the session's audio), the item committed
-// and answered. Returns the response.done and the transcript.
-async function detectedTurn(session, from, span) {
+// Checks one detected turn's events from `from`: started (`padding` ms early)
+// and stopped at the speech that lies at `span` (ms of the session's audio),
+// the item committed and answered. Returns the response.done and the
+// transcript.
+async function detectedTurn(session, from, span, padding = 300) {
   const started = await session.next("input_audio_buffer.speech_started", from);
   const stopped = await session.next("input_audio_buffer.speech_stopped", from);
   const committed = await session.next("input_audio_buffer.committed", from);
   if (stopped.item_id !== started.item_id || committed.item_id !== started.item_id) {
     fail(`item ids: ${started.item_id} ${stopped.item_id} ${committed.item_id}`);
   }
-  if (Math.abs(started.audio_start_ms + 300 - span.start) > kToleranceMs ||
+  if (Math.abs(started.audio_start_ms + padding - span.start) > kToleranceMs ||
       Math.abs(stopped.audio_end_ms - span.end) > kToleranceMs) {
-    fail(`heard ${started.audio_start_ms}+300..${stopped.audio_end_ms}, spoken ` +
+    fail(`heard ${started.audio_start_ms}+${padding}..${stopped.audio_end_ms}, spoken ` +
          `${span.start.toFixed(0)}..${span.end.toFixed(0)}`);
   }
   const created = await session.next("response.created", from);
@@ -55,12 +56,34 @@ export async function voice_vad() {
   let at = 0;  // ms of audio sent
   for (let i = 0; i < 2; i++) {
     const { pcm, text } = speech(i);
+    // The second turn with settings of its own: less padding, a longer silence.
+    const padding = i === 0 ? 300 : 100;
+    if (i === 1) {
+      const mark = session.events.length;
+      session.send({ type: "session.update", session: { type: "realtime", audio: { input: {
+        turn_detection: { type: "server_vad", prefix_padding_ms: 100,
+                          silence_duration_ms: 1000 } } } } });
+      const vad = (await session.next("session.updated", mark)).session.audio.input.turn_detection;
+      if (vad.prefix_padding_ms !== 100 || vad.silence_duration_ms !== 1000 ||
+          vad.threshold !== 0.5 || vad.create_response !== true) {
+        fail(`session.updated: ${JSON.stringify(vad)}`);
+      }
+    }
     const from = session.events.length;
     const said = Buffer.concat([silence(1000), pcm, silence(1500)]);
     const span = speechSpan(said);
-    await stream(session, said);
+    const sent = [];
+    const t0 = Date.now();
+    await stream(session, said, t0, sent);
     const turn = await detectedTurn(session, from,
-                                    { start: at + span.start, end: at + span.end });
+                                    { start: at + span.start, end: at + span.end }, padding);
+    // The stop came once the silence had lasted silence_duration_ms: not
+    // before the audio holding that much silence was sent.
+    const silenceMs = i === 0 ? 500 : 1000;
+    const neededPiece = Math.ceil((span.end + silenceMs) / 100) - 1;
+    if (turn.stopped.receivedAt - t0 < sent[neededPiece]) {
+      fail(`turn ${i}: stopped before ${silenceMs} ms of silence were sent`);
+    }
     at += said.length / 48;
     if (turn.done.status !== "completed") fail(`turn ${i}: ${turn.done.status}`);
     if (!turn.heard) fail(`turn ${i}: nothing heard`);
