@@ -45,6 +45,20 @@ absl::Status CallFailure(const grpc::Status& status, bool got_response, bool orc
   return failed;
 }
 
+std::optional<EndFailure> FailureOfEnd(
+    const grpc::Status& status, bool got_response, const v1::Terminal* terminal,
+    bool orchestrator_tls, const std::function<ApiError(const v1::Terminal&)>& terminal_error) {
+  if (!status.ok() || terminal == nullptr) {
+    return EndFailure{FromStatus(CallFailure(status, got_response, orchestrator_tls)),
+                      got_response ? "error" : "refused"};
+  }
+  if (terminal->finish_reason() == v1::FINISH_REASON_ERROR ||
+      terminal->finish_reason() == v1::FINISH_REASON_ABORT) {
+    return EndFailure{terminal_error(*terminal), OutcomeOf(*terminal)};
+  }
+  return std::nullopt;
+}
+
 void RespondError(HttpExchange& exchange, const ApiError& error) {
   for (const auto& [name, value] : error.Headers()) exchange.AddHeader(name, value);
   exchange.Respond(error.http_status, kJson, error.Json());

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gateway/chat/chat_request.h"
@@ -47,6 +48,20 @@ const char* OutcomeOf(const v1::Terminal& terminal);
 // stopped) failed, as its client is told: an orchestrator not reached before
 // any response (`got_response` false) with the fix its message points to.
 absl::Status CallFailure(const grpc::Status& status, bool got_response, bool orchestrator_tls);
+
+// Why a call whose answer streams to an HTTP client ended badly, if it did:
+// the call failed or ended without a terminal (CallFailure; outcome "refused"
+// when nothing came before, else "error"), or its terminal is an error or an
+// abort (`terminal_error` says how, outcome OutcomeOf). nullopt: it finished
+// well. The caller tells its client: the error as the answer's status before
+// a stream began, else the stream broken.
+struct EndFailure {
+  ApiError error;
+  const char* outcome;
+};
+std::optional<EndFailure> FailureOfEnd(
+    const grpc::Status& status, bool got_response, const v1::Terminal* terminal,
+    bool orchestrator_tls, const std::function<ApiError(const v1::Terminal&)>& terminal_error);
 
 // Answers `error` on `exchange`: its status, headers and OpenAI-shaped body.
 void RespondError(HttpExchange& exchange, const ApiError& error);

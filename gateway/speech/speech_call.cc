@@ -1,5 +1,6 @@
 #include "gateway/speech/speech_call.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -194,23 +195,14 @@ void SpeechCall::Ended(const grpc::Status& status) {
     }
     return;
   }
-  if (!status.ok() || !got_terminal_) {
-    const absl::Status failed = CallFailure(status, got_response_, orchestrator_tls_);
+  if (std::optional<EndFailure> failed = FailureOfEnd(
+          status, got_response_, got_terminal_ ? &terminal_ : nullptr, orchestrator_tls_,
+          [this](const v1::Terminal& terminal) { return TerminalError(terminal); })) {
     if (exchange_->streaming()) {
-      Break(std::string(failed.message()));
-      return;
+      Break(failed->error.message);
+    } else {
+      AnswerError(failed->error, failed->outcome);
     }
-    AnswerError(FromStatus(failed), got_response_ ? "error" : "refused");
-    return;
-  }
-  if (terminal_.finish_reason() == v1::FINISH_REASON_ERROR ||
-      terminal_.finish_reason() == v1::FINISH_REASON_ABORT) {
-    const ApiError error = TerminalError(terminal_);
-    if (exchange_->streaming()) {
-      Break(error.message);
-      return;
-    }
-    AnswerError(error, OutcomeOf(terminal_));
     return;
   }
   std::string last = held_;

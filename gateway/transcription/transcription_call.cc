@@ -1,6 +1,7 @@
 #include "gateway/transcription/transcription_call.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -105,17 +106,15 @@ void TranscriptionCall::Deliver(const v1::GenerateResponse& response) {
     if (chunk.stage_id() != 0 || !chunk.payload().has_text()) continue;
     delta += transcript_.Add(chunk.payload().text());
   }
-  if (exchange_->done() || !request_.stream || delta.empty() || response.has_terminal()) {
-    // Nothing to send now (a terminal's text goes with the end).
-    if (request_.stream && !delta.empty() && response.has_terminal()) {
-      terminal_delta_ += delta;
-    }
-    ReadNext();
+  if (request_.stream && response.has_terminal()) {
+    terminal_delta_ += delta;  // Goes with the end, in one write.
+  } else if (request_.stream && !delta.empty() && !exchange_->done()) {
+    if (!exchange_->streaming()) exchange_->StartStream(200, kEventStream);
+    exchange_->Send(SseEvent({{"type", "transcript.text.delta"}, {"delta", delta}}),
+                    [this] { ReadNext(); });
     return;
   }
-  if (!exchange_->streaming()) exchange_->StartStream(200, kEventStream);
-  exchange_->Send(SseEvent({{"type", "transcript.text.delta"}, {"delta", delta}}),
-                  [this] { ReadNext(); });
+  ReadNext();
 }
 
 std::string TranscriptionCall::Body() const {
@@ -156,23 +155,14 @@ void TranscriptionCall::Ended(const grpc::Status& status) {
     Finish(exchange_->streaming() ? 200 : 499, "client_closed");
     return;
   }
-  if (!status.ok() || !got_terminal_) {
-    const absl::Status failed = CallFailure(status, got_response_, orchestrator_tls_);
+  if (std::optional<EndFailure> failed =
+          FailureOfEnd(status, got_response_, got_terminal_ ? &terminal_ : nullptr,
+                       orchestrator_tls_, TerminalApiError)) {
     if (exchange_->streaming()) {
-      Break(std::string(failed.message()));
-      return;
+      Break(failed->error.message);
+    } else {
+      AnswerError(failed->error, failed->outcome);
     }
-    AnswerError(FromStatus(failed), got_response_ ? "error" : "refused");
-    return;
-  }
-  if (terminal_.finish_reason() == v1::FINISH_REASON_ERROR ||
-      terminal_.finish_reason() == v1::FINISH_REASON_ABORT) {
-    const ApiError error = TerminalApiError(terminal_);
-    if (exchange_->streaming()) {
-      Break(error.message);
-      return;
-    }
-    AnswerError(error, OutcomeOf(terminal_));
     return;
   }
   if (!request_.stream) {
