@@ -16,29 +16,13 @@
 set -euo pipefail
 
 source gateway/sdk_test/setup.sh
+source gateway/transcription_setup.sh
 sdk_setup gateway/sdk_test/transcription.mjs openai
 # transcription_test.sh's bound: measured 30/96 = 0.31 over these four formats.
 MAX_WER=0.38
 
-# The listener hears the test speaker, told its channel mean.
-with_test_speaker pipelines/local_listener.yaml "$out/listener.yaml"
-start_orchestrator "$out/listener.yaml" --metrics_listen=127.0.0.1:0
-metrics=$(metrics_url)
-pids="$pid"
-trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
-start_gateway gw --transcription_orchestrator="127.0.0.1:$port"
-
-sentences=("I would like a cup of coffee please." "What time does the train leave tomorrow morning?"
-  "Please call me back when you get home.")
-for i in 0 1 2; do
-  stage_worker/engines/testing/speak_pcm "$out/s$i.pcm" "${sentences[$i]}" || fail "speak_pcm $i"
-done
-# 24 kHz mono PCM -> FILE with ffmpeg's OUTPUT_FLAGS.
-encode() {
-  local in="$1" file="$2"
-  shift 2
-  ffmpeg -v error -y -f s16le -ar 24000 -ac 1 -i "$in" "$@" "$out/$file" || fail "ffmpeg $file"
-}
+start_listening
+speak_sentences
 for spec in "wav -ar 44100 -ac 2" "flac -ar 48000" "ogg -c:a libopus -ar 48000" "mp3 -c:a libmp3lame -ar 22050"; do
   read -r ext flags <<<"$spec"
   for i in 0 1 2; do
@@ -47,8 +31,6 @@ for spec in "wav -ar 44100 -ac 2" "flac -ar 48000" "ogg -c:a libopus -ar 48000" 
   done
 done
 # Two sentences, 1.5 s of silence between them: two segments.
-head -c $((24000 * 2 * 3 / 2)) /dev/zero >"$out/gap.pcm"
-cat "$out/s0.pcm" "$out/gap.pcm" "$out/s1.pcm" >"$out/two.pcm"
 encode "$out/two.pcm" two.wav
 
 timeout 50 "$NODE" "$SDK_DIR/transcription.mjs" "http://127.0.0.1:$gw_port" "$out" "$MAX_WER" "${sentences[@]}" \

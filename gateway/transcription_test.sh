@@ -15,32 +15,16 @@
 # Stops what it starts, by PID.
 set -euo pipefail
 source orchestrator/testing/orchestrator_process.sh
+source gateway/transcription_setup.sh
 # The same speaker as the listener's own tests, with its channel mean.
 # Measured 38/120 = 0.32 over the five formats; the bound leaves a few words
 # of margin for a changed model, not for noise (the same upload is heard the
 # same every time).
 MAX_WER=0.38
 
-# The listener hears the test speaker, told its channel mean.
-with_test_speaker pipelines/local_listener.yaml "$out/listener.yaml"
-start_orchestrator "$out/listener.yaml" --metrics_listen=127.0.0.1:0
-metrics=$(metrics_url)
-pids="$pid"
-trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
-start_gateway gw --transcription_orchestrator="127.0.0.1:$port"
+start_listening
 base="http://127.0.0.1:$gw_port"
-
-sentences=("I would like a cup of coffee please." "What time does the train leave tomorrow morning?"
-  "Please call me back when you get home.")
-for i in 0 1 2; do
-  stage_worker/engines/testing/speak_pcm "$out/s$i.pcm" "${sentences[$i]}" || fail "speak_pcm $i"
-done
-# 24 kHz mono PCM -> FILE with ffmpeg's OUTPUT_FLAGS.
-encode() {
-  local in="$1" file="$2"
-  shift 2
-  ffmpeg -v error -y -f s16le -ar 24000 -ac 1 -i "$in" "$@" "$out/$file" || fail "ffmpeg $file"
-}
+speak_sentences
 
 # transcribe NAME FILE [CURL_FORM_ARGS...]: the status on stdout, the body in $out/NAME.
 transcribe() {
@@ -92,8 +76,6 @@ sys.exit(0 if edits / words <= float(sys.argv[2]) else 1)
 PY
 
 # Two sentences, 1.5 s of silence between them: two segments, timed.
-head -c $((24000 * 2 * 3 / 2)) /dev/zero >"$out/gap.pcm"
-cat "$out/s0.pcm" "$out/gap.pcm" "$out/s1.pcm" >"$out/two.pcm"
 encode "$out/two.pcm" two.wav
 first_end=$(($(wc -c <"$out/s0.pcm") * 1000 / 48000))
 second_start=$((first_end + 1500))
