@@ -64,6 +64,15 @@ set -e
 [ "$rc" -eq 2 ] || fail "a 257-byte --session_key: exit code $rc: $(cat "$out/longsession")"
 grep -q -- '--session_key: at most 256 bytes, got 257' "$out/longsession" ||
   fail "long --session_key message: $(cat "$out/longsession")"
+# A prompt that is not UTF-8 is refused before anything is sent (protobuf's
+# strings must be UTF-8), without a raw protobuf log line.
+set +e
+"$omni" generate "$server" --prompt=$'bad \xff byte' >/dev/null 2>"$out/utf8"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "a non-UTF-8 --prompt: exit code $rc: $(cat "$out/utf8")"
+grep -q -- '--prompt is not valid UTF-8 (byte 4 ' "$out/utf8" || fail "non-UTF-8 message: $(cat "$out/utf8")"
+grep -q libprotobuf "$out/utf8" && fail "a protobuf log line: $(cat "$out/utf8")"
 set +e
 "$omni" generate "$server" --prompt="x" --extra=0:colour=red >/dev/null 2>"$out/badextra"
 rc=$?

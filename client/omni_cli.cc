@@ -21,6 +21,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,6 +47,7 @@
 #include "common/grpc/tls.h"
 #include "common/limits.h"
 #include "common/modality.h"
+#include "common/utf8.h"
 #include "common/wav_reader.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
@@ -415,6 +417,16 @@ int Run(const std::vector<char*>& args) {
     return kUsage;
   }
   token = *std::move(loaded);
+  // Protobuf's strings are UTF-8: an orchestrator could not read the request.
+  for (const auto& [flag, text] :
+       {std::make_pair("--prompt", absl::GetFlag(FLAGS_prompt)),
+        std::make_pair("--request_id", absl::GetFlag(FLAGS_request_id))}) {
+    if (std::optional<size_t> bad = FirstInvalidUtf8(text)) {
+      std::cerr << "omni: " << flag << " is not valid UTF-8 (byte " << *bad
+                << " is not part of a UTF-8 character); the request's text must be UTF-8\n";
+      return kUsage;
+    }
+  }
   ConnectOptions connect;
   connect.tls = tls;
   connect.use_tls = absl::GetFlag(FLAGS_tls) || tls.enabled();

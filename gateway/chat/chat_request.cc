@@ -13,6 +13,7 @@
 #include "common/limits.h"
 #include "common/pcm16.h"
 #include "gateway/audio/audio_decoder.h"
+#include "gateway/http/json_body.h"
 #include "nlohmann/json.hpp"
 
 namespace omnistage {
@@ -460,12 +461,9 @@ Part ReadSessionKey(const json& parsed, const std::string& header, ChatRequest* 
 std::variant<ChatRequest, ApiError> ParseChatRequest(const std::string& body,
                                                      const ServedModel& model,
                                                      const std::string& session_id) {
-  const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded() || !parsed.is_object()) {
-    return InvalidRequest("",
-                          "We could not parse the JSON body of your request. The body must "
-                          "be a JSON object (https://platform.openai.com/docs/api-reference).");
-  }
+  std::variant<json, ApiError> read = ReadJsonBody(body);
+  if (auto* error = std::get_if<ApiError>(&read)) return *error;
+  const json& parsed = std::get<json>(read);
   ChatRequest request;
   for (auto read :
        {ReadModel, ReadMessages, ReadModalities, ReadAudio, ReadTextStageParams, ReadStreaming}) {

@@ -191,6 +191,8 @@ TEST(ChatRequestTest, RefusesWhatItCannotDoNamingTheField) {
   const Case cases[] = {
       {"not json", 400, "", "could not parse the JSON body"},
       {"[1, 2]", 400, "", "could not parse the JSON body"},
+      {"{\"model\": \"omni-demo\", \"messages\": [{\"role\": \"user\", \"content\": \"\xff\"}]}",
+       400, "messages[0].content", "not valid UTF-8"},
       {"{" + messages + "}", 400, "model", "Missing required parameter: 'model'"},
       {R"({"model": "gpt-4o", )" + messages + "}", 404, "model", "does not exist"},
       {R"({"model": "omni-demo"})", 400, "messages", "Missing required parameter"},

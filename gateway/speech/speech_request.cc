@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <optional>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gateway/audio/audio_encoder.h"
 #include "gateway/chat/chat_request.h"
+#include "gateway/http/json_body.h"
 #include "nlohmann/json.hpp"
 
 namespace omnistage {
@@ -135,12 +137,9 @@ Part ReadInstructions(const json& body) {
 
 std::variant<SpeechRequest, ApiError> ParseSpeechRequest(const std::string& body,
                                                          const SpeechModels& models) {
-  const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded() || !parsed.is_object()) {
-    return InvalidRequest("",
-                          "We could not parse the JSON body of your request. The body must "
-                          "be a JSON object (https://platform.openai.com/docs/api-reference).");
-  }
+  std::variant<json, ApiError> read = ReadJsonBody(body);
+  if (auto* error = std::get_if<ApiError>(&read)) return *error;
+  const json& parsed = std::get<json>(read);
   SpeechRequest request;
   for (Part error :
        {ReadModel(parsed, models), ReadInput(parsed, &request), ReadVoice(parsed, &request),

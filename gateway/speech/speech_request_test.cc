@@ -106,6 +106,11 @@ TEST(SpeechRequestTest, AnotherModelIsNotFound) {
 TEST(SpeechRequestTest, ABodyThatIsNoJsonObjectIsRefused) {
   EXPECT_EQ(Refused("not json").http_status, 400);
   EXPECT_EQ(Refused("[1, 2]").http_status, 400);
+  // Text that is not UTF-8: the field is named.
+  const ApiError error = Refused("{\"model\": \"tts-1\", \"voice\": \"alloy\", \"input\": \"\xff\"}");
+  EXPECT_EQ(error.http_status, 400);
+  EXPECT_EQ(error.param, "input");
+  EXPECT_THAT(error.message, HasSubstr("not valid UTF-8"));
 }
 
 }  // namespace
