@@ -88,7 +88,7 @@ ABSL_FLAG(bool, disable_failover, false,
 ABSL_FLAG(std::string, session_key, "",
           "generate: the request's session (a conversation, a user; at most 256 bytes): "
           "requests with the same key prefer the replicas that served it before");
-ABSL_FLAG(int, timeout_s, 0, "deadline for the call in seconds (0: none)");
+ABSL_FLAG(int, timeout_s, 0, "deadline for the call in whole seconds (0: none)");
 ABSL_FLAG(std::string, traceparent, "",
           "generate: a W3C traceparent (00-<trace id>-<parent id>-<flags>) sent as gRPC "
           "metadata; every stage's log lines about the request then carry its trace id");

@@ -73,8 +73,10 @@ std::string ScalingLine(const v1::StageScaling& s) {
 }
 
 std::string Stage(const v1::StageStatus& stage) {
-  std::string out = absl::StrCat("stage ", stage.stage_id(), " ", stage.name(), " (engine ",
-                                 stage.engine(), ")\n");
+  // A stage of workers at fixed addresses names no engine: they run their own.
+  std::string out = absl::StrCat(
+      "stage ", stage.stage_id(), " ", stage.name(),
+      stage.engine().empty() ? "" : absl::StrCat(" (engine ", stage.engine(), ")"), "\n");
   if (!stage.discovery_error().empty()) {
     absl::StrAppend(&out, "  discovery: ", ShortError(stage.discovery_error()), "\n");
   }

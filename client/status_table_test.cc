@@ -63,6 +63,14 @@ TEST(StatusTableTest, StagesAndReplicasInAlignedColumns) {
             "  1        127.0.0.1:40125  dead   -/64  0      connection refused\n");
 }
 
+TEST(StatusTableTest, AStageOfWorkersAtFixedAddressesNamesNoEngine) {
+  v1::PipelineStatus status = TwoStages();
+  status.mutable_stages(1)->clear_engine();
+  const std::string table = FormatStatusTable(status);
+  EXPECT_THAT(table, HasSubstr("stage 1 talker\n  replica"));
+  EXPECT_THAT(table, Not(HasSubstr("(engine )")));
+}
+
 TEST(StatusTableTest, ScalingLineOnlyWhenReported) {
   v1::PipelineStatus status = TwoStages();
   EXPECT_THAT(FormatStatusTable(status), Not(HasSubstr("scaling")));

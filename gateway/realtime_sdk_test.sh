@@ -14,7 +14,8 @@
 # - malformed events get Realtime-shaped errors and the session goes on;
 # - 200 sessions at once, none lost;
 # - an unknown token is refused (401) before the upgrade;
-# - the same text over ws:// (plain HTTP).
+# - the same text over ws:// (plain HTTP);
+# - docs/openai.md's example (sdk_test/realtime_hello.mjs) as written there.
 # Stops what it starts, by PID.
 set -euo pipefail
 source gateway/sdk_test/setup.sh
@@ -50,6 +51,13 @@ rt() {  # rt CHECK [BASE]
 "$omni" generate "$server" --prompt="Tell me about the sea." --modalities=text,audio \
   --max_tokens=0:24 --wav="$out/grpc.wav" >"$out/grpc.txt" 2>"$out/grpc.err" ||
   fail "omni generate: $(cat "$out/grpc.err")"
+
+# docs/openai.md's example, as written there.
+NODE_EXTRA_CA_CERTS="$out/certs/ca.crt" "$NODE" "$SDK_DIR/realtime_hello.mjs" "$base" "$out/hello.pcm" \
+  >"$out/hello.out" 2>"$out/hello.err" || fail "realtime_hello.mjs: $(cat "$out/hello.out" "$out/hello.err")"
+grep -q '^completed: [0-9.]* s of audio in ' "$out/hello.out" || fail "realtime_hello.mjs: $(cat "$out/hello.out")"
+[ -s "$out/hello.pcm" ] || fail "realtime_hello.mjs saved no audio"
+echo "realtime_hello.mjs: $(tail -1 "$out/hello.out")"
 
 rt text
 [ "$(cat "$out/text.txt")" = "$(cat "$out/grpc.txt")" ] ||
