@@ -69,8 +69,9 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
                                            options_.orchestrator_tls_name},
                      post_, &fallbacks_.With({"orchestrator"})),
       hearing_(HearingOrchestrators(options_, post_, &fallbacks_.With({"hearing_orchestrator"}))),
-      realtime_(RealtimeRoute::Options{hearing_ != nullptr ? options_.hearing_model : options_.model,
-                                       options_.max_realtime_sessions, options_.realtime},
+      realtime_(RealtimeRoute::Options{
+                    hearing_ != nullptr ? options_.hearing_model : options_.model,
+                    options_.max_realtime_sessions, options_.realtime},
                 hearing_ != nullptr ? hearing_.get() : &orchestrators_, &replies_, post_,
                 &draining_, &registry_),
       console_(&orchestrators_, &replies_),

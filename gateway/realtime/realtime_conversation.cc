@@ -77,8 +77,9 @@ std::optional<RealtimeError> RealtimeConversation::Truncate(const std::string& i
   }
   if (audio_end_ms < 0 || audio_end_ms > it->audio_ms) {
     return RealtimeError{"invalid_value",
-                         absl::StrCat("Invalid 'audio_end_ms': ", audio_end_ms, " is outside item '",
-                                      id, "''s audio (0 to ", it->audio_ms, " ms)."),
+                         absl::StrCat("Invalid 'audio_end_ms': ", audio_end_ms,
+                                      " is outside item '", id, "''s audio (0 to ",
+                                      it->audio_ms, " ms)."),
                          "audio_end_ms"};
   }
   // The transcript's pieces whose audio had begun by then.

@@ -24,8 +24,7 @@ std::variant<int64_t, RealtimeError> IntegerField(const json& event, const char*
   }
   if (!it->is_number_integer()) {
     return RealtimeError{"invalid_type",
-                         absl::StrCat("Invalid type for '", name, "': expected an integer."),
-                         name};
+                         absl::StrCat("Invalid type for '", name, "': expected an integer."), name};
   }
   return it->get<int64_t>();
 }
@@ -55,8 +54,10 @@ void RealtimeItemEvents::Create(const ClientEvent& event) {
   }
   const json item = ItemJson(create.item);
   const json before = previous.empty() ? json(nullptr) : json(previous);
-  send_(ServerEvent(*ids_, "conversation.item.added", {{"item", item}, {"previous_item_id", before}}));
-  send_(ServerEvent(*ids_, "conversation.item.done", {{"item", item}, {"previous_item_id", before}}));
+  send_(ServerEvent(*ids_, "conversation.item.added",
+                    {{"item", item}, {"previous_item_id", before}}));
+  send_(
+      ServerEvent(*ids_, "conversation.item.done", {{"item", item}, {"previous_item_id", before}}));
 }
 
 void RealtimeItemEvents::Delete(const ClientEvent& event) {
@@ -66,7 +67,8 @@ void RealtimeItemEvents::Delete(const ClientEvent& event) {
   } else if (!conversation_->Delete(std::get<std::string>(id))) {
     SendError(NotFound(std::get<std::string>(id)), event.event_id);
   } else {
-    send_(ServerEvent(*ids_, "conversation.item.deleted", {{"item_id", std::get<std::string>(id)}}));
+    send_(
+        ServerEvent(*ids_, "conversation.item.deleted", {{"item_id", std::get<std::string>(id)}}));
   }
 }
 
@@ -97,14 +99,14 @@ void RealtimeItemEvents::Truncate(const ClientEvent& event) {
     }
   }
   const std::string& item_id = std::get<std::string>(id);
-  if (auto error = conversation_->Truncate(item_id, std::get<int64_t>(index),
-                                           std::get<int64_t>(end))) {
+  if (auto error =
+          conversation_->Truncate(item_id, std::get<int64_t>(index), std::get<int64_t>(end))) {
     SendError(*error, event.event_id);
     return;
   }
-  send_(ServerEvent(*ids_, "conversation.item.truncated",
-                    {{"item_id", item_id}, {"content_index", 0},
-                     {"audio_end_ms", std::get<int64_t>(end)}}));
+  send_(ServerEvent(
+      *ids_, "conversation.item.truncated",
+      {{"item_id", item_id}, {"content_index", 0}, {"audio_end_ms", std::get<int64_t>(end)}}));
 }
 
 bool RealtimeItemEvents::Truncated(const std::string& id, int64_t audio_end_ms) {

@@ -214,7 +214,8 @@ void RealtimeSession::Interrupt() {
   // from its first delta.
   heard_ms_ = 0;
   if (first_audio_ != absl::InfinitePast()) {
-    heard_ms_ = std::min(response_->audio_ms(), absl::ToInt64Milliseconds(absl::Now() - first_audio_));
+    heard_ms_ = std::min(response_->audio_ms(),
+                         absl::ToInt64Milliseconds(absl::Now() - first_audio_));
   }
   call_->Cancel();  // Done() sends response.done (cancelled), then the truncation.
 }
@@ -263,7 +264,9 @@ void RealtimeSession::Deliver(v1::GenerateResponse response) {
     return;
   }
   for (const std::string& event : response_->Events(response)) Send(event);
-  if (first_audio_ == absl::InfinitePast() && response_->audio_ms() > 0) first_audio_ = absl::Now();
+  if (first_audio_ == absl::InfinitePast() && response_->audio_ms() > 0) {
+    first_audio_ = absl::Now();
+  }
   if (response_->failure().has_value()) {
     call_->Cancel();
     return;

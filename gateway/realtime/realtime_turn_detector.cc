@@ -77,8 +77,8 @@ std::vector<TurnPiece> RealtimeTurnDetector::Push(const std::string& pcm) {
   const std::vector<int16_t> samples = MonoSamples(pcm, 1);
   // Hands out the held audio up to session byte `to`.
   auto hand_out = [this, &pieces](int64_t to) {
-    const size_t n = static_cast<size_t>(std::clamp<int64_t>(to - held_start_byte_, 0,
-                                                             static_cast<int64_t>(held_.size())));
+    const size_t n = static_cast<size_t>(
+        std::clamp<int64_t>(to - held_start_byte_, 0, static_cast<int64_t>(held_.size())));
     if (n == 0) return;
     pieces.push_back({TurnPiece::kAudio, 0, held_.substr(0, n)});
     held_.erase(0, n);

@@ -32,8 +32,8 @@ const std::vector<int16_t>& SpokenClip::Spoken(const std::string& text) {
   }
   std::ifstream in(path, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::vector<int16_t> all = MonoSamples(
-      absl::string_view(bytes).substr(0, bytes.size() / 2 * 2), 1);
+  const std::vector<int16_t> all =
+      MonoSamples(absl::string_view(bytes).substr(0, bytes.size() / 2 * 2), 1);
   size_t first = all.size(), last = 0;
   for (size_t i = 0; i < all.size(); ++i) {
     if (std::abs(all[i]) <= kLoud) continue;

@@ -26,9 +26,7 @@ class SpokenClip {
   // (spoken once per test process).
   static const std::vector<int16_t>& Spoken(const std::string& text);
   // Milliseconds of `samples` samples.
-  static int64_t Ms(size_t samples) {
-    return static_cast<int64_t>(samples) * 1000 / kSampleRateHz;
-  }
+  static int64_t Ms(size_t samples) { return static_cast<int64_t>(samples) * 1000 / kSampleRateHz; }
 
   SpokenClip& Silence(int ms);
   SpokenClip& Say(const std::string& text);
