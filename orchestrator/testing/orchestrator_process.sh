@@ -67,6 +67,7 @@ YAML
 start_gateway() {
   local name="$1"
   shift
+  : >"$out/$name.out"  # as start_orchestrator's
   gateway/gateway --orchestrator="127.0.0.1:$port" --listen=127.0.0.1:0 "$@" \
     >"$out/$name.out" 2>"$out/$name.err" &
   gw=$!
@@ -78,6 +79,10 @@ start_gateway() {
 start_orchestrator() {
   local config="$1"
   shift
+  # Emptied here, before the read below: a test that starts another
+  # orchestrator must not read the last one's listening line while the new
+  # process has yet to open (and truncate) the file.
+  : >"$out/orch.out"
   orchestrator/orchestrator --config="$config" --listen=127.0.0.1:0 \
     --stage_worker=stage_worker/stage_worker "$@" >"$out/orch.out" 2>"$out/orch.err" &
   pid=$!
