@@ -8,7 +8,6 @@
 #include "common/error_proto.h"
 #include "common/field_error.h"
 #include "common/grpc/grpc_util.h"
-#include "common/random_id.h"
 
 namespace omnistage {
 namespace {
@@ -22,8 +21,6 @@ constexpr char kSendText[] = "; send text with conversation.item.create.";
 RealtimeError Refusal(const char* code, std::string message, const char* type) {
   return RealtimeError{code, std::move(message), "", type};
 }
-
-std::string NewItemId() { return absl::StrCat("item_", RandomHex(12)); }
 
 }  // namespace
 
@@ -94,11 +91,11 @@ void RealtimeAudioInput::Handle(Op op, const std::string& pcm, const std::string
       Append(pcm, event_id);
       break;
     case Op::kCommit:
-      if (Commit(event_id) || detector_.detecting()) {
-        // A turn going on ends here; speech still going on starts the next.
-        detector_.Reset();
-        ignoring_ = false;
-      }
+      Commit(event_id);
+      // A detected turn going on ends here (speech still going on starts the
+      // next), and what was held is gone.
+      detector_.Reset();
+      ignoring_ = false;
       break;
     case Op::kClear:
       Clear(event_id);

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/random_id.h"
 #include "nlohmann/json.hpp"
 
 namespace omnistage {
@@ -19,7 +18,7 @@ std::optional<RealtimeError> RealtimeConversation::Add(
                                       " items, as many as a session may; delete some."),
                          "item"};
   }
-  if (item->id.empty()) item->id = absl::StrCat("item_", RandomHex(12));
+  if (item->id.empty()) item->id = NewItemId();
   if (item->id.size() > 64) {
     return RealtimeError{"invalid_value", "Invalid 'item.id': at most 64 characters.", "item.id"};
   }

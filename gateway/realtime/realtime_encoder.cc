@@ -24,7 +24,7 @@ RealtimeEncoder::RealtimeEncoder(EventIds& ids, RealtimeConfig config,
       conversation_id_(std::move(conversation_id)),
       response_id_(absl::StrCat("resp_", RandomHex(12))),
       input_tokens_(WordCount(prompt)) {
-  item_.id = absl::StrCat("item_", RandomHex(12));
+  item_.id = NewItemId();
   item_.role = "assistant";
   item_.audio = config_.audio;
   item_.status = "in_progress";

@@ -297,6 +297,8 @@ std::optional<RealtimeError> ApplyResponseCreate(const json& event, RealtimeConf
   return ApplyCommon(*response, "response", config);
 }
 
+std::string NewItemId() { return absl::StrCat("item_", RandomHex(12)); }
+
 json ItemJson(const RealtimeItem& item) {
   json part;
   if (item.input_audio) {
@@ -373,6 +375,13 @@ std::variant<std::string, RealtimeError> StringField(const json& event, const ch
   }
   if (!value->is_string()) return WrongType(name, "a string", *value);
   return value->get<std::string>();
+}
+
+std::variant<int64_t, RealtimeError> IntegerField(const json& event, const char* name) {
+  const json* value = Member(event, name);
+  if (value == nullptr) return Missing(name);
+  if (!value->is_number_integer()) return WrongType(name, "an integer", *value);
+  return value->get<int64_t>();
 }
 
 std::variant<std::string, RealtimeError> ParseAudioAppend(const json& event) {

@@ -125,6 +125,8 @@ struct RealtimeItem {
   // empty).
   bool input_audio = false;
 };
+// A new item id: "item_" and 12 random hex digits.
+std::string NewItemId();
 // The item as the protocol shows it (type message, object realtime.item).
 nlohmann::json ItemJson(const RealtimeItem& item);
 
@@ -140,6 +142,9 @@ std::variant<ItemCreate, RealtimeError> ParseItemCreate(const nlohmann::json& ev
 // absent.
 std::variant<std::string, RealtimeError> StringField(const nlohmann::json& event,
                                                      const char* name, bool required);
+
+// A required integer field of an event (content_index, ...).
+std::variant<int64_t, RealtimeError> IntegerField(const nlohmann::json& event, const char* name);
 
 // input_audio_buffer.append's audio: the PCM bytes its base64 holds.
 std::variant<std::string, RealtimeError> ParseAudioAppend(const nlohmann::json& event);

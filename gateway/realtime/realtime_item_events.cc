@@ -15,20 +15,6 @@ RealtimeError NotFound(const std::string& id) {
   return {"item_not_found", absl::StrCat("No item '", id, "' in the conversation."), "item_id"};
 }
 
-// A required integer field of `event`.
-std::variant<int64_t, RealtimeError> IntegerField(const json& event, const char* name) {
-  auto it = event.find(name);
-  if (it == event.end() || it->is_null()) {
-    return RealtimeError{"missing_required_parameter",
-                         absl::StrCat("Missing required parameter: '", name, "'."), name};
-  }
-  if (!it->is_number_integer()) {
-    return RealtimeError{"invalid_type",
-                         absl::StrCat("Invalid type for '", name, "': expected an integer."), name};
-  }
-  return it->get<int64_t>();
-}
-
 }  // namespace
 
 RealtimeItemEvents::RealtimeItemEvents(EventIds* ids, RealtimeConversation* conversation,
@@ -98,22 +84,23 @@ void RealtimeItemEvents::Truncate(const ClientEvent& event) {
       return;
     }
   }
-  const std::string& item_id = std::get<std::string>(id);
-  if (auto error =
-          conversation_->Truncate(item_id, std::get<int64_t>(index), std::get<int64_t>(end))) {
+  if (std::optional<RealtimeError> error = TruncateItem(
+          std::get<std::string>(id), std::get<int64_t>(index), std::get<int64_t>(end))) {
     SendError(*error, event.event_id);
-    return;
   }
-  send_(ServerEvent(
-      *ids_, "conversation.item.truncated",
-      {{"item_id", item_id}, {"content_index", 0}, {"audio_end_ms", std::get<int64_t>(end)}}));
 }
 
 bool RealtimeItemEvents::Truncated(const std::string& id, int64_t audio_end_ms) {
-  if (conversation_->Truncate(id, 0, audio_end_ms).has_value()) return false;
+  return !TruncateItem(id, 0, audio_end_ms).has_value();
+}
+
+std::optional<RealtimeError> RealtimeItemEvents::TruncateItem(const std::string& id,
+                                                              int64_t content_index,
+                                                              int64_t audio_end_ms) {
+  if (auto error = conversation_->Truncate(id, content_index, audio_end_ms)) return error;
   send_(ServerEvent(*ids_, "conversation.item.truncated",
                     {{"item_id", id}, {"content_index", 0}, {"audio_end_ms", audio_end_ms}}));
-  return true;
+  return std::nullopt;
 }
 
 }  // namespace omnistage

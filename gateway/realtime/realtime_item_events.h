@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "gateway/realtime/realtime_conversation.h"
@@ -30,6 +31,9 @@ class RealtimeItemEvents {
 
  private:
   void SendError(RealtimeError error, const std::string& event_id);
+  // Truncates the item and sends conversation.item.truncated; else the error.
+  std::optional<RealtimeError> TruncateItem(const std::string& id, int64_t content_index,
+                                            int64_t audio_end_ms);
 
   EventIds* const ids_;
   RealtimeConversation* const conversation_;
