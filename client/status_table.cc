@@ -130,15 +130,21 @@ std::string StagesOf(const v1::FinishedRequest& r, const v1::PipelineStatus& sta
 }
 
 std::string Recent(const v1::PipelineStatus& status) {
-  std::vector<Row> rows = {{"request", "identity", "finish", "first output", "duration", "stages",
-                            "error"}};
+  std::vector<Row> rows = {{"request", "identity", "finish", "first output", "first audio",
+                            "stalls", "duration", "stages", "error"}};
   for (int i = 0; i < status.recent_size() && i < kRecentShown; ++i) {
     const v1::FinishedRequest& r = status.recent(i);
+    const bool audio = r.audio_seconds() > 0;
     rows.push_back({r.request_id(), r.identity().empty() ? "-" : r.identity(),
                     FinishReasonName(r.finish_reason()),
                     r.first_output_seconds() < 0
                         ? "-"
                         : absl::StrFormat("%.0f ms", r.first_output_seconds() * 1000),
+                    audio ? absl::StrFormat("%.0f ms", r.first_audio_seconds() * 1000) : "-",
+                    !audio                      ? "-"
+                    : r.playback_stalls() == 0 ? "0"
+                                               : absl::StrFormat("%d (%.0f ms)", r.playback_stalls(),
+                                                                 r.stalled_seconds() * 1000),
                     absl::StrFormat("%.0f ms", r.duration_seconds() * 1000), StagesOf(r, status),
                     ShortError(r.error())});
   }

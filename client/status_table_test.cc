@@ -178,14 +178,25 @@ TEST(StatusTableTest, RecentRequestsNewestFirst) {
   failed->set_finish_reason(v1::FINISH_REASON_ERROR);
   failed->set_first_output_seconds(-1);
   failed->set_error("UNAVAILABLE: stage 1 (talker) replica 1: gone");
+  // Audio: its first, and how a listener heard it.
+  status.mutable_recent(1)->set_audio_seconds(2);
+  status.mutable_recent(1)->set_first_audio_seconds(0.25);
+  v1::FinishedRequest* stalled = status.mutable_recent(2);
+  stalled->set_audio_seconds(2);
+  stalled->set_first_audio_seconds(0.3);
+  stalled->set_playback_stalls(2);
+  stalled->set_stalled_seconds(0.125);
   const std::string text = FormatStatusTable(status);
   EXPECT_THAT(text, HasSubstr("recent requests (newest first, 5 of 7):\n"
-                              "  request  identity  finish  first output  duration  stages"
-                              "              error\n"
-                              "  req-7    alice     error   -             1500 ms   "
+                              "  request  identity  finish  first output  first audio  stalls"
+                              "      duration  stages              error\n"
+                              "  req-7    alice     error   -             -            -"
+                              "           1500 ms   "
                               "thinker:0,talker:1  UNAVAILABLE: stage 1 (talker) replica 1: gone\n"
-                              "  req-6    -         stop    20 ms         1500 ms   "
-                              "thinker:0,talker:1\n"));
+                              "  req-6    -         stop    20 ms         250 ms       0"
+                              "           1500 ms   thinker:0,talker:1\n"
+                              "  req-5    -         stop    20 ms         300 ms       2 (125 ms)"
+                              "  1500 ms   thinker:0,talker:1\n"));
   EXPECT_THAT(text, HasSubstr("req-3"));
   EXPECT_THAT(text, Not(HasSubstr("req-2")));
 }

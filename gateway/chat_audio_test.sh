@@ -28,6 +28,10 @@ codec=$(ffprobe -v error -show_entries stream=codec_name -of csv=p=0 "$out/quest
 
 # Nothing left in flight on the orchestrator.
 expect_idle "$metrics"
+# The one answer with audio (the whole one) timed by the gateway as it wrote it.
+heard=$(curl -sf "http://127.0.0.1:$gw_port/metrics" |
+  awk '$1 == "omnistage_gateway_time_to_first_audio_seconds_count{route=\"/v1/chat/completions\"}" {print $2}')
+[ "$heard" = 1 ] || fail "the gateway timed the first audio of '$heard' chat answers, not 1"
 
 # A text pipeline (its first stage the thinker) says it does not hear audio.
 kill -KILL $pids 2>/dev/null

@@ -90,7 +90,9 @@ void ConsoleRoute::Status(std::shared_ptr<HttpExchange> exchange) {
 void ConsoleRoute::Served(const CallOutcome& outcome, absl::Time started) {
   const absl::Time now = absl::Now();
   served_.Add({outcome.request_id, outcome.outcome, outcome.error, outcome.http_status,
-               absl::ToDoubleSeconds(now - started), absl::ToUnixMillis(now)});
+               absl::ToDoubleSeconds(now - started), absl::ToUnixMillis(now),
+               outcome.heard.first_audio_seconds, outcome.heard.stalls,
+               outcome.heard.stalled_seconds});
 }
 
 }  // namespace omnistage

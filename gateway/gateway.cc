@@ -184,6 +184,7 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
     in_flight_.Add(-1);
     --chat_count_;
     replies_.Count(path, outcome.http_status);
+    replies_.Heard(path, outcome.heard);
     console_.Served(outcome, started);
   };
   ChatRequest request = std::get<ChatRequest>(std::move(parsed));

@@ -133,6 +133,7 @@ void RealtimeRoute::Start(std::shared_ptr<HttpExchange> exchange, const std::str
   backend.fallback = orchestrators_->fallback();
   backend.post = post_;
   backend.responses = [this](int delta) { responses_count_ += delta; };
+  backend.heard = [this](const PlaybackFigures& figures) { replies_->Heard(kRoute, figures); };
   backend.ended = [this, id] {
     --open_;
     --sessions_count_;

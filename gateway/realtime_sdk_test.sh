@@ -67,6 +67,11 @@ rt audio
   fail "transcript differs: '$(cat "$out/audio.txt")' vs gRPC '$(cat "$out/grpc.txt")'"
 cmp -s "$out/audio.pcm" <(tail -c +45 "$out/grpc.wav") ||
   fail "audio differs: $(stat -c %s "$out/audio.pcm") bytes vs gRPC's $(($(stat -c %s "$out/grpc.wav") - 44))"
+# The gateway timed that audio as it went out (and realtime_hello.mjs's before it).
+heard=$(curl -s --cacert "$out/certs/ca.crt" "$base/metrics" |
+  awk '$1 == "omnistage_gateway_audio_seconds_total{route=\"/v1/realtime\"}" {print $2}')
+awk -v got="${heard:-0}" -v n="$(stat -c %s "$out/audio.pcm")" 'BEGIN {exit !(got >= n / 48000 - 0.01)}' ||
+  fail "the gateway counts ${heard:-no} s of Realtime audio, the client got $(stat -c %s "$out/audio.pcm") bytes"
 
 rt cancel
 wait_idle "the cancel"

@@ -8,7 +8,8 @@ namespace omnistage {
 RouteReplies::RouteReplies(MetricsRegistry* registry)
     : requests_(registry->AddCounter("omnistage_gateway_requests_total",
                                      "HTTP requests answered, by route and status.",
-                                     {"route", "status"})) {}
+                                     {"route", "status"})),
+      heard_(registry, "omnistage_gateway", {"route"}) {}
 
 void RouteReplies::Count(const std::string& route, int status) {
   requests_.With({route, absl::StrCat(status)}).Increment();

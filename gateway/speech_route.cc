@@ -93,6 +93,7 @@ void SpeechRoute::Speech(std::shared_ptr<HttpExchange> exchange) {
                     post_, [this](const CallOutcome& outcome) {
                       --running_;
                       replies_->Count(kSpeechRoute, outcome.http_status);
+                      replies_->Heard(kSpeechRoute, outcome.heard);
                     });
 }
 

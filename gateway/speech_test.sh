@@ -115,6 +115,27 @@ grep -q 'nobody' "$out/gw.err" && fail "a refused voice is logged as the gateway
 # Nothing left in flight on the orchestrator.
 expect_idle "$metrics"
 
+# How a listener heard it, on both sides: the eight answers with audio (wav,
+# five formats, speed 2, sse), none of the refusals; the same seconds of
+# audio; the access lines carry it.
+# series URL NAME: the value of the series NAME (with its labels) at URL.
+series() { curl -sf "$1" | awk -v s="$2" '$1 == s {print $2}'; }
+route='{route="/v1/audio/speech"}'
+heard=$(series "$base/metrics" "omnistage_gateway_time_to_first_audio_seconds_count$route")
+[ "$heard" = 8 ] || fail "the gateway timed the first audio of $heard answers, not 8"
+[ "$(series "$metrics" omnistage_time_to_first_audio_seconds_count)" = 8 ] ||
+  fail "the orchestrator timed the first audio of $(series "$metrics" omnistage_time_to_first_audio_seconds_count) requests"
+gw_audio=$(series "$base/metrics" "omnistage_gateway_audio_seconds_total$route")
+orch_audio=$(series "$metrics" omnistage_audio_seconds_total)
+awk -v a="$gw_audio" -v b="$orch_audio" -v n="$want" \
+  'BEGIN {exit !(a > 7 * n / 24000 && (a - b) ^ 2 < 1e-6)}' ||
+  fail "audio seconds: the gateway wrote $gw_audio, the orchestrator sent $orch_audio"
+stalls=$(series "$base/metrics" "omnistage_gateway_playback_stalls_total$route")
+[ -n "$stalls" ] || fail "the gateway counts no stalls"
+lines=$(grep -c ' access .* first_audio_ms=[0-9.]* rtf=[0-9.]* stalls=[0-9]* stalled_ms=' "$out/orch.err" || true)
+[ "$lines" = 8 ] || fail "$lines access lines say how the audio was heard, not 8"
+echo "heard: 8 answers, $gw_audio s of audio, $stalls stall(s) at the gateway"
+
 # SIGTERM drains: a long speech stream read slowly (some 9 MB of pcm at 2 MB/s,
 # more than the socket buffers hold) ends whole, and the drain line counts it.
 long_text=$(printf "$text %.0s" $(seq 1 50))

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc/grpc_util.h"
+#include "common/modality.h"
 
 namespace omnistage {
 namespace {
@@ -21,6 +22,14 @@ bool HasAudio(const ChatRequest& request) {
 }
 
 }  // namespace
+
+double AudioSecondsIn(const v1::GenerateResponse& response) {
+  double seconds = 0;
+  for (const v1::OutputChunk& chunk : response.outputs()) {
+    if (chunk.payload().has_audio()) seconds += AudioSecondsOf(chunk.payload().audio());
+  }
+  return seconds;
+}
 
 const char* OutcomeOf(const v1::Terminal& terminal) {
   switch (terminal.finish_reason()) {
@@ -87,8 +96,10 @@ void ChatAnswer::Deliver(const v1::GenerateResponse& response, ReadControl& call
     call.ReadNext();
     return;
   }
+  const double audio_seconds = AudioSecondsIn(response);
   if (!stream_) {
     encoder_.Gather(response);
+    held_audio_seconds_ += audio_seconds;
     call.ReadNext();
     return;
   }
@@ -97,6 +108,7 @@ void ChatAnswer::Deliver(const v1::GenerateResponse& response, ReadControl& call
     // The last response: its events go with the final ones once the call
     // ends (next), the headers too for a one-response call: one write.
     held_events_ += events;
+    held_audio_seconds_ += audio_seconds;
     call.ReadNext();
     return;
   }
@@ -105,6 +117,7 @@ void ChatAnswer::Deliver(const v1::GenerateResponse& response, ReadControl& call
     return;
   }
   if (!exchange_->streaming()) exchange_->StartStream(200, kEventStream);
+  player_.Arrived(audio_seconds, absl::Now());
   exchange_->Send(events, [&call] { call.ReadNext(); });
 }
 
@@ -129,12 +142,14 @@ void ChatAnswer::AnswerError(const ApiError& error, const char* outcome) {
 }
 
 void ChatAnswer::Answer(const std::string& body) {
+  player_.Arrived(held_audio_seconds_, absl::Now());
   exchange_->Respond(200, kJson, body);
   Finish(200, OutcomeOf(terminal_));
 }
 
 void ChatAnswer::Finish(int http_status, std::string outcome, std::string error) {
-  observer_({http_status, request_id_, std::move(outcome), std::move(error)});
+  observer_({http_status, request_id_, std::move(outcome), std::move(error),
+             player_.Figures(started_)});
 }
 
 void ChatAnswer::Ended(const grpc::Status& status) {
@@ -154,6 +169,7 @@ void ChatAnswer::Ended(const grpc::Status& status) {
     // Events went out already: say that this one broke the stream.
     ApiError broke = error;
     broke.message = absl::StrCat("the stream broke before its end: ", error.message);
+    player_.Arrived(held_audio_seconds_, absl::Now());
     exchange_->Send(absl::StrCat(held_events_, "data: ", broke.Json(), "\n\ndata: [DONE]\n\n"));
     exchange_->EndStream();
     Finish(200, "error", broke.message);
@@ -180,6 +196,7 @@ void ChatAnswer::Ended(const grpc::Status& status) {
     }
     exchange_->StartStream(200, kEventStream);
   }
+  player_.Arrived(held_audio_seconds_, absl::Now());
   exchange_->Send(held_events_ + encoder_.FinalEvents(terminal_));
   exchange_->EndStream();
   Finish(200, OutcomeOf(terminal_),

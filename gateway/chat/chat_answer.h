@@ -14,6 +14,8 @@
 #include <optional>
 #include <string>
 
+#include "absl/time/time.h"
+#include "common/playback_model.h"
 #include "gateway/chat/chat_request.h"
 #include "gateway/chat/chat_response.h"
 #include "gateway/chat/response_reader.h"
@@ -23,6 +25,9 @@
 #include "protos/orchestrator.pb.h"
 
 namespace omnistage {
+
+// The seconds of audio `response` carries.
+double AudioSecondsIn(const v1::GenerateResponse& response);
 
 // How a call ended.
 struct CallOutcome {
@@ -37,6 +42,9 @@ struct CallOutcome {
   std::string outcome;
   // With "error" and "refused": the message the client was told.
   std::string error;
+  // How a listener playing the audio as the gateway wrote it heard it (no
+  // audio: the defaults).
+  PlaybackFigures heard;
 };
 // Hears how each call ended.
 using CallObserver = std::function<void(const CallOutcome& outcome)>;
@@ -95,13 +103,18 @@ class ChatAnswer {
   ChatEncoder encoder_;
   const std::shared_ptr<HttpExchange> exchange_;
   const CallObserver observer_;
+  const absl::Time started_ = absl::Now();
   bool got_response_ = false;
   std::string request_id_;
   v1::Terminal terminal_;
   bool got_terminal_ = false;
   // The events of the response that carried the terminal, written with the
-  // final ones when the call ends.
+  // final ones when the call ends, and the seconds of audio they hold (for
+  // an answer that does not stream: all of it).
   std::string held_events_;
+  double held_audio_seconds_ = 0;
+  // The audio as the client got it.
+  PlaybackModel player_;
 };
 
 }  // namespace omnistage

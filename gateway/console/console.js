@@ -49,6 +49,17 @@ function cell(row, text, className) {
   if (className) td.className = className;
 }
 
+// How a listener heard a request's audio (docs/observability.md, "How a
+// listener hears it"): its first audio, and the stalls; "-" without audio.
+function heardCells(row, firstAudioSeconds, stalls, stalledSeconds) {
+  const heard = firstAudioSeconds >= 0;
+  cell(row, heard ? `${(firstAudioSeconds * 1000).toFixed(0)} ms` : "-");
+  const count = Number(stalls || 0);
+  cell(row, !heard ? "-" : count === 0 ? "0"
+                 : `${count} (${(Number(stalledSeconds || 0) * 1000).toFixed(0)} ms)`,
+       count > 0 ? "stalled" : "");
+}
+
 function finishedAt(unixMs) {
   const ms = Number(unixMs || 0);
   return ms > 0 ? new Date(ms).toLocaleTimeString() : "";
@@ -73,6 +84,8 @@ function showRecent(status) {
       cell(row, r.requestId + (r.identity ? ` (${r.identity})` : ""));
       cell(row, outcome + (r.error ? `: ${r.error}` : ""), `outcome-${outcome}`);
       cell(row, `${Number(r.durationSeconds || 0).toFixed(2)} s`);
+      heardCells(row, Number(r.audioSeconds || 0) > 0 ? Number(r.firstAudioSeconds) : -1,
+                 r.playbackStalls, r.stalledSeconds);
       cell(row, (r.stages || []).map((s) => `${names.get(s.stageId) ?? s.stageId} r${s.replica}`)
                     .join(" → "));
       cell(row, finishedAt(r.finishedUnixMs));
@@ -86,6 +99,7 @@ function showRecent(status) {
     cell(row, r.requestId || "(none)");
     cell(row, r.outcome + (r.error ? `: ${r.error}` : ""), `outcome-${r.outcome}`);
     cell(row, `${Number(r.durationSeconds || 0).toFixed(2)} s`);
+    heardCells(row, Number(r.firstAudioSeconds ?? -1), r.playbackStalls, r.stalledSeconds);
     cell(row, `HTTP ${r.httpStatus}`);
     cell(row, finishedAt(r.finishedUnixMs));
   }

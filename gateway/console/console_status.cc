@@ -18,7 +18,10 @@ std::string ConsoleStatusJson(const v1::PipelineStatus& pipeline, const ServedRe
                       {"error", request.error},
                       {"httpStatus", request.http_status},
                       {"durationSeconds", request.duration_seconds},
-                      {"finishedUnixMs", request.finished_unix_ms}});
+                      {"finishedUnixMs", request.finished_unix_ms},
+                      {"firstAudioSeconds", request.first_audio_seconds},
+                      {"playbackStalls", request.playback_stalls},
+                      {"stalledSeconds", request.stalled_seconds}});
   }
   nlohmann::json body = {
       {"pipeline", nlohmann::json::parse(pipeline_json)},

@@ -49,7 +49,11 @@ TEST(ConsoleStatusTest, ThePipelineAsProtobufJsonWithZerosBesideWhatTheGatewaySe
   replica->set_state(v1::ReplicaStatus::STATE_DEAD);
   replica->set_capacity(64);
   ServedRequests served(10);
-  served.Add(Served("req-7", "stop"));
+  ServedRequest spoken = Served("req-7", "stop");
+  spoken.first_audio_seconds = 0.25;
+  spoken.playback_stalls = 1;
+  spoken.stalled_seconds = 0.125;
+  served.Add(spoken);
 
   const nlohmann::json status = nlohmann::json::parse(ConsoleStatusJson(pipeline, served));
   const nlohmann::json& shown = status["pipeline"]["stages"][0];
@@ -67,6 +71,9 @@ TEST(ConsoleStatusTest, ThePipelineAsProtobufJsonWithZerosBesideWhatTheGatewaySe
   EXPECT_EQ(recent["httpStatus"], 200);
   EXPECT_DOUBLE_EQ(recent["durationSeconds"].get<double>(), 0.5);
   EXPECT_EQ(recent["finishedUnixMs"], 1700000000000);
+  EXPECT_DOUBLE_EQ(recent["firstAudioSeconds"].get<double>(), 0.25);
+  EXPECT_EQ(recent["playbackStalls"], 1);
+  EXPECT_DOUBLE_EQ(recent["stalledSeconds"].get<double>(), 0.125);
 }
 
 TEST(ConsoleStatusTest, AnErrorThatIsNotUtf8IsReplacedNotThrownOn) {

@@ -33,6 +33,12 @@ struct ServedRequest {
   double duration_seconds = 0;
   // When it ended (Unix time, milliseconds).
   int64_t finished_unix_ms = 0;
+  // How a listener heard its audio, as the gateway wrote it
+  // (docs/observability.md, "How a listener hears it"); -1 and 0 without
+  // audio.
+  double first_audio_seconds = -1;
+  int64_t playback_stalls = 0;
+  double stalled_seconds = 0;
 };
 
 class ServedRequests {

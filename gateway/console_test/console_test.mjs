@@ -95,6 +95,10 @@ try {
   seen.recent_source = await page.textContent("#recent-source");
   check(["stop", "length"].includes(seen.recent_outcome),
         `request ${id} shows outcome '${seen.recent_outcome}'`);
+  // Its audio: when it was first heard, and how many stalls (a number).
+  seen.recent_heard = await row.evaluate((r) => [r.cells[3].textContent, r.cells[4].textContent]);
+  check(/^\d+ ms$/.test(seen.recent_heard[0]) && /^\d+( \(\d+ ms\))?$/.test(seen.recent_heard[1]),
+        `request ${id} shows first audio and stalls ${JSON.stringify(seen.recent_heard)}`);
 
   // A talker worker killed by PID turns dead on the page; the other stays live.
   const replica = env("KILL_REPLICA");
@@ -134,7 +138,8 @@ try {
       error: "", stages: [{ stageId: 0, replica: 0, instanceId: "a" },
                           { stageId: 1, replica: 1, instanceId: "b" }],
       outputTokens: "24", audioSeconds: 3.5, firstOutputSeconds: 0.1, durationSeconds: 0.75,
-      finishedUnixMs: String(Date.now()),
+      finishedUnixMs: String(Date.now()), firstAudioSeconds: 0.25, realTimeFactor: 0.4,
+      playbackStalls: "2", stalledSeconds: 0.125,
     }];
     await route.fulfill({ response, json });
   });
@@ -147,8 +152,10 @@ try {
   const reported = page.locator('#recent tbody tr[data-request-id="req-reported"]');
   await reported.waitFor();
   seen.reported = await reported.evaluate((row) => ({
-    outcome: row.dataset.outcome, replicas: row.cells[3].textContent }));
-  check(seen.reported.outcome === "length" && seen.reported.replicas === "thinker r0 → talker r1",
+    outcome: row.dataset.outcome, first_audio: row.cells[3].textContent,
+    stalls: row.cells[4].textContent, replicas: row.cells[5].textContent }));
+  check(seen.reported.outcome === "length" && seen.reported.replicas === "thinker r0 → talker r1" &&
+        seen.reported.first_audio === "250 ms" && seen.reported.stalls === "2 (125 ms)",
         `the orchestrator's recent request: ${JSON.stringify(seen.reported)}`);
   await page.screenshot({ path: `${shots}/console_reported.png`, fullPage: true });
   check(problems.length === 0, problems.join("; "));

@@ -211,12 +211,9 @@ void RealtimeSession::Interrupt() {
   cancelled_ = true;
   interrupted_ = true;
   // What the client can have played by now, at most: audio plays in real time
-  // from its first delta.
-  heard_ms_ = 0;
-  if (first_audio_ != absl::InfinitePast()) {
-    heard_ms_ = std::min(response_->audio_ms(),
-                         absl::ToInt64Milliseconds(absl::Now() - first_audio_));
-  }
+  // as it comes, from its first delta.
+  heard_ms_ = static_cast<int64_t>(
+      (player_.audio_seconds() - player_.buffered_seconds(absl::Now())) * 1000);
   call_->Cancel();  // Done() sends response.done (cancelled), then the truncation.
 }
 
@@ -225,7 +222,8 @@ void RealtimeSession::Begin(const RealtimeConfig& config, const std::string& pro
   got_terminal_ = false;
   cancelled_ = false;
   interrupted_ = false;
-  first_audio_ = absl::InfinitePast();
+  began_ = absl::Now();
+  player_ = PlaybackModel();
   Send(response_->Created());
   for (const std::string& e : response_->Begin(conversation_.last_id())) Send(e);
   if (backend_.responses) backend_.responses(1);
@@ -263,10 +261,9 @@ void RealtimeSession::Deliver(v1::GenerateResponse response) {
     call_->ReadNext();
     return;
   }
+  const int64_t audio_ms = response_->audio_ms();
   for (const std::string& event : response_->Events(response)) Send(event);
-  if (first_audio_ == absl::InfinitePast() && response_->audio_ms() > 0) {
-    first_audio_ = absl::Now();
-  }
+  player_.Arrived(static_cast<double>(response_->audio_ms() - audio_ms) / 1000, absl::Now());
   if (response_->failure().has_value()) {
     call_->Cancel();
     return;
@@ -329,6 +326,7 @@ void RealtimeSession::Done(const grpc::Status& status) {
   call_.reset();
   turn_.reset();
   if (backend_.responses) backend_.responses(-1);
+  if (backend_.heard) backend_.heard(player_.Figures(began_));
   if (going_away_) {
     CloseGoingAway();
     return;

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/playback_model.h"
 #include "gateway/chat/chat_call.h"
 #include "gateway/chat/chat_request.h"
 #include "gateway/http/websocket.h"
@@ -44,6 +45,9 @@ class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
     std::function<void(int)> responses;
     // The session ended (its connection closed).
     std::function<void()> ended;
+    // A response ended: how a listener playing its audio as it went out
+    // heard it (docs/observability.md, "How a listener hears it").
+    std::function<void(const PlaybackFigures&)> heard;
   };
   // Starts a session on `upgrade` (the 101 written): sends session.created.
   // `authorization` goes with each call. `stage0_echoes`: the orchestrator
@@ -113,11 +117,12 @@ class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
   v1::Terminal terminal_;
   bool got_terminal_ = false;
   bool cancelled_ = false;
-  // Cancelled by the user's speech; the audio they heard (ms); when the
-  // response's first audio went out.
+  // Cancelled by the user's speech, and the audio they heard (ms).
   bool interrupted_ = false;
   int64_t heard_ms_ = 0;
-  absl::Time first_audio_ = absl::InfinitePast();
+  // When the running response began, and its audio as the client got it.
+  absl::Time began_;
+  PlaybackModel player_;
   bool going_away_ = false;
 };
 

@@ -133,18 +133,24 @@ void SpeechCall::Deliver(const v1::GenerateResponse& response) {
     Cancel();
     return;
   }
+  const double audio_seconds = AudioSecondsIn(response);
   if (response.has_terminal()) {  // Written with the end, in one write.
     held_ += bytes;
+    held_audio_seconds_ += audio_seconds;
     ReadNext();
     return;
   }
   if (bytes.empty()) {
+    // An encoder that holds samples for a whole frame sends them later.
+    held_audio_seconds_ += audio_seconds;
     ReadNext();
     return;
   }
   if (!exchange_->streaming()) {
     exchange_->StartStream(200, request_.sse ? kEventStream : encoder_->content_type());
   }
+  player_.Arrived(held_audio_seconds_ + audio_seconds, absl::Now());
+  held_audio_seconds_ = 0;
   exchange_->Send(bytes, [this] { ReadNext(); });
 }
 
@@ -173,13 +179,15 @@ void SpeechCall::Break(const std::string& why) {
         FromStatus(absl::InternalError(absl::StrCat("the stream broke before its end: ", why)));
     last += absl::StrCat("data: ", broke.Json(), "\n\n");
   }
+  player_.Arrived(held_audio_seconds_, absl::Now());
   exchange_->Send(last);
   exchange_->EndStream();
   Finish(200, "error", why);
 }
 
 void SpeechCall::Finish(int http_status, std::string outcome, std::string error) {
-  observer_({http_status, request_id_, std::move(outcome), std::move(error)});
+  observer_({http_status, request_id_, std::move(outcome), std::move(error),
+             player_.Figures(started_)});
 }
 
 void SpeechCall::Ended(const grpc::Status& status) {
@@ -217,6 +225,7 @@ void SpeechCall::Ended(const grpc::Status& status) {
   if (!exchange_->streaming()) {
     exchange_->StartStream(200, request_.sse ? kEventStream : encoder_->content_type());
   }
+  player_.Arrived(held_audio_seconds_, absl::Now());
   exchange_->Send(last);
   exchange_->EndStream();
   Finish(200, OutcomeOf(terminal_));

@@ -17,6 +17,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/time/time.h"
+#include "common/playback_model.h"
 #include "gateway/audio/audio_encoder.h"
 #include "gateway/chat/chat_call.h"
 #include "gateway/chat/response_reader.h"
@@ -77,6 +79,11 @@ class SpeechCall final : public ResponseReader<grpc::ClientReadReactor<v1::Gener
   int sample_rate_hz_ = 0;
   // Samples spoken, for the usage and the log.
   int64_t samples_ = 0;
+  // The audio as the client got it, and the seconds of it held to go with
+  // the end.
+  const absl::Time started_ = absl::Now();
+  PlaybackModel player_;
+  double held_audio_seconds_ = 0;
   v1::Terminal terminal_;
   bool got_terminal_ = false;
   // Encoded with the terminal's response: written with the end.

@@ -147,7 +147,7 @@ void TranscriptionCall::Break(const std::string& why) {
 }
 
 void TranscriptionCall::Finish(int http_status, std::string outcome, std::string error) {
-  observer_({http_status, request_id_, std::move(outcome), std::move(error)});
+  observer_({http_status, request_id_, std::move(outcome), std::move(error), {}});
 }
 
 void TranscriptionCall::Ended(const grpc::Status& status) {

@@ -26,6 +26,7 @@
 #include "common/modality.h"
 #include "orchestrator/config/address_fields.h"
 #include "orchestrator/config/pipeline_limits.h"
+#include "orchestrator/config/pipeline_playback.h"
 #include "orchestrator/config/pipeline_scaling.h"
 #include "orchestrator/config/yaml_fields.h"
 #include "yaml-cpp/depthguard.h"
@@ -63,6 +64,7 @@ const std::vector<std::string> kTopKeys = {"name",
                                            "worker_abort_timeout_ms",
                                            "limits",
                                            "scaling",
+                                           "playback",
                                            "peers",
                                            "stages"};
 const std::vector<std::string> kStageKeys = {
@@ -304,6 +306,9 @@ absl::Status ReadConfig(const YAML::Node& root, PipelineConfig* config) {
   }
   if (const YAML::Node* node = top.Find("limits")) top.Fail(ReadLimits(*node, config));
   if (const YAML::Node* node = top.Find("scaling")) top.Fail(ReadScaling(*node, &config->scaling));
+  if (const YAML::Node* node = top.Find("playback")) {
+    top.Fail(ReadPlayback(*node, &config->playback));
+  }
   if (const YAML::Node* node = top.Find("peers")) top.Fail(ReadPeers(*node, config));
   const YAML::Node* stages = top.Find("stages", /*required=*/true);
   if (!top.status().ok()) return top.status();

@@ -110,6 +110,13 @@ struct ScalingConfig {
   absl::Duration sample_interval = absl::Seconds(1);
 };
 
+// The listener the audio figures are measured against (docs/observability.md,
+// "How a listener hears it"): it starts playing this long after the first
+// audio arrives.
+struct PlaybackConfig {
+  absl::Duration jitter_buffer = absl::ZeroDuration();
+};
+
 // The initializers are the documented defaults of the keys left out of a file.
 struct PipelineConfig {
   // Free text, for logs and status.
@@ -181,6 +188,7 @@ struct PipelineConfig {
   absl::Duration max_connection_age = absl::Minutes(30);
   absl::Duration max_connection_age_grace = absl::Minutes(10);
   ScalingConfig scaling;
+  PlaybackConfig playback;
 };
 
 // Parses and validates a config. INVALID_ARGUMENT naming the field by path

@@ -47,6 +47,8 @@ scaling:
   target_utilization_percent: 70
   window_ms: 60000
   sample_ms: 2000
+playback:
+  jitter_buffer_ms: 150
 stages:
   - name: thinker
     engine: thinker
@@ -105,6 +107,7 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
   EXPECT_EQ(config->scaling.target_utilization_percent, 70);
   EXPECT_EQ(config->scaling.window, absl::Seconds(60));
   EXPECT_EQ(config->scaling.sample_interval, absl::Seconds(2));
+  EXPECT_EQ(config->playback.jitter_buffer, absl::Milliseconds(150));
   EXPECT_EQ(config->peer_timeout, absl::Milliseconds(1500));
   EXPECT_EQ(config->max_in_flight, 500);
   EXPECT_EQ(config->max_prompt_bytes, 1024u);
@@ -199,6 +202,7 @@ TEST(PipelineConfigTest, AppliesDefaults) {
   EXPECT_EQ(config->scaling.target_utilization_percent, 80);
   EXPECT_EQ(config->scaling.window, absl::Seconds(30));
   EXPECT_EQ(config->scaling.sample_interval, absl::Seconds(1));
+  EXPECT_EQ(config->playback.jitter_buffer, absl::ZeroDuration());
   ASSERT_EQ(config->stages.size(), 1u);
   const StageConfig& stage = config->stages[0];
   EXPECT_TRUE(stage.engine_params.empty());
@@ -346,6 +350,10 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {"scaling: {sample_ms: 50}\n" + OneStage(""), "scaling.sample_ms: expected"},
       {"scaling: {window_ms: 500, sample_ms: 1000}\n" + OneStage(""),
        "scaling.window_ms: must be >= sample_ms (1000), got 500"},
+      {"playback: {jitter_buffer_ms: 60001}\n" + OneStage(""),
+       "playback.jitter_buffer_ms: expected a number of milliseconds in [0, 60000], got '60001'"},
+      {"playback: {jitter_ms: 5}\n" + OneStage(""),
+       "playback.jitter_ms: unknown key (known: jitter_buffer_ms)"},
       {"scaling: {target: 80}\n" + OneStage(""),
        "scaling.target: unknown key (known: target_utilization_percent, window_ms, sample_ms)"},
       {"limits: {max_replay_bytes: 10}\n" + OneStage(""),

@@ -50,7 +50,7 @@ int64_t RequestAccount::Delivered(const v1::Payload& payload, absl::Time now) {
   first_output_ = std::min(first_output_, now);
   const int64_t tokens = OutputTokensOf(payload);
   output_tokens_ += tokens;
-  if (payload.has_audio()) audio_seconds_ += AudioSecondsOf(payload.audio());
+  if (payload.has_audio()) playback_.Arrived(AudioSecondsOf(payload.audio()), now);
   return tokens;
 }
 
@@ -63,12 +63,17 @@ v1::FinishedRequest RequestAccount::Close(const v1::Terminal& terminal, absl::Ti
         terminal.error().message()));
   }
   record.set_output_tokens(output_tokens_);
-  record.set_audio_seconds(audio_seconds_);
+  record.set_audio_seconds(playback_.audio_seconds());
   record.set_first_output_seconds(first_output_ == absl::InfiniteFuture()
                                       ? -1
                                       : absl::ToDoubleSeconds(first_output_ - admitted_));
   record.set_duration_seconds(absl::ToDoubleSeconds(now - admitted_));
   record.set_finished_unix_ms(absl::ToUnixMillis(now));
+  const PlaybackFigures heard = playback_.Figures(admitted_);
+  record.set_first_audio_seconds(heard.first_audio_seconds);
+  record.set_real_time_factor(heard.real_time_factor);
+  record.set_playback_stalls(heard.stalls);
+  record.set_stalled_seconds(heard.stalled_seconds);
   return record;
 }
 
@@ -116,6 +121,12 @@ std::string FinishedRequests::AccessLine(const v1::FinishedRequest& record) cons
           ? std::string("none")
           : absl::StrFormat("%.1f", record.first_output_seconds() * 1000),
       absl::StrFormat(" duration_ms=%.1f", record.duration_seconds() * 1000));
+  if (record.audio_seconds() > 0) {
+    absl::StrAppend(&line,
+                    absl::StrFormat(" first_audio_ms=%.1f rtf=%.3f stalls=%d stalled_ms=%.1f",
+                                    record.first_audio_seconds() * 1000, record.real_time_factor(),
+                                    record.playback_stalls(), record.stalled_seconds() * 1000));
+  }
   if (!record.error().empty()) absl::StrAppend(&line, " error=", LineValue(record.error()));
   return line;
 }

@@ -3,7 +3,7 @@
 // GetPipelineStatus.recent (docs/observability.md, "Access log"). And
 // RequestAccount, what a request's record counts while it runs.
 //
-//   r.account = RequestAccount(now);                    // admitted
+//   r.account = RequestAccount(now, jitter_buffer);     // admitted
 //   r.account.Delivered(payload, now);                  // each output to the client
 //   v1::FinishedRequest record = r.account.Close(terminal, now);   // its terminal
 //   ... request_id, identity and the stages it ran on ...
@@ -11,6 +11,7 @@
 //   // 2026-11-30T18:40:13.550190Z info orchestrator request=req-41 access identity=alice
 //   //   finish=stop stages=thinker:0@thinker-0-4711-1,vocoder:1@vocoder-1-4711-1
 //   //   output_tokens=12 audio_seconds=1.250 first_output_ms=20.0 duration_ms=130.5
+//   //   first_audio_ms=95.2 rtf=0.081 stalls=0 stalled_ms=0.0
 //
 // Every admitted request gets one record, made where its one terminal is sent
 // (PipelineCore::EndRequests). A call refused before it was admitted gets
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/playback_model.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "protos/common.pb.h"
 #include "protos/orchestrator.pb.h"
@@ -33,12 +35,15 @@
 namespace omnistage {
 
 // What one request's record counts while it runs: since when, the first
-// output its client got, and the output tokens (one per token id, one per word
-// of text: what the output-token rate limit charges) and seconds of audio.
+// output its client got, the output tokens (one per token id, one per word of
+// text: what the output-token rate limit charges), and how a listener who
+// plays its audio as it comes (after `jitter_buffer`) hears it.
 class RequestAccount {
  public:
   RequestAccount() = default;
-  explicit RequestAccount(absl::Time admitted) : admitted_(admitted) {}
+  explicit RequestAccount(absl::Time admitted,
+                          absl::Duration jitter_buffer = absl::ZeroDuration())
+      : admitted_(admitted), playback_(jitter_buffer) {}
 
   // `payload` went to the client at `now`. Returns the output tokens it
   // counts.
@@ -47,11 +52,14 @@ class RequestAccount {
   // id, identity and stages.
   v1::FinishedRequest Close(const v1::Terminal& terminal, absl::Time now) const;
 
+  // The listener of its audio so far.
+  const PlaybackModel& playback() const { return playback_; }
+
  private:
   absl::Time admitted_;
   absl::Time first_output_ = absl::InfiniteFuture();
   int64_t output_tokens_ = 0;
-  double audio_seconds_ = 0;
+  PlaybackModel playback_;
 };
 
 class FinishedRequests {

@@ -64,6 +64,9 @@ TEST(RequestAccountTest, CountsWhatTheClientGotAndWhen) {
   EXPECT_DOUBLE_EQ(record.audio_seconds(), 0.75);
   EXPECT_DOUBLE_EQ(record.first_output_seconds(), 0.020);
   EXPECT_DOUBLE_EQ(record.duration_seconds(), 0.130);
+  EXPECT_DOUBLE_EQ(record.first_audio_seconds(), 0.040);
+  EXPECT_DOUBLE_EQ(record.real_time_factor(), 0.050 / 0.75);
+  EXPECT_EQ(record.playback_stalls(), 0);
   EXPECT_EQ(record.finished_unix_ms(), absl::ToUnixMillis(end));
   EXPECT_THAT(record.error(), IsEmpty());
 }
@@ -75,8 +78,25 @@ TEST(RequestAccountTest, ARequestWithNoOutputHasNoFirstOutputAndAnErrorNamesItsC
   failed.mutable_error()->set_message("stage 1 (talker) replica 0 died: Socket closed");
   const v1::FinishedRequest record = account.Close(failed, kAdmitted + absl::Seconds(2));
   EXPECT_EQ(record.first_output_seconds(), -1);
+  EXPECT_EQ(record.first_audio_seconds(), -1);
+  EXPECT_EQ(record.real_time_factor(), 0);
   EXPECT_DOUBLE_EQ(record.duration_seconds(), 2);
   EXPECT_EQ(record.error(), "UNAVAILABLE: stage 1 (talker) replica 0 died: Socket closed");
+}
+
+TEST(RequestAccountTest, AudioLaterThanTheListenerPlaysIsAStall) {
+  // 300 ms of jitter buffer: playing starts at 0.4 s.
+  RequestAccount account(kAdmitted, absl::Milliseconds(300));
+  account.Delivered(Audio(0.5), kAdmitted + absl::Milliseconds(100));  // plays 0.4 .. 0.9
+  account.Delivered(Audio(0.5), kAdmitted + absl::Milliseconds(800));  // in time: .. 1.4
+  account.Delivered(Audio(1.0), kAdmitted + absl::Milliseconds(1600));  // 200 ms late
+  EXPECT_EQ(account.playback().runs_out(), kAdmitted + absl::Milliseconds(2600));
+  const v1::FinishedRequest record =
+      account.Close(Ended(v1::FINISH_REASON_STOP), kAdmitted + absl::Seconds(2));
+  EXPECT_DOUBLE_EQ(record.first_audio_seconds(), 0.1);
+  EXPECT_DOUBLE_EQ(record.real_time_factor(), 1.6 / 2.0);
+  EXPECT_EQ(record.playback_stalls(), 1);
+  EXPECT_DOUBLE_EQ(record.stalled_seconds(), 0.2);
 }
 
 TEST(FinishedRequestsTest, KeepsTheNewestFirstUpToItsCapacity) {
@@ -119,10 +139,15 @@ TEST(FinishedRequestsTest, TheLineNamesStagesReplicasAndInstances) {
   record.set_audio_seconds(1.25);
   record.set_first_output_seconds(0.02);
   record.set_duration_seconds(0.1305);
+  record.set_first_audio_seconds(0.0952);
+  record.set_real_time_factor(0.0811);
+  record.set_playback_stalls(2);
+  record.set_stalled_seconds(0.0404);
   EXPECT_EQ(finished.AccessLine(record),
             "access identity=alice finish=stop "
             "stages=thinker:0@thinker-0-4711-1,talker:1@talker-1-4711-1,vocoder:0 "
-            "output_tokens=12 audio_seconds=1.250 first_output_ms=20.0 duration_ms=130.5");
+            "output_tokens=12 audio_seconds=1.250 first_output_ms=20.0 duration_ms=130.5 "
+            "first_audio_ms=95.2 rtf=0.081 stalls=2 stalled_ms=40.4");
 }
 
 TEST(FinishedRequestsTest, ValuesWithSpacesOrQuotesAreQuotedAndNothingIsLeftOut) {

@@ -207,7 +207,7 @@ std::unique_ptr<InFlightRequest> NewInFlightRequest(const PipelineConfig& config
     r->params.push_back(StageParamsFor(config, request, s));
   }
   r->last_activity = now;
-  r->account = RequestAccount(now);
+  r->account = RequestAccount(now, config.playback.jitter_buffer);
   return r;
 }
 

@@ -104,6 +104,45 @@ TEST_F(PipelineCoreAccessTest, FinishedFailedAndAbortedRequestsEachHaveOneRecord
   EXPECT_EQ(a.first_output_seconds(), -1);
 }
 
+// Audio a listener would have waited for, with the pipeline's jitter buffer:
+// the record, the line and the metrics say how it was heard.
+TEST_F(PipelineCoreAccessTest, AudioThatCameLateIsAStallOnTheRecordTheLineAndTheMetrics) {
+  PipelineConfig config = OmniConfig(Shape());
+  config.playback.jitter_buffer = absl::Milliseconds(50);
+  Build(std::move(config));
+  const std::string half_second(24000, '\0');  // 0.5 s at 24 kHz.
+  ::testing::internal::CaptureStderr();
+  auto heard = Gen("heard", {v1::MODALITY_AUDIO});
+  Done(0, 0, "heard", {Text("Hello there")});
+  Done(1, 0, "heard", {Codes({1, 2, 3})});
+  scheduler_.AdvanceBy(absl::Milliseconds(200));
+  Out(2, 0, "heard", {Audio(half_second)});  // Plays from 250 to 750 ms.
+  scheduler_.AdvanceBy(absl::Milliseconds(400));
+  Out(2, 0, "heard", {Audio(half_second)});  // 600: in time; plays to 1250.
+  scheduler_.AdvanceBy(absl::Milliseconds(900));
+  Done(2, 0, "heard", {Audio(half_second)});  // 1500: 250 ms of silence before it.
+  const std::string logged = ::testing::internal::GetCapturedStderr();
+
+  ASSERT_THAT(core().Status().recent(), SizeIs(1));
+  const v1::FinishedRequest& record = core().Status().recent(0);
+  EXPECT_DOUBLE_EQ(record.audio_seconds(), 1.5);
+  EXPECT_DOUBLE_EQ(record.first_audio_seconds(), 0.2);
+  EXPECT_DOUBLE_EQ(record.real_time_factor(), 1.0);
+  EXPECT_EQ(record.playback_stalls(), 1);
+  EXPECT_DOUBLE_EQ(record.stalled_seconds(), 0.25);
+  const std::vector<std::string> lines = AccessLines(logged);
+  ASSERT_THAT(lines, SizeIs(1)) << logged;
+  EXPECT_THAT(lines[0], HasSubstr(" audio_seconds=1.500 first_output_ms=200.0 duration_ms=1500.0 "
+                                  "first_audio_ms=200.0 rtf=1.000 stalls=1 stalled_ms=250.0"));
+
+  const std::string text = core().metrics_registry().Render();
+  EXPECT_THAT(text, HasSubstr("omnistage_time_to_first_audio_seconds_bucket{le=\"0.25\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("omnistage_audio_responses_total{stalled=\"true\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("omnistage_playback_stalls_total 1\n"));
+  EXPECT_THAT(text, HasSubstr("omnistage_playback_stalled_seconds_total 0.25\n"));
+  EXPECT_THAT(text, HasSubstr("omnistage_audio_seconds_total 1.5\n"));
+}
+
 TEST_F(PipelineCoreAccessTest, ARefusedCallHasNoRecord) {
   Build();
   ::testing::internal::CaptureStderr();

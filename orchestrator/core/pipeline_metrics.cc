@@ -55,6 +55,7 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
           "omnistage_time_to_first_output_seconds",
           "From admission to the first output of each modality sent to the client.",
           {"modality"}, LatencyBuckets())),
+      heard_(registry, "omnistage"),
       between_outputs_(registry
                            ->AddHistogram("omnistage_time_between_outputs_seconds",
                                           "Gap between consecutive responses of one request.",
@@ -229,6 +230,16 @@ void PipelineMetrics::PeerCall(absl::string_view call, absl::StatusCode code) {
 
 void PipelineMetrics::FirstOutput(v1::Modality modality, absl::Duration since_admission) {
   first_output_.With({ModalityName(modality)}).Observe(absl::ToDoubleSeconds(since_admission));
+}
+
+void PipelineMetrics::Heard(const v1::FinishedRequest& record) {
+  PlaybackFigures figures;
+  figures.first_audio_seconds = record.first_audio_seconds();
+  figures.real_time_factor = record.real_time_factor();
+  figures.stalls = record.playback_stalls();
+  figures.stalled_seconds = record.stalled_seconds();
+  figures.audio_seconds = record.audio_seconds();
+  heard_.Heard({}, figures);
 }
 
 void PipelineMetrics::BetweenOutputs(absl::Duration gap) {

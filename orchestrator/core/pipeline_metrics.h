@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
+#include "common/playback_metrics.h"
 #include "orchestrator/routing/stage_demand.h"
 #include "orchestrator/routing/stage_pool.h"
 #include "protos/common.pb.h"
@@ -34,6 +35,8 @@ class PipelineMetrics {
   // A Generate call that failed before it started (its status code).
   void Refused(absl::StatusCode code);
   void FirstOutput(v1::Modality modality, absl::Duration since_admission);
+  // How a listener heard the audio of a request that ended (its record).
+  void Heard(const v1::FinishedRequest& record);
   void BetweenOutputs(absl::Duration gap);
   void ClientCancelled() { client_cancellations_.Increment(); }
   // A call refused by authentication or authorization (any thread): `call`
@@ -95,6 +98,7 @@ class PipelineMetrics {
   Family<Counter>& auth_refusals_;
   Gauge& in_flight_;
   Family<Histogram>& first_output_;
+  PlaybackMetrics heard_;
   Histogram& between_outputs_;
   Histogram& request_duration_;
   Family<Histogram>& stage_duration_;
