@@ -19,6 +19,7 @@ constexpr int kMaxBatchSize = 65536;
 // About 16M tokens at 16 tokens a block: more than any GPU's KV cache holds.
 constexpr int kMaxPrefixCacheBlocks = 1 << 20;
 constexpr absl::Duration kMaxPrefillPerToken = absl::Seconds(1);
+constexpr absl::Duration kMaxStepPerRequest = absl::Seconds(1);
 
 std::string KindName(v1::Payload::KindCase kind) {
   switch (kind) {
@@ -81,6 +82,8 @@ BatchingOptions BatchingOptions::Read(EngineParams* params, const BatchingOption
       static_cast<int>(params->Int("block_tokens", o.block_tokens, 1, kMaxBlockTokens));
   o.prefill_per_token =
       params->DurationUs("prefill_us_per_token", o.prefill_per_token, kMaxPrefillPerToken);
+  o.step_per_request =
+      params->DurationUs("step_us_per_request", o.step_per_request, kMaxStepPerRequest);
   return o;
 }
 
@@ -257,11 +260,13 @@ absl::StatusOr<std::vector<v1::RequestOutput>> BatchingEngine::Step() {
   Admit();
   const int64_t prefilled = Prefill();
   size_t kept = 0;
+  int64_t stepped = 0;
   for (LiveRequest* request : running_) {
     if (!request->generator->Ready(request->input)) {
       running_[kept++] = request;
       continue;
     }
+    ++stepped;
     GeneratedStep step = request->generator->Step(request->input);
     const bool finished = step.finish_reason != v1::FINISH_REASON_UNSPECIFIED;
     if (!step.payloads.empty() || finished) {
@@ -282,7 +287,7 @@ absl::StatusOr<std::vector<v1::RequestOutput>> BatchingEngine::Step() {
   }
   running_.resize(kept);
 
-  WaitOutStepTime(start_ns, prefilled);
+  WaitOutStepTime(start_ns, prefilled, stepped);
   return outputs;
 }
 
@@ -295,9 +300,11 @@ int64_t BatchingEngine::Prefill() {
   return prefilled;
 }
 
-void BatchingEngine::WaitOutStepTime(int64_t start_ns, int64_t prefilled_tokens) const {
-  const absl::Duration step_time =
-      options_.step_time + options_.prefill_per_token * prefilled_tokens;
+void BatchingEngine::WaitOutStepTime(int64_t start_ns, int64_t prefilled_tokens,
+                                     int64_t stepped) const {
+  const absl::Duration step_time = options_.step_time +
+                                   options_.prefill_per_token * prefilled_tokens +
+                                   options_.step_per_request * stepped;
   if (step_time <= absl::ZeroDuration()) return;
   const int64_t deadline_ns = start_ns + absl::ToInt64Nanoseconds(step_time);
   if (options_.step_mode == BatchingOptions::StepMode::kBusy) {

@@ -81,6 +81,9 @@ struct BatchingOptions {
   // Modelled prefill time per input token not found cached, added to the step
   // that prefills it. Parameter `prefill_us_per_token`.
   absl::Duration prefill_per_token = absl::ZeroDuration();
+  // Modelled step time per request running in the step, added to step_time:
+  // a GPU's forward pass grows with its batch. Parameter `step_us_per_request`.
+  absl::Duration step_per_request = absl::ZeroDuration();
 
   // Reads the shared parameters; errors stay in `params` for Finish().
   static BatchingOptions Read(EngineParams* params);
@@ -183,9 +186,10 @@ class BatchingEngine : public Engine {
   // Runs the running requests' new input through the cache; the tokens to
   // prefill.
   int64_t Prefill();
-  // Returns once the step that began at `start_ns` and prefilled
-  // `prefilled_tokens` has taken its modelled time.
-  void WaitOutStepTime(int64_t start_ns, int64_t prefilled_tokens) const;
+  // Returns once the step that began at `start_ns`, prefilled
+  // `prefilled_tokens` and stepped `stepped` requests has taken its modelled
+  // time.
+  void WaitOutStepTime(int64_t start_ns, int64_t prefilled_tokens, int64_t stepped) const;
 
   const std::string name_;
   const std::vector<v1::Payload::KindCase> accepted_kinds_;

@@ -305,5 +305,28 @@ TEST(BatchingEngineTest, StepTakesAtLeastStepTime) {
   EXPECT_LT(StepMillis(BatchingOptions::StepMode::kBusy), 2000.0);
 }
 
+// Each request the step runs adds step_us_per_request (real time: only the
+// lower bound is checked).
+TEST(BatchingEngineTest, AStepGrowsWithTheRequestsItRuns) {
+  EngineParams params("echo", {{"step_us_per_request", "20ms"}});
+  BatchingOptions options = BatchingOptions::Read(&params, Options());
+  ASSERT_TRUE(params.Finish().ok());
+  EXPECT_EQ(options.step_per_request, absl::Milliseconds(20));
+  EchoEngine engine(options);
+  for (const char* id : {"a", "b", "c"}) {
+    ASSERT_TRUE(engine.Add(MakeRequest(id, {TextPayload("xyz")})).ok());
+  }
+  auto timed = [&engine] {
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_TRUE(engine.Step().ok());
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
+  EXPECT_GE(timed(), 60.0);  // Three requests.
+  EngineParams out_of_range("echo", {{"step_us_per_request", "2s"}});
+  BatchingOptions::Read(&out_of_range);
+  EXPECT_FALSE(out_of_range.Finish().ok());
+}
+
 }  // namespace
 }  // namespace omnistage
