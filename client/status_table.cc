@@ -152,6 +152,24 @@ std::string Recent(const v1::PipelineStatus& status) {
                       status.recent_size(), "):\n", Columns(rows, "  "));
 }
 
+// "audio: 12 streams playing (0.52 s to make a second of each); capacity
+// 62 streams at real time, new audio requests wait at 55".
+std::string Audio(const v1::AudioCapacityStatus& audio) {
+  std::string line = absl::StrFormat("audio: %d stream(s) playing", audio.playing());
+  if (audio.seconds_per_audio_second() > 0) {
+    absl::StrAppend(&line, absl::StrFormat(" (%.2f s to make a second of each)",
+                                           audio.seconds_per_audio_second()));
+  }
+  absl::StrAppend(&line, "; capacity ",
+                  audio.capacity_known()
+                      ? absl::StrFormat("%.0f streams at real time", audio.capacity_streams())
+                      : std::string("not measured yet"));
+  if (audio.admission_limit() > 0) {
+    absl::StrAppend(&line, ", new audio requests wait at ", audio.admission_limit());
+  }
+  return line;
+}
+
 }  // namespace
 
 std::string FormatStatusTable(const v1::PipelineStatus& status) {
@@ -162,6 +180,9 @@ std::string FormatStatusTable(const v1::PipelineStatus& status) {
   if (status.invariant_violations() > 0) {
     absl::StrAppend(&out, "invariant violations: ", status.invariant_violations(),
                     " (a bug of omnistage: see its log)\n");
+  }
+  if (status.audio().playing() > 0 || status.audio().capacity_known()) {
+    absl::StrAppend(&out, Audio(status.audio()), "\n");
   }
   if (status.cluster()) absl::StrAppend(&out, Orchestrators(status));
   for (const v1::StageStatus& stage : status.stages()) absl::StrAppend(&out, "\n", Stage(stage));

@@ -201,5 +201,21 @@ TEST(StatusTableTest, RecentRequestsNewestFirst) {
   EXPECT_THAT(text, Not(HasSubstr("req-2")));
 }
 
+// The audio line: only once audio played or the capacity is measured.
+TEST(StatusTableTest, AudioStreamsAndTheirCapacity) {
+  v1::PipelineStatus status = TwoStages();
+  EXPECT_THAT(FormatStatusTable(status), Not(HasSubstr("audio:")));
+  status.mutable_audio()->set_playing(12);
+  status.mutable_audio()->set_seconds_per_audio_second(0.4321);
+  EXPECT_THAT(FormatStatusTable(status),
+              HasSubstr("\naudio: 12 stream(s) playing (0.43 s to make a second of each); "
+                        "capacity not measured yet\n"));
+  status.mutable_audio()->set_capacity_known(true);
+  status.mutable_audio()->set_capacity_streams(62.2);
+  status.mutable_audio()->set_admission_limit(55);
+  EXPECT_THAT(FormatStatusTable(status),
+              HasSubstr("capacity 62 streams at real time, new audio requests wait at 55\n"));
+}
+
 }  // namespace
 }  // namespace omnistage

@@ -115,6 +115,11 @@ struct ScalingConfig {
 // audio arrives.
 struct PlaybackConfig {
   absl::Duration jitter_buffer = absl::ZeroDuration();
+  // Admission by audio capacity (docs/architecture.md, "The admission
+  // queue"): once the pipeline's audio capacity is measured, requests that
+  // want audio wait in the admission queue while this share of it (percent)
+  // is in flight; 0: off.
+  int audio_admission_percent = 0;
 };
 
 // The initializers are the documented defaults of the keys left out of a file.

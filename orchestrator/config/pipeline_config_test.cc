@@ -49,6 +49,7 @@ scaling:
   sample_ms: 2000
 playback:
   jitter_buffer_ms: 150
+  audio_admission_percent: 90
 stages:
   - name: thinker
     engine: thinker
@@ -108,6 +109,7 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
   EXPECT_EQ(config->scaling.window, absl::Seconds(60));
   EXPECT_EQ(config->scaling.sample_interval, absl::Seconds(2));
   EXPECT_EQ(config->playback.jitter_buffer, absl::Milliseconds(150));
+  EXPECT_EQ(config->playback.audio_admission_percent, 90);
   EXPECT_EQ(config->peer_timeout, absl::Milliseconds(1500));
   EXPECT_EQ(config->max_in_flight, 500);
   EXPECT_EQ(config->max_prompt_bytes, 1024u);
@@ -203,6 +205,7 @@ TEST(PipelineConfigTest, AppliesDefaults) {
   EXPECT_EQ(config->scaling.window, absl::Seconds(30));
   EXPECT_EQ(config->scaling.sample_interval, absl::Seconds(1));
   EXPECT_EQ(config->playback.jitter_buffer, absl::ZeroDuration());
+  EXPECT_EQ(config->playback.audio_admission_percent, 0);
   ASSERT_EQ(config->stages.size(), 1u);
   const StageConfig& stage = config->stages[0];
   EXPECT_TRUE(stage.engine_params.empty());
@@ -353,7 +356,9 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {"playback: {jitter_buffer_ms: 60001}\n" + OneStage(""),
        "playback.jitter_buffer_ms: expected a number of milliseconds in [0, 60000], got '60001'"},
       {"playback: {jitter_ms: 5}\n" + OneStage(""),
-       "playback.jitter_ms: unknown key (known: jitter_buffer_ms)"},
+       "playback.jitter_ms: unknown key (known: jitter_buffer_ms, audio_admission_percent)"},
+      {"playback: {audio_admission_percent: 101}\n" + OneStage(""),
+       "playback.audio_admission_percent: expected an integer in [0, 100], got '101'"},
       {"scaling: {target: 80}\n" + OneStage(""),
        "scaling.target: unknown key (known: target_utilization_percent, window_ms, sample_ms)"},
       {"limits: {max_replay_bytes: 10}\n" + OneStage(""),

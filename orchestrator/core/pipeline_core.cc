@@ -38,6 +38,7 @@ PipelineCore::PipelineCore(PipelineConfig config, std::vector<std::vector<Replic
       table_(scheduler),
       abort_(AbortOptions(), &config_, &pools_, &table_, scheduler, this),
       failover_(Parts()),
+      audio_(Parts()),
       starts_(Parts(), {[this](InFlightRequest& r) -> std::optional<v1::Error> {
                           std::optional<v1::Error> error =
                               StartFirstStage(r, std::move(r.queued_prompt));
@@ -46,6 +47,10 @@ PipelineCore::PipelineCore(PipelineConfig config, std::vector<std::vector<Replic
                         },
                         [this](const std::vector<std::string>& ids, const v1::Error& error) {
                           FailRequests(ids, error);
+                        },
+                        [this](const InFlightRequest* r) {
+                          return r == nullptr ? audio_.Full()
+                                              : audio_.WantsAudio(*r) && audio_.Full(r);
                         }}),
       input_(Parts(), {[this](InFlightRequest& r,
                               const google::protobuf::RepeatedPtrField<v1::Payload>& payloads,
@@ -55,6 +60,7 @@ PipelineCore::PipelineCore(PipelineConfig config, std::vector<std::vector<Replic
                        }}),
       demand_(static_cast<int>(replicas.size()), config_.scaling, scheduler, [this] {
         DemandSampler::Observed observed;
+        audio_.Sample();
         for (const auto& pool : pools_) observed.loads.push_back(pool->Load());
         // What waits for stage 0 waits in the admission queue.
         if (!observed.loads.empty()) {
@@ -215,7 +221,7 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   r.trace_id = std::move(trace_id);
   if (!r.trace_id.empty()) r.traceparent = std::move(traceparent);
   Log(LogLevel::kDebug, ContextOf(r), "admitted");
-  if (starts_.MustWait()) {
+  if (starts_.MustWait(r)) {
     const int priority = request.has_priority() ? request.priority() : caller.priority;
     if (absl::Status queued =
             starts_.Add(r, std::move(*request.mutable_prompt()), priority, caller.weight);
@@ -294,6 +300,7 @@ void PipelineCore::SnapshotMetrics() {
   for (int p = 0; p <= kMaxPriority; ++p) queued[p] = starts_.order().CountAt(p);
   metrics_.Snapshot(table_.size(), pools_, queued);
   metrics_.Scaling(demand_.demand());
+  metrics_.Audio(audio_.Status());
 }
 
 v1::PipelineStatus PipelineCore::Status() const {
@@ -314,6 +321,7 @@ v1::PipelineStatus PipelineCore::Status() const {
     queued->set_waiting(static_cast<int>(level.waiting));
   }
   finished_.AppendTo(status.mutable_recent());
+  *status.mutable_audio() = audio_.Status();
   return status;
 }
 

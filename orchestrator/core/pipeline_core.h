@@ -36,6 +36,7 @@
 #include "common/scheduler.h"
 #include "orchestrator/config/pipeline_config.h"
 #include "orchestrator/core/abort_coordinator.h"
+#include "orchestrator/core/audio_streams.h"
 #include "orchestrator/core/caller.h"
 #include "orchestrator/core/demand_sampler.h"
 #include "orchestrator/core/failover.h"
@@ -196,6 +197,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   RequestTable table_;
   AbortCoordinator abort_;
   Failover failover_;
+  AudioStreams audio_;
   StartQueue starts_;
   StreamedInput input_;
   RateLimiter rate_limiter_;

@@ -175,7 +175,16 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
       recommended_replicas_(registry->AddGauge(
           "omnistage_stage_recommended_replicas",
           "omnistage_stage_demand_replicas rounded up, at least 1 (one orchestrator's view).",
-          {"stage"})) {
+          {"stage"})),
+      audio_playing_(registry
+                         ->AddGauge("omnistage_audio_streams",
+                                    "Requests whose client was getting audio at the last "
+                                    "scaling sample.")
+                         .With({})),
+      audio_capacity_(registry->AddGauge(
+          "omnistage_audio_stream_capacity",
+          "The audio streams the pipeline holds with each made at least as fast as it plays, "
+          "as measured from what its clients got (absent until measured).")) {
   AddInvariantMetric(registry);
   // Counters whose labels are known start at 0, so that rate() and alerts on
   // an absent series work from the first scrape.
@@ -310,6 +319,11 @@ void PipelineMetrics::Scaling(const StageDemand& demand) {
     demand_replicas_.With(labels).Set(signal.demand_replicas());
     recommended_replicas_.With(labels).Set(signal.recommended_replicas());
   }
+}
+
+void PipelineMetrics::Audio(const v1::AudioCapacityStatus& audio) {
+  audio_playing_.Set(audio.playing());
+  if (audio.capacity_known()) audio_capacity_.With({}).Set(audio.capacity_streams());
 }
 
 }  // namespace omnistage

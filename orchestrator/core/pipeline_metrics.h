@@ -87,6 +87,9 @@ class PipelineMetrics {
 
   // Each stage's autoscaling signal, as `demand` last sampled it.
   void Scaling(const StageDemand& demand);
+  // The audio streams playing and the pipeline's measured audio capacity
+  // (left out while unknown).
+  void Audio(const v1::AudioCapacityStatus& audio);
 
   // The event loop's post-to-run delay (EventLoop::set_lag_observer).
   void LoopLag(absl::Duration lag) { loop_lag_.Observe(absl::ToDoubleSeconds(lag)); }
@@ -132,6 +135,8 @@ class PipelineMetrics {
   Family<Gauge>& saturation_;
   Family<Gauge>& demand_replicas_;
   Family<Gauge>& recommended_replicas_;
+  Gauge& audio_playing_;
+  Family<Gauge>& audio_capacity_;
 };
 
 }  // namespace omnistage

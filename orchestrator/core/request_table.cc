@@ -64,4 +64,8 @@ std::vector<std::string> RequestTable::Ids() const {
   return ids;
 }
 
+void RequestTable::ForEach(const std::function<void(const InFlightRequest&)>& visit) const {
+  for (const auto& [id, request] : requests_) visit(*request);
+}
+
 }  // namespace omnistage

@@ -8,6 +8,7 @@
 #define OMNISTAGE_ORCHESTRATOR_CORE_REQUEST_TABLE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -139,6 +140,8 @@ class RequestTable {
   int InFlightOf(const std::string& caller) const;
   bool empty() const { return requests_.empty(); }
   std::vector<std::string> Ids() const;
+  // Calls `visit` with every request in flight (it must not add or remove any).
+  void ForEach(const std::function<void(const InFlightRequest&)>& visit) const;
 
  private:
   // Takes `request` off per_caller_ and cancels its timers (it is leaving).

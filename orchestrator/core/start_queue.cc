@@ -24,11 +24,13 @@ absl::Status QueueError(absl::StatusCode code, absl::string_view why) {
 
 StartQueue::StartQueue(CoreParts core, Hooks hooks) : core_(core), hooks_(std::move(hooks)) {}
 
-bool StartQueue::MustWait() const {
+bool StartQueue::MustWait(const InFlightRequest& r) const {
   if (core_.config->max_queued == 0) return false;
   if (!queue_.empty()) return true;
   const StagePool& first = core_.pool(0);
-  return first.HasLiveReplica() && !first.HasFreeSlot(core_.config->admission_headroom);
+  if (!first.HasLiveReplica()) return false;  // It fails at once.
+  return !first.HasFreeSlot(core_.config->admission_headroom) ||
+         (hooks_.audio_waits && hooks_.audio_waits(&r));
 }
 
 absl::Status StartQueue::Add(InFlightRequest& r, std::string prompt, int priority, int weight) {
@@ -71,7 +73,8 @@ void StartQueue::Pump() {
   if (pumping_ || held_) return;
   pumping_ = true;
   const StagePool& first = core_.pool(0);
-  while (!queue_.empty() && first.HasFreeSlot(core_.config->admission_headroom)) {
+  while (!queue_.empty() && first.HasFreeSlot(core_.config->admission_headroom) &&
+         !(hooks_.audio_waits && hooks_.audio_waits(nullptr))) {
     const std::string id = *queue_.Pop();
     InFlightRequest* r = core_.table->Find(id);
     if (!OMNISTAGE_INVARIANT_HOLDS(r != nullptr && r->queued, (LogContext{id, 0, -1, ""}),

@@ -37,21 +37,27 @@ class StartQueue {
     // the error when it could not (the queue then fails it).
     std::function<std::optional<v1::Error>(InFlightRequest& r)> start;
     FailRequestsFn fail;
+    // Whether `r` (just admitted), or with null the queue's next, must wait
+    // for audio capacity (audio_streams.h).
+    std::function<bool(const InFlightRequest* r)> audio_waits;
   };
 
   StartQueue(CoreParts core, Hooks hooks);
   StartQueue(const StartQueue&) = delete;
   StartQueue& operator=(const StartQueue&) = delete;
 
-  // Whether a new request waits: the queue is on, and others wait or stage 0
-  // has no free slot (but a live replica).
-  bool MustWait() const;
+  // Whether `r`, just admitted, waits: the queue is on, and others wait,
+  // stage 0 has no free slot (but a live replica), or it wants audio and the
+  // pipeline holds all the audio streams admission allows.
+  bool MustWait(const InFlightRequest& r) const;
   // Queues `r` with its prompt and tells its client it started; may shed a
   // queued request of a lower priority. RESOURCE_EXHAUSTED (with a retry
   // hint) when the queue is full: the call fails, and nothing started.
   absl::Status Add(InFlightRequest& r, std::string prompt, int priority, int weight);
-  // Starts queued requests while stage 0 has free slots; one being aborted is
-  // taken out without being started (parked) until Requeue.
+  // Starts queued requests while stage 0 has free slots and audio capacity
+  // allows (while it does not, nothing leaves, whatever the next one wants);
+  // one being aborted is taken out without being started (parked) until
+  // Requeue.
   void Pump();
   // While held (a batch of worker outputs is handled: a request sent now could
   // take an id whose older outputs are still below), nothing leaves; Release

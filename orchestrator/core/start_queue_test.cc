@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "common/metrics.h"
 #include "common/retry_hint.h"
 #include "common/testing/manual_scheduler.h"
@@ -52,6 +53,11 @@ class StartQueueTest : public ::testing::Test {
                               table_.Remove(id);
                             }
                             last_error_ = error;
+                          },
+                          [this](const InFlightRequest* r) {
+                            // Requests named "audio..." want audio.
+                            return audio_full_ &&
+                                   (r == nullptr || absl::StartsWith(r->id, "audio"));
                           }});
   }
 
@@ -66,7 +72,7 @@ class StartQueueTest : public ::testing::Test {
   // A request that arrives now: queued when it must wait, else started.
   absl::Status Arrive(const std::string& id, int priority = 0, const std::string& caller = "") {
     InFlightRequest& r = Request(id, caller);
-    if (!queue_->MustWait()) {
+    if (!queue_->MustWait(r)) {
       pools_[0]->Pick(id).IgnoreError();
       started_.push_back(id + ":at once");
       return absl::OkStatus();
@@ -94,15 +100,19 @@ class StartQueueTest : public ::testing::Test {
   PipelineMetrics metrics_{&registry_, {"thinker"}};
   std::shared_ptr<FakeResponseSink> sink_ = std::make_shared<FakeResponseSink>();
   std::unique_ptr<StartQueue> queue_;
+  // What audio_waits answers: the pipeline holds all the audio streams it may.
+  bool audio_full_ = false;
+  // A request that would arrive now (not in the table).
+  InFlightRequest probe_;
   std::vector<std::string> started_;
   std::vector<std::string> failed_;
   v1::Error last_error_;
 };
 
 TEST_F(StartQueueTest, ARequestWaitsOnlyWhileStageZeroIsFull) {
-  EXPECT_FALSE(queue_->MustWait());
+  EXPECT_FALSE(queue_->MustWait(probe_));
   ASSERT_TRUE(Arrive("a").ok());
-  EXPECT_TRUE(queue_->MustWait());
+  EXPECT_TRUE(queue_->MustWait(probe_));
   ASSERT_TRUE(Arrive("b").ok());
   EXPECT_THAT(started_, ElementsAre("a:at once"));
   EXPECT_EQ(queue_->order().size(), 1u);
@@ -111,10 +121,29 @@ TEST_F(StartQueueTest, ARequestWaitsOnlyWhileStageZeroIsFull) {
   EXPECT_TRUE(queue_->order().empty());
 }
 
+// With stage 0's slots free, a request that wants audio waits while the
+// pipeline holds all the audio streams it may; one that does not goes at
+// once; nothing leaves the queue until audio is free again.
+TEST_F(StartQueueTest, AudioCapacityHoldsRequestsThatWantAudio) {
+  config_.admission_headroom = 8;  // Free slots on stage 0.
+  audio_full_ = true;
+  ASSERT_TRUE(Arrive("text-1").ok());
+  ASSERT_TRUE(Arrive("audio-1").ok());
+  ASSERT_TRUE(Arrive("text-2").ok());  // Behind the one waiting.
+  EXPECT_THAT(started_, ElementsAre("text-1:at once"));
+  EXPECT_EQ(queue_->order().size(), 2u);
+  queue_->Pump();
+  EXPECT_EQ(queue_->order().size(), 2u);
+  audio_full_ = false;
+  queue_->Pump();
+  EXPECT_THAT(started_,
+              ElementsAre("text-1:at once", "audio-1:prompt-audio-1", "text-2:prompt-text-2"));
+}
+
 TEST_F(StartQueueTest, WithTheQueueOffNothingWaits) {
   config_.max_queued = 0;
   ASSERT_TRUE(Arrive("a").ok());
-  EXPECT_FALSE(queue_->MustWait());
+  EXPECT_FALSE(queue_->MustWait(probe_));
 }
 
 TEST_F(StartQueueTest, HigherPrioritiesLeaveFirst) {

@@ -6,9 +6,10 @@
 // listener would (common/playback_model.h): per cell, the time to first audio
 // (p50, p99, and p99 over the same policy's at one client in the same run),
 // the real-time factor (p50, p99), the share of answers that stalled, the
-// stalled seconds per minute of audio, answers per second, and the talker's
+// stalled seconds per minute of audio, answers per second, the talker's
 // saturation as the orchestrator's scaling signal reported it (the highest
-// seen). Every hand-off policy is a row of its own, run in the same run.
+// seen), and the audio capacity it measured (the last seen). Every policy is a
+// row of its own, run in the same run.
 //
 //   bazel run -c opt //tests/bench:omni_benchmark -- --runs=3
 #include <algorithm>
@@ -42,7 +43,9 @@ ABSL_FLAG(std::string, concurrency, "1,2,4,8,16,32,64", "clients at once, one ce
 ABSL_FLAG(double, cell_seconds, 8, "each client asks for answers back to back this long");
 ABSL_FLAG(int, sentences, 2, "sentences per answer (the thinker's)");
 ABSL_FLAG(int, jitter_buffer_ms, 0, "each client's player buffers this long before it plays");
-ABSL_FLAG(std::string, policies, "today", "hand-off policies, a row each: today");
+ABSL_FLAG(std::string, policies, "today,admission",
+          "policies, a row each: today (each output streamed on as it comes), admission (and "
+          "admission by audio capacity at 85%)");
 ABSL_FLAG(std::string, json, "", "also write the figures as JSON to this path");
 ABSL_FLAG(int, max_seconds, 1800, "the whole run is cut (exit 3) after this long");
 
@@ -57,12 +60,16 @@ namespace {
 // runs (step_us_per_request), as a GPU's forward pass grows with its batch:
 // the talker's 64th request makes a step 40.8 ms, past the 40 ms of audio it
 // makes. Batches of 64.
+//
+// Policies: `today`, each output streamed on as it comes; `admission`, the
+// same with admission by audio capacity (playback.audio_admission_percent 85).
 std::string OmniPipelineYaml(const std::string& policy) {
-  (void)policy;  // One hand-off today: each output streamed on as it comes.
+  const std::string playback =
+      policy == "admission" ? "playback: {audio_admission_percent: 85}\n" : "";
   return R"(name: omni-benchmark
 keepalive_ms: 2000
 keepalive_timeout_ms: 10000
-stages:
+)" + playback + R"(stages:
   - name: thinker
     engine: thinker
     engine_params: {batch_size: 64, step_time_us: 25000, step_us_per_request: 250}
@@ -131,16 +138,13 @@ class OmniClient {
     return heard;
   }
 
-  // The talker's saturation now (-1 when the call fails).
-  double TalkerSaturation() {
+  // The orchestrator's status now (empty when the call fails).
+  v1::PipelineStatus Status() {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
     v1::PipelineStatus status;
-    if (!stub_->GetPipelineStatus(&context, v1::PipelineStatusRequest(), &status).ok() ||
-        status.stages_size() < 2) {
-      return -1;
-    }
-    return status.stages(1).scaling().saturation();
+    if (!stub_->GetPipelineStatus(&context, v1::PipelineStatusRequest(), &status).ok()) return {};
+    return status;
   }
 
  private:
@@ -188,9 +192,14 @@ std::vector<double> RunCell(int port, int clients, absl::Duration cell,
     });
   }
   double saturation = 0;
+  double capacity = kNone;
   OmniClient watcher(port);
   while (absl::Now() < end) {
-    saturation = std::max(saturation, watcher.TalkerSaturation());
+    const v1::PipelineStatus status = watcher.Status();
+    if (status.stages_size() > 1) {
+      saturation = std::max(saturation, status.stages(1).scaling().saturation());
+    }
+    if (status.audio().capacity_known()) capacity = status.audio().capacity_streams();
     absl::SleepFor(absl::Milliseconds(250));
   }
   for (std::thread& t : threads) t.join();
@@ -214,7 +223,7 @@ std::vector<double> RunCell(int port, int clients, absl::Duration cell,
     }
   }
   if (answers == 0) {
-    return {kNone, kNone, kNone, kNone, kNone, kNone, kNone, 0, saturation,
+    return {kNone, kNone, kNone, kNone, kNone, kNone, kNone, 0, saturation, capacity,
             static_cast<double>(failed)};
   }
   return {PercentileOf(ttfa_ms, 0.5),
@@ -226,6 +235,7 @@ std::vector<double> RunCell(int port, int clients, absl::Duration cell,
           audio > 0 ? stalled / audio * 60 : kNone,
           answers / wall,
           saturation,
+          capacity,
           static_cast<double>(failed)};
 }
 
@@ -243,7 +253,7 @@ int Run(int argc, char** argv) {
   const std::vector<std::string> policies =
       absl::StrSplit(absl::GetFlag(FLAGS_policies), ',', absl::SkipEmpty());
   for (const std::string& policy : policies) {
-    if (policy != "today") {
+    if (policy != "today" && policy != "admission") {
       std::cerr << "omni_benchmark: --policies: unknown policy '" << policy << "'\n";
       return 2;
     }
@@ -264,7 +274,7 @@ int Run(int argc, char** argv) {
                            absl::FormatDuration(cell), ", jitter buffer ",
                            absl::FormatDuration(jitter)),
               {"TTFA p50 ms", "TTFA p99 ms", "p99 x c1", "RTF p50", "RTF p99", "stalled %",
-               "stall s/audio min", "answers/s", "talker sat", "failed"});
+               "stall s/audio min", "answers/s", "talker sat", "audio cap", "failed"});
   for (int run = 0; run < runs; ++run) {
     for (const std::string& policy : policies) {
       absl::StatusOr<Server> orchestrator = StartOmniOrchestrator(*binaries, (*dir)->path(), policy);

@@ -1,0 +1,71 @@
+#include "orchestrator/core/audio_streams.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace omnistage {
+
+AudioStreams::AudioStreams(CoreParts core)
+    : core_(core), capacity_(core.config->scaling.window), last_sample_(core.scheduler->Now()) {}
+
+void AudioStreams::Sample() {
+  const absl::Time now = core_.scheduler->Now();
+  absl::flat_hash_map<std::string, double> heard;
+  int streams = 0;
+  double audio = 0;
+  core_.table->ForEach([&](const InFlightRequest& r) {
+    const PlaybackModel& playback = r.account.playback();
+    if (!playback.heard()) return;
+    heard[r.id] = playback.audio_seconds();
+    // Played through the whole interval: heard at the last sample too.
+    if (auto before = heard_.find(r.id); before != heard_.end()) {
+      ++streams;
+      audio += playback.audio_seconds() - before->second;
+    }
+  });
+  capacity_.Sample(streams, audio, now - last_sample_);
+  heard_ = std::move(heard);
+  playing_ = static_cast<int>(heard_.size());
+  last_sample_ = now;
+}
+
+bool AudioStreams::WantsAudio(const InFlightRequest& r) const {
+  for (size_t s = 0; s < r.to_client.size(); ++s) {
+    if (r.to_client[s] && core_.stage(static_cast<int>(s)).output_modality == v1::MODALITY_AUDIO) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int AudioStreams::Limit() const {
+  const int percent = core_.config->playback.audio_admission_percent;
+  const std::optional<double> streams = capacity_.Streams();
+  if (percent == 0 || !streams.has_value()) return 0;
+  return std::max(1, static_cast<int>(std::floor(*streams * percent / 100)));
+}
+
+bool AudioStreams::Full(const InFlightRequest* arriving) const {
+  const int limit = Limit();
+  if (limit == 0) return false;
+  int running = 0;
+  core_.table->ForEach([&](const InFlightRequest& r) {
+    if (&r != arriving && !r.queued && WantsAudio(r)) ++running;
+  });
+  return running >= limit;
+}
+
+v1::AudioCapacityStatus AudioStreams::Status() const {
+  v1::AudioCapacityStatus status;
+  status.set_playing(playing_);
+  if (std::optional<double> streams = capacity_.Streams()) {
+    status.set_capacity_known(true);
+    status.set_capacity_streams(*streams);
+  }
+  status.set_seconds_per_audio_second(capacity_.last_seconds_per_audio_second());
+  status.set_admission_limit(Limit());
+  return status;
+}
+
+}  // namespace omnistage
