@@ -34,12 +34,22 @@ function servedRate(status, now) {
   return rate;
 }
 
+// The audio streams playing and the pipeline's measured audio capacity
+// (docs/observability.md, "Audio capacity"); "" before any audio.
+function audioSummary(audio) {
+  if (!audio || (!audio.capacityKnown && !Number(audio.playing || 0))) return "";
+  const capacity = audio.capacityKnown
+      ? `capacity ${Number(audio.capacityStreams).toFixed(0)} at real time`
+      : "capacity not measured yet";
+  return ` · audio ${Number(audio.playing || 0)} playing, ${capacity}`;
+}
+
 function showSummary(status, rate) {
   const pipeline = status.pipeline || {};
   $("summary").textContent =
       `${Number(pipeline.inFlightRequests || 0)} in flight · ${queuedTotal(pipeline)} queued · ` +
       `served ${Number(status.gateway?.servedTotal || 0)}` +
-      (rate === null ? "" : ` (${rate.toFixed(2)}/s)`);
+      (rate === null ? "" : ` (${rate.toFixed(2)}/s)`) + audioSummary(pipeline.audio);
   $("node").textContent = pipeline.nodeId ? `orchestrator ${pipeline.nodeId}` : "";
 }
 

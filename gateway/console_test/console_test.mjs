@@ -133,6 +133,8 @@ try {
                         saturation: 1.5, arrivalsPerSecond: 3.25, slotSecondsPerRequest: 0.4,
                         demandReplicas: 2.6, recommendedReplicas: 3 };
     }
+    json.pipeline.audio = { playing: 12, capacityKnown: true, capacityStreams: 62.2,
+                            secondsPerAudioSecond: 0.43, admissionLimit: 0 };
     json.pipeline.recent = [{
       requestId: "req-reported", identity: "ops", finishReason: "FINISH_REASON_LENGTH",
       error: "", stages: [{ stageId: 0, replica: 0, instanceId: "a" },
@@ -149,6 +151,9 @@ try {
       null, { timeout: 10000 }).catch(() => {});
   seen.scaling = await scaling.textContent();
   check(/saturation 1\.50 .*recommended 3 /.test(seen.scaling), `scaling: '${seen.scaling}'`);
+  seen.summary = await page.textContent("#summary");
+  check(/audio 12 playing, capacity 62 at real time/.test(seen.summary),
+        `the summary: '${seen.summary}'`);
   const reported = page.locator('#recent tbody tr[data-request-id="req-reported"]');
   await reported.waitFor();
   seen.reported = await reported.evaluate((row) => ({
