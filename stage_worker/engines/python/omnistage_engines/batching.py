@@ -16,6 +16,8 @@ request produces in one step.
   admission order), and the step takes step_time_us plus
   prefill_us_per_token for every token the cache did not hold. Only the
   timing and the cache's figures change: a generator never sees the cache.
+- `step_us_per_request`: added to a step's time for each request it runs (a
+  forward pass that grows with its batch).
 - Streamed input that breaks the contract (a kind the engine does not take,
   input after `last`) fails only that request, with an "error" output.
 
@@ -32,6 +34,7 @@ from omnistage_engines.prefix_cache import (DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKE
 MAX_BATCH_SIZE = 65536
 MAX_TOKENS_LIMIT = 1000000
 MAX_PREFIX_CACHE_BLOCKS = 1 << 20
+MAX_STEP_US_PER_REQUEST = 1000000
 MAX_PREFILL_US_PER_TOKEN = 1000000
 
 
@@ -95,6 +98,8 @@ class Batching:
         self.block_tokens = reader.int("block_tokens", DEFAULT_BLOCK_TOKENS, 1, MAX_BLOCK_TOKENS)
         self.prefill_us_per_token = reader.micros("prefill_us_per_token", 0,
                                                   MAX_PREFILL_US_PER_TOKEN)
+        self.step_us_per_request = reader.micros("step_us_per_request", 0,
+                                                 MAX_STEP_US_PER_REQUEST)
         if read_own is not None:
             read_own(reader)
         reader.finish()
@@ -213,10 +218,12 @@ class Batching:
         self._admit()
         prefilled = self._prefill()
         kept = []
+        stepped = 0
         for live in self._running:
             if not live.generator.ready(live.input):
                 kept.append(live)
                 continue
+            stepped += 1
             payloads, finish = live.generator.step(live.input)
             if payloads or finish is not None:
                 outputs.append((live.id, payloads, finish))
@@ -225,7 +232,8 @@ class Batching:
             else:
                 del self._requests[live.id]
         self._running = kept
-        self._wait_out_step_time(start, self.step_us + prefilled * self.prefill_us_per_token)
+        self._wait_out_step_time(start, self.step_us + prefilled * self.prefill_us_per_token +
+                                 stepped * self.step_us_per_request)
         return outputs
 
     def utility(self, name, args):
