@@ -136,6 +136,9 @@ void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
     Health(std::move(exchange));
   } else if (method == "GET" && (path == "/console" || absl::StartsWith(path, "/console/"))) {
     console_.Handle(std::move(exchange));
+  } else if (method == "GET" && path == "/favicon.ico") {
+    // Browsers ask for it on every page (the console's): no icon, and no 404.
+    replies_.Respond(*exchange, 204, "image/x-icon", "");
   } else if (method == "GET" && path == "/metrics") {
     replies_.Respond(*exchange, 200, "text/plain; version=0.0.4", registry_.Render());
   } else {

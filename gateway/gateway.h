@@ -13,6 +13,7 @@
 //                               /console/ (console_route.h, console/)
 //   GET  /console/status        the orchestrator's GetPipelineStatus as JSON,
 //                               with the completions this gateway served
+//   GET  /favicon.ico           204: no icon (browsers ask on every page)
 // Chat completions with audio in and Realtime sessions go to the orchestrators
 // of a pipeline that hears, when one is given (--hearing_orchestrator).
 // Anything else: 404, as OpenAI answers it. The client's bearer token (and W3C

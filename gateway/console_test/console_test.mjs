@@ -35,6 +35,10 @@ try {
   page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   page.setDefaultTimeout(30000);
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  // Nothing the page asks for is missing (the browser's /favicon.ico too).
+  page.on("response", (r) => {
+    if (r.status() === 404) problems.push(`404: ${r.url()}`);
+  });
   page.on("console", (m) => {
     if (/Content Security Policy|Uncaught/.test(m.text())) problems.push(`console: ${m.text()}`);
   });
@@ -43,6 +47,9 @@ try {
   await page.goto(`${base}/console`);
   await page.locator("#status-error", { hasText: "HTTP 401" }).waitFor();
   seen.without_token = await page.textContent("#status-error");
+  // The icon a browser asks for: none, and no 404 (headless Chromium does not ask).
+  seen.favicon = await page.evaluate(async () => (await fetch("/favicon.ico")).status);
+  check(seen.favicon === 204, `/favicon.ico answered ${seen.favicon}`);
 
   // With the admin's: the stages of the running pipeline, each replica live.
   await page.fill("#token", env("ADMIN"));
