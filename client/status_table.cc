@@ -51,8 +51,8 @@ std::string StateName(const v1::ReplicaStatus& replica) {
 
 // "load/capacity"; "-" for a load never reported.
 std::string Load(const v1::ReplicaStatus& replica) {
-  return absl::StrCat(replica.load_age_ms() < 0 ? "-" : absl::StrCat(replica.load_requests()),
-                      "/", replica.capacity());
+  return absl::StrCat(replica.load_age_ms() < 0 ? "-" : absl::StrCat(replica.load_requests()), "/",
+                      replica.capacity());
 }
 
 // The message on one line, cut at kMaxErrorChars.
@@ -105,8 +105,8 @@ std::string Queue(const v1::PipelineStatus& status) {
 }
 
 std::string Orchestrators(const v1::PipelineStatus& status) {
-  std::vector<Row> rows = {{"node id", "peer address", "reachable", "in flight", "accepting",
-                            "error"}};
+  std::vector<Row> rows = {
+      {"node id", "peer address", "reachable", "in flight", "accepting", "error"}};
   for (const v1::OrchestratorStatus& o : status.orchestrators()) {
     rows.push_back({o.node_id().empty() ? "?" : o.node_id(),
                     o.peer_address().empty() ? "(this one)" : o.peer_address(),
@@ -122,9 +122,9 @@ std::string StagesOf(const v1::FinishedRequest& r, const v1::PipelineStatus& sta
   std::vector<std::string> parts;
   for (const v1::StageReplica& s : r.stages()) {
     const bool named = s.stage_id() >= 0 && s.stage_id() < status.stages_size();
-    parts.push_back(absl::StrCat(named ? status.stages(s.stage_id()).name()
-                                       : absl::StrCat("stage ", s.stage_id()),
-                                 ":", s.replica()));
+    parts.push_back(absl::StrCat(
+        named ? status.stages(s.stage_id()).name() : absl::StrCat("stage ", s.stage_id()), ":",
+        s.replica()));
   }
   return parts.empty() ? "-" : absl::StrJoin(parts, ",");
 }
@@ -135,18 +135,18 @@ std::string Recent(const v1::PipelineStatus& status) {
   for (int i = 0; i < status.recent_size() && i < kRecentShown; ++i) {
     const v1::FinishedRequest& r = status.recent(i);
     const bool audio = r.audio_seconds() > 0;
-    rows.push_back({r.request_id(), r.identity().empty() ? "-" : r.identity(),
-                    FinishReasonName(r.finish_reason()),
-                    r.first_output_seconds() < 0
-                        ? "-"
-                        : absl::StrFormat("%.0f ms", r.first_output_seconds() * 1000),
-                    audio ? absl::StrFormat("%.0f ms", r.first_audio_seconds() * 1000) : "-",
-                    !audio                      ? "-"
-                    : r.playback_stalls() == 0 ? "0"
-                                               : absl::StrFormat("%d (%.0f ms)", r.playback_stalls(),
-                                                                 r.stalled_seconds() * 1000),
-                    absl::StrFormat("%.0f ms", r.duration_seconds() * 1000), StagesOf(r, status),
-                    ShortError(r.error())});
+    rows.push_back(
+        {r.request_id(), r.identity().empty() ? "-" : r.identity(),
+         FinishReasonName(r.finish_reason()),
+         r.first_output_seconds() < 0 ? "-"
+                                      : absl::StrFormat("%.0f ms", r.first_output_seconds() * 1000),
+         audio ? absl::StrFormat("%.0f ms", r.first_audio_seconds() * 1000) : "-",
+         !audio ? "-"
+         : r.playback_stalls() == 0
+             ? "0"
+             : absl::StrFormat("%d (%.0f ms)", r.playback_stalls(), r.stalled_seconds() * 1000),
+         absl::StrFormat("%.0f ms", r.duration_seconds() * 1000), StagesOf(r, status),
+         ShortError(r.error())});
   }
   return absl::StrCat("\nrecent requests (newest first, ", rows.size() - 1, " of ",
                       status.recent_size(), "):\n", Columns(rows, "  "));
@@ -173,10 +173,10 @@ std::string Audio(const v1::AudioCapacityStatus& audio) {
 }  // namespace
 
 std::string FormatStatusTable(const v1::PipelineStatus& status) {
-  std::string out = absl::StrCat("orchestrator ", status.node_id().empty() ? "?" : status.node_id(),
-                                 ": ", status.accepting() ? "accepting" : "draining (not accepting)",
-                                 ", ", status.in_flight_requests(), " in flight, ",
-                                 Queue(status), "\n");
+  std::string out =
+      absl::StrCat("orchestrator ", status.node_id().empty() ? "?" : status.node_id(), ": ",
+                   status.accepting() ? "accepting" : "draining (not accepting)", ", ",
+                   status.in_flight_requests(), " in flight, ", Queue(status), "\n");
   if (status.invariant_violations() > 0) {
     absl::StrAppend(&out, "invariant violations: ", status.invariant_violations(),
                     " (a bug of omnistage: see its log)\n");

@@ -10,7 +10,7 @@ namespace {
 // Real-time factors: well under 1 (audio made far faster than it plays) to
 // 10 (a second of audio every ten).
 const std::vector<double>& RealTimeFactorBuckets() {
-  static const std::vector<double> bounds = {0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.85,
+  static const std::vector<double> bounds = {0.05, 0.1,  0.2, 0.3, 0.5, 0.7, 0.85,
                                              1,    1.25, 1.5, 2,   3,   5,   10};
   return bounds;
 }
@@ -24,10 +24,10 @@ std::vector<std::string> With(std::vector<std::string> labels, const char* more)
 
 PlaybackMetrics::PlaybackMetrics(MetricsRegistry* registry, absl::string_view prefix,
                                  std::vector<std::string> labels)
-    : first_audio_(registry->AddHistogram(
-          absl::StrCat(prefix, "_time_to_first_audio_seconds"),
-          "From a request's start to the first audio sent to its client.", labels,
-          LatencyBuckets())),
+    : first_audio_(
+          registry->AddHistogram(absl::StrCat(prefix, "_time_to_first_audio_seconds"),
+                                 "From a request's start to the first audio sent to its client.",
+                                 labels, LatencyBuckets())),
       real_time_factor_(registry->AddHistogram(
           absl::StrCat(prefix, "_audio_real_time_factor"),
           "Per request with audio: from its start to its last audio, over the seconds of "

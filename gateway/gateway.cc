@@ -69,11 +69,11 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
                                            options_.orchestrator_tls_name},
                      post_, &fallbacks_.With({"orchestrator"})),
       hearing_(HearingOrchestrators(options_, post_, &fallbacks_.With({"hearing_orchestrator"}))),
-      realtime_(RealtimeRoute::Options{
-                    hearing_ != nullptr ? options_.hearing_model : options_.model,
-                    options_.max_realtime_sessions, options_.realtime},
-                hearing_ != nullptr ? hearing_.get() : &orchestrators_, &replies_, post_,
-                &draining_, &registry_),
+      realtime_(
+          RealtimeRoute::Options{hearing_ != nullptr ? options_.hearing_model : options_.model,
+                                 options_.max_realtime_sessions, options_.realtime},
+          hearing_ != nullptr ? hearing_.get() : &orchestrators_, &replies_, post_, &draining_,
+          &registry_),
       console_(&orchestrators_, &replies_),
       speech_(SpeechRoute::Options{Orchestrators::Target{options_.speech_orchestrator,
                                                          options_.orchestrator_tls,
@@ -193,9 +193,9 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
   ChatRequest request = std::get<ChatRequest>(std::move(parsed));
   if (!request.input.empty()) {  // Audio in: streamed to a stage that hears.
     const Orchestrators& to = hearing ? *hearing_ : orchestrators_;
-    ChatDuplexCall::Start(to.ready(), to.tls(), std::move(request),
-                          options_.model.id, std::move(headers.authorization),
-                          std::move(headers.traceparent), exchange, post_, std::move(observer));
+    ChatDuplexCall::Start(to.ready(), to.tls(), std::move(request), options_.model.id,
+                          std::move(headers.authorization), std::move(headers.traceparent),
+                          exchange, post_, std::move(observer));
     return;
   }
   ChatCall::Start(orchestrators_.ready(), orchestrators_.fallback(), orchestrators_.tls(),

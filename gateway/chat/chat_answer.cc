@@ -48,8 +48,8 @@ absl::Status CallFailure(const grpc::Status& status, bool got_response, bool orc
   absl::Status failed = status.ok() ? absl::InternalError("the stream ended without a terminal")
                                     : FromGrpcStatus(status);
   if (failed.code() == absl::StatusCode::kUnavailable && !got_response) {
-    failed = absl::UnavailableError(
-        ExplainUnreachable(std::string(failed.message()), orchestrator_tls));
+    failed =
+        absl::UnavailableError(ExplainUnreachable(std::string(failed.message()), orchestrator_tls));
   }
   return failed;
 }
@@ -148,8 +148,8 @@ void ChatAnswer::Answer(const std::string& body) {
 }
 
 void ChatAnswer::Finish(int http_status, std::string outcome, std::string error) {
-  observer_({http_status, request_id_, std::move(outcome), std::move(error),
-             player_.Figures(started_)});
+  observer_(
+      {http_status, request_id_, std::move(outcome), std::move(error), player_.Figures(started_)});
 }
 
 void ChatAnswer::Ended(const grpc::Status& status) {

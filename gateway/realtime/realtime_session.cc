@@ -38,11 +38,12 @@ std::shared_ptr<RealtimeSession> RealtimeSession::Start(std::unique_ptr<HttpUpgr
     return nullptr;
   }
   session->self_ = session;
-  session->Send(ServerEvent(session->ids_, "session.created",
-                            {{"session", SessionJson(session->config_)}}));
-  session->Send(ServerEvent(
-      session->ids_, "conversation.created",
-      {{"conversation", {{"id", session->conversation_id_}, {"object", "realtime.conversation"}}}}));
+  session->Send(
+      ServerEvent(session->ids_, "session.created", {{"session", SessionJson(session->config_)}}));
+  session->Send(
+      ServerEvent(session->ids_, "conversation.created",
+                  {{"conversation",
+                    {{"id", session->conversation_id_}, {"object", "realtime.conversation"}}}}));
   return session;
 }
 
@@ -121,14 +122,15 @@ void RealtimeSession::OnMessage(const std::string& text) {
   } else if (type == "input_audio_buffer.clear") {
     AudioInput(event, RealtimeAudioInput::Op::kClear);
   } else if (type == "output_audio_buffer.clear" || type == "transcription_session.update") {
-    SendError({"unsupported_event", absl::StrCat("'", type, "' is not supported by omnistage."),
-               "type"},
-              event.event_id);
+    SendError(
+        {"unsupported_event", absl::StrCat("'", type, "' is not supported by omnistage."), "type"},
+        event.event_id);
   } else {
-    SendError({"invalid_value", absl::StrCat("Invalid value: '", type,
-                                             "'. It is no client event of the Realtime API."),
-               "type"},
-              event.event_id);
+    SendError(
+        {"invalid_value",
+         absl::StrCat("Invalid value: '", type, "'. It is no client event of the Realtime API."),
+         "type"},
+        event.event_id);
   }
 }
 
@@ -150,7 +152,8 @@ void RealtimeSession::ResponseCreate(const ClientEvent& event) {
   if (response_ != nullptr) {
     SendError({"conversation_already_has_active_response",
                absl::StrCat("Conversation already has an active response in progress: ",
-                            response_->response_id(), ". Wait until the response is finished "
+                            response_->response_id(),
+                            ". Wait until the response is finished "
                             "before creating a new one."),
                ""},
               event.event_id);
@@ -240,8 +243,7 @@ void RealtimeSession::TurnResponse(const std::shared_ptr<AudioTurn>& turn,
   }
 }
 
-void RealtimeSession::TurnDone(const std::shared_ptr<AudioTurn>& turn,
-                               const grpc::Status& status) {
+void RealtimeSession::TurnDone(const std::shared_ptr<AudioTurn>& turn, const grpc::Status& status) {
   if (turn == turn_) {
     Done(status);
   } else {
@@ -286,15 +288,15 @@ void RealtimeSession::Done(const grpc::Status& status) {
   if (error.has_value()) {
     how = RealtimeEncoder::Status::kFailed;
   } else if (cancelled_) {
-    how = interrupted_ ? RealtimeEncoder::Status::kInterrupted
-                       : RealtimeEncoder::Status::kCancelled;
+    how =
+        interrupted_ ? RealtimeEncoder::Status::kInterrupted : RealtimeEncoder::Status::kCancelled;
   } else if (!status.ok() || !got_terminal_) {
     how = RealtimeEncoder::Status::kFailed;
-    error = turn_ != nullptr && !status.ok()
-                ? RealtimeAudioInput::TurnError(FromGrpcStatus(status))
-                : ErrorOfStatus(status.ok()
-                                    ? absl::InternalError("the stream ended without a terminal")
-                                    : FromGrpcStatus(status));
+    error =
+        turn_ != nullptr && !status.ok()
+            ? RealtimeAudioInput::TurnError(FromGrpcStatus(status))
+            : ErrorOfStatus(status.ok() ? absl::InternalError("the stream ended without a terminal")
+                                        : FromGrpcStatus(status));
     if (!status.ok() && status.error_code() == grpc::StatusCode::UNAVAILABLE) {
       error->message = ExplainUnreachable(error->message, false);
     }

@@ -186,8 +186,8 @@ void SpeechCall::Break(const std::string& why) {
 }
 
 void SpeechCall::Finish(int http_status, std::string outcome, std::string error) {
-  observer_({http_status, request_id_, std::move(outcome), std::move(error),
-             player_.Figures(started_)});
+  observer_(
+      {http_status, request_id_, std::move(outcome), std::move(error), player_.Figures(started_)});
 }
 
 void SpeechCall::Ended(const grpc::Status& status) {

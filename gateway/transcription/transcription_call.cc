@@ -32,9 +32,9 @@ TranscriptionCall::TranscriptionCall(TranscriptionRequest request, Transcription
       traceparent_(std::move(traceparent)),
       exchange_(std::move(exchange)),
       observer_(std::move(observer)),
-      transcript_(audio_.sample_rate_hz > 0 ? static_cast<int64_t>(audio_.samples.size()) * 1000 /
-                                                  audio_.sample_rate_hz
-                                            : 0) {}
+      transcript_(audio_.sample_rate_hz > 0
+                      ? static_cast<int64_t>(audio_.samples.size()) * 1000 / audio_.sample_rate_hz
+                      : 0) {}
 
 void TranscriptionCall::Start(v1::Orchestrator::Stub* stub, bool orchestrator_tls,
                               TranscriptionRequest request, TranscriptionAudio audio,
@@ -60,8 +60,8 @@ void TranscriptionCall::Start(v1::Orchestrator::Stub* stub, bool orchestrator_tl
 bool TranscriptionCall::NextChunk() {
   if (sent_last_) return false;
   const size_t total = audio_.samples.size();
-  const size_t count = std::min(total - next_sample_,
-                                static_cast<size_t>(audio_.sample_rate_hz) * kChunkSeconds);
+  const size_t count =
+      std::min(total - next_sample_, static_cast<size_t>(audio_.sample_rate_hz) * kChunkSeconds);
   writing_.Clear();
   v1::InputChunk* chunk = writing_.mutable_input();
   if (count > 0) {

@@ -68,9 +68,9 @@ const std::vector<std::string> kTopKeys = {"name",
                                            "peers",
                                            "stages"};
 const std::vector<std::string> kStageKeys = {
-    "name",         "engine",          "engine_params", "replicas",  "addresses",
-    "discovery",    "final_output",    "output_modality", "input_mode", "defaults",
-    "pick",         "prefix",          "failover"};
+    "name",      "engine",       "engine_params",   "replicas",   "addresses",
+    "discovery", "final_output", "output_modality", "input_mode", "defaults",
+    "pick",      "prefix",       "failover"};
 const std::vector<std::string> kPeersKeys = {"addresses", "discovery", "timeout_ms"};
 const std::vector<std::string> kDefaultsKeys = {"max_tokens", "seed", "temperature", "extra"};
 
@@ -118,7 +118,8 @@ absl::Status CheckSpawnedEngine(const StageConfig& stage, Fields& fields) {
     return Invalid(fields.PathOf("engine"), "required when spawning replicas");
   }
   if (!IsEngineName(stage.engine)) {
-    return Expected(*fields.Find("engine"), fields.PathOf("engine"), "an engine name (a-z, 0-9, _)");
+    return Expected(*fields.Find("engine"), fields.PathOf("engine"),
+                    "an engine name (a-z, 0-9, _)");
   }
   for (const auto& [key, value] : stage.engine_params) {
     if (absl::StrContains(value, ',')) {
@@ -256,8 +257,8 @@ absl::Status ReadStages(const YAML::Node& stages, PipelineConfig* config) {
           absl::StrCat("dns:", stage.discovery->name, ":", stage.discovery->port), path);
       if (!added) {
         return Invalid(path, absl::StrCat("'", stage.discovery->name, "' port ",
-                                          stage.discovery->port, " is already used by ",
-                                          it->second, " (one worker serves one stage)"));
+                                          stage.discovery->port, " is already used by ", it->second,
+                                          " (one worker serves one stage)"));
       }
     }
     config->stages.push_back(std::move(stage));

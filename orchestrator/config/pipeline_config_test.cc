@@ -226,9 +226,8 @@ TEST(PipelineConfigTest, AcceptsEmptySectionsAndBoundaryValues) {
   EXPECT_EQ(config->stages[0].defaults.max_tokens(), 1000000u);
   EXPECT_EQ(config->stages[0].defaults.seed(), UINT64_MAX);
   // Discovery's refresh defaults to 5 s; a fully qualified name is a name.
-  absl::StatusOr<PipelineConfig> discovered =
-      ParsePipelineConfig(absl::StrReplaceAll(OneStage("discovery: {dns: talker., port: 1}"),
-                                              {{"replicas: 1, ", ""}}));
+  absl::StatusOr<PipelineConfig> discovered = ParsePipelineConfig(
+      absl::StrReplaceAll(OneStage("discovery: {dns: talker., port: 1}"), {{"replicas: 1, ", ""}}));
   ASSERT_TRUE(discovered.ok()) << discovered.status();
   EXPECT_EQ(discovered->stages[0].discovery->refresh, absl::Milliseconds(5000));
   // The largest prompt limit that still fits a worker's AddRequest.
@@ -273,8 +272,7 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
        "stages[0].prefix.mode: expected auto or approximate, got 'exact'"},
       {OneStage("pick: prefix_aware, prefix: {load_cost_tokens: -1}"),
        "stages[0].prefix.load_cost_tokens: expected a number in [0, 1e+09]"},
-      {OneStage("pick: prefix_aware, prefix: {ttl: 5}"),
-       "stages[0].prefix.ttl: unknown key"},
+      {OneStage("pick: prefix_aware, prefix: {ttl: 5}"), "stages[0].prefix.ttl: unknown key"},
       {absl::StrCat("peers: {}\n", OneStage("")),
        "peers: give exactly one of addresses and discovery"},
       {absl::StrCat("peers: {addresses: ['h:1'], discovery: {dns: a, port: 1}}\n", OneStage("")),
@@ -342,7 +340,9 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {"limits: {max_inflight: 5}\n" + OneStage(""),
        "limits.max_inflight: unknown key (known: max_in_flight, max_prompt_bytes, "
        "max_client_queued_bytes, max_in_flight_per_identity, max_streams_per_connection, "
-       "min_client_ping_interval_ms, max_connection_age_ms, max_connection_age_grace_ms, max_queued, max_queue_ms, admission_headroom, max_replay_bytes, max_input_chunk_bytes, max_input_bytes, input_idle_ms)"},
+       "min_client_ping_interval_ms, max_connection_age_ms, max_connection_age_grace_ms, "
+       "max_queued, max_queue_ms, admission_headroom, max_replay_bytes, max_input_chunk_bytes, "
+       "max_input_bytes, input_idle_ms)"},
       {"limits: {max_input_chunk_bytes: 16777216}\n" + OneStage(""),
        "limits.max_input_chunk_bytes: expected an integer in [1, 16711680], got '16777216'"},
       {"limits: {max_input_bytes: 0}\n" + OneStage(""),
@@ -467,9 +467,9 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {"stages: [{name: a, addresses: ['" + std::string(100, 'h') +
            "'], final_output: true, output_modality: text}]",
        "stages[0].addresses[0]: expected host:port with a port in 1..65535 (e.g. "
-       "127.0.0.1:7001), got '" + std::string(64, 'h') + "...'"},
-      {"a: \"\\\x01\"\n",
-       "YAML syntax error at line 1, column 7: unknown escape character: \\x01"},
+       "127.0.0.1:7001), got '" +
+           std::string(64, 'h') + "...'"},
+      {"a: \"\\\x01\"\n", "YAML syntax error at line 1, column 7: unknown escape character: \\x01"},
   };
   for (const ErrorCase& c : cases) {
     absl::StatusOr<PipelineConfig> config = ParsePipelineConfig(c.yaml);

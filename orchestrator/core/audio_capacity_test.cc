@@ -47,7 +47,8 @@ TEST(AudioCapacityTest, OldSamplesFadeWhenThePipelineChanges) {
   }
   EXPECT_NEAR(*capacity.Streams(), 0.7 / 0.005625, 1.0);
   // Held at its capacity for long: no spread left, the capacity stays.
-  for (int i = 0; i < 600; ++i) capacity.Sample(120, 120 / (0.3 + 0.005625 * 120), absl::Seconds(1));
+  for (int i = 0; i < 600; ++i)
+    capacity.Sample(120, 120 / (0.3 + 0.005625 * 120), absl::Seconds(1));
   EXPECT_NEAR(*capacity.Streams(), 0.7 / 0.005625, 1.0);
 }
 

@@ -41,8 +41,7 @@ namespace omnistage {
 class RequestAccount {
  public:
   RequestAccount() = default;
-  explicit RequestAccount(absl::Time admitted,
-                          absl::Duration jitter_buffer = absl::ZeroDuration())
+  explicit RequestAccount(absl::Time admitted, absl::Duration jitter_buffer = absl::ZeroDuration())
       : admitted_(admitted), playback_(jitter_buffer) {}
 
   // `payload` went to the client at `now`. Returns the output tokens it

@@ -87,8 +87,8 @@ TEST(RequestAccountTest, ARequestWithNoOutputHasNoFirstOutputAndAnErrorNamesItsC
 TEST(RequestAccountTest, AudioLaterThanTheListenerPlaysIsAStall) {
   // 300 ms of jitter buffer: playing starts at 0.4 s.
   RequestAccount account(kAdmitted, absl::Milliseconds(300));
-  account.Delivered(Audio(0.5), kAdmitted + absl::Milliseconds(100));  // plays 0.4 .. 0.9
-  account.Delivered(Audio(0.5), kAdmitted + absl::Milliseconds(800));  // in time: .. 1.4
+  account.Delivered(Audio(0.5), kAdmitted + absl::Milliseconds(100));   // plays 0.4 .. 0.9
+  account.Delivered(Audio(0.5), kAdmitted + absl::Milliseconds(800));   // in time: .. 1.4
   account.Delivered(Audio(1.0), kAdmitted + absl::Milliseconds(1600));  // 200 ms late
   EXPECT_EQ(account.playback().runs_out(), kAdmitted + absl::Milliseconds(2600));
   const v1::FinishedRequest record =

@@ -25,9 +25,8 @@ absl::Status CheckModalities(const PipelineConfig& config, const v1::GenerateReq
       return absl::InvalidArgumentError(absl::StrCat("output_modalities: unknown modality ", m));
     }
     const bool produced =
-        std::any_of(config.stages.begin(), config.stages.end(), [m](const StageConfig& s) {
-          return s.final_output && s.output_modality == m;
-        });
+        std::any_of(config.stages.begin(), config.stages.end(),
+                    [m](const StageConfig& s) { return s.final_output && s.output_modality == m; });
     if (!produced) {
       return absl::InvalidArgumentError(
           absl::StrCat("output_modalities: no final stage of this pipeline produces ",
@@ -42,8 +41,8 @@ absl::Status CheckStageParams(const PipelineConfig& config, const v1::GenerateRe
   for (const v1::StageParameters& p : request.stage_params()) {
     if (p.stage_id() < 0 || p.stage_id() >= static_cast<int>(config.stages.size())) {
       return absl::InvalidArgumentError(absl::StrCat("stage_params: no stage ", p.stage_id(),
-                                                     " (the pipeline has ",
-                                                     config.stages.size(), ")"));
+                                                     " (the pipeline has ", config.stages.size(),
+                                                     ")"));
     }
     if (seen[p.stage_id()]) {
       return absl::InvalidArgumentError(
@@ -71,14 +70,13 @@ absl::Status CheckStageParams(const PipelineConfig& config, const v1::GenerateRe
 absl::Status ValidateGenerateRequest(const PipelineConfig& config,
                                      const v1::GenerateRequest& request, bool streamed_input) {
   const std::string& id = request.request_id();
-  if (request.has_priority() &&
-      (request.priority() < 0 || request.priority() > kMaxPriority)) {
+  if (request.has_priority() && (request.priority() < 0 || request.priority() > kMaxPriority)) {
     return absl::InvalidArgumentError(
         absl::StrCat("priority: ", request.priority(), " is not in 0..", kMaxPriority));
   }
   if (id.size() > kMaxRequestIdBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("request_id is ", id.size(),
-                                                   " bytes; the limit is ", kMaxRequestIdBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("request_id is ", id.size(), " bytes; the limit is ", kMaxRequestIdBytes));
   }
   if (!std::all_of(id.begin(), id.end(), IsRequestIdChar)) {
     return absl::InvalidArgumentError("request_id may contain only letters, digits and . _ : -");
@@ -94,11 +92,11 @@ absl::Status ValidateGenerateRequest(const PipelineConfig& config,
     return absl::InvalidArgumentError(absl::StrCat("session_key is ", request.session_key().size(),
                                                    " bytes; the limit is ", kMaxSessionKeyBytes));
   }
-  if (request.prompt().empty() && !streamed_input) return absl::InvalidArgumentError("prompt is empty");
+  if (request.prompt().empty() && !streamed_input)
+    return absl::InvalidArgumentError("prompt is empty");
   if (request.prompt().size() > config.max_prompt_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("prompt is ", request.prompt().size(),
-                                                   " bytes; the limit is ",
-                                                   config.max_prompt_bytes));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prompt is ", request.prompt().size(), " bytes; the limit is ", config.max_prompt_bytes));
   }
   const size_t fields = request.ByteSizeLong() - request.prompt().size();
   if (fields > static_cast<size_t>(kMaxRequestFieldsBytes)) {
@@ -145,8 +143,7 @@ absl::Status ValidateInputMessage(const PipelineConfig& config, const v1::Genera
     if (audio.pcm_s16le().size() % (2 * static_cast<size_t>(channels)) != 0) {
       return AtField(
           absl::InvalidArgumentError(absl::StrCat(
-              field, ".audio.pcm_s16le is ", audio.pcm_s16le().size(),
-              " bytes: not whole 16-bit ",
+              field, ".audio.pcm_s16le is ", audio.pcm_s16le().size(), " bytes: not whole 16-bit ",
               channels == 1 ? "mono" : absl::StrCat(channels, "-channel"), " samples")),
           field + ".audio.pcm_s16le");
     }
@@ -159,17 +156,17 @@ absl::Status ValidateInputMessage(const PipelineConfig& config, const v1::Genera
                    kInputChunkLimitField);
   }
   if (streamed_before + size > config.max_input_bytes) {
-    return AtField(absl::InvalidArgumentError(absl::StrCat(
-                       "the streamed input reached ", streamed_before + size,
-                       " bytes; limits.max_input_bytes is ", config.max_input_bytes)),
+    return AtField(absl::InvalidArgumentError(
+                       absl::StrCat("the streamed input reached ", streamed_before + size,
+                                    " bytes; limits.max_input_bytes is ", config.max_input_bytes)),
                    kInputBytesLimitField);
   }
   *bytes = size;
   return absl::OkStatus();
 }
 
-v1::StageParameters StageParamsFor(const PipelineConfig& config,
-                                   const v1::GenerateRequest& request, int stage) {
+v1::StageParameters StageParamsFor(const PipelineConfig& config, const v1::GenerateRequest& request,
+                                   int stage) {
   v1::StageParameters params = config.stages[stage].defaults;
   params.set_stage_id(stage);
   for (const v1::StageParameters& p : request.stage_params()) {
@@ -200,9 +197,8 @@ std::unique_ptr<InFlightRequest> NewInFlightRequest(const PipelineConfig& config
   for (int s = 0; s < stages; ++s) {
     const StageConfig& stage = config.stages[s];
     r->to_client[s] =
-        stage.final_output &&
-        (wanted.empty() ||
-         std::find(wanted.begin(), wanted.end(), stage.output_modality) != wanted.end());
+        stage.final_output && (wanted.empty() || std::find(wanted.begin(), wanted.end(),
+                                                           stage.output_modality) != wanted.end());
     if (r->to_client[s]) r->last_stage = s;
     r->params.push_back(StageParamsFor(config, request, s));
   }

@@ -18,12 +18,12 @@ constexpr absl::StatusCode kRefusalCodes[] = {
     absl::StatusCode::kResourceExhausted, absl::StatusCode::kUnavailable};
 // The calls that check credentials, and why a replica is evicted (Evicted()).
 constexpr const char* kAuthenticatedCalls[] = {"Generate", "Abort", "GetPipelineStatus",
-                                                "CallStageUtility"};
+                                               "CallStageUtility"};
 constexpr const char* kEvictionReasons[] = {"stream_ended", "stalled", "send_failed"};
 // What became of a request a replica lost on a stage with failover on.
-constexpr const char* kFailoverOutcomes[] = {"resumed",          "no_live_replica",
-                                             "attempts_exhausted", "replay_too_large",
-                                             "not_resumable",    "replay_mismatch"};
+constexpr const char* kFailoverOutcomes[] = {
+    "resumed",          "no_live_replica", "attempts_exhausted",
+    "replay_too_large", "not_resumable",   "replay_mismatch"};
 // PickDecision::why.
 constexpr const char* kPickReasons[] = {"round_robin", "least_loaded", "session",
                                         "prefix",      "no_match",     "balance"};
@@ -48,18 +48,19 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
           "omnistage_auth_refusals_total",
           "Calls refused for their credentials (UNAUTHENTICATED) or role (PERMISSION_DENIED).",
           {"call", "code"})),
-      in_flight_(registry->AddGauge("omnistage_in_flight_requests",
-                                    "Generate calls admitted and not yet ended.")
+      in_flight_(registry
+                     ->AddGauge("omnistage_in_flight_requests",
+                                "Generate calls admitted and not yet ended.")
                      .With({})),
       first_output_(registry->AddHistogram(
           "omnistage_time_to_first_output_seconds",
-          "From admission to the first output of each modality sent to the client.",
-          {"modality"}, LatencyBuckets())),
+          "From admission to the first output of each modality sent to the client.", {"modality"},
+          LatencyBuckets())),
       heard_(registry, "omnistage"),
       between_outputs_(registry
                            ->AddHistogram("omnistage_time_between_outputs_seconds",
-                                          "Gap between consecutive responses of one request.",
-                                          {}, LatencyBuckets())
+                                          "Gap between consecutive responses of one request.", {},
+                                          LatencyBuckets())
                            .With({})),
       request_duration_(registry
                             ->AddHistogram("omnistage_request_duration_seconds",

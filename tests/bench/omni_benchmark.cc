@@ -69,7 +69,8 @@ std::string OmniPipelineYaml(const std::string& policy) {
   return R"(name: omni-benchmark
 keepalive_ms: 2000
 keepalive_timeout_ms: 10000
-)" + playback + R"(stages:
+)" + playback +
+         R"(stages:
   - name: thinker
     engine: thinker
     engine_params: {batch_size: 64, step_time_us: 25000, step_us_per_request: 250}
@@ -104,8 +105,8 @@ struct Heard {
 class OmniClient {
  public:
   explicit OmniClient(int port)
-      : stub_(v1::Orchestrator::NewStub(grpc::CreateChannel(
-            absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()))) {}
+      : stub_(v1::Orchestrator::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                                            grpc::InsecureChannelCredentials()))) {}
 
   // One spoken answer, played as it comes.
   Heard Ask(int n, absl::Duration jitter_buffer) {
@@ -126,7 +127,8 @@ class OmniClient {
     while (reader->Read(&response)) {
       const absl::Time now = absl::Now();
       for (const v1::OutputChunk& chunk : response.outputs()) {
-        if (chunk.payload().has_audio()) player.Arrived(AudioSecondsOf(chunk.payload().audio()), now);
+        if (chunk.payload().has_audio())
+          player.Arrived(AudioSecondsOf(chunk.payload().audio()), now);
       }
       if (response.has_terminal()) {
         stopped = response.terminal().finish_reason() == v1::FINISH_REASON_STOP;
@@ -155,9 +157,9 @@ absl::StatusOr<Server> StartOmniOrchestrator(const Binaries& binaries, const std
                                              const std::string& policy) {
   const std::string config = absl::StrCat(dir, "/omni_", policy, ".yaml");
   if (absl::Status s = WriteFile(config, OmniPipelineYaml(policy)); !s.ok()) return s;
-  absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Start(
-      {binaries.orchestrator, "--config=" + config, "--listen=127.0.0.1:0",
-       "--stage_worker=" + binaries.stage_worker, "--log_level=warning"});
+  absl::StatusOr<std::unique_ptr<ChildProcess>> process =
+      ChildProcess::Start({binaries.orchestrator, "--config=" + config, "--listen=127.0.0.1:0",
+                           "--stage_worker=" + binaries.stage_worker, "--log_level=warning"});
   if (!process.ok()) return process.status();
   absl::StatusOr<std::string> line = (*process)->WaitForLine("listening port=", absl::Seconds(60));
   if (!line.ok()) return line.status();
@@ -223,7 +225,16 @@ std::vector<double> RunCell(int port, int clients, absl::Duration cell,
     }
   }
   if (answers == 0) {
-    return {kNone, kNone, kNone, kNone, kNone, kNone, kNone, 0, saturation, capacity,
+    return {kNone,
+            kNone,
+            kNone,
+            kNone,
+            kNone,
+            kNone,
+            kNone,
+            0,
+            saturation,
+            capacity,
             static_cast<double>(failed)};
   }
   return {PercentileOf(ttfa_ms, 0.5),
@@ -269,18 +280,19 @@ int Run(int argc, char** argv) {
     return 2;
   }
   const std::string header = RunHeader(argc, argv);
-  Table table(absl::StrCat("omni: thinker -> talker -> vocoder (batches of 64), clients asking for ",
-                           absl::GetFlag(FLAGS_sentences), "-sentence spoken answers back to back for ",
-                           absl::FormatDuration(cell), ", jitter buffer ",
-                           absl::FormatDuration(jitter)),
-              {"TTFA p50 ms", "TTFA p99 ms", "p99 x c1", "RTF p50", "RTF p99", "stalled %",
-               "stall s/audio min", "answers/s", "talker sat", "audio cap", "failed"});
+  Table table(
+      absl::StrCat("omni: thinker -> talker -> vocoder (batches of 64), clients asking for ",
+                   absl::GetFlag(FLAGS_sentences), "-sentence spoken answers back to back for ",
+                   absl::FormatDuration(cell), ", jitter buffer ", absl::FormatDuration(jitter)),
+      {"TTFA p50 ms", "TTFA p99 ms", "p99 x c1", "RTF p50", "RTF p99", "stalled %",
+       "stall s/audio min", "answers/s", "talker sat", "audio cap", "failed"});
   for (int run = 0; run < runs; ++run) {
     for (const std::string& policy : policies) {
-      absl::StatusOr<Server> orchestrator = StartOmniOrchestrator(*binaries, (*dir)->path(), policy);
+      absl::StatusOr<Server> orchestrator =
+          StartOmniOrchestrator(*binaries, (*dir)->path(), policy);
       if (!orchestrator.ok()) {
-        table.errors.push_back(absl::StrCat("run ", run + 1, ", ", policy, ": ",
-                                            orchestrator.status().message()));
+        table.errors.push_back(
+            absl::StrCat("run ", run + 1, ", ", policy, ": ", orchestrator.status().message()));
         continue;
       }
       double p99_at_one = kNone;
