@@ -69,7 +69,7 @@ v1::FinishedRequest RequestAccount::Close(const v1::Terminal& terminal, absl::Ti
                                       : absl::ToDoubleSeconds(first_output_ - admitted_));
   record.set_duration_seconds(absl::ToDoubleSeconds(now - admitted_));
   record.set_finished_unix_ms(absl::ToUnixMillis(now));
-  const PlaybackFigures heard = playback_.Figures(admitted_);
+  const PlaybackFigures heard = Heard();
   record.set_first_audio_seconds(heard.first_audio_seconds);
   record.set_real_time_factor(heard.real_time_factor);
   record.set_playback_stalls(heard.stalls);

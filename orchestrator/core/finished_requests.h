@@ -51,8 +51,9 @@ class RequestAccount {
   // id, identity and stages.
   v1::FinishedRequest Close(const v1::Terminal& terminal, absl::Time now) const;
 
-  // The listener of its audio so far.
+  // The listener of its audio so far, and what it heard since admission.
   const PlaybackModel& playback() const { return playback_; }
+  PlaybackFigures Heard() const { return playback_.Figures(admitted_); }
 
  private:
   absl::Time admitted_;

@@ -37,7 +37,7 @@ void PipelineCore::EndRequests(
     if (r->queued) starts_.Remove(id);
     v1::Terminal terminal = terminal_for(*r);
     v1::FinishedRequest record = RecordOf(*r, terminal);
-    metrics_.Heard(record);
+    metrics_.Heard(r->account.Heard());
     const std::string trace_id = r->trace_id;
     table_.Finish(id, std::move(terminal));
     // After the terminal's own lines (a failure's warning).

@@ -242,16 +242,6 @@ void PipelineMetrics::FirstOutput(v1::Modality modality, absl::Duration since_ad
   first_output_.With({ModalityName(modality)}).Observe(absl::ToDoubleSeconds(since_admission));
 }
 
-void PipelineMetrics::Heard(const v1::FinishedRequest& record) {
-  PlaybackFigures figures;
-  figures.first_audio_seconds = record.first_audio_seconds();
-  figures.real_time_factor = record.real_time_factor();
-  figures.stalls = record.playback_stalls();
-  figures.stalled_seconds = record.stalled_seconds();
-  figures.audio_seconds = record.audio_seconds();
-  heard_.Heard({}, figures);
-}
-
 void PipelineMetrics::BetweenOutputs(absl::Duration gap) {
   between_outputs_.Observe(absl::ToDoubleSeconds(gap));
 }

@@ -35,8 +35,8 @@ class PipelineMetrics {
   // A Generate call that failed before it started (its status code).
   void Refused(absl::StatusCode code);
   void FirstOutput(v1::Modality modality, absl::Duration since_admission);
-  // How a listener heard the audio of a request that ended (its record).
-  void Heard(const v1::FinishedRequest& record);
+  // How a listener heard the audio of a request that ended.
+  void Heard(const PlaybackFigures& figures) { heard_.Heard({}, figures); }
   void BetweenOutputs(absl::Duration gap);
   void ClientCancelled() { client_cancellations_.Increment(); }
   // A call refused by authentication or authorization (any thread): `call`
