@@ -30,15 +30,6 @@ void AudioStreams::Sample() {
   last_sample_ = now;
 }
 
-bool AudioStreams::WantsAudio(const InFlightRequest& r) const {
-  for (size_t s = 0; s < r.to_client.size(); ++s) {
-    if (r.to_client[s] && core_.stage(static_cast<int>(s)).output_modality == v1::MODALITY_AUDIO) {
-      return true;
-    }
-  }
-  return false;
-}
-
 int AudioStreams::Limit() const {
   const int percent = core_.config->playback.audio_admission_percent;
   const std::optional<double> streams = capacity_.Streams();
@@ -49,10 +40,8 @@ int AudioStreams::Limit() const {
 bool AudioStreams::Full(const InFlightRequest* arriving) const {
   const int limit = Limit();
   if (limit == 0) return false;
-  int running = 0;
-  core_.table->ForEach([&](const InFlightRequest& r) {
-    if (&r != arriving && !r.queued && WantsAudio(r)) ++running;
-  });
+  int running = core_.table->running_audio();
+  if (arriving != nullptr && arriving->wants_audio && !arriving->queued) --running;
   return running >= limit;
 }
 

@@ -9,7 +9,7 @@
 //
 //   AudioStreams audio(Parts());
 //   audio.Sample();                        // every scaling sample
-//   if (audio.WantsAudio(r) && audio.Full()) ...   // it waits
+//   if (r.wants_audio && audio.Full()) ...   // it waits
 //
 // Not thread-safe: runs on the core's loop.
 #ifndef OMNISTAGE_ORCHESTRATOR_CORE_AUDIO_STREAMS_H_
@@ -31,8 +31,6 @@ class AudioStreams {
 
   // Measures the requests that played audio since the last sample.
   void Sample();
-  // Whether `r`'s client gets audio (a final-output audio stage streams to it).
-  bool WantsAudio(const InFlightRequest& r) const;
   // Whether a request that wants audio must wait: admission by audio
   // capacity is on, the capacity is known, and the requests in flight (not
   // queued, not `arriving`) that want audio reach its limit.

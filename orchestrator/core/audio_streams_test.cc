@@ -11,7 +11,9 @@
 #include "common/metrics.h"
 #include "common/testing/manual_scheduler.h"
 #include "gtest/gtest.h"
+#include "orchestrator/core/generate_request.h"
 #include "orchestrator/core/pipeline_metrics.h"
+#include "orchestrator/core/testing/fake_response_sink.h"
 
 namespace omnistage {
 namespace {
@@ -40,6 +42,7 @@ class AudioStreamsTest : public ::testing::Test {
     auto r = std::make_unique<InFlightRequest>();
     r->id = id;
     r->to_client = {false, audio};
+    r->wants_audio = audio;
     r->account = RequestAccount(scheduler_.Now());
     return *table_.Add(std::move(r));
   }
@@ -74,7 +77,6 @@ class AudioStreamsTest : public ::testing::Test {
 
 TEST_F(AudioStreamsTest, ASampleMeasuresTheRequestsThatPlayedThroughIt) {
   Request("text-only", /*audio=*/false);
-  EXPECT_FALSE(audio_.WantsAudio(*table_.Find("text-only")));
   Round(8);
   const v1::AudioCapacityStatus status = audio_.Status();
   EXPECT_EQ(status.playing(), 8);
@@ -96,10 +98,23 @@ TEST_F(AudioStreamsTest, FindsTheCapacityAndHoldsAudioRequestsPastItsShare) {
   InFlightRequest& arriving = Request("arriving");
   EXPECT_FALSE(audio_.Full(&arriving));  // 5 run besides it.
   EXPECT_TRUE(audio_.Full());            // With it, 6.
-  arriving.queued = true;                // Waiting in the queue: not running.
+  table_.SetQueued(arriving, true);      // Waiting in the queue: not running.
   EXPECT_FALSE(audio_.Full());
   Request("text", /*audio=*/false);  // Counts nothing.
   EXPECT_FALSE(audio_.Full());
+}
+
+// A request wants audio when an audio stage streams to its client: the
+// pipeline's, unless it asked for other modalities only.
+TEST_F(AudioStreamsTest, ARequestWantsAudioWhenAnAudioStageStreamsToItsClient) {
+  v1::GenerateRequest request;
+  request.set_prompt("Hi");
+  auto sink = std::make_shared<FakeResponseSink>();
+  EXPECT_TRUE(NewInFlightRequest(config_, request, "a", sink, scheduler_.Now())->wants_audio);
+  request.add_output_modalities(v1::MODALITY_TEXT);
+  EXPECT_FALSE(NewInFlightRequest(config_, request, "t", sink, scheduler_.Now())->wants_audio);
+  request.add_output_modalities(v1::MODALITY_AUDIO);
+  EXPECT_TRUE(NewInFlightRequest(config_, request, "b", sink, scheduler_.Now())->wants_audio);
 }
 
 TEST_F(AudioStreamsTest, OneAudioRequestMayAlwaysRun) {

@@ -49,7 +49,7 @@ PipelineCore::PipelineCore(PipelineConfig config, std::vector<std::vector<Replic
                  FailRequests(ids, error);
                },
                [this](const InFlightRequest* r) {
-                 return r == nullptr ? audio_.Full() : audio_.WantsAudio(*r) && audio_.Full(r);
+                 return r == nullptr ? audio_.Full() : r->wants_audio && audio_.Full(r);
                }}),
       input_(Parts(), {[this](InFlightRequest& r,
                               const google::protobuf::RepeatedPtrField<v1::Payload>& payloads,

@@ -22,6 +22,7 @@ InFlightRequest* RequestTable::Add(std::unique_ptr<InFlightRequest> request) {
     return nullptr;
   }
   ++per_caller_[it->second->caller];
+  if (it->second->wants_audio && !it->second->queued) ++running_audio_;
   return it->second.get();
 }
 
@@ -30,9 +31,16 @@ int RequestTable::InFlightOf(const std::string& caller) const {
   return it == per_caller_.end() ? 0 : it->second;
 }
 
+void RequestTable::SetQueued(InFlightRequest& r, bool queued) {
+  if (r.queued == queued) return;
+  r.queued = queued;
+  if (r.wants_audio) running_audio_ += queued ? -1 : 1;
+}
+
 void RequestTable::Forget(const InFlightRequest& request) {
   auto it = per_caller_.find(request.caller);
   if (it != per_caller_.end() && --it->second == 0) per_caller_.erase(it);
+  if (request.wants_audio && !request.queued) --running_audio_;
   scheduler_->Cancel(request.idle_timer);
   scheduler_->Cancel(request.queue_timer);
   if (request.input != nullptr) scheduler_->Cancel(request.input->idle_timer);

@@ -82,6 +82,8 @@ struct InFlightRequest {
   std::vector<v1::StageParameters> params;
   std::vector<bool> to_client;
   std::vector<StageProgress> stages;
+  // A final-output audio stage streams to its client.
+  bool wants_audio = false;
   // The last stage this request needs.
   int last_stage = 0;
   // What the client-facing stages produced, for an abort's partial output.
@@ -98,9 +100,9 @@ struct InFlightRequest {
   bool abort_asked = false;
   absl::Time last_activity;
   Scheduler::TimerId idle_timer = 0;
-  // While it waits in the admission queue (start_queue.h): since
-  // when, its prompt (stage 0's input once it leaves), and the timer that
-  // ends a wait past limits.max_queue_ms.
+  // While it waits in the admission queue (start_queue.h; set through
+  // RequestTable::SetQueued): since when, its prompt (stage 0's input once it
+  // leaves), and the timer that ends a wait past limits.max_queue_ms.
   bool queued = false;
   int priority = 0;
   int weight = 1;
@@ -138,6 +140,10 @@ class RequestTable {
   size_t size() const { return requests_.size(); }
   // Requests in flight that `caller` started.
   int InFlightOf(const std::string& caller) const;
+  // `r` enters (true) or leaves the admission queue.
+  void SetQueued(InFlightRequest& r, bool queued);
+  // Requests in flight, not queued, that want audio (audio_streams.h).
+  int running_audio() const { return running_audio_; }
   bool empty() const { return requests_.empty(); }
   std::vector<std::string> Ids() const;
   // Calls `visit` with every request in flight (it must not add or remove any).
@@ -151,6 +157,7 @@ class RequestTable {
   absl::flat_hash_map<std::string, std::unique_ptr<InFlightRequest>> requests_;
   // Requests in flight per caller (callers with none are left out).
   absl::flat_hash_map<std::string, int> per_caller_;
+  int running_audio_ = 0;
 };
 
 }  // namespace omnistage

@@ -86,5 +86,33 @@ TEST(RequestTableTest, ABrokenInvariantFailsOnlyTheRequestItConcerns) {
   SetInvariantMode(InvariantMode::kCrash);
 }
 
+// The requests that want audio and run (not queued), kept as they come, wait
+// and end.
+TEST(RequestTableTest, CountsTheRunningRequestsThatWantAudio) {
+  ManualScheduler scheduler;
+  RequestTable table(&scheduler);
+  auto sink = std::make_shared<FakeResponseSink>();
+  auto audio = [&](const std::string& id) {
+    std::unique_ptr<InFlightRequest> r = Request(id, sink);
+    r->wants_audio = true;
+    return r;
+  };
+  table.Add(Request("text", sink));
+  InFlightRequest& a = *table.Add(audio("a"));
+  InFlightRequest& b = *table.Add(audio("b"));
+  EXPECT_EQ(table.running_audio(), 2);
+  table.SetQueued(b, true);
+  table.SetQueued(b, true);  // Already queued: counted once.
+  EXPECT_EQ(table.running_audio(), 1);
+  table.Remove("b");  // Ended while queued.
+  EXPECT_EQ(table.running_audio(), 1);
+  table.SetQueued(a, true);
+  table.SetQueued(a, false);
+  EXPECT_EQ(table.running_audio(), 1);
+  table.Finish("a", v1::Terminal());
+  table.Remove("text");
+  EXPECT_EQ(table.running_audio(), 0);
+}
+
 }  // namespace
 }  // namespace omnistage

@@ -45,7 +45,7 @@ absl::Status StartQueue::Add(InFlightRequest& r, std::string prompt, int priorit
                      " requests wait (limits.max_queued) for stage 0 (",
                      core_.config->stages[0].name, "), none of a priority below ", priority));
   }
-  r.queued = true;
+  core_.table->SetQueued(r, true);
   r.priority = priority;
   r.weight = weight;
   r.queued_at = core_.scheduler->Now();
@@ -84,7 +84,7 @@ void StartQueue::Pump() {
     // Being aborted: it must not start anywhere behind its abort's back. It
     // stays out of the queue; the abort ends it (or, failing, requeues it).
     if (r->aborting > 0) continue;
-    r->queued = false;
+    core_.table->SetQueued(*r, false);
     core_.scheduler->Cancel(r->queue_timer);
     r->queue_timer = 0;
     const absl::Duration waited = core_.scheduler->Now() - r->queued_at;
