@@ -40,14 +40,48 @@ pids=""
 trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
 
 # The DNS server: names under .test from the files in $out/hosts (re-read when
-# one is renamed into place), nothing else, nothing cached.
+# one is renamed into place), nothing else, nothing cached. Until the first
+# records call, its one record is the readiness probe's: an answer with it comes
+# from this dnsmasq. A port found free can be taken (by another test's server)
+# before dnsmasq binds it: up to three ports are tried.
 mkdir -p "$out/hosts"
-: >"$out/hosts/records"
-dns_port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-/usr/sbin/dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-  --hostsdir="$out/hosts" --listen-address=127.0.0.1 --bind-interfaces --port="$dns_port" \
-  --local=/test/ --local-ttl=0 --user="$(id -un)" --pid-file= 2>"$out/dns.err" &
-pids="$pids $!"
+# dns_answers PORT: whether a DNS server on 127.0.0.1:PORT answers the probe's
+# name with the probe's address within 5 s.
+dns_answers() {
+  /usr/bin/python3 - "$1" <<'PY'
+import socket, struct, sys, time
+query = struct.pack(">HHHHHH", 0x5eed, 0x0100, 1, 0, 0, 0)
+for label in b"probe.omni.test".split(b"."):
+    query += bytes([len(label)]) + label
+query += b"\0" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(0.2)
+deadline = time.time() + 5
+while time.time() < deadline:
+    try:
+        s.sendto(query, ("127.0.0.1", int(sys.argv[1])))
+        if socket.inet_aton("127.0.0.9") in s.recv(512):
+            sys.exit(0)
+    except OSError:
+        time.sleep(0.1)
+sys.exit(1)
+PY
+}
+dns_pid=""
+for _ in 1 2 3; do
+  echo "127.0.0.9 probe.omni.test" >"$out/hosts/records"
+  dns_port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  /usr/sbin/dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
+    --hostsdir="$out/hosts" --listen-address=127.0.0.1 --bind-interfaces --port="$dns_port" \
+    --local=/test/ --local-ttl=0 --user="$(id -un)" --pid-file= 2>"$out/dns.err" &
+  dns_pid=$!
+  pids="$pids $dns_pid"
+  dns_answers "$dns_port" && break
+  kill -KILL "$dns_pid" 2>/dev/null || true
+  wait "$dns_pid" 2>/dev/null || true
+  dns_pid=""
+done
+[ -n "$dns_pid" ] || fail "dnsmasq did not answer on three ports: $(cat "$out/dns.err")"
 # records IP...: the orchestrators' name answers with these addresses.
 records() {
   local ip
