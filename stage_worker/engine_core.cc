@@ -23,13 +23,19 @@ CoreMessage CoreMessage::Check(EngineRequest request,
   return m;
 }
 
-CoreMessage CoreMessage::AppendInput(std::string id, std::vector<v1::Payload> chunks,
-                                     bool last) {
+CoreMessage CoreMessage::AppendInput(std::string id, std::vector<v1::Payload> chunks, bool last) {
   CoreMessage m;
   m.kind = Kind::kAppendInput;
   m.id = std::move(id);
   m.chunks = std::move(chunks);
   m.last = last;
+  return m;
+}
+
+CoreMessage CoreMessage::Deadlines(std::vector<std::pair<std::string, absl::Time>> deadlines) {
+  CoreMessage m;
+  m.kind = Kind::kDeadlines;
+  m.deadlines = std::move(deadlines);
   return m;
 }
 
@@ -189,6 +195,9 @@ absl::Status EngineCore::Apply(CoreMessage& m) {
     }
     case CoreMessage::Kind::kAppendInput:
       return engine_->AppendInput(m.id, std::move(m.chunks), m.last);
+    case CoreMessage::Kind::kDeadlines:
+      for (const auto& [id, runs_out] : m.deadlines) engine_->SetPlaybackDeadline(id, runs_out);
+      return absl::OkStatus();
     case CoreMessage::Kind::kAbort:
       engine_->Abort(m.ids);
       sink_->OnAbortApplied(m.ids.size(), engine_->load());

@@ -25,6 +25,7 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -39,7 +40,7 @@ namespace omnistage {
 
 // One message for the busy loop. Build with the named constructors.
 struct CoreMessage {
-  enum class Kind { kAdd, kAppendInput, kAbort, kUtility, kCheck, kWakeup };
+  enum class Kind { kAdd, kAppendInput, kDeadlines, kAbort, kUtility, kCheck, kWakeup };
 
   // `taken` (optional) runs on the loop thread right after the engine took the
   // request (not if Add() failed). `rejected` (optional) runs there instead when
@@ -47,29 +48,31 @@ struct CoreMessage {
   static CoreMessage Add(EngineRequest request, std::function<void()> taken = nullptr,
                          std::function<void(const absl::Status&)> rejected = nullptr);
   static CoreMessage AppendInput(std::string id, std::vector<v1::Payload> chunks, bool last);
+  // Engine::SetPlaybackDeadline for each (id, runs_out).
+  static CoreMessage Deadlines(std::vector<std::pair<std::string, absl::Time>> deadlines);
   // `done(true)` runs on the loop thread right after the engine applied the abort;
   // `done(false)` if the loop ended before it could.
   static CoreMessage Abort(std::vector<std::string> ids,
                            std::function<void(bool applied)> done = nullptr);
-  static CoreMessage Utility(uint64_t call_id, std::string name,
-                             google::protobuf::ListValue args);
+  static CoreMessage Utility(uint64_t call_id, std::string name, google::protobuf::ListValue args);
   // Runs the engine's ValidateInLoop() on `request` without adding it; `done`
   // gets the outcome on the loop thread (OK if the loop ended before).
   static CoreMessage Check(EngineRequest request, std::function<void(const absl::Status&)> done);
   static CoreMessage Wakeup();
 
   Kind kind = Kind::kWakeup;
-  EngineRequest request;                  // kAdd
-  std::function<void()> add_taken;        // kAdd
-  std::function<void(const absl::Status&)> add_rejected;  // kAdd; kCheck's outcome
-  std::string id;                         // kAppendInput
-  std::vector<v1::Payload> chunks;        // kAppendInput
-  bool last = false;                      // kAppendInput
-  std::vector<std::string> ids;           // kAbort
-  std::function<void(bool)> abort_done;   // kAbort
-  uint64_t call_id = 0;                   // kUtility
-  std::string name;                       // kUtility
-  google::protobuf::ListValue args;       // kUtility
+  EngineRequest request;                                      // kAdd
+  std::function<void()> add_taken;                            // kAdd
+  std::function<void(const absl::Status&)> add_rejected;      // kAdd; kCheck's outcome
+  std::string id;                                             // kAppendInput
+  std::vector<v1::Payload> chunks;                            // kAppendInput
+  bool last = false;                                          // kAppendInput
+  std::vector<std::pair<std::string, absl::Time>> deadlines;  // kDeadlines
+  std::vector<std::string> ids;                               // kAbort
+  std::function<void(bool)> abort_done;                       // kAbort
+  uint64_t call_id = 0;                                       // kUtility
+  std::string name;                                           // kUtility
+  google::protobuf::ListValue args;                           // kUtility
 };
 
 // Where the loop's results go. Called on the loop thread only; implementations must

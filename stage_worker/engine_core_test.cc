@@ -120,6 +120,20 @@ TEST_F(EngineCoreTest, AbortDoneRunsAfterEngineAbortBeforeNextStep) {
   EXPECT_THAT(sink_.events(), ElementsAre("step 1: (b,1)", "step 2: (b,0)", "shutdown"));
 }
 
+// Deadlines reach the engine in their place among the other commands.
+TEST_F(EngineCoreTest, DeadlinesReachTheEngineInOrder) {
+  ASSERT_TRUE(core_.Submit(CoreMessage::Add(Request("a", 1))));
+  ASSERT_TRUE(core_.Submit(CoreMessage::Add(Request("b", 1))));
+  ASSERT_TRUE(core_.Submit(CoreMessage::Deadlines(
+      {{"a", absl::FromUnixMillis(1500)}, {"b", absl::FromUnixMillis(2500)}})));
+  StartLoop();
+  ASSERT_TRUE(sink_.WaitFor("step 1: (a,0) (b,0)", kDeadline));
+  core_.RequestShutdown();
+  JoinLoop();
+  EXPECT_THAT(engine_.calls(),
+              ElementsAre("add a", "add b", "deadline a +1500", "deadline b +2500", "step 1"));
+}
+
 // The same while the loop is busy: an abort that arrives during step 2 takes effect
 // before step 3, and the aborted request emits nothing more.
 TEST_F(EngineCoreTest, AbortDuringAStepTakesEffectBeforeTheNextStep) {
@@ -248,19 +262,20 @@ TEST_F(EngineCoreTest, InLoopRefusalRejectsOnlyThatRequest) {
   ASSERT_TRUE(core_.Submit(CoreMessage::Add(
       Request("bad", 1), [this] { engine_.Note("bad taken"); },
       [&rejected](const absl::Status& status) { rejected.push_back(status.ToString()); })));
-  ASSERT_TRUE(core_.Submit(CoreMessage::Add(Request("good", 1), [this] { engine_.Note("good taken"); })));
-  ASSERT_TRUE(core_.Submit(CoreMessage::Check(
-      Request("bad", 1), [&rejected](const absl::Status& status) {
+  ASSERT_TRUE(
+      core_.Submit(CoreMessage::Add(Request("good", 1), [this] { engine_.Note("good taken"); })));
+  ASSERT_TRUE(
+      core_.Submit(CoreMessage::Check(Request("bad", 1), [&rejected](const absl::Status& status) {
         rejected.push_back("check: " + status.ToString());
       })));
   StartLoop();
   ASSERT_TRUE(sink_.WaitFor("step 1: (good,0)", kDeadline));
   core_.RequestShutdown();
   JoinLoop();
-  EXPECT_THAT(rejected, ElementsAre("INVALID_ARGUMENT: refused bad",
-                                    "check: INVALID_ARGUMENT: refused bad"));
-  EXPECT_THAT(engine_.calls(), ElementsAre("refuse bad", "add good", "good taken", "refuse bad",
-                                           "step 1"));
+  EXPECT_THAT(rejected,
+              ElementsAre("INVALID_ARGUMENT: refused bad", "check: INVALID_ARGUMENT: refused bad"));
+  EXPECT_THAT(engine_.calls(),
+              ElementsAre("refuse bad", "add good", "good taken", "refuse bad", "step 1"));
   bool answered = false;
   EXPECT_FALSE(core_.Submit(CoreMessage::Check(
       Request("x", 1), [&answered](const absl::Status& status) { answered = status.ok(); })));

@@ -98,6 +98,7 @@ v1::WorkerEvent ReadyEvent(const ReadyFacts& facts, const Engine& engine,
   ready->set_resume(ResumeModeProto(engine.resume_mode()));
   ready->set_streamed_input(StreamedInputProto(engine.streamed_input()));
   ready->set_accepts_command_batches(true);
+  ready->set_playback_deadlines(true);
   const PrefixCacheLayout cache = engine.prefix_cache();
   if (cache.block_tokens > 0) {
     ready->mutable_prefix_cache()->set_block_tokens(cache.block_tokens);

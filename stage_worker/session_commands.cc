@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/error_proto.h"
 #include "common/field_error.h"
 #include "common/limits.h"
@@ -66,8 +68,9 @@ void SessionCommands::SendRejected(ConnectSession& session, uint64_t seq,
     case v1::WorkerCommand::kUtility:
       rejected->set_command(v1::CommandRejected::KIND_UTILITY);
       break;
-    case v1::WorkerCommand::kDrainAck:  // Never rejected.
-    case v1::WorkerCommand::kBatch:     // Its commands are, one by one.
+    case v1::WorkerCommand::kDrainAck:   // Never rejected.
+    case v1::WorkerCommand::kDeadlines:  // Nor this, but for its seq.
+    case v1::WorkerCommand::kBatch:      // Its commands are, one by one.
     case v1::WorkerCommand::COMMAND_NOT_SET:
       break;
   }
@@ -88,6 +91,9 @@ void SessionCommands::Handle(ConnectSession& session, v1::WorkerCommand& command
       return;
     case v1::WorkerCommand::kUtility:
       HandleUtility(session, command);
+      return;
+    case v1::WorkerCommand::kDeadlines:
+      HandleDeadlines(session, command);
       return;
     case v1::WorkerCommand::kDrainAck:
       session.MarkDrainAcked();
@@ -191,6 +197,20 @@ void SessionCommands::HandleAppendInput(ConnectSession& session, v1::WorkerComma
                                std::move(chunks), append.last()),
       worker_.submit);
   if (!s.ok()) Reject(session, command, append.request_id(), s);
+}
+
+void SessionCommands::HandleDeadlines(ConnectSession& session, v1::WorkerCommand& command) {
+  // Slack counts from now: the orchestrator's clock is not this one.
+  const absl::Time now = absl::Now();
+  std::vector<std::pair<std::string, absl::Time>> deadlines;
+  for (const v1::PlaybackDeadline& d : command.deadlines().deadlines()) {
+    if (!CheckRequestId(d.request_id()).ok()) continue;  // Names nothing the engine holds.
+    deadlines.emplace_back(EngineRequestId(session.number(), d.request_id()),
+                           now + absl::Milliseconds(d.slack_ms()));
+  }
+  absl::Status s =
+      session.Sequence(command.seq(), CoreMessage::Deadlines(std::move(deadlines)), worker_.submit);
+  if (!s.ok()) Reject(session, command, "", s);
 }
 
 void SessionCommands::HandleUtility(ConnectSession& session, v1::WorkerCommand& command) {

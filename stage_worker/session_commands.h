@@ -1,8 +1,9 @@
 // SessionCommands: what a session sends after its Hello (docs/stage_worker.md,
 // "The protocol, in short"):
-// AddRequest, AppendInput, UtilityCall, DrainAck and batches of them, each
-// checked, then sequenced into the engine's loop in the session's order
-// (ConnectSession::Sequence, so an Abort fenced behind a command never overtakes it).
+// AddRequest, AppendInput, UtilityCall, DrainAck, PlaybackDeadlines and
+// batches of them, each checked, then sequenced into the engine's loop in the
+// session's order (ConnectSession::Sequence, so an Abort fenced behind a
+// command never overtakes it).
 // A command that cannot be applied is answered with CommandRejected, naming
 // the request and why; it still counts as applied for the fence. A utility
 // call's result goes back to the session that made it, by call id.
@@ -77,6 +78,7 @@ class SessionCommands {
   // input and parameters into the engine's request; the refusal otherwise.
   absl::StatusOr<EngineRequest> AcceptAdd(const ConnectSession& session, v1::AddRequest& add);
   void HandleAppendInput(ConnectSession& session, v1::WorkerCommand& command);
+  void HandleDeadlines(ConnectSession& session, v1::WorkerCommand& command);
   void HandleUtility(ConnectSession& session, v1::WorkerCommand& command);
   void Reject(ConnectSession& session, const v1::WorkerCommand& command,
               const std::string& request_id, const absl::Status& status);

@@ -119,6 +119,34 @@ TEST_F(SessionCommandsTest, AStalledEngineTakesNoRequest) {
   EXPECT_EQ(session_->live_count(), 0u);
 }
 
+// Deadlines become the engine's, under its names for the requests, counted
+// from when they arrive; an id no request could have is skipped, never
+// rejected.
+TEST_F(SessionCommandsTest, DeadlinesBecomeTheEnginesCountedFromNow) {
+  v1::WorkerCommand command;
+  command.set_seq(2);
+  v1::PlaybackDeadline* soon = command.mutable_deadlines()->add_deadlines();
+  soon->set_request_id("r1");
+  soon->set_slack_ms(1500);
+  v1::PlaybackDeadline* past = command.mutable_deadlines()->add_deadlines();
+  past->set_request_id("r2");
+  past->set_slack_ms(-200);
+  command.mutable_deadlines()->add_deadlines()->set_request_id("");  // no request's
+  const absl::Time before = absl::Now();
+  commands_->Handle(*session_, command);
+  const absl::Time after = absl::Now();
+  ASSERT_THAT(submitted_, SizeIs(1));
+  EXPECT_EQ(submitted_[0].kind, CoreMessage::Kind::kDeadlines);
+  const auto& deadlines = submitted_[0].deadlines;
+  ASSERT_THAT(deadlines, SizeIs(2));
+  EXPECT_EQ(deadlines[0].first, EngineRequestId(7, "r1"));
+  EXPECT_GE(deadlines[0].second, before + absl::Milliseconds(1500));
+  EXPECT_LE(deadlines[0].second, after + absl::Milliseconds(1500));
+  EXPECT_EQ(deadlines[1].first, EngineRequestId(7, "r2"));
+  EXPECT_LE(deadlines[1].second, after - absl::Milliseconds(200));
+  EXPECT_THAT(Rejections(), SizeIs(0));
+}
+
 TEST_F(SessionCommandsTest, ABatchIsAppliedCommandByCommandAndMayNotNest) {
   v1::WorkerCommand batch;
   batch.set_seq(2);

@@ -109,6 +109,7 @@ TEST_F(WorkerServiceTest, ABatchAppliesItsCommandsInOrderEachWithItsSeq) {
   absl::StatusOr<v1::Ready> ready = client.Connect(hello);
   ASSERT_TRUE(ready.ok()) << ready.status();
   EXPECT_TRUE(ready->accepts_command_batches());
+  EXPECT_TRUE(ready->playback_deadlines());
   std::vector<v1::WorkerCommand> commands;
   for (const std::string id : {"short", "long1", "long2"}) {
     v1::AddRequest* add = commands.emplace_back().mutable_add();
@@ -217,7 +218,8 @@ TEST_F(WorkerServiceTest, UtilityResultsAndErrorsByCallId) {
     v1::WorkerCommand command;
     command.mutable_utility()->set_call_id(id);
     command.mutable_utility()->set_name(name);
-    for (double a : args) command.mutable_utility()->mutable_args()->add_values()->set_number_value(a);
+    for (double a : args)
+      command.mutable_utility()->mutable_args()->add_values()->set_number_value(a);
     client->Send(command);
   };
   call(7, "div", {1, 0});
@@ -286,8 +288,7 @@ bool HearsLoad(WorkerTestClient& client, int want, absl::Duration timeout) {
   while (absl::Now() < deadline) {
     std::optional<v1::WorkerEvent> event = client.Next(deadline - absl::Now());
     if (!event.has_value()) return false;
-    if (event->has_step() && event->step().has_load() &&
-        event->step().load().requests() == want) {
+    if (event->has_step() && event->step().has_load() && event->step().load().requests() == want) {
       return true;
     }
   }

@@ -4,10 +4,27 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+
 namespace omnistage {
 
 AudioStreams::AudioStreams(CoreParts core)
-    : core_(core), capacity_(core.config->scaling.window), last_sample_(core.scheduler->Now()) {}
+    : core_(core), capacity_(core.config->scaling.window), last_sample_(core.scheduler->Now()) {
+  if (core.config->playback.audio_admission_percent == 0) return;
+  for (const StageConfig& stage : core.config->stages) {
+    auto lead = stage.engine_params.find("playback_lead_ms");
+    if (lead == stage.engine_params.end() || lead->second == "0") continue;
+    // Requests that sit out while ahead make audio come no faster than the
+    // lead needs: the capacity measured from it is too low.
+    LogWarning({"", stage.id, -1, ""},
+               absl::StrCat("playback.audio_admission_percent is set and stage ", stage.name,
+                            " has engine_params.playback_lead_ms ", lead->second,
+                            ": the audio capacity will be measured too low, and admission will "
+                            "hold requests the pipeline could serve (docs/engines.md, "
+                            "\"Playback deadlines\")"));
+  }
+}
 
 void AudioStreams::Sample() {
   const absl::Time now = core_.scheduler->Now();

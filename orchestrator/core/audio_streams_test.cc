@@ -126,5 +126,23 @@ TEST_F(AudioStreamsTest, OneAudioRequestMayAlwaysRun) {
   EXPECT_TRUE(audio_.Full());
 }
 
+// Admission by audio capacity next to stages whose requests sit out while
+// ahead of their listeners: the capacity would be measured too low, and the
+// orchestrator says so as it starts.
+TEST_F(AudioStreamsTest, WarnsWhenAStageLetsRequestsAheadSitOut) {
+  config_.playback.audio_admission_percent = 85;
+  config_.stages[1].engine_params["playback_lead_ms"] = "500";
+  ::testing::internal::CaptureStderr();
+  { AudioStreams audio(CoreParts{&config_, &table_, &pools_, &metrics_, &scheduler_}); }
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("stage vocoder has engine_params.playback_lead_ms 500"), std::string::npos)
+      << said;
+
+  config_.stages[1].engine_params["playback_lead_ms"] = "0";  // off
+  ::testing::internal::CaptureStderr();
+  { AudioStreams audio(CoreParts{&config_, &table_, &pools_, &metrics_, &scheduler_}); }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
 }  // namespace
 }  // namespace omnistage

@@ -39,18 +39,19 @@ PipelineCore::PipelineCore(PipelineConfig config, std::vector<std::vector<Replic
       abort_(AbortOptions(), &config_, &pools_, &table_, scheduler, this),
       failover_(Parts()),
       audio_(Parts()),
-      starts_(Parts(),
-              {[this](InFlightRequest& r) -> std::optional<v1::Error> {
-                 std::optional<v1::Error> error = StartFirstStage(r, std::move(r.queued_prompt));
-                 if (!error.has_value()) ArmIdleTimer(r);
-                 return error;
-               },
-               [this](const std::vector<std::string>& ids, const v1::Error& error) {
-                 FailRequests(ids, error);
-               },
-               [this](const InFlightRequest* r) {
-                 return r == nullptr ? audio_.Full() : r->wants_audio && audio_.Full(r);
-               }}),
+      deadlines_(Parts()),
+      starts_(Parts(), {[this](InFlightRequest& r) -> std::optional<v1::Error> {
+                          std::optional<v1::Error> error =
+                              StartFirstStage(r, std::move(r.queued_prompt));
+                          if (!error.has_value()) ArmIdleTimer(r);
+                          return error;
+                        },
+                        [this](const std::vector<std::string>& ids, const v1::Error& error) {
+                          FailRequests(ids, error);
+                        },
+                        [this](const InFlightRequest* r) {
+                          return r == nullptr ? audio_.Full() : r->wants_audio && audio_.Full(r);
+                        }}),
       input_(Parts(), {[this](InFlightRequest& r,
                               const google::protobuf::RepeatedPtrField<v1::Payload>& payloads,
                               bool last) { return SendMoreInput(r, 0, payloads, last); },

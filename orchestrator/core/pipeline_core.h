@@ -11,6 +11,7 @@
 //   StartQueue          requests waiting for a slot on stage 0;
 //   Failover            what a request keeps to resume on another replica;
 //   StreamedInput       a GenerateDuplex request's input;
+//   DeadlineRelay       its listener's playback deadline, to its stages;
 //   AbortCoordinator    every stop: client Abort, cancel, drain, leftovers;
 //   DemandSampler       the stages' autoscaling signals, and going idle;
 //   generate_request    what a Generate request may ask, and what it becomes.
@@ -38,6 +39,7 @@
 #include "orchestrator/core/abort_coordinator.h"
 #include "orchestrator/core/audio_streams.h"
 #include "orchestrator/core/caller.h"
+#include "orchestrator/core/deadline_relay.h"
 #include "orchestrator/core/demand_sampler.h"
 #include "orchestrator/core/failover.h"
 #include "orchestrator/core/finished_requests.h"
@@ -198,6 +200,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   AbortCoordinator abort_;
   Failover failover_;
   AudioStreams audio_;
+  DeadlineRelay deadlines_;
   StartQueue starts_;
   StreamedInput input_;
   RateLimiter rate_limiter_;

@@ -128,6 +128,7 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
       rate_limiter_.ChargeOutput(r.caller, output_tokens, now);
     }
     r.sink->Send(id, std::move(chunks));
+    deadlines_.Delivered(r, now);
   }
   if (output.finished()) metrics_.StageDone(stage, scheduler_->Now() - r.stages[stage].sent_at);
   if (output.finished() && output.finish_reason() == v1::FINISH_REASON_ABORT && r.abort_asked) {

@@ -74,6 +74,9 @@ struct InFlightRequest {
   // Since its admission: what its client got, for its record when it ends
   // (finished_requests.h).
   RequestAccount account;
+  // The playback deadline its stages last heard (deadline_relay.h);
+  // InfinitePast: none yet.
+  absl::Time deadline_sent = absl::InfinitePast();
   // GenerateRequest.session_key: its stages prefer the replicas of its
   // session's last request (docs/routing.md). Empty: none.
   std::string session_key;

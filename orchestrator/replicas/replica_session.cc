@@ -186,6 +186,12 @@ absl::Status ReplicaSession::AppendInput(v1::AppendInput input) {
   return Send(command);
 }
 
+absl::Status ReplicaSession::SetPlaybackDeadlines(v1::PlaybackDeadlines deadlines) {
+  v1::WorkerCommand command;
+  *command.mutable_deadlines() = std::move(deadlines);
+  return Send(command);
+}
+
 void ReplicaSession::CallUtility(
     const std::string& name, const google::protobuf::ListValue& args,
     std::function<void(absl::StatusOr<google::protobuf::Value>)> done) {

@@ -75,6 +75,7 @@ class ReplicaSession : public ReplicaClient {
   // ReplicaClient.
   absl::Status Add(v1::AddRequest* request) override;
   absl::Status AppendInput(v1::AppendInput input) override;
+  absl::Status SetPlaybackDeadlines(v1::PlaybackDeadlines deadlines) override;
   void CallUtility(const std::string& name, const google::protobuf::ListValue& args,
                    std::function<void(absl::StatusOr<google::protobuf::Value>)> done) override;
   void Abort(const std::vector<std::string>& ids, absl::Time call_deadline,

@@ -33,6 +33,8 @@ class ReplicaClient {
   // sent elsewhere.
   virtual absl::Status Add(v1::AddRequest* request) = 0;
   virtual absl::Status AppendInput(v1::AppendInput input) = 0;
+  // Only to a replica whose Ready.playback_deadlines is set.
+  virtual absl::Status SetPlaybackDeadlines(v1::PlaybackDeadlines deadlines) = 0;
   // `done` gets the utility's value or its error.
   virtual void CallUtility(const std::string& name, const google::protobuf::ListValue& args,
                            std::function<void(absl::StatusOr<google::protobuf::Value>)> done) = 0;

@@ -33,6 +33,8 @@ struct ReplicaState {
   v1::ResumeMode resume = v1::RESUME_MODE_UNSPECIFIED;
   // Whether its engine takes input in pieces (Ready.streamed_input).
   v1::StreamedInput streamed_input = v1::STREAMED_INPUT_UNSPECIFIED;
+  // Whether it takes playback deadlines (Ready.playback_deadlines).
+  bool playback_deadlines = false;
   // Why it went down last (OK while it has not), and that reason's message
   // while it is not alive.
   absl::Status down_reason;

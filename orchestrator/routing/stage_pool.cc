@@ -220,6 +220,7 @@ void StagePool::Admit(int replica, const v1::Ready& ready) {
   state.max_message_bytes = ready.max_message_bytes();
   state.resume = ready.resume();
   state.streamed_input = ready.streamed_input();
+  state.playback_deadlines = ready.playback_deadlines();
   state.down_reason = absl::OkStatus();
   state.last_error.clear();
   state.others_load = 0;  // Until its first report.
@@ -315,6 +316,20 @@ absl::Status StagePool::Append(v1::AppendInput input, std::optional<ReplicaLoss>
     *lost = ReplicaLoss{*replica, status, MarkDown(*replica, status)};
   }
   return status;
+}
+
+void StagePool::SendPlaybackDeadline(const std::string& request_id, absl::Duration slack) {
+  const std::optional<int> replica = Bound(request_id);
+  if (!replica.has_value() || !states_[*replica].alive || !states_[*replica].playback_deadlines) {
+    return;
+  }
+  v1::PlaybackDeadlines deadlines;
+  v1::PlaybackDeadline* deadline = deadlines.add_deadlines();
+  deadline->set_request_id(request_id);
+  deadline->set_slack_ms(absl::ToInt64Milliseconds(slack));
+  // Advice: a replica that cannot take it now is lost or refuses it for a
+  // reason the next command finds out.
+  (void)replicas_[*replica]->SetPlaybackDeadlines(std::move(deadlines));
 }
 
 void StagePool::CallUtility(const std::string& name, const google::protobuf::ListValue& args,

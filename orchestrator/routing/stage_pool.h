@@ -210,6 +210,10 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   // Sends more input to the replica `input.request_id()` is bound to. NOT_FOUND
   // when it is bound nowhere (nothing sent); a lost replica lands in `*lost`.
   absl::Status Append(v1::AppendInput input, std::optional<ReplicaLoss>* lost);
+  // Tells the replica bound to `request_id`, if it takes them, that its
+  // listener runs out of audio `slack` from now (docs/architecture.md,
+  // "Playback deadlines"). Advice: nothing happens when it cannot be sent.
+  void SendPlaybackDeadline(const std::string& request_id, absl::Duration slack);
   // Calls utility `name` on every alive replica; `done` gets one result per
   // replica not removed, in replica order, with its index (UNAVAILABLE for a
   // replica that is not alive).

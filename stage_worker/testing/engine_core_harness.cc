@@ -96,10 +96,9 @@ absl::Status FakeEngine::ValidateInLoop(const EngineRequest& request) {
 
 absl::Status FakeEngine::Add(EngineRequest request) {
   absl::MutexLock lock(&mu_);
-  calls_.push_back(absl::StrCat("add ", request.id,
-                                 request.produced.empty()
-                                     ? ""
-                                     : absl::StrCat(" produced=", request.produced.size())));
+  calls_.push_back(absl::StrCat(
+      "add ", request.id,
+      request.produced.empty() ? "" : absl::StrCat(" produced=", request.produced.size())));
   if (request.id == fail_add_id_) {
     return absl::InternalError(absl::StrCat("cannot add ", request.id));
   }
@@ -112,6 +111,11 @@ absl::Status FakeEngine::AppendInput(const std::string& id, std::vector<v1::Payl
   absl::MutexLock lock(&mu_);
   calls_.push_back(absl::StrCat("append ", id, last ? " last" : ""));
   return absl::OkStatus();
+}
+
+void FakeEngine::SetPlaybackDeadline(const std::string& id, absl::Time runs_out) {
+  absl::MutexLock lock(&mu_);
+  calls_.push_back(absl::StrCat("deadline ", id, " +", absl::ToUnixMillis(runs_out)));
 }
 
 void FakeEngine::Abort(const std::vector<std::string>& ids) {
@@ -236,8 +240,7 @@ void RecordingSink::OnIdle(absl::Duration blocked) {
 
 void RecordingSink::OnStepped(absl::Duration took, size_t outputs, EngineLoad load) {
   absl::MutexLock lock(&mu_);
-  metric_events_.push_back(
-      absl::StrCat("stepped outputs=", outputs, " running=", load.running));
+  metric_events_.push_back(absl::StrCat("stepped outputs=", outputs, " running=", load.running));
 }
 
 void RecordingSink::OnAbortApplied(size_t ids, EngineLoad load) {

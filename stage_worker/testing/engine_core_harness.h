@@ -70,6 +70,8 @@ class FakeEngine : public Engine {
   absl::Status Add(EngineRequest request) override;
   absl::Status AppendInput(const std::string& id, std::vector<v1::Payload> chunks,
                            bool last) override;
+  // Logged as "deadline <id> +<ms from the Unix epoch>".
+  void SetPlaybackDeadline(const std::string& id, absl::Time runs_out) override;
   void Abort(const std::vector<std::string>& ids) override;
   bool HasWork() const override;
   absl::StatusOr<std::vector<v1::RequestOutput>> Step() override;

@@ -43,9 +43,11 @@ ABSL_FLAG(std::string, concurrency, "1,2,4,8,16,32,64", "clients at once, one ce
 ABSL_FLAG(double, cell_seconds, 8, "each client asks for answers back to back this long");
 ABSL_FLAG(int, sentences, 2, "sentences per answer (the thinker's)");
 ABSL_FLAG(int, jitter_buffer_ms, 0, "each client's player buffers this long before it plays");
-ABSL_FLAG(std::string, policies, "today,admission",
-          "policies, a row each: today (each output streamed on as it comes), admission (and "
-          "admission by audio capacity at 85%)");
+ABSL_FLAG(std::string, policies, "today,deadline,admission",
+          "policies, a row each: today (each output streamed on as it comes), deadline (and "
+          "every stage's requests ahead of their listener by --playback_lead_ms sit out steps "
+          "while others are close), admission (and admission by audio capacity at 85%)");
+ABSL_FLAG(int, playback_lead_ms, 1000, "the deadline row's playback_lead_ms, on every stage");
 ABSL_FLAG(std::string, json, "", "also write the figures as JSON to this path");
 ABSL_FLAG(int, max_seconds, 1800, "the whole run is cut (exit 3) after this long");
 
@@ -61,11 +63,18 @@ namespace {
 // the talker's 64th request makes a step 40.8 ms, past the 40 ms of audio it
 // makes. Batches of 64.
 //
-// Policies: `today`, each output streamed on as it comes; `admission`, the
-// same with admission by audio capacity (playback.audio_admission_percent 85).
+// Policies: `today`, each output streamed on as it comes; `deadline`, the
+// same with every stage's playback_lead_ms set (a request whose listener has
+// that much audio in hand sits out steps while another's is closer to running
+// out); `admission`, today's with admission by audio capacity
+// (playback.audio_admission_percent 85).
 std::string OmniPipelineYaml(const std::string& policy) {
   const std::string playback =
       policy == "admission" ? "playback: {audio_admission_percent: 85}\n" : "";
+  const std::string lead =
+      policy == "deadline"
+          ? absl::StrCat(", playback_lead_ms: ", absl::GetFlag(FLAGS_playback_lead_ms))
+          : "";
   return R"(name: omni-benchmark
 keepalive_ms: 2000
 keepalive_timeout_ms: 10000
@@ -73,7 +82,8 @@ keepalive_timeout_ms: 10000
          R"(stages:
   - name: thinker
     engine: thinker
-    engine_params: {batch_size: 64, step_time_us: 25000, step_us_per_request: 250}
+    engine_params: {batch_size: 64, step_time_us: 25000, step_us_per_request: 250)" +
+         lead + R"(}
     replicas: 1
     output_modality: text
     final_output: true
@@ -81,14 +91,16 @@ keepalive_timeout_ms: 10000
   - name: talker
     engine: talker
     engine_params: {codes: hashed, chars_per_step: 1, codes_per_char: 1, batch_size: 64,
-                    step_time_us: 12000, step_us_per_request: 450, max_tokens: 100000}
+                    step_time_us: 12000, step_us_per_request: 450, max_tokens: 100000)" +
+         lead + R"(}
     replicas: 1
     output_modality: tokens
     input_mode: streaming
   - name: vocoder
     engine: vocoder
     engine_params: {sound: tones, ms_per_code: 40, codes_per_step: 8, batch_size: 64,
-                    step_time_us: 5000, step_us_per_request: 100, max_tokens: 100000}
+                    step_time_us: 5000, step_us_per_request: 100, max_tokens: 100000)" +
+         lead + R"(}
     replicas: 1
     output_modality: audio
     final_output: true
@@ -264,7 +276,7 @@ int Run(int argc, char** argv) {
   const std::vector<std::string> policies =
       absl::StrSplit(absl::GetFlag(FLAGS_policies), ',', absl::SkipEmpty());
   for (const std::string& policy : policies) {
-    if (policy != "today" && policy != "admission") {
+    if (policy != "today" && policy != "deadline" && policy != "admission") {
       std::cerr << "omni_benchmark: --policies: unknown policy '" << policy << "'\n";
       return 2;
     }

@@ -36,11 +36,26 @@ struct Shape {
   InputMode vocoder_input = InputMode::kStreaming;
 
   // Shape().Thinkers(2).Talkers(2): named settings in C++17.
-  Shape& Thinkers(int n) { thinkers = n; return *this; }
-  Shape& Talkers(int n) { talkers = n; return *this; }
-  Shape& Vocoders(int n) { vocoders = n; return *this; }
-  Shape& TalkerInput(InputMode mode) { talker_input = mode; return *this; }
-  Shape& VocoderInput(InputMode mode) { vocoder_input = mode; return *this; }
+  Shape& Thinkers(int n) {
+    thinkers = n;
+    return *this;
+  }
+  Shape& Talkers(int n) {
+    talkers = n;
+    return *this;
+  }
+  Shape& Vocoders(int n) {
+    vocoders = n;
+    return *this;
+  }
+  Shape& TalkerInput(InputMode mode) {
+    talker_input = mode;
+    return *this;
+  }
+  Shape& VocoderInput(InputMode mode) {
+    vocoder_input = mode;
+    return *this;
+  }
 };
 
 inline v1::Payload Text(const std::string& text) {
@@ -122,6 +137,7 @@ class PipelineCoreTest : public ::testing::Test {
     ready.set_instance_id(absl::StrCat(Prefix(stage), replica, suffix));
     ready.set_capacity(8);
     ready.set_resume(resume_);
+    ready.set_playback_deadlines(playback_deadlines_);
     core_->OnReplicaReady(stage, replica, ready);
   }
 
@@ -228,6 +244,8 @@ class PipelineCoreTest : public ::testing::Test {
   std::string leave_open_;
   // How every replica made ready says its engine resumes (failover).
   v1::ResumeMode resume_ = v1::RESUME_MODE_UNSPECIFIED;
+  // Whether every replica made ready takes playback deadlines.
+  bool playback_deadlines_ = false;
 };
 
 // The text of an ABORT terminal's partial output.

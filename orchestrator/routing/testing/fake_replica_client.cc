@@ -16,8 +16,8 @@ FakeReplicaClient::FakeReplicaClient(std::string name, std::vector<std::string>*
 }
 
 absl::Status FakeReplicaClient::Add(v1::AddRequest* request) {
-  log_->push_back(absl::StrCat(name_, ".add ", request->request_id(),
-                               command_status_.ok() ? "" : " failed"));
+  log_->push_back(
+      absl::StrCat(name_, ".add ", request->request_id(), command_status_.ok() ? "" : " failed"));
   if (command_status_.ok()) adds_.push_back(std::move(*request));
   return command_status_;
 }
@@ -26,6 +26,13 @@ absl::Status FakeReplicaClient::AppendInput(v1::AppendInput input) {
   log_->push_back(absl::StrCat(name_, ".append ", input.request_id(), input.last() ? " last" : "",
                                command_status_.ok() ? "" : " failed"));
   if (command_status_.ok()) appends_.push_back(std::move(input));
+  return command_status_;
+}
+
+absl::Status FakeReplicaClient::SetPlaybackDeadlines(v1::PlaybackDeadlines deadlines) {
+  log_->push_back(absl::StrCat(name_, ".deadlines ", deadlines.deadlines_size(),
+                               command_status_.ok() ? "" : " failed"));
+  if (command_status_.ok()) deadlines_.push_back(std::move(deadlines));
   return command_status_;
 }
 

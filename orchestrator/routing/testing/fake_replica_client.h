@@ -25,6 +25,7 @@ class FakeReplicaClient : public ReplicaClient {
 
   absl::Status Add(v1::AddRequest* request) override;
   absl::Status AppendInput(v1::AppendInput input) override;
+  absl::Status SetPlaybackDeadlines(v1::PlaybackDeadlines deadlines) override;
   void CallUtility(const std::string& name, const google::protobuf::ListValue& args,
                    std::function<void(absl::StatusOr<google::protobuf::Value>)> done) override;
   void Abort(const std::vector<std::string>& ids, absl::Time call_deadline,
@@ -51,6 +52,7 @@ class FakeReplicaClient : public ReplicaClient {
   const std::string& name() const { return name_; }
   const std::vector<v1::AddRequest>& adds() const { return adds_; }
   const std::vector<v1::AppendInput>& appends() const { return appends_; }
+  const std::vector<v1::PlaybackDeadlines>& deadlines() const { return deadlines_; }
   const std::vector<std::vector<std::string>>& aborts() const { return aborts_; }
   // The deadline of each Abort call, in order.
   const std::vector<absl::Time>& abort_deadlines() const { return abort_deadlines_; }
@@ -60,12 +62,13 @@ class FakeReplicaClient : public ReplicaClient {
   std::vector<std::string>* const log_;
   std::vector<v1::AddRequest> adds_;
   std::vector<v1::AppendInput> appends_;
+  std::vector<v1::PlaybackDeadlines> deadlines_;
   std::vector<std::vector<std::string>> aborts_;
   std::vector<absl::Time> abort_deadlines_;
   absl::Status abort_status_;
   // What a call carrying `ids` answers with `status`.
   absl::StatusOr<std::vector<std::string>> AbortAnswer(const std::vector<std::string>& ids,
-                                                      const absl::Status& status) const;
+                                                       const absl::Status& status) const;
   absl::Status command_status_;
   bool hold_aborts_ = false;
   // Held calls: their ids and answer.

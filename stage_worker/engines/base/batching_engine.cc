@@ -20,6 +20,7 @@ constexpr int kMaxBatchSize = 65536;
 constexpr int kMaxPrefixCacheBlocks = 1 << 20;
 constexpr absl::Duration kMaxPrefillPerToken = absl::Seconds(1);
 constexpr absl::Duration kMaxStepPerRequest = absl::Seconds(1);
+constexpr absl::Duration kMaxPlaybackLead = absl::Seconds(3600);
 
 std::string KindName(v1::Payload::KindCase kind) {
   switch (kind) {
@@ -62,6 +63,8 @@ struct BatchingEngine::LiveRequest {
   std::unique_ptr<RequestGenerator> generator;
   bool running = false;
   std::optional<RequestPrefill> prefill;  // when the engine prefills
+  // When its listener runs out of audio; InfinitePast: not playing yet.
+  absl::Time runs_out = absl::InfinitePast();
 };
 
 BatchingOptions BatchingOptions::Read(EngineParams* params) {
@@ -84,6 +87,9 @@ BatchingOptions BatchingOptions::Read(EngineParams* params, const BatchingOption
       params->DurationUs("prefill_us_per_token", o.prefill_per_token, kMaxPrefillPerToken);
   o.step_per_request =
       params->DurationUs("step_us_per_request", o.step_per_request, kMaxStepPerRequest);
+  o.playback_lead =
+      absl::Milliseconds(params->Int("playback_lead_ms", absl::ToInt64Milliseconds(o.playback_lead),
+                                     0, absl::ToInt64Milliseconds(kMaxPlaybackLead)));
   return o;
 }
 
@@ -206,6 +212,11 @@ void BatchingEngine::FailRequest(const std::string& id, const absl::Status& stat
   *output.mutable_error() = ErrorProto(status);
 }
 
+void BatchingEngine::SetPlaybackDeadline(const std::string& id, absl::Time runs_out) {
+  auto it = requests_.find(id);
+  if (it != requests_.end()) it->second->runs_out = runs_out;
+}
+
 void BatchingEngine::Abort(const std::vector<std::string>& ids) {
   ++abort_calls_;
   for (const std::string& id : ids) {
@@ -238,17 +249,32 @@ bool BatchingEngine::HasWork() const {
 }
 
 void BatchingEngine::Admit() {
-  for (auto it = waiting_.begin();
-       it != waiting_.end() && running_.size() < static_cast<size_t>(options_.batch_size);) {
-    LiveRequest* request = *it;
-    if (!request->generator->Ready(request->input)) {
-      ++it;
-      continue;
-    }
+  size_t free = static_cast<size_t>(options_.batch_size) - running_.size();
+  if (free == 0 || waiting_.empty()) return;
+  std::vector<LiveRequest*> ready;
+  for (LiveRequest* request : waiting_) {
+    if (request->generator->Ready(request->input)) ready.push_back(request);
+  }
+  if (ready.size() > free) {
+    // The soonest deadline first; FIFO among equals (one not playing yet is
+    // InfinitePast, before any that plays).
+    std::stable_sort(ready.begin(), ready.end(), [](const LiveRequest* a, const LiveRequest* b) {
+      return a->runs_out < b->runs_out;
+    });
+    ready.resize(free);
+  }
+  if (ready.empty()) return;
+  for (LiveRequest* request : ready) {
     request->running = true;
     running_.push_back(request);
-    it = waiting_.erase(it);
   }
+  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(),
+                                [](const LiveRequest* request) { return request->running; }),
+                 waiting_.end());
+}
+
+bool BatchingEngine::SitsOut(const LiveRequest& request, bool urgent, absl::Time now) const {
+  return urgent && request.runs_out - now > options_.playback_lead;
 }
 
 absl::StatusOr<std::vector<v1::RequestOutput>> BatchingEngine::Step() {
@@ -259,10 +285,26 @@ absl::StatusOr<std::vector<v1::RequestOutput>> BatchingEngine::Step() {
   failed_.clear();
   Admit();
   const int64_t prefilled = Prefill();
+  const absl::Time now = absl::Now();
+  bool urgent = false;
+  if (options_.playback_lead > absl::ZeroDuration()) {
+    for (const LiveRequest* request : running_) {
+      if (request->runs_out - now <= options_.playback_lead &&
+          request->generator->Ready(request->input)) {
+        urgent = true;
+        break;
+      }
+    }
+  }
   size_t kept = 0;
   int64_t stepped = 0;
   for (LiveRequest* request : running_) {
     if (!request->generator->Ready(request->input)) {
+      running_[kept++] = request;
+      continue;
+    }
+    if (SitsOut(*request, urgent, now)) {
+      ++sat_out_;
       running_[kept++] = request;
       continue;
     }
@@ -340,6 +382,8 @@ absl::StatusOr<google::protobuf::Value> BatchingEngine::Utility(
     fields["steps"].set_number_value(static_cast<double>(steps_));
     // Each worker Abort RPC is one engine Abort call (tests count them).
     fields["abort_calls"].set_number_value(static_cast<double>(abort_calls_));
+    // Request-steps sat out for a listener with audio in hand (playback_lead_ms).
+    fields["sat_out"].set_number_value(static_cast<double>(sat_out_));
     fields["capacity"].set_number_value(options_.batch_size);
     if (cache_ != nullptr) {
       const PrefixCacheStats cache = cache_->stats();

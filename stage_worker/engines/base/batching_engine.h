@@ -30,6 +30,15 @@
 //   timing and the cache's figures change: a generator never sees the cache,
 //   so replay holds with any cache (docs/engines.md, "Prefix cache").
 //
+// - Playback deadlines (Engine::SetPlaybackDeadline): a request whose listener
+//   runs out of audio sooner is admitted to a free slot first (one that has
+//   not started playing, the soonest of all; ties keep FIFO order). With
+//   `playback_lead_ms` set, a running request whose listener has more audio in
+//   hand than that sits out a step while a request with less is ready, so the
+//   step is shorter for the ones that need it (step_us_per_request); when no
+//   ready request is that close, all step. Only the timing changes (replay
+//   holds: a generator never sees step boundaries).
+//
 // Streamed input that breaks the contract (a payload kind the engine does not
 // accept, or input after `last`) fails only that request: its next output is
 // finished with FINISH_REASON_ERROR. It comes from another stage or a client, not
@@ -84,6 +93,10 @@ struct BatchingOptions {
   // Modelled step time per request running in the step, added to step_time:
   // a GPU's forward pass grows with its batch. Parameter `step_us_per_request`.
   absl::Duration step_per_request = absl::ZeroDuration();
+  // A running request whose listener has more audio in hand than this sits out
+  // a step while one with less is ready; 0: every ready request steps.
+  // Parameter `playback_lead_ms`.
+  absl::Duration playback_lead = absl::ZeroDuration();
 
   // Reads the shared parameters; errors stay in `params` for Finish().
   static BatchingOptions Read(EngineParams* params);
@@ -144,6 +157,7 @@ class BatchingEngine : public Engine {
   absl::Status Add(EngineRequest request) override;
   absl::Status AppendInput(const std::string& id, std::vector<v1::Payload> chunks,
                            bool last) override;
+  void SetPlaybackDeadline(const std::string& id, absl::Time runs_out) override;
   void Abort(const std::vector<std::string>& ids) override;
   bool HasWork() const override;
   absl::StatusOr<std::vector<v1::RequestOutput>> Step() override;
@@ -181,8 +195,13 @@ class BatchingEngine : public Engine {
   absl::Status CheckKind(const v1::Payload& payload, const std::string& where) const;
   // Ends a request with FINISH_REASON_ERROR, reported by the next Step().
   void FailRequest(const std::string& id, const absl::Status& status);
-  // Moves ready waiting requests, in FIFO order, into free batch slots.
+  // Moves ready waiting requests into free batch slots, the soonest playback
+  // deadline first, then in FIFO order.
   void Admit();
+  // Whether `request` sits out this step (playback_lead): some other ready
+  // running request's listener is closer to running out than the lead while
+  // its own is not. `urgent`: whether any ready running request's is.
+  bool SitsOut(const LiveRequest& request, bool urgent, absl::Time now) const;
   // Runs the running requests' new input through the cache; the tokens to
   // prefill.
   int64_t Prefill();
@@ -205,6 +224,7 @@ class BatchingEngine : public Engine {
   std::vector<v1::RequestOutput> failed_;  // error outputs for the next Step()
   int64_t steps_ = 0;                      // Step() calls so far
   int64_t abort_calls_ = 0;                // Abort() calls so far
+  int64_t sat_out_ = 0;                    // request-steps sat out (playback_lead)
 };
 
 // Payload builders for generators and tests.

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "google/protobuf/struct.pb.h"
 #include "protos/common.pb.h"
 #include "protos/stage_worker.pb.h"
@@ -129,6 +130,13 @@ class Engine {
   // fatal.
   virtual absl::Status AppendInput(const std::string& id, std::vector<v1::Payload> chunks,
                                    bool last) = 0;
+
+  // When request `id`'s listener runs out of audio (the worker's clock): it
+  // has played everything the request sent so far by then (docs/engines.md,
+  // "Playback deadlines"). A request never given one has not started playing.
+  // The engine may order its work by it; nothing by default. Unknown ids are
+  // ignored.
+  virtual void SetPlaybackDeadline(const std::string& id, absl::Time runs_out) {}
 
   // Stops requests now: they produce no further output. Unknown ids are ignored.
   virtual void Abort(const std::vector<std::string>& ids) = 0;

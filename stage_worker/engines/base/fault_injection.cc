@@ -74,6 +74,10 @@ absl::Status FaultInjectingEngine::AppendInput(const std::string& id,
   return inner_->AppendInput(id, std::move(chunks), last);
 }
 
+void FaultInjectingEngine::SetPlaybackDeadline(const std::string& id, absl::Time runs_out) {
+  inner_->SetPlaybackDeadline(id, runs_out);
+}
+
 void FaultInjectingEngine::Abort(const std::vector<std::string>& ids) { inner_->Abort(ids); }
 
 bool FaultInjectingEngine::HasWork() const { return inner_->HasWork(); }

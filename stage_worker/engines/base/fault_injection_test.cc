@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/field_error.h"
 #include "common/production_stamp.h"
 #include "gmock/gmock.h"
@@ -47,6 +48,9 @@ class FakeEngine : public Engine {
                            bool last) override {
     appended += static_cast<int>(chunks.size());
     return absl::OkStatus();
+  }
+  void SetPlaybackDeadline(const std::string& id, absl::Time runs_out) override {
+    deadlines.emplace_back(id, runs_out);
   }
   void Abort(const std::vector<std::string>& ids) override { aborted.push_back(ids); }
   bool HasWork() const override { return !live.empty(); }
@@ -82,6 +86,7 @@ class FakeEngine : public Engine {
 
   std::vector<std::string> live;
   std::vector<std::vector<std::string>> aborted;
+  std::vector<std::pair<std::string, absl::Time>> deadlines;
   int steps = 0;
   int appended = 0;
   int utility_calls = 0;
@@ -299,6 +304,8 @@ TEST(FaultInjectingEngineTest, ForwardsEverythingElse) {
   EXPECT_EQ(w.engine->load().waiting, 2);
   ASSERT_TRUE(w.engine->AppendInput("a", std::vector<v1::Payload>(2), true).ok());
   EXPECT_EQ(w.fake->appended, 2);
+  w.engine->SetPlaybackDeadline("a", absl::UnixEpoch());
+  EXPECT_THAT(w.fake->deadlines, ElementsAre(std::make_pair(std::string("a"), absl::UnixEpoch())));
   w.engine->Abort({"a", "b"});
   EXPECT_THAT(w.fake->aborted, ElementsAre(ElementsAre("a", "b")));
   absl::StatusOr<std::vector<v1::RequestOutput>> outputs = w.engine->Step();

@@ -7,6 +7,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/field_error.h"
 #include "stage_worker/engines/python/python_class.h"
 #include "stage_worker/engines/python/python_convert.h"
@@ -25,6 +27,8 @@ constexpr const char* kRequiredMethods[] = {"validate", "add",  "append_input", 
 struct Methods {
   py::object validate, add, append_input, abort, has_work, step, utility;
   py::object load;  // None when the class has none
+  // set_playback_deadline, or None when the class has none.
+  py::object playback_deadline;
   // With a prefix cache (python_prefix_cache.h): prefix_cache_stats, and
   // take_cache_changes or None; else None.
   py::object cache_stats, cache_changes;
@@ -66,10 +70,9 @@ class PythonEngine : public Engine {
   absl::Status ValidateInLoop(const EngineRequest& request) override {
     PythonLock gil;
     try {
-      prepared_ = Prepared{request.id, PayloadsToPython(request.input),
-                           RequestParamsToPython(request)};
-      methods_.validate(request.id, prepared_->inputs, request.input_complete,
-                        prepared_->params);
+      prepared_ =
+          Prepared{request.id, PayloadsToPython(request.input), RequestParamsToPython(request)};
+      methods_.validate(request.id, prepared_->inputs, request.input_complete, prepared_->params);
       return absl::OkStatus();
     } catch (py::error_already_set& e) {
       prepared_.reset();
@@ -110,6 +113,22 @@ class PythonEngine : public Engine {
       return Raised("append_input", e);
     } catch (const std::exception& e) {
       return absl::InternalError(absl::StrCat(label_, ": append_input: ", e.what()));
+    }
+  }
+
+  // Passed as the seconds left (a float; negative: it ran out), which the
+  // class measures against its own clock. Cannot fail: an exception is kept
+  // for the next Step(), as Abort's.
+  void SetPlaybackDeadline(const std::string& id, absl::Time runs_out) override {
+    if (methods_.playback_deadline.is_none() || !live_.contains(id)) return;
+    const double seconds_left = absl::ToDoubleSeconds(runs_out - absl::Now());
+    PythonLock gil;
+    try {
+      methods_.playback_deadline(py::str(id), seconds_left);
+    } catch (py::error_already_set& e) {
+      Break(Raised("set_playback_deadline", e));
+    } catch (const std::exception& e) {
+      Break(absl::InternalError(absl::StrCat(label_, ": set_playback_deadline: ", e.what())));
     }
   }
 
@@ -163,15 +182,15 @@ class PythonEngine : public Engine {
     return outputs;
   }
 
-  absl::StatusOr<google::protobuf::Value> Utility(const std::string& name,
-                                                  const google::protobuf::ListValue& args) override {
+  absl::StatusOr<google::protobuf::Value> Utility(
+      const std::string& name, const google::protobuf::ListValue& args) override {
     PythonLock gil;
     try {
       py::object result = methods_.utility(name, ListToPython(args));
       absl::StatusOr<google::protobuf::Value> value = ValueFromPython(result);
       if (!value.ok()) {
-        return absl::InternalError(absl::StrCat(label_, ": utility '", name, "' returned ",
-                                                value.status().message()));
+        return absl::InternalError(
+            absl::StrCat(label_, ": utility '", name, "' returned ", value.status().message()));
       }
       return value;
     } catch (py::error_already_set& e) {
@@ -181,10 +200,10 @@ class PythonEngine : public Engine {
       } else if (e.matches(PyExc_NotImplementedError)) {
         code = absl::StatusCode::kUnimplemented;
       }
-      return absl::Status(code, code == absl::StatusCode::kInternal
-                                    ? absl::StrCat(label_, ": utility '", name, "' raised ",
-                                                   ExceptionLine(e))
-                                    : std::string(py::str(e.value())));
+      return absl::Status(
+          code, code == absl::StatusCode::kInternal
+                    ? absl::StrCat(label_, ": utility '", name, "' raised ", ExceptionLine(e))
+                    : std::string(py::str(e.value())));
     } catch (const std::exception& e) {
       return absl::InternalError(absl::StrCat(label_, ": utility '", name, "': ", e.what()));
     }
@@ -274,8 +293,8 @@ class PythonEngine : public Engine {
 
   // validate's exception: the request's refusal, with the field it names.
   absl::Status Refusal(const py::error_already_set& e) const {
-    std::string message = e.matches(PyExc_ValueError) ? std::string(py::str(e.value()))
-                                                       : ExceptionLine(e);
+    std::string message =
+        e.matches(PyExc_ValueError) ? std::string(py::str(e.value())) : ExceptionLine(e);
     absl::Status status = absl::InvalidArgumentError(message);
     if (py::hasattr(e.value(), "field")) {
       py::object field = e.value().attr("field");
@@ -328,9 +347,9 @@ absl::StatusOr<std::unique_ptr<Engine>> CreatePythonEngine(
     return Refused("parameter 'module' is required (the Python module to import)", "module");
   }
   if (class_name.empty()) {
-    return Refused("parameter 'class' is required (the engine class in module '" + module_name +
-                       "')",
-                   "class");
+    return Refused(
+        "parameter 'class' is required (the engine class in module '" + module_name + "')",
+        "class");
   }
   const std::string qualified = absl::StrCat(module_name, ".", class_name);
   if (absl::Status started = StartPython(); !started.ok()) {
@@ -378,16 +397,20 @@ absl::StatusOr<std::unique_ptr<Engine>> CreatePythonEngine(
     absl::StatusOr<PrefixCacheLayout> cache = ReadPrefixCache(instance, qualified);
     if (!cache.ok()) return Refused(std::string(cache.status().message()), "class");
     const bool cached = cache->block_tokens > 0;
-    Methods methods{instance.attr("validate"), instance.attr("add"),
-                    instance.attr("append_input"), instance.attr("abort"),
-                    instance.attr("has_work"), instance.attr("step"),
+    Methods methods{instance.attr("validate"),
+                    instance.attr("add"),
+                    instance.attr("append_input"),
+                    instance.attr("abort"),
+                    instance.attr("has_work"),
+                    instance.attr("step"),
                     instance.attr("utility"),
                     py::getattr(instance, "load", py::none()),
+                    py::getattr(instance, "set_playback_deadline", py::none()),
                     cached ? instance.attr("prefix_cache_stats") : py::object(py::none()),
                     cached ? py::getattr(instance, "take_cache_changes", py::none()) : py::none()};
     return std::make_unique<PythonEngine>(absl::StrCat("python engine ", qualified),
-                                          std::move(instance), std::move(methods),
-                                          *capacity, *resume, *streamed, *cache);
+                                          std::move(instance), std::move(methods), *capacity,
+                                          *resume, *streamed, *cache);
   } catch (py::error_already_set& e) {
     return Refused(absl::StrCat(qualified, ": ", ExceptionLine(e)), "");
   }

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/field_error.h"
 #include "common/production_stamp.h"
 #include "gmock/gmock.h"
@@ -123,7 +125,7 @@ TEST(PythonEngineTest, ValidateRejectsThatRequestWithItsMessageAndField) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(), "refused: no");
   EXPECT_EQ(ErrorField(status), "params.extra.reject");
-  EXPECT_FALSE(engine->HasWork());  // never added
+  EXPECT_FALSE(engine->HasWork());                           // never added
   ASSERT_TRUE(Submit(*engine, TextRequest("b", "y")).ok());  // the next one is fine
 
   // What needs no interpreter is checked on the caller's thread.
@@ -184,8 +186,7 @@ TEST(PythonEngineTest, UtilityErrorsFailOnlyThatCall) {
   google::protobuf::ListValue args;
   args.add_values()->set_number_value(2);
   args.add_values()->set_string_value("s");
-  args.add_values()->mutable_struct_value()->mutable_fields()->operator[]("k").set_bool_value(
-      true);
+  args.add_values()->mutable_struct_value()->mutable_fields()->operator[]("k").set_bool_value(true);
   args.add_values()->mutable_list_value()->add_values()->set_null_value(
       google::protobuf::NULL_VALUE);
   absl::StatusOr<google::protobuf::Value> echoed = engine->Utility("echo", args);
@@ -194,8 +195,7 @@ TEST(PythonEngineTest, UtilityErrorsFailOnlyThatCall) {
 
   EXPECT_EQ(engine->Utility("nope", {}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(engine->Utility("nope", {}).status().message(), "unknown utility 'nope'");
-  EXPECT_EQ(engine->Utility("unimplemented", {}).status().code(),
-            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(engine->Utility("unimplemented", {}).status().code(), absl::StatusCode::kUnimplemented);
   absl::Status runtime = engine->Utility("runtime", {}).status();
   EXPECT_EQ(runtime.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(runtime.message(), HasSubstr("raised RuntimeError: it broke"));
@@ -213,8 +213,8 @@ void ExpectSameAsCpp(const std::map<std::string, std::string>& params) {
   std::map<std::string, std::string> python_params = params;
   python_params["module"] = "omnistage_engines.sim_llm";
   python_params["class"] = "SimLlm";
-  absl::StatusOr<std::unique_ptr<Engine>> py = Python("omnistage_engines.sim_llm", "SimLlm",
-                                                      python_params);
+  absl::StatusOr<std::unique_ptr<Engine>> py =
+      Python("omnistage_engines.sim_llm", "SimLlm", python_params);
   ASSERT_TRUE(cpp.ok()) << cpp.status();
   ASSERT_TRUE(py.ok()) << py.status();
   std::vector<EngineRequest> requests;
@@ -230,6 +230,14 @@ void ExpectSameAsCpp(const std::map<std::string, std::string>& params) {
   }
   for (int step = 1; step < 20; ++step) {
     SCOPED_TRACE(step);
+    if (step == 1) {
+      // r0 far ahead of its listener (it sits out with playback_lead_ms), r4
+      // playing (a free slot goes to r2, not playing yet, first).
+      for (Engine* engine : {cpp->get(), py->get()}) {
+        engine->SetPlaybackDeadline("r0", absl::Now() + absl::Seconds(60));
+        engine->SetPlaybackDeadline("r4", absl::Now() + absl::Seconds(30));
+      }
+    }
     if (step == 4) {
       std::vector<v1::Payload> rest(1);
       rest[0].mutable_text()->set_text(" and the rest");
@@ -261,6 +269,7 @@ void ExpectSameAsCpp(const std::map<std::string, std::string>& params) {
 TEST(PythonEngineTest, SimLlmPortMatchesTheCppEngineTokenForToken) {
   ExpectSameAsCpp({{"batch_size", "2"}});
   ExpectSameAsCpp({{"batch_size", "3"}, {"output", "text"}, {"vocab_size", "500"}});
+  ExpectSameAsCpp({{"batch_size", "2"}, {"playback_lead_ms", "2000"}});
 }
 
 // The fault hooks wrap a Python engine as any other: Echo, which refuses every

@@ -18,6 +18,11 @@ request produces in one step.
   timing and the cache's figures change: a generator never sees the cache.
 - `step_us_per_request`: added to a step's time for each request it runs (a
   forward pass that grows with its batch).
+- Playback deadlines (`set_playback_deadline`, the seconds until a request's
+  listener runs out of audio): a free slot goes to the soonest deadline first
+  (one not playing yet, the soonest of all; FIFO among equals). With
+  `playback_lead_ms`, a running request whose listener has more audio in hand
+  than that sits out a step while a request with less is ready.
 - Streamed input that breaks the contract (a kind the engine does not take,
   input after `last`) fails only that request, with an "error" output.
 
@@ -36,6 +41,7 @@ MAX_TOKENS_LIMIT = 1000000
 MAX_PREFIX_CACHE_BLOCKS = 1 << 20
 MAX_STEP_US_PER_REQUEST = 1000000
 MAX_PREFILL_US_PER_TOKEN = 1000000
+MAX_PLAYBACK_LEAD_MS = 3600 * 1000
 
 
 class Input:
@@ -62,7 +68,7 @@ class Generator:
 
 
 class _Live:
-    __slots__ = ("id", "input", "prefill", "generator", "running")
+    __slots__ = ("id", "input", "prefill", "generator", "running", "runs_out")
 
     def __init__(self, request_id, prefill, generator):
         self.id = request_id
@@ -70,6 +76,14 @@ class _Live:
         self.prefill = prefill  # a RequestPrefill when the engine prefills, else None
         self.generator = generator
         self.running = False
+        # time.monotonic_ns() / 1e9 when its listener runs out of audio; None: not
+        # playing yet (sooner than any).
+        self.runs_out = None
+
+
+def _soonest(live):
+    """Sort key: the soonest deadline first, one not playing before all."""
+    return (0, 0) if live.runs_out is None else (1, live.runs_out)
 
 
 def _kind(payload):
@@ -100,6 +114,7 @@ class Batching:
                                                   MAX_PREFILL_US_PER_TOKEN)
         self.step_us_per_request = reader.micros("step_us_per_request", 0,
                                                  MAX_STEP_US_PER_REQUEST)
+        self.playback_lead = reader.int("playback_lead_ms", 0, 0, MAX_PLAYBACK_LEAD_MS) / 1000
         if read_own is not None:
             read_own(reader)
         reader.finish()
@@ -111,6 +126,7 @@ class Batching:
         self._failed = []
         self._steps = 0
         self._abort_calls = 0
+        self._sat_out = 0
 
     # The engine interface -------------------------------------------------
 
@@ -188,6 +204,11 @@ class Batching:
         if last:
             live.input.complete = True
 
+    def set_playback_deadline(self, request_id, seconds_left):
+        live = self._requests.get(request_id)
+        if live is not None:
+            live.runs_out = time.monotonic_ns() / 1e9 + seconds_left
+
     def abort(self, request_ids):
         self._abort_calls += 1
         for request_id in request_ids:
@@ -217,10 +238,18 @@ class Batching:
         self._failed = []
         self._admit()
         prefilled = self._prefill()
+        now = time.monotonic_ns() / 1e9
+        urgent = self.playback_lead > 0 and any(
+            self._within_lead(live, now) and live.generator.ready(live.input)
+            for live in self._running)
         kept = []
         stepped = 0
         for live in self._running:
             if not live.generator.ready(live.input):
+                kept.append(live)
+                continue
+            if urgent and not self._within_lead(live, now):
+                self._sat_out += 1
                 kept.append(live)
                 continue
             stepped += 1
@@ -242,7 +271,7 @@ class Batching:
         if name == "stats":
             return {"running": len(self._running), "waiting": len(self._waiting),
                     "steps": self._steps, "abort_calls": self._abort_calls,
-                    "capacity": self.batch_size, **self._cache_stats()}
+                    "sat_out": self._sat_out, "capacity": self.batch_size, **self._cache_stats()}
         raise ValueError(
             f"engine {self.name}: unknown utility '{name}' (known: ping, stats)")
 
@@ -273,16 +302,20 @@ class Batching:
         self.abort([request_id])
         self._failed.append((request_id, [], "error", message))
 
+    def _within_lead(self, live, now):
+        return live.runs_out is None or live.runs_out - now <= self.playback_lead
+
     def _admit(self):
-        still = collections.deque()
-        while self._waiting:
-            live = self._waiting.popleft()
-            if len(self._running) < self.batch_size and live.generator.ready(live.input):
-                live.running = True
-                self._running.append(live)
-            else:
-                still.append(live)
-        self._waiting = still
+        free = self.batch_size - len(self._running)
+        if free <= 0 or not self._waiting:
+            return
+        ready = [live for live in self._waiting if live.generator.ready(live.input)]
+        if len(ready) > free:
+            ready = sorted(ready, key=_soonest)[:free]  # sorted() is stable: FIFO among equals
+        for live in ready:
+            live.running = True
+            self._running.append(live)
+        self._waiting = collections.deque(live for live in self._waiting if not live.running)
 
     def _prefill(self):
         """Runs the running requests' new input through the cache; the tokens
