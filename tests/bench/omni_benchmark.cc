@@ -43,11 +43,14 @@ ABSL_FLAG(std::string, concurrency, "1,2,4,8,16,32,64", "clients at once, one ce
 ABSL_FLAG(double, cell_seconds, 8, "each client asks for answers back to back this long");
 ABSL_FLAG(int, sentences, 2, "sentences per answer (the thinker's)");
 ABSL_FLAG(int, jitter_buffer_ms, 0, "each client's player buffers this long before it plays");
-ABSL_FLAG(std::string, policies, "today,deadline,admission",
+ABSL_FLAG(std::string, policies, "today,deadline,admission,sentence,first_piece",
           "policies, a row each: today (each output streamed on as it comes), deadline (and "
           "every stage's requests ahead of their listener by --playback_lead_ms sit out steps "
-          "while others are close), admission (and admission by audio capacity at 85%)");
+          "while others are close), admission (and admission by audio capacity at 85%), "
+          "sentence (a talker that speaks each sentence once it ends), first_piece (and whose "
+          "first piece is --first_piece_words words or a clause)");
 ABSL_FLAG(int, playback_lead_ms, 1000, "the deadline row's playback_lead_ms, on every stage");
+ABSL_FLAG(int, first_piece_words, 3, "the first_piece row's talker first_piece_words");
 ABSL_FLAG(std::string, json, "", "also write the figures as JSON to this path");
 ABSL_FLAG(int, max_seconds, 1800, "the whole run is cut (exit 3) after this long");
 
@@ -67,7 +70,10 @@ namespace {
 // same with every stage's playback_lead_ms set (a request whose listener has
 // that much audio in hand sits out steps while another's is closer to running
 // out); `admission`, today's with admission by audio capacity
-// (playback.audio_admission_percent 85).
+// (playback.audio_admission_percent 85). `sentence`: the talker speaks as the
+// demo's does, each sentence's phonemes once the sentence ends (`codes:
+// phonemes`, one code per step, at the same cost per step);
+// `first_piece`: and a request's first piece is a few words or a clause.
 std::string OmniPipelineYaml(const std::string& policy) {
   const std::string playback =
       policy == "admission" ? "playback: {audio_admission_percent: 85}\n" : "";
@@ -75,6 +81,12 @@ std::string OmniPipelineYaml(const std::string& policy) {
       policy == "deadline"
           ? absl::StrCat(", playback_lead_ms: ", absl::GetFlag(FLAGS_playback_lead_ms))
           : "";
+  std::string talker_codes = "codes: hashed, chars_per_step: 1, codes_per_char: 1";
+  if (policy == "sentence") talker_codes = "codes: phonemes, codes_per_step: 1";
+  if (policy == "first_piece") {
+    talker_codes = absl::StrCat("codes: phonemes, codes_per_step: 1, first_piece_words: ",
+                                absl::GetFlag(FLAGS_first_piece_words));
+  }
   return R"(name: omni-benchmark
 keepalive_ms: 2000
 keepalive_timeout_ms: 10000
@@ -90,7 +102,8 @@ keepalive_timeout_ms: 10000
     defaults: {max_tokens: 1000}
   - name: talker
     engine: talker
-    engine_params: {codes: hashed, chars_per_step: 1, codes_per_char: 1, batch_size: 64,
+    engine_params: {)" +
+         talker_codes + R"(, batch_size: 64,
                     step_time_us: 12000, step_us_per_request: 450, max_tokens: 100000)" +
          lead + R"(}
     replicas: 1
@@ -276,7 +289,8 @@ int Run(int argc, char** argv) {
   const std::vector<std::string> policies =
       absl::StrSplit(absl::GetFlag(FLAGS_policies), ',', absl::SkipEmpty());
   for (const std::string& policy : policies) {
-    if (policy != "today" && policy != "deadline" && policy != "admission") {
+    if (policy != "today" && policy != "deadline" && policy != "admission" &&
+        policy != "sentence" && policy != "first_piece") {
       std::cerr << "omni_benchmark: --policies: unknown policy '" << policy << "'\n";
       return 2;
     }

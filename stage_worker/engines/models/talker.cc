@@ -13,6 +13,12 @@ namespace omnistage {
 namespace {
 
 // `codes: hashed`.
+constexpr int kMaxFirstPieceWords = 1000;
+
+int ReadFirstPieceWords(EngineParams* params, int default_value) {
+  return static_cast<int>(params->Int("first_piece_words", default_value, 0, kMaxFirstPieceWords));
+}
+
 struct HashedOptions {
   int chars_per_step = 4;
   int codes_per_char = 2;
@@ -23,6 +29,7 @@ struct TalkerOptions {
   // `codes: phonemes` (the default): espeak-ng's phonemes; null for `hashed`.
   Espeak* espeak = nullptr;
   int codes_per_step = 32;
+  int first_piece_words = 0;  // 0: the first piece is the first sentence
   HashedOptions hashed;
 };
 
@@ -76,9 +83,18 @@ class TalkerEngine : public BatchingEngine {
  protected:
   std::unique_ptr<RequestGenerator> NewGenerator(const RequestSettings& settings) const override {
     if (options_.espeak != nullptr) {
-      return NewPhonemeTalkerRequest(options_.espeak, options_.codes_per_step, settings);
+      // Validate() already accepted these extras, so reading them cannot fail.
+      EngineParams extra(kTalkerEngineName, settings.extra, "extra parameter");
+      return NewPhonemeTalkerRequest(options_.espeak, options_.codes_per_step,
+                                     ReadFirstPieceWords(&extra, options_.first_piece_words),
+                                     settings);
     }
     return std::make_unique<HashedTalkerRequest>(options_.hashed, settings);
+  }
+
+  // A request may set its own first piece (`codes: phonemes` only).
+  void ReadExtra(EngineParams* extra) const override {
+    if (options_.espeak != nullptr) ReadFirstPieceWords(extra, options_.first_piece_words);
   }
 
  private:
@@ -95,6 +111,7 @@ absl::StatusOr<std::unique_ptr<Engine>> CreateTalkerEngine(
   if (reader.Enum("codes", "phonemes", {"phonemes", "hashed"}) == "phonemes") {
     options.codes_per_step =
         static_cast<int>(reader.Int("codes_per_step", options.codes_per_step, 1, 1 << 20));
+    options.first_piece_words = ReadFirstPieceWords(&reader, options.first_piece_words);
     if (absl::Status status = reader.Finish(); !status.ok()) return status;
     absl::StatusOr<Espeak*> espeak = Espeak::Get();
     if (!espeak.ok()) return espeak.status();

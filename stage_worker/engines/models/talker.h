@@ -4,7 +4,10 @@
 // - `phonemes` (the default): espeak-ng's phonemes of the text, sentence by
 //   sentence as the text arrives, as phoneme codes (phoneme_codes.h) that the
 //   vocoder's `sound: speech` speaks. Details in talker_phonemes.h. Parameter
-//   `codes_per_step` (default 32): codes emitted per step at most.
+//   `codes_per_step` (default 32): codes emitted per step at most. Parameter
+//   `first_piece_words` (default 0: off), and a request's extra parameter of
+//   that name: its first piece ends after that many words or a clause, so the
+//   first audio need not wait for a whole sentence.
 // - `hashed`: the simulated model the multi-process tests are calibrated on. It
 //   starts as soon as streamed text arrives: each step consumes up to
 //   `chars_per_step` bytes of the input available so far and emits

@@ -11,6 +11,8 @@ namespace omnistage {
 namespace {
 
 bool EndsSentence(char c) { return c == '.' || c == '!' || c == '?'; }
+bool EndsClause(char c) { return c == ',' || c == ';' || c == ':'; }
+bool IsSpace(char c) { return absl::ascii_isspace(static_cast<unsigned char>(c)); }
 
 // The sentence's punctuation: its last visible character when that ends
 // sentences, else '.'.
@@ -21,20 +23,23 @@ char SentencePunctuation(absl::string_view sentence) {
 
 class PhonemeTalkerRequest : public RequestGenerator {
  public:
-  PhonemeTalkerRequest(Espeak* espeak, int codes_per_step, const RequestSettings& settings)
-      : espeak_(espeak), codes_per_step_(codes_per_step), max_tokens_(settings.max_tokens) {}
+  PhonemeTalkerRequest(Espeak* espeak, int codes_per_step, int first_piece_words,
+                       const RequestSettings& settings)
+      : espeak_(espeak),
+        codes_per_step_(codes_per_step),
+        first_piece_words_(first_piece_words),
+        max_tokens_(settings.max_tokens) {}
 
   bool Ready(const RequestInput& input) const override {
-    return next_ < codes_.size() || input.complete || SentenceLength(Unread(input), false) > 0;
+    return next_ < codes_.size() || input.complete || NextPiece(input, false).length > 0;
   }
 
   GeneratedStep Step(const RequestInput& input) override {
     if (codes_.size() - next_ < static_cast<size_t>(codes_per_step_)) {
-      const absl::string_view unread = Unread(input);
-      const size_t length = SentenceLength(unread, input.complete);
-      if (length > 0) {
-        AppendSentence(unread.substr(0, length));
-        consumed_ += length;
+      const Piece piece = NextPiece(input, input.complete);
+      if (piece.length > 0) {
+        AppendPiece(Unread(input).substr(0, piece.length), piece.ends_sentence);
+        consumed_ += piece.length;
       }
     }
     const size_t count = std::min({codes_.size() - next_, static_cast<size_t>(codes_per_step_),
@@ -63,17 +68,29 @@ class PhonemeTalkerRequest : public RequestGenerator {
     return absl::string_view(input.text).substr(consumed_);
   }
 
-  void AppendSentence(absl::string_view sentence) {
-    const std::vector<std::string> clauses = espeak_->Phonemes(sentence, kPhonemeSeparator);
+  // The first piece by its rule, then sentences.
+  Piece NextPiece(const RequestInput& input, bool complete) const {
+    const absl::string_view unread = Unread(input);
+    if (consumed_ == 0 && first_piece_words_ > 0) {
+      return FirstPiece(unread, complete, first_piece_words_);
+    }
+    return Piece{SentenceLength(unread, complete), true};
+  }
+
+  // A piece that does not end its sentence ends with the within-a-sentence
+  // clause end.
+  void AppendPiece(absl::string_view piece, bool ends_sentence) {
+    const std::vector<std::string> clauses = espeak_->Phonemes(piece, kPhonemeSeparator);
     for (size_t i = 0; i < clauses.size(); ++i) {
       AppendPhonemeCodes(clauses[i], &codes_);
-      codes_.push_back(
-          ClauseEndCode(i + 1 == clauses.size() ? SentencePunctuation(sentence) : ','));
+      const bool last = i + 1 == clauses.size();
+      codes_.push_back(ClauseEndCode(last && ends_sentence ? SentencePunctuation(piece) : ','));
     }
   }
 
   Espeak* const espeak_;
   const int codes_per_step_;
+  const int first_piece_words_;
   const uint32_t max_tokens_;
   size_t consumed_ = 0;         // input bytes turned into codes
   std::vector<int32_t> codes_;  // codes made and not yet emitted, from next_
@@ -106,9 +123,26 @@ size_t SentenceLength(absl::string_view text, bool complete) {
   return complete ? text.size() : 0;
 }
 
+Piece FirstPiece(absl::string_view text, bool complete, int words) {
+  const size_t sentence = SentenceLength(text, complete);
+  // Only what the sentence rule would read: a clause or word end needs the
+  // white space after it.
+  const size_t scan = sentence > 0 ? sentence : std::min(text.size(), kMaxSentenceBytes);
+  int seen = 0;
+  for (size_t i = 0; i < scan && i + 1 < text.size(); ++i) {
+    if (i + 1 == sentence) break;  // The sentence ends first.
+    if (!IsSpace(text[i + 1])) continue;
+    if (EndsClause(text[i])) return {i + 1, false};
+    if (!IsSpace(text[i]) && ++seen == words) return {i + 1, false};
+  }
+  return {sentence, sentence > 0};
+}
+
 std::unique_ptr<RequestGenerator> NewPhonemeTalkerRequest(Espeak* espeak, int codes_per_step,
+                                                          int first_piece_words,
                                                           const RequestSettings& settings) {
-  return std::make_unique<PhonemeTalkerRequest>(espeak, codes_per_step, settings);
+  return std::make_unique<PhonemeTalkerRequest>(espeak, codes_per_step, first_piece_words,
+                                                settings);
 }
 
 }  // namespace omnistage

@@ -7,6 +7,13 @@
 //   the last white space within it. These rules read only the text, so how the
 //   text was chunked never moves a sentence end (which is why a final '.' waits
 //   for the next chunk's space, or for the input to complete).
+// - The first piece (`first_piece_words` > 0: the talker parameter, or the
+//   request's extra parameter of that name): a request's first piece ends at
+//   its first sentence end, clause end (',', ';' or ':' followed by white
+//   space) or the white space after that many words, whichever comes first;
+//   the rest goes sentence by sentence. So the first audio waits for a few
+//   words, not a whole sentence. The same reading-only-the-text rules: the
+//   chunking never moves where it ends.
 // - Each sentence becomes espeak-ng's phonemes for it (Espeak::Phonemes()), clause
 //   by clause: a clause's phoneme codes, then its clause end: the sentence's own
 //   punctuation ('.' when it has none) after its last clause, the
@@ -34,11 +41,21 @@ inline constexpr size_t kMaxSentenceBytes = 2000;
 
 // The generator of one request; `espeak` outlives it.
 std::unique_ptr<RequestGenerator> NewPhonemeTalkerRequest(Espeak* espeak, int codes_per_step,
+                                                          int first_piece_words,
                                                           const RequestSettings& settings);
 
 // The length of the sentence `text` starts with, by the rules above, where
 // `complete` says no text follows; 0 while it has not ended.
 size_t SentenceLength(absl::string_view text, bool complete);
+
+// The length of the first piece `text` starts with (the first piece rule
+// above, `words` > 0), and whether it ends a sentence; 0 while it has not
+// ended.
+struct Piece {
+  size_t length = 0;
+  bool ends_sentence = false;
+};
+Piece FirstPiece(absl::string_view text, bool complete, int words);
 
 }  // namespace omnistage
 
