@@ -87,6 +87,26 @@ same_pcm "$out/voiced/stream.wav" "$out/grpc-f2.wav" ||
   fail "the voiced stream is not the f2 voice's PCM"
 ! same_pcm "$out/voiced/stream.wav" "$out/grpc.wav" || fail "audio.voice changed nothing"
 echo "sdk voice: alloy speaks as espeak-ng's f2 ($(stat -c %s "$out/voiced/stream.wav") bytes)"
+# A voice that is none of OpenAI's names goes to the vocoder as it is: one the
+# vocoder does not know is a 400 naming audio.voice before anything is
+# answered, streamed or not; one it knows (espeak-ng's croak) streams.
+voice_chat() {
+  curl -s -o "$out/$1" -w '%{http_code}' "$voiced/v1/chat/completions" \
+    -H "Authorization: Bearer $token" -d '{"model": "omni-demo", "messages": [{"role": "user",
+    "content": "Hi"}], "modalities": ["text", "audio"], "max_tokens": 8, "audio": {"voice":
+    "'"$2"'", "format": "wav"}, "stream": '"$3"'}'
+}
+for stream in true false; do
+  code=$(voice_chat "badvoice-$stream.json" nosuchvoice "$stream")
+  [ "$code" = 400 ] || fail "unknown voice, stream $stream: HTTP $code: $(head -c 300 "$out/badvoice-$stream.json")"
+  grep -q '"param":"audio.voice"' "$out/badvoice-$stream.json" ||
+    fail "unknown voice, stream $stream: $(cat "$out/badvoice-$stream.json")"
+done
+code=$(voice_chat croak.sse croak true)
+[ "$code" = 200 ] || fail "voice croak: HTTP $code: $(head -c 300 "$out/croak.sse")"
+grep -q '"audio":{' "$out/croak.sse" && grep -q '"content":' "$out/croak.sse" &&
+  grep -q '^data: \[DONE\]' "$out/croak.sse" || fail "voice croak: $(head -c 600 "$out/croak.sse")"
+echo "sdk voice: an unknown voice is a 400 before the stream, croak streams"
 
 sdk errors
 

@@ -77,6 +77,7 @@ ChatAnswer::ChatAnswer(const ChatRequest& request, std::string model, bool orche
                        std::shared_ptr<HttpExchange> exchange, CallObserver observer)
     : stream_(request.stream),
       heard_audio_(HasAudio(request)),
+      hold_for_voice_(request.stream && request.voice_unvouched),
       orchestrator_tls_(orchestrator_tls),
       encoder_(request, std::move(model), static_cast<int64_t>(std::time(nullptr))),
       exchange_(std::move(exchange)),
@@ -116,9 +117,16 @@ void ChatAnswer::Deliver(const v1::GenerateResponse& response, ReadControl& call
     call.ReadNext();
     return;
   }
+  if (hold_for_voice_ && audio_seconds == 0) {
+    held_events_ += events;  // Until the voice stage shows it took the voice.
+    call.ReadNext();
+    return;
+  }
+  hold_for_voice_ = false;
   if (!exchange_->streaming()) exchange_->StartStream(200, kEventStream);
   player_.Arrived(audio_seconds, absl::Now());
-  exchange_->Send(events, [&call] { call.ReadNext(); });
+  exchange_->Send(held_events_ + events, [&call] { call.ReadNext(); });
+  held_events_.clear();
 }
 
 ApiError ChatAnswer::TerminalError() const {
@@ -157,6 +165,10 @@ void ChatAnswer::Ended(const grpc::Status& status) {
     Finish(exchange_->streaming() ? 200 : 499, "client_closed");  // 499: before any response.
     return;
   }
+  const bool failed =
+      !status.ok() || !got_terminal_ || terminal_.finish_reason() == v1::FINISH_REASON_ERROR;
+  // Held for the voice, and it failed: its status says why, as if nothing came.
+  if (hold_for_voice_ && failed) held_events_.clear();
   if (!held_events_.empty() && !exchange_->streaming()) {
     exchange_->StartStream(200, kEventStream);  // The held events are output: they stream.
   }

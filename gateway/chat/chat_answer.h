@@ -4,6 +4,9 @@
 // responses come (the next read only once the client's socket took the last
 // events), or the whole completion at the end; errors in OpenAI's shape, as
 // the call's own status before anything streamed and as an error event after.
+// A stream whose audio.voice is none of OpenAI's names holds its first events
+// until the first audio comes (its voice stage took the voice) or the call
+// ends, so the voice stage's refusal of it is the call's own 400.
 //
 // Loop thread only.
 #ifndef OMNISTAGE_GATEWAY_CHAT_CHAT_ANSWER_H_
@@ -99,6 +102,8 @@ class ChatAnswer {
 
   const bool stream_;
   const bool heard_audio_;  // the request's prompt holds audio
+  // Events are held until the first audio (voice_unvouched; cleared by it).
+  bool hold_for_voice_;
   const bool orchestrator_tls_;
   ChatEncoder encoder_;
   const std::shared_ptr<HttpExchange> exchange_;

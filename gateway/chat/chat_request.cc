@@ -61,8 +61,7 @@ std::optional<ApiError> ReadInputAudio(const json& part, const std::string& path
                           audio == part.end() ? json(nullptr) : *audio);
   }
   auto format = audio->find("format");
-  if (format == audio->end() || !format->is_string() ||
-      (*format != "wav" && *format != "mp3")) {
+  if (format == audio->end() || !format->is_string() || (*format != "wav" && *format != "mp3")) {
     return InvalidRequest(path + ".input_audio.format",
                           "Invalid 'input_audio.format': expected 'wav' or 'mp3'.",
                           "invalid_value");
@@ -74,18 +73,17 @@ std::optional<ApiError> ReadInputAudio(const json& part, const std::string& path
   }
   std::string bytes;
   if (!absl::Base64Unescape(data->get<std::string>(), &bytes)) {
-    return InvalidRequest(path + ".input_audio.data",
-                          "Invalid 'input_audio.data': not base64.", "invalid_value");
+    return InvalidRequest(path + ".input_audio.data", "Invalid 'input_audio.data': not base64.",
+                          "invalid_value");
   }
   // The bytes must be what `format` says: the decoder reads many formats, and
   // a chat completion takes these two.
-  const bool wav = bytes.size() >= 12 && (bytes.compare(0, 4, "RIFF") == 0 ||
-                                          bytes.compare(0, 4, "RIFX") == 0) &&
+  const bool wav = bytes.size() >= 12 &&
+                   (bytes.compare(0, 4, "RIFF") == 0 || bytes.compare(0, 4, "RIFX") == 0) &&
                    bytes.compare(8, 4, "WAVE") == 0;
-  const bool mp3 = bytes.size() >= 3 &&
-                   (bytes.compare(0, 3, "ID3") == 0 ||
-                    (static_cast<unsigned char>(bytes[0]) == 0xff &&
-                     (static_cast<unsigned char>(bytes[1]) & 0xe0) == 0xe0));
+  const bool mp3 = bytes.size() >= 3 && (bytes.compare(0, 3, "ID3") == 0 ||
+                                         (static_cast<unsigned char>(bytes[0]) == 0xff &&
+                                          (static_cast<unsigned char>(bytes[1]) & 0xe0) == 0xe0));
   if (*format == "wav" ? !wav : !mp3) {
     return InvalidRequest(path + ".input_audio.data",
                           absl::StrCat("Invalid 'input_audio.data': not audio of the format "
@@ -96,11 +94,11 @@ std::optional<ApiError> ReadInputAudio(const json& part, const std::string& path
   absl::StatusOr<DecodedAudio> decoded =
       DecodeAudioFile(bytes, kMaxChatAudioSeconds - out->audio_seconds());
   if (!decoded.ok()) {
-    return InvalidRequest(path + ".input_audio.data",
-                          absl::StrCat("Invalid 'input_audio.data': ", decoded.status().message(),
-                                       " (a request holds at most ", kMaxChatAudioSeconds,
-                                       " s of audio in all)."),
-                          "invalid_value");
+    return InvalidRequest(
+        path + ".input_audio.data",
+        absl::StrCat("Invalid 'input_audio.data': ", decoded.status().message(),
+                     " (a request holds at most ", kMaxChatAudioSeconds, " s of audio in all)."),
+        "invalid_value");
   }
   out->AddAudio(*decoded);
   return std::nullopt;
@@ -156,8 +154,7 @@ std::optional<ApiError> Prompt(const json& messages, PromptPieces* out) {
   }
   // A lone user message is the prompt as it is; else a line per message.
   const bool lone = messages.size() == 1 && messages[0].is_object() &&
-                    messages[0].value("role", json()).is_string() &&
-                    messages[0]["role"] == "user";
+                    messages[0].value("role", json()).is_string() && messages[0]["role"] == "user";
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string path = absl::StrCat("messages[", i, "]");
     const json& message = messages[i];
@@ -351,7 +348,10 @@ Part ReadAudio(const json& parsed, const ServedModel& model, ChatRequest* reques
       v1::StageParameters* speaker = request->generate.add_stage_params();
       speaker->set_stage_id(model.voice_stage);
       request->voice_stage = model.voice_stage;
-      (*speaker->mutable_extra())["voice"] = VoiceVariant(voice->get<std::string>());
+      const std::string& name = voice->get<std::string>();
+      const std::string variant = VoiceVariant(name);
+      (*speaker->mutable_extra())["voice"] = variant;
+      request->voice_unvouched = variant == name;
     }
   }
   return std::nullopt;

@@ -85,6 +85,9 @@ struct ChatRequest {
   // The stage `audio.voice` went to as its extra parameter `voice`; -1 when
   // it went nowhere. A refusal of that parameter there names `audio.voice`.
   int voice_stage = -1;
+  // audio.voice is none of OpenAI's names, passed on as it is: only the voice
+  // stage can tell whether it knows it.
+  bool voice_unvouched = false;
   // The stage whose text is the answer (ServedModel::text_stage): the text
   // other stages show (a listener's caption of the question) is not.
   int text_stage = 0;

@@ -9,6 +9,8 @@
 
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "gateway/http/api_error.h"
@@ -29,8 +31,11 @@ struct HttpConnection {
   event* timer = nullptr;
   // No request is with the handler: one is awaited.
   bool awaiting = true;
-  // libevent answered by itself during this wait (counted once).
+  // libevent answered by itself during this wait (counted once), where its
+  // answer starts in the output, and whether it was rewritten as JSON.
   bool answered_alone = false;
+  size_t answer_at = 0;
+  bool rewritten = false;
   evbuffer_cb_entry* output_watch = nullptr;
   // Its close is being told (OnClosed).
   bool closing = false;
@@ -54,12 +59,40 @@ std::string RefusalBody(HttpEvent why, const std::string& address, const HttpLim
                                    " per address); close some, or retry later");
       break;
     default:
-      error = ApiError{431, "invalid_request_error",
-                       absl::StrCat("more than ", limits.max_headers, " header lines"), "",
-                       "request_header_fields_too_large", std::nullopt};
+      error = ApiError{431,
+                       "invalid_request_error",
+                       absl::StrCat("more than ", limits.max_headers, " header lines"),
+                       "",
+                       "request_header_fields_too_large",
+                       std::nullopt};
       break;
   }
   return error.Json();
+}
+
+// libevent's own answer with status `code`, in OpenAI's shape.
+ApiError AnsweredAlone(int code, const HttpLimits& limits) {
+  if (code == 413) {
+    return ApiError{413,
+                    "invalid_request_error",
+                    absl::StrCat("the request body is larger than the gateway takes (",
+                                 limits.max_body_bytes, " bytes)"),
+                    "",
+                    "request_too_large",
+                    std::nullopt};
+  }
+  if (code == 501) {
+    return ApiError{501, "invalid_request_error", "the gateway answers GET and POST requests only",
+                    "",  "method_not_supported",  std::nullopt};
+  }
+  return ApiError{code,
+                  "invalid_request_error",
+                  absl::StrCat("not an HTTP request the gateway can read: a malformed request "
+                               "line, header or body framing, or a line and headers past ",
+                               limits.max_header_bytes, " bytes"),
+                  "",
+                  "bad_request",
+                  std::nullopt};
 }
 
 // Answers `request` and closes its connection after.
@@ -78,14 +111,22 @@ void AnswerAndClose(evhttp_request* request, int status, const std::string& body
 
 const char* HttpRefusalName(HttpEvent event) {
   switch (event) {
-    case HttpEvent::kRefusedMaxConnections: return "max_connections";
-    case HttpEvent::kRefusedMaxConnectionsPerAddress: return "max_connections_per_address";
-    case HttpEvent::kRequestReadTimeout: return "request_read_timeout";
-    case HttpEvent::kRefusedMaxHeaders: return "max_headers";
-    case HttpEvent::kRefusedBadRequest: return "bad_request";
-    case HttpEvent::kRefusedBodyTooLarge: return "body_too_large";
-    case HttpEvent::kRefusedMethod: return "method";
-    default: return "";
+    case HttpEvent::kRefusedMaxConnections:
+      return "max_connections";
+    case HttpEvent::kRefusedMaxConnectionsPerAddress:
+      return "max_connections_per_address";
+    case HttpEvent::kRequestReadTimeout:
+      return "request_read_timeout";
+    case HttpEvent::kRefusedMaxHeaders:
+      return "max_headers";
+    case HttpEvent::kRefusedBadRequest:
+      return "bad_request";
+    case HttpEvent::kRefusedBodyTooLarge:
+      return "body_too_large";
+    case HttpEvent::kRefusedMethod:
+      return "method";
+    default:
+      return "";
   }
 }
 
@@ -155,6 +196,7 @@ HttpConnections::Admission HttpConnections::Admit(HttpConnection* c, HttpEvent* 
 void HttpConnections::AwaitRequest(HttpConnection* c) {
   c->awaiting = true;
   c->answered_alone = false;
+  c->rewritten = false;
   if (limits_.request_read_timeout <= absl::ZeroDuration()) return;
   const timeval deadline = absl::ToTimeval(limits_.request_read_timeout);
   evtimer_add(c->timer, &deadline);
@@ -273,7 +315,11 @@ void HttpConnections::OnComplete(evhttp_request*, void* arg) {
 
 void HttpConnections::OnOutput(evbuffer* output, const evbuffer_cb_info* info, void* arg) {
   auto* c = static_cast<HttpConnection*>(arg);
-  if (info->n_added == 0 || !c->awaiting || c->answered_alone) return;
+  if (info->n_added == 0 || !c->awaiting) return;
+  if (c->answered_alone) {
+    if (!c->rewritten) Rewrite(c, output);
+    return;
+  }
   // libevent answers a request by itself (the handler has none): its status
   // line comes first, "HTTP/1.1 400 Bad Request".
   char status[12];
@@ -284,9 +330,41 @@ void HttpConnections::OnOutput(evbuffer* output, const evbuffer_cb_info* info, v
   // "100 Continue" to a client that asked before sending its body: no refusal.
   if (code[0] == '1') return;
   c->answered_alone = true;
+  c->answer_at = info->orig_size;
   c->owner->Tell(code == "413"   ? HttpEvent::kRefusedBodyTooLarge
                  : code == "501" ? HttpEvent::kRefusedMethod
                                  : HttpEvent::kRefusedBadRequest);
+}
+
+void HttpConnections::Rewrite(HttpConnection* c, evbuffer* output) {
+  // libevent adds its answer piece by piece (the status line, each header,
+  // the page), all before it sends any: once the page is whole, it is
+  // replaced.
+  const size_t length = evbuffer_get_length(output);
+  std::string bytes(length, '\0');
+  if (length <= c->answer_at ||
+      evbuffer_copyout(output, bytes.data(), length) != static_cast<ev_ssize_t>(length)) {
+    return;
+  }
+  const size_t line_end = bytes.find("\r\n", c->answer_at);
+  const size_t head_end = bytes.find("\r\n\r\n", c->answer_at);
+  if (line_end == std::string::npos || head_end == std::string::npos) return;
+  size_t page = 0;
+  const std::string head = absl::AsciiStrToLower(bytes.substr(line_end, head_end - line_end));
+  if (const size_t at = head.find("\r\ncontent-length: "); at != std::string::npos) {
+    const size_t from = at + 18;
+    if (!absl::SimpleAtoi(head.substr(from, head.find("\r\n", from) - from), &page)) return;
+  }
+  if (length < head_end + 4 + page) return;  // The page is not whole yet.
+  int code = 0;
+  if (!absl::SimpleAtoi(bytes.substr(c->answer_at + 9, 3), &code)) return;
+  const std::string body = AnsweredAlone(code, c->owner->limits_).Json();
+  std::string answer = bytes.substr(0, line_end);  // what came before, and the status line
+  absl::StrAppend(&answer, "\r\nContent-Type: application/json\r\nContent-Length: ", body.size(),
+                  "\r\nConnection: close\r\n\r\n", body, bytes.substr(head_end + 4 + page));
+  c->rewritten = true;  // Before the changes below call back.
+  evbuffer_drain(output, length);
+  evbuffer_add(output, answer.data(), answer.size());
 }
 
 void HttpConnections::OnClosed(evhttp_connection* evcon, void* arg) {

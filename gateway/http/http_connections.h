@@ -12,7 +12,9 @@
 //   libevent, evhttp_set_max_headers_size: a 400).
 // Each refusal, each cut and each connection opened or closed is told to an
 // observer (the gateway's metrics), with the answers libevent gives by itself
-// before a request reaches the handler (400, 413, 501).
+// before a request reaches the handler (400, 413, 501). Those answers' HTML
+// pages are replaced by OpenAI-shaped JSON errors before they are sent
+// (docs/openai.md, "Errors").
 //
 // It hears of a connection from evhttp's bufferevent hook (HttpServer makes
 // every connection's bufferevent) and takes it in once evhttp has set it up:
@@ -115,6 +117,8 @@ class HttpConnections {
   static void OnClosed(evhttp_connection*, void* connection);
   static void OnComplete(evhttp_request*, void* connection);
   static void OnOutput(evbuffer* output, const evbuffer_cb_info* info, void* connection);
+  // Replaces libevent's own answer in `output` with JSON once it is whole.
+  static void Rewrite(HttpConnection* connection, evbuffer* output);
 
   event_base* const base_;
   const HttpLimits limits_;

@@ -231,7 +231,9 @@ TEST(HttpLimitsTest, TooManyHeaderLinesOrBytesAreRefused) {
   }
 }
 
-TEST(HttpLimitsTest, LibeventsOwnAnswersAreCounted) {
+// libevent's own answers are counted, and go out as OpenAI-shaped JSON
+// errors, not its HTML pages.
+TEST(HttpLimitsTest, LibeventsOwnAnswersAreCountedAndInOpenAIsShape) {
   HttpLimits limits;
   limits.max_body_bytes = 1 << 20;
   LimitedServer server(limits);
@@ -239,14 +241,16 @@ TEST(HttpLimitsTest, LibeventsOwnAnswersAreCounted) {
     std::string request;
     const char* status;
     HttpEvent event;
+    const char* error;  // in the JSON body
   } cases[] = {
-      {"garbage\r\n\r\n", "HTTP/1.1 400", HttpEvent::kRefusedBadRequest},
+      {"garbage\r\n\r\n", "HTTP/1.1 400", HttpEvent::kRefusedBadRequest, R"("code":"bad_request")"},
       {"GET /" + std::string(200000, 'a') + " HTTP/1.1\r\n\r\n", "HTTP/1.1 400",
-       HttpEvent::kRefusedBadRequest},
+       HttpEvent::kRefusedBadRequest, "a line and headers past 32768 bytes"},
       {"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 100000000\r\n\r\n", "HTTP/1.1 413",
-       HttpEvent::kRefusedBodyTooLarge},
+       HttpEvent::kRefusedBodyTooLarge,
+       "the request body is larger than the gateway takes (1048576 bytes)"},
       {"PUT /x HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n", "HTTP/1.1 501",
-       HttpEvent::kRefusedMethod},
+       HttpEvent::kRefusedMethod, R"("code":"method_not_supported")"},
   };
   // Its "100 Continue" is no refusal.
   {
@@ -263,8 +267,19 @@ TEST(HttpLimitsTest, LibeventsOwnAnswersAreCounted) {
     Client client(server.port());
     client.Send(c.request);
     bool closed = false;
-    EXPECT_EQ(client.ReadUntilClosed(absl::Seconds(5), &closed).rfind(c.status, 0), 0u)
-        << c.request.substr(0, 40);
+    const std::string answer = client.ReadUntilClosed(absl::Seconds(5), &closed);
+    const size_t body = answer.find("\r\n\r\n") + 4;
+    EXPECT_EQ(answer.rfind(c.status, 0), 0u) << c.request.substr(0, 40);
+    EXPECT_NE(answer.find("Content-Type: application/json\r\n"), std::string::npos) << answer;
+    EXPECT_EQ(answer.find(R"({"error":{)"), body) << answer;
+    EXPECT_NE(answer.find(R"("type":"invalid_request_error")"), std::string::npos) << answer;
+    EXPECT_NE(answer.find(c.error), std::string::npos) << answer;
+    EXPECT_EQ(answer.find("<html"), std::string::npos) << answer;
+    // The length says where the body ends.
+    EXPECT_NE(answer.find(absl::StrCat("Content-Length: ", answer.size() - body, "\r\n")),
+              std::string::npos)
+        << answer;
+    EXPECT_TRUE(closed);
     EXPECT_TRUE(server.AwaitCount(c.event, ++want[c.event])) << c.request.substr(0, 40);
   }
 }
