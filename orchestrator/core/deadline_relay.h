@@ -23,7 +23,7 @@ namespace omnistage {
 
 class DeadlineRelay {
  public:
-  static constexpr absl::Duration kStep = absl::Milliseconds(100);
+  static constexpr absl::Duration kStep = absl::Milliseconds(250);
 
   explicit DeadlineRelay(CoreParts core) : core_(core) {}
 

@@ -1,6 +1,6 @@
 // Tests for the playback deadlines PipelineCore passes on (deadline_relay.h):
 // none before a request's first audio; then, each time its audio moves its
-// listener's deadline by 100 ms or more, one to every stage still running it,
+// listener's deadline by 250 ms or more, one to every stage still running it,
 // saying how long is left; none to a replica that does not take them. Fakes
 // only, on a manual clock; every test ends with the invariant check.
 #include <string>
@@ -49,10 +49,10 @@ TEST_F(PipelineCoreTest, AudioTellsTheStagesRunningTheRequestWhenItsListenerRuns
   scheduler_.AdvanceBy(absl::Milliseconds(300));
   Out(2, 0, "r", {AudioMs(40)});
   EXPECT_EQ(fake(2, 0).deadlines().size(), 1u);
-  // 80 ms more: 120 ms since the stages last heard it; 740 ms left.
-  Out(2, 0, "r", {AudioMs(80)});
-  EXPECT_THAT(Slacks(fake(2, 0), "r"), ElementsAre(1000, 820));
-  EXPECT_THAT(Slacks(fake(0, 0), "r"), ElementsAre(1000, 820));
+  // 240 ms more: 280 ms since the stages last heard it; 980 ms left.
+  Out(2, 0, "r", {AudioMs(240)});
+  EXPECT_THAT(Slacks(fake(2, 0), "r"), ElementsAre(1000, 980));
+  EXPECT_THAT(Slacks(fake(0, 0), "r"), ElementsAre(1000, 980));
 
   // The thinker finished: only the stages still running it hear more.
   Done(0, 0, "r", {Text(" Bye.")});
@@ -60,7 +60,7 @@ TEST_F(PipelineCoreTest, AudioTellsTheStagesRunningTheRequestWhenItsListenerRuns
   ClearLog();
   Out(2, 0, "r", {AudioMs(500)});
   EXPECT_THAT(LogWith(".deadlines"), ElementsAre("W0.deadlines 1"));
-  EXPECT_THAT(Slacks(fake(2, 0), "r"), ElementsAre(1000, 820, 1320));
+  EXPECT_THAT(Slacks(fake(2, 0), "r"), ElementsAre(1000, 980, 1480));
   Done(2, 0, "r");
   EXPECT_EQ(sink->terminal_count(), 1);
 }
