@@ -7,6 +7,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/grpc/channel_release.h"
 #include "common/grpc/grpc_util.h"
 #include "common/limits.h"
 #include "common/stream_writer.h"
@@ -238,8 +239,7 @@ class GrpcWorkerStub::ConnectCall
   bool read_hold_released_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-GrpcWorkerStub::GrpcWorkerStub(const WorkerChannelOptions& options, Scheduler* loop)
-    : loop_(loop) {
+GrpcWorkerStub::GrpcWorkerStub(const WorkerChannelOptions& options, Scheduler* loop) : loop_(loop) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, absl::ToInt64Milliseconds(options.keepalive_time));
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, absl::ToInt64Milliseconds(options.keepalive_timeout));
@@ -259,7 +259,13 @@ GrpcWorkerStub::GrpcWorkerStub(const WorkerChannelOptions& options, Scheduler* l
   stub_ = v1::StageWorker::NewStub(channel_);
 }
 
-GrpcWorkerStub::~GrpcWorkerStub() { Shutdown(); }
+GrpcWorkerStub::~GrpcWorkerStub() {
+  Shutdown();
+  // Every call's last callback ran, but gRPC may still be releasing a call
+  // that holds the channel's completion queue (common/grpc/channel_release.h).
+  stub_.reset();
+  ReleaseChannelLater(std::move(channel_));
+}
 
 std::shared_ptr<WorkerStream> GrpcWorkerStub::Connect(EventCallback on_event,
                                                       DoneCallback on_done) {
@@ -293,22 +299,22 @@ void GrpcWorkerStub::Abort(const v1::WorkerAbortRequest& request, absl::Time dea
     key = next_call_++;
     calls_[key] = &call->context;
   }
-  stub_->async()->Abort(
-      &call->context, &call->request, &call->response,
-      [this, call, key, done = std::move(done)](grpc::Status status) {
-        absl::StatusOr<v1::WorkerAbortResponse> result =
-            status.ok() ? absl::StatusOr<v1::WorkerAbortResponse>(call->response)
-                        : absl::StatusOr<v1::WorkerAbortResponse>(FromGrpcStatus(status));
-        Scheduler* const loop = loop_;
-        {
-          // First: a Shutdown() waits for this, and `done` may run here.
-          absl::MutexLock lock(&mu_);
-          calls_.erase(key);
-        }
-        // The thread that read the answer commits the abort if the loop is
-        // free (and answers the client): no wake-up of the loop's thread.
-        loop->RunOrPost([done, result = std::move(result)] { done(result); });
-      });
+  stub_->async()->Abort(&call->context, &call->request, &call->response,
+                        [this, call, key, done = std::move(done)](grpc::Status status) {
+                          absl::StatusOr<v1::WorkerAbortResponse> result =
+                              status.ok()
+                                  ? absl::StatusOr<v1::WorkerAbortResponse>(call->response)
+                                  : absl::StatusOr<v1::WorkerAbortResponse>(FromGrpcStatus(status));
+                          Scheduler* const loop = loop_;
+                          {
+                            // First: a Shutdown() waits for this, and `done` may run here.
+                            absl::MutexLock lock(&mu_);
+                            calls_.erase(key);
+                          }
+                          // The thread that read the answer commits the abort if the loop is
+                          // free (and answers the client): no wake-up of the loop's thread.
+                          loop->RunOrPost([done, result = std::move(result)] { done(result); });
+                        });
 }
 
 void GrpcWorkerStub::Shutdown() {
@@ -325,9 +331,8 @@ void GrpcWorkerStub::Shutdown() {
   }
   streams.clear();
   absl::MutexLock lock(&mu_);
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return streams_.empty() && calls_.empty();
-  };
+  auto idle = [this]()
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return streams_.empty() && calls_.empty(); };
   mu_.Await(absl::Condition(&idle));
 }
 
