@@ -350,9 +350,10 @@ void HttpConnections::Rewrite(HttpConnection* c, evbuffer* output) {
   const size_t head_end = bytes.find("\r\n\r\n", c->answer_at);
   if (line_end == std::string::npos || head_end == std::string::npos) return;
   size_t page = 0;
+  constexpr char kLength[] = "\r\ncontent-length: ";
   const std::string head = absl::AsciiStrToLower(bytes.substr(line_end, head_end - line_end));
-  if (const size_t at = head.find("\r\ncontent-length: "); at != std::string::npos) {
-    const size_t from = at + 18;
+  if (const size_t at = head.find(kLength); at != std::string::npos) {
+    const size_t from = at + sizeof(kLength) - 1;
     if (!absl::SimpleAtoi(head.substr(from, head.find("\r\n", from) - from), &page)) return;
   }
   if (length < head_end + 4 + page) return;  // The page is not whole yet.

@@ -249,19 +249,19 @@ bool BatchingEngine::HasWork() const {
 }
 
 void BatchingEngine::Admit() {
-  size_t free = static_cast<size_t>(options_.batch_size) - running_.size();
-  if (free == 0 || waiting_.empty()) return;
+  const size_t slots = static_cast<size_t>(options_.batch_size) - running_.size();
+  if (slots == 0 || waiting_.empty()) return;
   std::vector<LiveRequest*> ready;
   for (LiveRequest* request : waiting_) {
     if (request->generator->Ready(request->input)) ready.push_back(request);
   }
-  if (ready.size() > free) {
+  if (ready.size() > slots) {
     // The soonest deadline first; FIFO among equals (one not playing yet is
     // InfinitePast, before any that plays).
     std::stable_sort(ready.begin(), ready.end(), [](const LiveRequest* a, const LiveRequest* b) {
       return a->runs_out < b->runs_out;
     });
-    ready.resize(free);
+    ready.resize(slots);
   }
   if (ready.empty()) return;
   for (LiveRequest* request : ready) {

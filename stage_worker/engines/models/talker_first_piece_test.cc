@@ -11,12 +11,14 @@
 #include "stage_worker/engines/speech/espeak.h"
 #include "stage_worker/engines/speech/phoneme_codes.h"
 #include "stage_worker/engines/testing/engine_harness.h"
+#include "stage_worker/engines/testing/phoneme_clauses.h"
 
 namespace omnistage {
 namespace {
 
 using engine_testing::Collected;
 using engine_testing::MakeRequest;
+using engine_testing::PhonemeClauses;
 using engine_testing::RunToCompletion;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -37,21 +39,6 @@ Collected OneShot(const std::map<std::string, std::string>& params,
   return RunToCompletion(engine.get())["r"];
 }
 
-// The phoneme text of each clause in `codes`, and its end.
-std::vector<std::pair<std::string, char>> Clauses(const std::vector<int32_t>& codes) {
-  std::vector<std::pair<std::string, char>> clauses;
-  std::vector<int32_t> clause;
-  for (int32_t code : codes) {
-    if (!IsClauseEnd(code)) {
-      clause.push_back(code);
-      continue;
-    }
-    clauses.emplace_back(PhonemeText(clause), ClauseEndPunctuation(code));
-    clause.clear();
-  }
-  return clauses;
-}
-
 std::string PhonemesOf(const std::string& text) {
   absl::StatusOr<Espeak*> espeak = Espeak::Get();
   EXPECT_TRUE(espeak.ok()) << espeak.status();
@@ -62,7 +49,7 @@ TEST(TalkerFirstPieceTest, EndsAtTheFirstOfWordsClauseOrSentence) {
   EXPECT_EQ(FirstPiece("Hello there my friend, how", false, 3).length, 14u);  // 3 words
   EXPECT_FALSE(FirstPiece("Hello there my friend, how", false, 3).ends_sentence);
   EXPECT_EQ(FirstPiece("Hi, there my friend", false, 3).length, 3u);  // a clause
-  const Piece sentence = FirstPiece("Hi there. More words here", false, 5);
+  const TextPiece sentence = FirstPiece("Hi there. More words here", false, 5);
   EXPECT_EQ(sentence.length, 9u);
   EXPECT_TRUE(sentence.ends_sentence);
   // A word ends at the white space after it: until then it may go on.
@@ -70,7 +57,7 @@ TEST(TalkerFirstPieceTest, EndsAtTheFirstOfWordsClauseOrSentence) {
   EXPECT_EQ(FirstPiece("one two three ", false, 3).length, 13u);
   EXPECT_EQ(FirstPiece("one  two", false, 2).length, 0u);  // two spaces: one word so far
   // The whole input, complete, is its one sentence.
-  const Piece all = FirstPiece("Hello there", true, 3);
+  const TextPiece all = FirstPiece("Hello there", true, 3);
   EXPECT_EQ(all.length, 11u);
   EXPECT_TRUE(all.ends_sentence);
   EXPECT_EQ(FirstPiece("", false, 3).length, 0u);
@@ -87,11 +74,13 @@ TEST(TalkerFirstPieceTest, SpeaksTheFirstWordsBeforeTheirSentenceEnds) {
   ASSERT_TRUE(engine->HasWork());
   std::map<std::string, Collected> out;
   engine_testing::Collect(*engine->Step(), &out);
-  EXPECT_THAT(Clauses(out["r"].tokens), ElementsAre(std::pair(PhonemesOf("Tell me about"), ',')));
+  EXPECT_THAT(PhonemeClauses(out["r"].tokens),
+              ElementsAre(std::pair(PhonemesOf("Tell me about"), ',')));
   EXPECT_FALSE(engine->HasWork());  // the rest waits for its sentence's end
   ASSERT_TRUE(engine->AppendInput("r", {TextPayload(" bank.")}, true).ok());
   const Collected rest = RunToCompletion(engine.get())["r"];
-  EXPECT_THAT(Clauses(rest.tokens), ElementsAre(std::pair(PhonemesOf("the river bank."), '.')));
+  EXPECT_THAT(PhonemeClauses(rest.tokens),
+              ElementsAre(std::pair(PhonemesOf("the river bank."), '.')));
   EXPECT_EQ(rest.finish_reason, v1::FINISH_REASON_STOP);
 }
 
@@ -115,8 +104,8 @@ TEST(TalkerFirstPieceTest, ChunkingDoesNotMoveTheFirstPiece) {
   }
   EXPECT_EQ(out["r"].tokens, one_shot.tokens);
   // Only the first piece differs from speaking sentence by sentence.
-  const auto with = Clauses(one_shot.tokens);
-  const auto without = Clauses(OneShot({{"codes_per_step", "5"}}).tokens);
+  const auto with = PhonemeClauses(one_shot.tokens);
+  const auto without = PhonemeClauses(OneShot({{"codes_per_step", "5"}}).tokens);
   ASSERT_GE(with.size(), 2u);
   EXPECT_EQ(with[0], std::pair(PhonemesOf("Tell me"), ','));
   EXPECT_EQ(std::vector(with.begin() + 2, with.end()),

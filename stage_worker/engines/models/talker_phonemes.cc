@@ -36,7 +36,7 @@ class PhonemeTalkerRequest : public RequestGenerator {
 
   GeneratedStep Step(const RequestInput& input) override {
     if (codes_.size() - next_ < static_cast<size_t>(codes_per_step_)) {
-      const Piece piece = NextPiece(input, input.complete);
+      const TextPiece piece = NextPiece(input, input.complete);
       if (piece.length > 0) {
         AppendPiece(Unread(input).substr(0, piece.length), piece.ends_sentence);
         consumed_ += piece.length;
@@ -69,12 +69,12 @@ class PhonemeTalkerRequest : public RequestGenerator {
   }
 
   // The first piece by its rule, then sentences.
-  Piece NextPiece(const RequestInput& input, bool complete) const {
+  TextPiece NextPiece(const RequestInput& input, bool complete) const {
     const absl::string_view unread = Unread(input);
     if (consumed_ == 0 && first_piece_words_ > 0) {
       return FirstPiece(unread, complete, first_piece_words_);
     }
-    return Piece{SentenceLength(unread, complete), true};
+    return TextPiece{SentenceLength(unread, complete), true};
   }
 
   // A piece that does not end its sentence ends with the within-a-sentence
@@ -123,7 +123,7 @@ size_t SentenceLength(absl::string_view text, bool complete) {
   return complete ? text.size() : 0;
 }
 
-Piece FirstPiece(absl::string_view text, bool complete, int words) {
+TextPiece FirstPiece(absl::string_view text, bool complete, int words) {
   const size_t sentence = SentenceLength(text, complete);
   // Only what the sentence rule would read: a clause or word end needs the
   // white space after it.

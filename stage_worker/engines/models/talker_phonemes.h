@@ -51,11 +51,11 @@ size_t SentenceLength(absl::string_view text, bool complete);
 // The length of the first piece `text` starts with (the first piece rule
 // above, `words` > 0), and whether it ends a sentence; 0 while it has not
 // ended.
-struct Piece {
+struct TextPiece {
   size_t length = 0;
   bool ends_sentence = false;
 };
-Piece FirstPiece(absl::string_view text, bool complete, int words);
+TextPiece FirstPiece(absl::string_view text, bool complete, int words);
 
 }  // namespace omnistage
 

@@ -11,12 +11,14 @@
 #include "stage_worker/engines/speech/espeak.h"
 #include "stage_worker/engines/speech/phoneme_codes.h"
 #include "stage_worker/engines/testing/engine_harness.h"
+#include "stage_worker/engines/testing/phoneme_clauses.h"
 
 namespace omnistage {
 namespace {
 
 using engine_testing::Collected;
 using engine_testing::MakeRequest;
+using engine_testing::PhonemeClauses;
 using engine_testing::RunToCompletion;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
@@ -43,22 +45,6 @@ Espeak& MustGetEspeak() {
   EXPECT_TRUE(espeak.ok()) << espeak.status();
   if (!espeak.ok()) std::abort();
   return **espeak;
-}
-
-// `codes` split at clause ends: each clause's phoneme text and punctuation.
-std::vector<std::pair<std::string, char>> Clauses(const std::vector<int32_t>& codes) {
-  std::vector<std::pair<std::string, char>> clauses;
-  std::vector<int32_t> clause;
-  for (int32_t code : codes) {
-    if (!IsClauseEnd(code)) {
-      clause.push_back(code);
-      continue;
-    }
-    clauses.emplace_back(PhonemeText(clause), ClauseEndPunctuation(code));
-    clause.clear();
-  }
-  EXPECT_THAT(clause, IsEmpty()) << "codes after the last clause end";
-  return clauses;
 }
 
 TEST(TalkerPhonemesTest, SentenceEnds) {
@@ -91,7 +77,7 @@ TEST(TalkerPhonemesTest, CodesAreEspeaksPhonemes) {
   EXPECT_EQ(out.finish_reason, v1::FINISH_REASON_STOP);
   const std::vector<std::string> expected = MustGetEspeak().Phonemes(kText);
   ASSERT_THAT(expected, SizeIs(7));
-  EXPECT_THAT(Clauses(out.tokens),
+  EXPECT_THAT(PhonemeClauses(out.tokens),
               ElementsAre(std::pair(expected[0], ','), std::pair(expected[1], '.'),
                           std::pair(expected[2], '?'), std::pair(expected[3], ','),
                           std::pair(expected[4], ','), std::pair(expected[5], '!'),
@@ -148,14 +134,14 @@ TEST(TalkerPhonemesTest, SpeaksEachSentenceOnceItEnds) {
   ASSERT_EQ(first->size(), 1u);
   const auto& ids = (*first)[0].payloads(0).tokens().ids();
   const std::vector<int32_t> codes(ids.begin(), ids.end());
-  EXPECT_THAT(Clauses(codes),
+  EXPECT_THAT(PhonemeClauses(codes),
               ElementsAre(std::pair(MustGetEspeak().Phonemes("Hi there.")[0], '.')));
   EXPECT_FALSE((*first)[0].finished());
   EXPECT_FALSE(engine->HasWork());  // "And" waits for its sentence's end
 
   ASSERT_TRUE(engine->AppendInput("r", {}, /*last=*/true).ok());
   const Collected rest = RunToCompletion(engine.get())["r"];
-  EXPECT_THAT(Clauses(rest.tokens),
+  EXPECT_THAT(PhonemeClauses(rest.tokens),
               ElementsAre(std::pair(MustGetEspeak().Phonemes("And")[0], '.')));
   EXPECT_EQ(rest.finish_reason, v1::FINISH_REASON_STOP);
 }
