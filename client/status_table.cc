@@ -72,6 +72,18 @@ std::string ScalingLine(const v1::StageScaling& s) {
       s.slot_seconds_per_request());
 }
 
+// The stage's audio streams, once it has held one or measured its capacity.
+std::string AudioLine(const v1::StageScaling& s) {
+  if (s.audio_requests() == 0 && !s.audio_capacity_known()) return "";
+  if (!s.audio_capacity_known()) {
+    return absl::StrFormat("audio: %d request(s); capacity not measured yet\n", s.audio_requests());
+  }
+  return absl::StrFormat(
+      "audio: %d request(s); capacity %.0f streams at real time%s (demand %.2f replicas)\n",
+      s.audio_requests(), s.audio_stream_capacity(),
+      s.audio_limited() ? ", limits the pipeline" : "", s.audio_demand_replicas());
+}
+
 std::string Stage(const v1::StageStatus& stage) {
   // A stage of workers at fixed addresses names no engine: they run their own.
   std::string out = absl::StrCat(
@@ -80,7 +92,12 @@ std::string Stage(const v1::StageStatus& stage) {
   if (!stage.discovery_error().empty()) {
     absl::StrAppend(&out, "  discovery: ", ShortError(stage.discovery_error()), "\n");
   }
-  if (stage.has_scaling()) absl::StrAppend(&out, "  ", ScalingLine(stage.scaling()));
+  if (stage.has_scaling()) {
+    absl::StrAppend(&out, "  ", ScalingLine(stage.scaling()));
+    if (std::string audio = AudioLine(stage.scaling()); !audio.empty()) {
+      absl::StrAppend(&out, "  ", audio);
+    }
+  }
   if (stage.replicas_size() == 0) return absl::StrCat(out, "  no replicas\n");
   std::vector<Row> rows = {{"replica", "address", "state", "load", "bound", "last error"}};
   for (const v1::ReplicaStatus& r : stage.replicas()) {

@@ -95,6 +95,25 @@ TEST(StatusTableTest, ScalingLineOnlyWhenReported) {
   EXPECT_THAT(table, HasSubstr("stage 0 thinker (engine thinker)\n  replica"));
 }
 
+TEST(StatusTableTest, AudioLineOnceTheStageHeldAudio) {
+  v1::PipelineStatus status = TwoStages();
+  v1::StageScaling* s = status.mutable_stages(1)->mutable_scaling();
+  s->set_recommended_replicas(1);
+  EXPECT_THAT(FormatStatusTable(status), Not(HasSubstr("audio:")));
+  s->set_audio_requests(12);
+  EXPECT_THAT(FormatStatusTable(status),
+              HasSubstr("slot)\n  audio: 12 request(s); capacity not measured yet\n  replica"));
+  s->set_audio_capacity_known(true);
+  s->set_audio_stream_capacity(19.6);
+  s->set_audio_demand_replicas(0.77);
+  EXPECT_THAT(FormatStatusTable(status),
+              HasSubstr("  audio: 12 request(s); capacity 20 streams at real time (demand 0.77 "
+                        "replicas)\n"));
+  s->set_audio_limited(true);
+  EXPECT_THAT(FormatStatusTable(status),
+              HasSubstr("capacity 20 streams at real time, limits the pipeline (demand"));
+}
+
 TEST(StatusTableTest, LongErrorsAreCutToOneLine) {
   v1::PipelineStatus status = TwoStages();
   status.mutable_stages(1)->mutable_replicas(1)->set_last_error(

@@ -9,6 +9,7 @@ const GAP = 46;      // Between columns: the arrows.
 const HEAD = 58;     // A stage's title lines.
 const REPLICA = 50;  // A replica's row.
 const SCALING = 34;  // The scaling lines, when present.
+const AUDIO = 16;    // The audio line, when the stage held audio.
 
 function el(name, attributes, text) {
   const node = document.createElementNS(SVG, name);
@@ -69,8 +70,19 @@ function drawReplica(stage, replica, y) {
   return g;
 }
 
+// The stage's audio streams and its capacity at real time
+// (docs/observability.md, "Audio capacity per stage"); "" before any audio.
+export function stageAudio(scaling) {
+  if (!scaling || (!Number(scaling.audioRequests || 0) && !scaling.audioCapacityKnown)) return "";
+  const requests = `audio ${Number(scaling.audioRequests || 0)}`;
+  if (!scaling.audioCapacityKnown) return `${requests}, capacity not measured yet`;
+  return `${requests} of ${Number(scaling.audioStreamCapacity || 0).toFixed(0)} at real time` +
+         (scaling.audioLimited ? " (limits)" : "");
+}
+
 function stageHeight(stage) {
-  return HEAD + REPLICA * (stage.replicas || []).length + (stage.scaling ? SCALING : 0) + 6;
+  return HEAD + REPLICA * (stage.replicas || []).length + (stage.scaling ? SCALING : 0) +
+         (stageAudio(stage.scaling) ? AUDIO : 0) + 6;
 }
 
 function drawStage(svg, stage, x, height) {
@@ -100,6 +112,11 @@ function drawStage(svg, stage, x, height) {
     g.append(el("text", { class: "small", x: 10, y: y + 28 },
                 `${Number(s.arrivalsPerSecond || 0).toFixed(1)} req/s  held ` +
                 `${Number(s.heldRequests || 0)}  waiting ${Number(s.waitingRequests || 0)}`));
+    const audio = stageAudio(s);
+    if (audio) {
+      g.append(el("text", { class: `small${s.audioLimited ? " saturated" : ""}`, x: 10,
+                            y: y + 44, "data-field": "audio" }, audio));
+    }
   }
   svg.append(g);
 }

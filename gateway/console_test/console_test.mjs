@@ -139,6 +139,11 @@ try {
       stage.scaling = { heldRequests: 1, waitingRequests: 2, liveReplicas: 1, capacity: 2,
                         saturation: 1.5, arrivalsPerSecond: 3.25, slotSecondsPerRequest: 0.4,
                         demandReplicas: 2.6, recommendedReplicas: 3 };
+      if (stage.name === "talker") {
+        Object.assign(stage.scaling, { audioRequests: 12, audioCapacityKnown: true,
+                                       audioStreamCapacity: 19.6, audioDemandReplicas: 0.9,
+                                       audioLimited: true });
+      }
     }
     json.pipeline.audio = { playing: 12, capacityKnown: true, capacityStreams: 62.2,
                             secondsPerAudioSecond: 0.43, admissionLimit: 0 };
@@ -158,6 +163,11 @@ try {
       null, { timeout: 10000 }).catch(() => {});
   seen.scaling = await scaling.textContent();
   check(/saturation 1\.50 .*recommended 3 /.test(seen.scaling), `scaling: '${seen.scaling}'`);
+  seen.stage_audio = await page.textContent('g.stage[data-stage="talker"] [data-field="audio"]');
+  check(seen.stage_audio === "audio 12 of 20 at real time (limits)",
+        `the talker's audio: '${seen.stage_audio}'`);
+  check(await page.locator('g.stage[data-stage="vocoder"] [data-field="audio"]').count() === 0,
+        "the vocoder shows audio it did not report");
   seen.summary = await page.textContent("#summary");
   check(/audio 12 playing, capacity 62 at real time/.test(seen.summary),
         `the summary: '${seen.summary}'`);

@@ -32,9 +32,12 @@ class AudioCapacity {
   explicit AudioCapacity(absl::Duration window) : window_(window) {}
 
   // `streams` requests played audio through the last `interval` and got
-  // `audio_seconds` of it together. A sample of no streams or no audio says
-  // nothing (older samples fade all the same).
-  void Sample(int streams, double audio_seconds, absl::Duration interval);
+  // `audio_seconds` of it together (both may be per replica, so fractional). A sample of no streams
+  // or no audio says nothing (older samples fade all the same).
+  void Sample(double streams, double audio_seconds, absl::Duration interval);
+  // One point of the line: at `streams` (x), each stream took `y` wall
+  // seconds per second of audio. Older points fade by `interval`.
+  void Add(double streams, double y, absl::Duration interval);
 
   // The streams the pipeline holds with each made at least as fast as it
   // plays; nullopt while unknown.

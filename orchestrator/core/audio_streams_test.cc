@@ -14,17 +14,10 @@
 #include "orchestrator/core/generate_request.h"
 #include "orchestrator/core/pipeline_metrics.h"
 #include "orchestrator/core/testing/fake_response_sink.h"
+#include "orchestrator/core/testing/silent_audio.h"
 
 namespace omnistage {
 namespace {
-
-// `seconds` of 24 kHz mono audio.
-v1::Payload Audio(double seconds) {
-  v1::Payload p;
-  p.mutable_audio()->set_pcm_s16le(std::string(static_cast<size_t>(seconds * 24000) * 2, '\0'));
-  p.mutable_audio()->set_sample_rate_hz(24000);
-  return p;
-}
 
 class AudioStreamsTest : public ::testing::Test {
  protected:
@@ -53,12 +46,13 @@ class AudioStreamsTest : public ::testing::Test {
     std::vector<std::string> ids;
     for (int i = 0; i < streams; ++i) {
       ids.push_back(absl::StrCat("round", rounds_, "-", i));
-      Request(ids.back()).account.Delivered(Audio(0.04), scheduler_.Now());
+      Request(ids.back()).account.Delivered(SilentAudio(0.04), scheduler_.Now());
     }
     audio_.Sample();
     scheduler_.AdvanceBy(absl::Seconds(1));
     for (const std::string& id : ids) {
-      table_.Find(id)->account.Delivered(Audio(1 / (0.3 + 0.01125 * streams)), scheduler_.Now());
+      table_.Find(id)->account.Delivered(SilentAudio(1 / (0.3 + 0.01125 * streams)),
+                                         scheduler_.Now());
     }
     audio_.Sample();
     for (const std::string& id : ids) table_.Remove(id);

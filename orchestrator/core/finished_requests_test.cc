@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "orchestrator/core/testing/silent_audio.h"
 
 namespace omnistage {
 namespace {
@@ -31,13 +32,6 @@ v1::Payload Tokens(int n) {
   for (int i = 0; i < n; ++i) p.mutable_tokens()->add_ids(i);
   return p;
 }
-// `seconds` of mono audio at 24 kHz.
-v1::Payload Audio(double seconds) {
-  v1::Payload p;
-  p.mutable_audio()->set_pcm_s16le(std::string(static_cast<size_t>(seconds * 48000), '\0'));
-  p.mutable_audio()->set_sample_rate_hz(24000);
-  return p;
-}
 v1::Terminal Ended(v1::FinishReason reason) {
   v1::Terminal terminal;
   terminal.set_finish_reason(reason);
@@ -54,8 +48,8 @@ TEST(RequestAccountTest, CountsWhatTheClientGotAndWhen) {
   EXPECT_EQ(account.Delivered(Text("  Hello there, world "), kAdmitted + absl::Milliseconds(20)),
             3);
   EXPECT_EQ(account.Delivered(Tokens(4), kAdmitted + absl::Milliseconds(30)), 4);
-  EXPECT_EQ(account.Delivered(Audio(0.5), kAdmitted + absl::Milliseconds(40)), 0);
-  EXPECT_EQ(account.Delivered(Audio(0.25), kAdmitted + absl::Milliseconds(50)), 0);
+  EXPECT_EQ(account.Delivered(SilentAudio(0.5), kAdmitted + absl::Milliseconds(40)), 0);
+  EXPECT_EQ(account.Delivered(SilentAudio(0.25), kAdmitted + absl::Milliseconds(50)), 0);
 
   const absl::Time end = kAdmitted + absl::Milliseconds(130);
   const v1::FinishedRequest record = account.Close(Ended(v1::FINISH_REASON_STOP), end);
@@ -87,9 +81,9 @@ TEST(RequestAccountTest, ARequestWithNoOutputHasNoFirstOutputAndAnErrorNamesItsC
 TEST(RequestAccountTest, AudioLaterThanTheListenerPlaysIsAStall) {
   // 300 ms of jitter buffer: playing starts at 0.4 s.
   RequestAccount account(kAdmitted, absl::Milliseconds(300));
-  account.Delivered(Audio(0.5), kAdmitted + absl::Milliseconds(100));   // plays 0.4 .. 0.9
-  account.Delivered(Audio(0.5), kAdmitted + absl::Milliseconds(800));   // in time: .. 1.4
-  account.Delivered(Audio(1.0), kAdmitted + absl::Milliseconds(1600));  // 200 ms late
+  account.Delivered(SilentAudio(0.5), kAdmitted + absl::Milliseconds(100));   // plays 0.4 .. 0.9
+  account.Delivered(SilentAudio(0.5), kAdmitted + absl::Milliseconds(800));   // in time: .. 1.4
+  account.Delivered(SilentAudio(1.0), kAdmitted + absl::Milliseconds(1600));  // 200 ms late
   EXPECT_EQ(account.playback().runs_out(), kAdmitted + absl::Milliseconds(2600));
   const v1::FinishedRequest record =
       account.Close(Ended(v1::FINISH_REASON_STOP), kAdmitted + absl::Seconds(2));

@@ -68,8 +68,8 @@ TEST(FoldOutputsTest, OneOutputPerRequestWithItsPayloadsInOrder) {
   Add(step, "a", {Tokens({5})}).set_finished(true);
   step.mutable_outputs(6)->set_finish_reason(v1::FINISH_REASON_STOP);
   FoldOutputs(&step);
-  EXPECT_THAT(Describe(step), ElementsAre("a: 1,2,3|raw x|4,5 finished FINISH_REASON_STOP",
-                                          "b: 'hello'", "c: "));
+  EXPECT_THAT(Describe(step),
+              ElementsAre("a: 1,2,3|raw x|4,5 finished FINISH_REASON_STOP", "b: 'hello'", "c: "));
 }
 
 TEST(FoldOutputsTest, TheFinishAndItsErrorLandOnTheFoldedOutput) {

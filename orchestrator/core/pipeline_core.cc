@@ -39,6 +39,7 @@ PipelineCore::PipelineCore(PipelineConfig config, std::vector<std::vector<Replic
       abort_(AbortOptions(), &config_, &pools_, &table_, scheduler, this),
       failover_(Parts()),
       audio_(Parts()),
+      stage_audio_(Parts()),
       deadlines_(Parts()),
       starts_(Parts(), {[this](InFlightRequest& r) -> std::optional<v1::Error> {
                           std::optional<v1::Error> error =
@@ -61,7 +62,11 @@ PipelineCore::PipelineCore(PipelineConfig config, std::vector<std::vector<Replic
       demand_(static_cast<int>(replicas.size()), config_.scaling, scheduler, [this] {
         DemandSampler::Observed observed;
         audio_.Sample();
-        for (const auto& pool : pools_) observed.loads.push_back(pool->Load());
+        stage_audio_.Sample();
+        for (const auto& pool : pools_) {
+          observed.loads.push_back(pool->Load());
+          observed.loads.back().audio = stage_audio_.Load(pool->stage_id());
+        }
         // What waits for stage 0 waits in the admission queue.
         if (!observed.loads.empty()) {
           observed.loads[0].waiting += static_cast<int>(starts_.order().size());

@@ -47,6 +47,7 @@
 #include "orchestrator/core/rate_limiter.h"
 #include "orchestrator/core/request_table.h"
 #include "orchestrator/core/response_sink.h"
+#include "orchestrator/core/stage_audio.h"
 #include "orchestrator/core/start_queue.h"
 #include "orchestrator/core/streamed_input.h"
 #include "orchestrator/routing/replica_client.h"
@@ -200,6 +201,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   AbortCoordinator abort_;
   Failover failover_;
   AudioStreams audio_;
+  StageAudio stage_audio_;
   DeadlineRelay deadlines_;
   StartQueue starts_;
   StreamedInput input_;

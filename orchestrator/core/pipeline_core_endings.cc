@@ -38,6 +38,7 @@ void PipelineCore::EndRequests(
     v1::Terminal terminal = terminal_for(*r);
     v1::FinishedRequest record = RecordOf(*r, terminal);
     metrics_.Heard(r->account.Heard());
+    stage_audio_.Ended(*r, terminal);
     const std::string trace_id = r->trace_id;
     table_.Finish(id, std::move(terminal));
     // After the terminal's own lines (a failure's warning).

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "orchestrator/core/output_fold.h"
 #include "orchestrator/core/pipeline_core.h"
+#include "orchestrator/core/stage_audio.h"
 
 namespace omnistage {
 
@@ -105,6 +106,7 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
     FailRequests({id}, *differs);
     return;
   }
+  for (const v1::Payload& p : output.payloads()) r.stages[stage].produced += StageAudio::Units(p);
   if (r.to_client[stage] && output.payloads_size() > 0) {
     std::vector<v1::OutputChunk> chunks;
     chunks.reserve(output.payloads_size());

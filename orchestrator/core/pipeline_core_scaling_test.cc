@@ -4,19 +4,24 @@
 // metrics; the admission queue counts as what waits for stage 0; requests
 // shorter than a sample are measured; when the requests stop the counts
 // come back to one replica each; and going idle is heard once per idle period.
+#include <cmath>
+#include <cstdlib>
 #include <deque>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "orchestrator/core/testing/pipeline_core_harness.h"
+#include "orchestrator/core/testing/silent_audio.h"
 
 namespace omnistage {
 namespace pipeline_core_test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class PipelineCoreScalingTest : public PipelineCoreTest {
  protected:
@@ -164,6 +169,101 @@ TEST_F(PipelineCoreScalingTest, GoingIdleIsHeardOncePerIdlePeriod) {
   Stream(1, 1);
   Drain(10);
   EXPECT_EQ(heard, 2);
+}
+
+// The value of the series `series` in the metrics `text`; NaN when absent.
+double Gauge(const std::string& text, const std::string& series) {
+  const size_t at = text.find(absl::StrCat("\n", series, " "));
+  if (at == std::string::npos) return std::nan("");
+  return std::strtod(text.c_str() + at + series.size() + 2, nullptr);
+}
+
+// Audio through the core, over fakes: the talker makes codes at a pace that
+// falls with the streams each of its two replicas holds, and the vocoder (two
+// replicas, fed by it) turns each code into 0.02 s of audio as it comes.
+class PipelineCoreAudioScalingTest : public PipelineCoreTest {
+ protected:
+  void SetUp() override {
+    PipelineConfig config = OmniConfig(Shape().Talkers(2).Vocoders(2));
+    config.scaling.window = absl::Seconds(30);
+    config.scaling.sample_interval = absl::Seconds(1);
+    config.max_in_flight = 1000;
+    Build(std::move(config));
+  }
+
+  const v1::StageScaling Scaling(int stage) { return core().Status().stages(stage).scaling(); }
+
+  // `seconds` of `per_second` new requests a second. A request's thinker
+  // ends in its first second; then for 5 s its talker makes codes and its
+  // vocoder the audio: each stream at y = 0.2 + 0.16 x wall seconds per
+  // second of audio, x the streams per replica, so 5 per replica at real time.
+  void Stream(int per_second, int seconds) {
+    for (int t = 0; t < seconds; ++t) {
+      for (int i = 0; i < per_second; ++i) {
+        const std::string id = absl::StrCat("a", next_++);
+        Gen(id);
+        started_.push_back({id, 0});
+      }
+      scheduler_.AdvanceBy(absl::Seconds(1));
+      Age();
+    }
+  }
+
+ private:
+  struct Running {
+    std::string id;
+    int age = 0;
+  };
+
+  void Age() {
+    // Ages 2 to 5 produce and go on; age 6 produces its last.
+    int producing = 0;
+    for (Running& r : started_) producing += ++r.age >= 2 && r.age <= 5 ? 1 : 0;
+    const double y = 0.2 + 0.16 * producing / 2;
+    const int codes = static_cast<int>(std::lround(50 / y));  // 0.02 s of audio each.
+    for (Running& r : started_) {
+      if (r.age == 1) Done(0, 0, r.id, {Text("Hello")});
+      if (r.age < 2 || r.age > 6) continue;
+      const bool last = r.age == 6;
+      Out(1, *core().pool(1).Bound(r.id), r.id, {Codes(std::vector<int32_t>(codes, 7))}, last);
+      Out(2, *core().pool(2).Bound(r.id), r.id,
+          {SilentAudio(codes * 0.02, /*sample_rate_hz=*/1000)}, last);
+    }
+    while (!started_.empty() && started_.front().age >= 6) started_.pop_front();
+  }
+
+  std::deque<Running> started_;
+  int next_ = 0;
+};
+
+// At 1, 2, 3 and 4 new requests a second the talker's replicas hold 2 to 8
+// streams each; it holds 5 a replica at real time, 10 on its two. The
+// vocoder, fed by it, measures the same and does not limit; the thinker,
+// whose requests never produce through a whole interval, measures nothing.
+// 4 a second keep 16 streams producing on the talker (and 4 starting): at
+// 80% of 5 a replica, 5 replicas, more than its slots ask for.
+TEST_F(PipelineCoreAudioScalingTest, TheTalkerLimitsAndAsksForReplicasByItsStreams) {
+  for (int per_second : {1, 2, 3, 4}) Stream(per_second, 15);
+  const v1::StageScaling thinker = Scaling(0), talker = Scaling(1), vocoder = Scaling(2);
+  EXPECT_FALSE(thinker.audio_capacity_known());
+  ASSERT_TRUE(talker.audio_capacity_known());
+  EXPECT_NEAR(talker.audio_stream_capacity(), 10, 0.5);
+  EXPECT_TRUE(talker.audio_limited());
+  EXPECT_EQ(talker.audio_requests(), 20);
+  EXPECT_NEAR(talker.audio_demand_replicas(), 20 / (5 * 0.8), 0.3);
+  EXPECT_LT(talker.demand_replicas(), 4);
+  EXPECT_EQ(talker.recommended_replicas(), 5);
+  ASSERT_TRUE(vocoder.audio_capacity_known());
+  EXPECT_NEAR(vocoder.audio_stream_capacity(), 10, 0.5);
+  EXPECT_FALSE(vocoder.audio_limited());
+
+  core().SnapshotMetrics();
+  const std::string text = core().metrics_registry().Render();
+  EXPECT_NEAR(Gauge(text, "omnistage_stage_audio_stream_capacity{stage=\"talker\"}"), 10, 0.5);
+  EXPECT_NEAR(Gauge(text, "omnistage_stage_audio_demand_replicas{stage=\"talker\"}"), 5, 0.3);
+  EXPECT_THAT(text, HasSubstr("omnistage_stage_audio_demand_replicas{stage=\"vocoder\"} 0\n"));
+  EXPECT_THAT(text, Not(HasSubstr("omnistage_stage_audio_stream_capacity{stage=\"thinker\"}")));
+  Stream(0, 10);
 }
 
 }  // namespace

@@ -175,7 +175,21 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
           {"stage"})),
       recommended_replicas_(registry->AddGauge(
           "omnistage_stage_recommended_replicas",
-          "omnistage_stage_demand_replicas rounded up, at least 1 (one orchestrator's view).",
+          "omnistage_stage_demand_replicas rounded up, at least 1 (for the stage that limits "
+          "the pipeline's audio, omnistage_stage_audio_demand_replicas too; one orchestrator's "
+          "view).",
+          {"stage"})),
+      audio_stream_capacity_(registry->AddGauge(
+          "omnistage_stage_audio_stream_capacity",
+          "The audio streams a stage's live replicas hold at real time, as measured from what "
+          "it produced (absent until measured; a stage fed by a slower one shows at most that "
+          "one's).",
+          {"stage"})),
+      audio_demand_replicas_(registry->AddGauge(
+          "omnistage_stage_audio_demand_replicas",
+          "Replicas the stage that limits the pipeline's audio needs to make it at real time for "
+          "the audio streams asking for it, at scaling.target_utilization_percent (0 on the "
+          "other stages; absent until a stage's capacity is measured).",
           {"stage"})),
       audio_playing_(registry
                          ->AddGauge("omnistage_audio_streams",
@@ -309,6 +323,13 @@ void PipelineMetrics::Scaling(const StageDemand& demand) {
     saturation_.With(labels).Set(signal.saturation());
     demand_replicas_.With(labels).Set(signal.demand_replicas());
     recommended_replicas_.With(labels).Set(signal.recommended_replicas());
+    if (signal.audio_capacity_known()) {
+      audio_stream_capacity_.With(labels).Set(signal.audio_stream_capacity());
+      // Only the stage that limits the pipeline's audio asks for replicas by
+      // it (stage_demand.h).
+      audio_demand_replicas_.With(labels).Set(
+          signal.audio_limited() ? signal.audio_demand_replicas() : 0);
+    }
   }
 }
 

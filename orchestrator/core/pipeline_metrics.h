@@ -135,6 +135,8 @@ class PipelineMetrics {
   Family<Gauge>& saturation_;
   Family<Gauge>& demand_replicas_;
   Family<Gauge>& recommended_replicas_;
+  Family<Gauge>& audio_stream_capacity_;
+  Family<Gauge>& audio_demand_replicas_;
   Gauge& audio_playing_;
   Family<Gauge>& audio_capacity_;
 };

@@ -48,8 +48,8 @@ ContentMark Mark(std::vector<v1::Payload> payloads) {
 
 TEST(ContentMarkTest, CountsEachKindInItsUnitsWhateverTheCuts) {
   const ContentMark a = Mark({Text("héllo"), Tokens({1, 2}), Audio("abcd"), Raw("x")});
-  const ContentMark b = Mark({Text("hé"), Tokens({1}), Text("llo"), Audio("ab"), Tokens({2}),
-                              Audio("cd"), Raw("y")});
+  const ContentMark b =
+      Mark({Text("hé"), Tokens({1}), Text("llo"), Audio("ab"), Tokens({2}), Audio("cd"), Raw("y")});
   EXPECT_EQ(a.text_bytes, 6);
   EXPECT_EQ(a.token_ids, 2);
   EXPECT_EQ(a.audio_bytes, 4);
@@ -131,8 +131,8 @@ TEST(StageReplayTest, JoinsInputOfOneKindInOrder) {
 TEST(StageReplayTest, KeepsWhatWasProducedOnePayloadPerKind) {
   StageReplay replay;
   int64_t kept = 0;
-  for (const v1::Payload& p : {Text("a"), Tokens({1}), Text("b"), Tokens({2, 3}), Audio("xy"),
-                               Audio("z"), Raw("r")}) {
+  for (const v1::Payload& p :
+       {Text("a"), Tokens({1}), Text("b"), Tokens({2, 3}), Audio("xy"), Audio("z"), Raw("r")}) {
     kept += replay.KeepProduced(p);
   }
   EXPECT_GT(kept, 0);

@@ -36,6 +36,8 @@ struct StageProgress {
   v1::FinishReason reason = v1::FINISH_REASON_UNSPECIFIED;
   // on_finish hand-off: the previous stage's output so far.
   std::vector<v1::Payload> pending_input;
+  // Its output so far, in its kind's units (stage_audio.h).
+  double produced = 0;
 };
 
 // A worker output that arrived while an abort of its request was running.

@@ -38,10 +38,12 @@ TEST(RequestTableTest, EndingARequestCancelsItsIdleTimer) {
   RequestTable table(&scheduler);
   auto sink = std::make_shared<FakeResponseSink>();
   InFlightRequest& r = *table.Add(Request("r1", sink));
-  r.idle_timer = scheduler.PostAfter(absl::Seconds(30), [] { FAIL() << "timer outlived its request"; });
+  r.idle_timer =
+      scheduler.PostAfter(absl::Seconds(30), [] { FAIL() << "timer outlived its request"; });
   table.Finish("r1", v1::Terminal());
   InFlightRequest& s = *table.Add(Request("r2", sink));
-  s.idle_timer = scheduler.PostAfter(absl::Seconds(30), [] { FAIL() << "timer outlived its request"; });
+  s.idle_timer =
+      scheduler.PostAfter(absl::Seconds(30), [] { FAIL() << "timer outlived its request"; });
   table.Remove("r2");
   EXPECT_EQ(scheduler.pending(), 0u);
   scheduler.AdvanceBy(absl::Minutes(1));

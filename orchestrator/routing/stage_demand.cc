@@ -9,8 +9,21 @@ namespace {
 // Rates below this are no traffic (one request an hour, say).
 constexpr double kNoRate = 1e-4;
 
+// Stages whose audio capacities are within this share of the lowest are one
+// limit: the first of them (a stage fed by the limiting one measures about
+// the same capacity).
+constexpr double kSameLimit = 0.1;
+
+// The replicas that `replicas` asks for: its ceiling, at least 1 (a hair of
+// slack so that exactly 2.0 asks for 2, not 3).
+int Recommended(double replicas) {
+  return std::max(1, static_cast<int>(std::ceil(replicas - 1e-6)));
+}
+
 // Moves `average` towards `sample` by `alpha`.
-void Towards(double sample, double alpha, double* average) { *average += alpha * (sample - *average); }
+void Towards(double sample, double alpha, double* average) {
+  *average += alpha * (sample - *average);
+}
 
 }  // namespace
 
@@ -30,6 +43,7 @@ void StageDemand::Sample(absl::Time now, uint64_t arrivals, const std::vector<St
   for (size_t s = 0; s < loads.size() && s < averages_.size(); ++s) {
     Update(static_cast<int>(s), loads[s], alpha, seconds);
   }
+  UpdateAudio(loads);
 }
 
 bool StageDemand::Quiet() const {
@@ -80,8 +94,46 @@ void StageDemand::Update(int stage, const StageLoad& load, double alpha, double 
   const double replicas =
       concurrency / (std::max(1, load.slots_per_replica) * options_.target_utilization);
   signal.set_demand_replicas(replicas);
-  // A hair of slack so that exactly 2.0 asks for 2, not 3.
-  signal.set_recommended_replicas(std::max(1, static_cast<int>(std::ceil(replicas - 1e-6))));
+  signal.set_recommended_replicas(Recommended(replicas));
+}
+
+void StageDemand::UpdateAudio(const std::vector<StageLoad>& loads) {
+  const size_t stages = std::min(loads.size(), signals_.size());
+  std::optional<double> lowest;
+  for (size_t s = 0; s < stages; ++s) {
+    const StageLoad& load = loads[s];
+    v1::StageScaling& signal = signals_[s];
+    signal.set_audio_requests(load.audio.requests);
+    signal.set_audio_capacity_known(false);
+    signal.set_audio_stream_capacity(0);
+    signal.set_audio_demand_replicas(0);
+    signal.set_audio_limited(false);
+    if (!load.audio.per_replica.has_value()) continue;
+    // A replica holds no more streams than it has slots.
+    const double per_replica =
+        std::min(*load.audio.per_replica, static_cast<double>(std::max(1, load.slots_per_replica)));
+    signal.set_audio_capacity_known(true);
+    signal.set_audio_stream_capacity(per_replica * load.live_replicas);
+    if (per_replica > 0) {
+      signal.set_audio_demand_replicas(load.audio.offered /
+                                       (per_replica * options_.target_utilization));
+    }
+    if (!lowest.has_value() || signal.audio_stream_capacity() < *lowest) {
+      lowest = signal.audio_stream_capacity();
+    }
+  }
+  if (!lowest.has_value()) return;
+  for (size_t s = 0; s < stages; ++s) {
+    v1::StageScaling& signal = signals_[s];
+    if (!signal.audio_capacity_known() ||
+        signal.audio_stream_capacity() > *lowest * (1 + kSameLimit)) {
+      continue;
+    }
+    signal.set_audio_limited(true);
+    signal.set_recommended_replicas(
+        Recommended(std::max(signal.demand_replicas(), signal.audio_demand_replicas())));
+    return;
+  }
 }
 
 }  // namespace omnistage

@@ -24,17 +24,39 @@
 // demand_replicas adds up across orchestrators (each measures its own
 // requests); recommended_replicas is its ceiling, at least 1.
 //
+// Audio streams need a stage's output at real time, which its slots do not
+// say: a stage may hold 32 requests and make audio for 20 at real time. With
+// a stage's audio streams per replica measured (StageAudioLoad.per_replica,
+// at most its slots), its audio capacity is that times its live replicas, and
+//   audio_demand_replicas     A_s = offered audio streams / (per replica * target utilization)
+// A stage fed by a slower one shows at most that one's capacity, so only the
+// stage that limits the pipeline's audio asks for replicas by it: the first,
+// in pipeline order, within 10% of the lowest capacity. Its
+// recommended_replicas is the ceiling of max(D_s, A_s).
+//
 // Not thread-safe: owned by the orchestrator's event loop.
 #ifndef OMNISTAGE_ORCHESTRATOR_ROUTING_STAGE_DEMAND_H_
 #define OMNISTAGE_ORCHESTRATOR_ROUTING_STAGE_DEMAND_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "protos/orchestrator.pb.h"
 
 namespace omnistage {
+
+// A stage's audio streams at a sample (orchestrator/core/stage_audio.h).
+struct StageAudioLoad {
+  // Requests that want audio the stage holds.
+  int requests = 0;
+  // The audio streams asking for the stage: those it holds, and its share of
+  // the audio requests waiting in the admission queue.
+  double offered = 0;
+  // The streams one replica holds at real time, once measured.
+  std::optional<double> per_replica;
+};
 
 // One stage's state at a sample, as its StagePool sees it.
 struct StageLoad {
@@ -56,6 +78,8 @@ struct StageLoad {
   // Since the pool began: `held` over time, in slot seconds (a slot busy
   // for a second is one).
   double busy_slot_seconds = 0;
+  // Its audio streams (filled in by the core, not the pool).
+  StageAudioLoad audio;
 };
 
 struct DemandOptions {
@@ -88,6 +112,8 @@ class StageDemand {
     double last_busy = 0;
   };
   void Update(int stage, const StageLoad& load, double alpha, double seconds);
+  // The audio half of every stage's signal, once Update ran for each.
+  void UpdateAudio(const std::vector<StageLoad>& loads);
 
   const DemandOptions options_;
   std::vector<Averages> averages_;

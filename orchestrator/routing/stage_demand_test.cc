@@ -19,6 +19,8 @@ struct Steady {
   std::vector<int> waiting;
   std::vector<int> replicas;
   int slots = 4;
+  // Per stage, when set.
+  std::vector<StageAudioLoad> audio;
 };
 
 class Pipeline {
@@ -44,6 +46,7 @@ class Pipeline {
         // Those inside now left; the rest have.
         load.departures = load.entries - steady.occupied[s] - load.waiting;
         load.busy_slot_seconds = busy_[s];
+        if (!steady.audio.empty()) load.audio = steady.audio[s];
         loads.push_back(load);
       }
       demand_.Sample(now_, static_cast<uint64_t>(arrived_), loads);
@@ -183,6 +186,64 @@ TEST(StageDemandTest, AGrowingLoadIsNotCreditedWithLongerSlotTimes) {
     }
   }
   EXPECT_NEAR(demand.Signal(0).slot_seconds_per_request(), 2, 0.05);
+}
+
+// Audio streams in a thinker -> talker -> vocoder pipeline of 32-slot
+// replicas, whose slots are far from full: the talker makes audio for 20
+// streams at real time, and 30 ask for it. The vocoder, fed by the talker,
+// measures about the same; the thinker, far more than its slots.
+Steady AudioPipeline() {
+  Steady steady{1, {1, 1, 1}, {2, 25, 25}, {}, {1, 1, 1}, 32};
+  steady.audio = {{2, 30, 200.0}, {25, 30, 20.0}, {25, 30, 21.0}};
+  return steady;
+}
+
+TEST(StageDemandTest, TheStageThatLimitsAudioAsksForReplicasByItsStreams) {
+  Pipeline pipeline(3);
+  pipeline.Run(AudioPipeline(), 60);
+  EXPECT_EQ(pipeline[1].audio_requests(), 25);
+  ASSERT_TRUE(pipeline[1].audio_capacity_known());
+  EXPECT_DOUBLE_EQ(pipeline[1].audio_stream_capacity(), 20);
+  // 30 streams at 80% of 20 a replica.
+  EXPECT_NEAR(pipeline[1].audio_demand_replicas(), 1.875, 1e-9);
+  EXPECT_TRUE(pipeline[1].audio_limited());
+  EXPECT_LT(pipeline[1].demand_replicas(), 1);  // Its slots alone ask for one.
+  EXPECT_EQ(pipeline[1].recommended_replicas(), 2);
+  // Within 10% of the talker, after it: fed by it, not limiting.
+  EXPECT_DOUBLE_EQ(pipeline[2].audio_stream_capacity(), 21);
+  EXPECT_FALSE(pipeline[2].audio_limited());
+  EXPECT_EQ(pipeline[2].recommended_replicas(), 1);
+  // A replica holds no more streams than its slots.
+  EXPECT_DOUBLE_EQ(pipeline[0].audio_stream_capacity(), 32);
+  EXPECT_FALSE(pipeline[0].audio_limited());
+  EXPECT_EQ(pipeline[0].recommended_replicas(), 1);
+}
+
+TEST(StageDemandTest, AStageWellBelowTheOnesBeforeItLimitsAudio) {
+  Steady steady = AudioPipeline();
+  steady.audio[2].per_replica = 8.0;
+  steady.replicas = {1, 1, 2};
+  Pipeline pipeline(3);
+  pipeline.Run(steady, 60);
+  EXPECT_DOUBLE_EQ(pipeline[2].audio_stream_capacity(), 16);  // 8 on each of 2.
+  EXPECT_FALSE(pipeline[1].audio_limited());
+  EXPECT_EQ(pipeline[1].recommended_replicas(), 1);
+  EXPECT_TRUE(pipeline[2].audio_limited());
+  EXPECT_NEAR(pipeline[2].audio_demand_replicas(), 30 / (8 * 0.8), 1e-9);
+  EXPECT_EQ(pipeline[2].recommended_replicas(), 5);
+}
+
+TEST(StageDemandTest, NoAudioMeasuredLeavesTheSignalAsItWas) {
+  Steady steady = AudioPipeline();
+  for (StageAudioLoad& audio : steady.audio) audio.per_replica.reset();
+  Pipeline pipeline(3);
+  pipeline.Run(steady, 60);
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_FALSE(pipeline[s].audio_capacity_known());
+    EXPECT_FALSE(pipeline[s].audio_limited());
+    EXPECT_EQ(pipeline[s].recommended_replicas(), 1);
+  }
+  EXPECT_EQ(pipeline[2].audio_requests(), 25);
 }
 
 }  // namespace

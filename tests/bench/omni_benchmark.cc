@@ -8,8 +8,9 @@
 // the real-time factor (p50, p99), the share of answers that stalled, the
 // stalled seconds per minute of audio, answers per second, the talker's
 // saturation as the orchestrator's scaling signal reported it (the highest
-// seen), and the audio capacity it measured (the last seen). Every policy is a
-// row of its own, run in the same run.
+// seen), the audio capacity it measured (the last seen), and the talker's own
+// audio capacity with the stage that limits the audio (the last seen). Every
+// policy is a row of its own, run in the same run.
 //
 //   bazel run -c opt //tests/bench:omni_benchmark -- --runs=3
 #include <algorithm>
@@ -220,6 +221,8 @@ std::vector<double> RunCell(int port, int clients, absl::Duration cell,
   }
   double saturation = 0;
   double capacity = kNone;
+  double talker_capacity = kNone;
+  double limiting_stage = kNone;
   OmniClient watcher(port);
   while (absl::Now() < end) {
     const v1::PipelineStatus status = watcher.Status();
@@ -227,6 +230,12 @@ std::vector<double> RunCell(int port, int clients, absl::Duration cell,
       saturation = std::max(saturation, status.stages(1).scaling().saturation());
     }
     if (status.audio().capacity_known()) capacity = status.audio().capacity_streams();
+    if (status.stages_size() > 1 && status.stages(1).scaling().audio_capacity_known()) {
+      talker_capacity = status.stages(1).scaling().audio_stream_capacity();
+    }
+    for (const v1::StageStatus& stage : status.stages()) {
+      if (stage.scaling().audio_limited()) limiting_stage = stage.stage_id();
+    }
     absl::SleepFor(absl::Milliseconds(250));
   }
   for (std::thread& t : threads) t.join();
@@ -260,6 +269,8 @@ std::vector<double> RunCell(int port, int clients, absl::Duration cell,
             0,
             saturation,
             capacity,
+            talker_capacity,
+            limiting_stage,
             static_cast<double>(failed)};
   }
   return {PercentileOf(ttfa_ms, 0.5),
@@ -272,6 +283,8 @@ std::vector<double> RunCell(int port, int clients, absl::Duration cell,
           answers / wall,
           saturation,
           capacity,
+          talker_capacity,
+          limiting_stage,
           static_cast<double>(failed)};
 }
 
@@ -311,7 +324,8 @@ int Run(int argc, char** argv) {
                    absl::GetFlag(FLAGS_sentences), "-sentence spoken answers back to back for ",
                    absl::FormatDuration(cell), ", jitter buffer ", absl::FormatDuration(jitter)),
       {"TTFA p50 ms", "TTFA p99 ms", "p99 x c1", "RTF p50", "RTF p99", "stalled %",
-       "stall s/audio min", "answers/s", "talker sat", "audio cap", "failed"});
+       "stall s/audio min", "answers/s", "talker sat", "audio cap", "talker cap", "limit stage",
+       "failed"});
   for (int run = 0; run < runs; ++run) {
     for (const std::string& policy : policies) {
       absl::StatusOr<Server> orchestrator =

@@ -27,6 +27,11 @@ const GAUGES = {
     type: "AverageValue",
     why: "each orchestrator measures the demand it routes: the stage's demand is their sum",
   },
+  omnistage_stage_audio_demand_replicas: {
+    aggregate: ["sum"],
+    type: "AverageValue",
+    why: "each orchestrator measures the audio streams it routes: the stage's audio demand is their sum",
+  },
   omnistage_stage_recommended_replicas: {
     aggregate: ["max"],
     type: "AverageValue",
