@@ -44,14 +44,17 @@ ABSL_FLAG(std::string, concurrency, "1,2,4,8,16,32,64", "clients at once, one ce
 ABSL_FLAG(double, cell_seconds, 8, "each client asks for answers back to back this long");
 ABSL_FLAG(int, sentences, 2, "sentences per answer (the thinker's)");
 ABSL_FLAG(int, jitter_buffer_ms, 0, "each client's player buffers this long before it plays");
-ABSL_FLAG(std::string, policies, "today,deadline,admission,sentence,first_piece",
+ABSL_FLAG(std::string, policies, "today,deadline,admission,sentence,first_piece,later_pieces",
           "policies, a row each: today (each output streamed on as it comes), deadline (and "
           "every stage's requests ahead of their listener by --playback_lead_ms sit out steps "
           "while others are close), admission (and admission by audio capacity at 85%), "
           "sentence (a talker that speaks each sentence once it ends), first_piece (and whose "
-          "first piece is --first_piece_words words or a clause)");
+          "first piece is --first_piece_words words or a clause), later_pieces (and a vocoder "
+          "whose later pieces gather for up to --later_piece_steps steps by its load)");
 ABSL_FLAG(int, playback_lead_ms, 1000, "the deadline row's playback_lead_ms, on every stage");
-ABSL_FLAG(int, first_piece_words, 3, "the first_piece row's talker first_piece_words");
+ABSL_FLAG(int, first_piece_words, 3,
+          "the first_piece and later_pieces rows' talker first_piece_words");
+ABSL_FLAG(int, later_piece_steps, 4, "the later_pieces row's vocoder later_piece_steps");
 ABSL_FLAG(std::string, json, "", "also write the figures as JSON to this path");
 ABSL_FLAG(int, max_seconds, 1800, "the whole run is cut (exit 3) after this long");
 
@@ -74,7 +77,10 @@ namespace {
 // (playback.audio_admission_percent 85). `sentence`: the talker speaks as the
 // demo's does, each sentence's phonemes once the sentence ends (`codes:
 // phonemes`, one code per step, at the same cost per step);
-// `first_piece`: and a request's first piece is a few words or a clause.
+// `first_piece`: and a request's first piece is a few words or a clause;
+// `later_pieces`: and the vocoder's later pieces gather codes for up to
+// later_piece_steps steps, more the fuller its batch (its cost is per request
+// in a step, not per code).
 std::string OmniPipelineYaml(const std::string& policy) {
   const std::string playback =
       policy == "admission" ? "playback: {audio_admission_percent: 85}\n" : "";
@@ -82,9 +88,13 @@ std::string OmniPipelineYaml(const std::string& policy) {
       policy == "deadline"
           ? absl::StrCat(", playback_lead_ms: ", absl::GetFlag(FLAGS_playback_lead_ms))
           : "";
+  const std::string later =
+      policy == "later_pieces"
+          ? absl::StrCat(", later_piece_steps: ", absl::GetFlag(FLAGS_later_piece_steps))
+          : "";
   std::string talker_codes = "codes: hashed, chars_per_step: 1, codes_per_char: 1";
   if (policy == "sentence") talker_codes = "codes: phonemes, codes_per_step: 1";
-  if (policy == "first_piece") {
+  if (policy == "first_piece" || policy == "later_pieces") {
     talker_codes = absl::StrCat("codes: phonemes, codes_per_step: 1, first_piece_words: ",
                                 absl::GetFlag(FLAGS_first_piece_words));
   }
@@ -114,7 +124,7 @@ keepalive_timeout_ms: 10000
     engine: vocoder
     engine_params: {sound: tones, ms_per_code: 40, codes_per_step: 8, batch_size: 64,
                     step_time_us: 5000, step_us_per_request: 100, max_tokens: 100000)" +
-         lead + R"(}
+         lead + later + R"(}
     replicas: 1
     output_modality: audio
     final_output: true
@@ -303,7 +313,7 @@ int Run(int argc, char** argv) {
       absl::StrSplit(absl::GetFlag(FLAGS_policies), ',', absl::SkipEmpty());
   for (const std::string& policy : policies) {
     if (policy != "today" && policy != "deadline" && policy != "admission" &&
-        policy != "sentence" && policy != "first_piece") {
+        policy != "sentence" && policy != "first_piece" && policy != "later_pieces") {
       std::cerr << "omni_benchmark: --policies: unknown policy '" << policy << "'\n";
       return 2;
     }

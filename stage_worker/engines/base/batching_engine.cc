@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <utility>
 
@@ -21,6 +22,8 @@ constexpr int kMaxPrefixCacheBlocks = 1 << 20;
 constexpr absl::Duration kMaxPrefillPerToken = absl::Seconds(1);
 constexpr absl::Duration kMaxStepPerRequest = absl::Seconds(1);
 constexpr absl::Duration kMaxPlaybackLead = absl::Seconds(3600);
+constexpr int kMaxLaterPieceSteps = 1000;
+constexpr char kLaterPieceSteps[] = "later_piece_steps";
 
 std::string KindName(v1::Payload::KindCase kind) {
   switch (kind) {
@@ -65,6 +68,11 @@ struct BatchingEngine::LiveRequest {
   std::optional<RequestPrefill> prefill;  // when the engine prefills
   // When its listener runs out of audio; InfinitePast: not playing yet.
   absl::Time runs_out = absl::InfinitePast();
+  // Its later_piece_steps, the step it last stepped in, and whether it has
+  // produced output yet (its first piece is out).
+  int later_piece_steps = 1;
+  int64_t last_step = 0;
+  bool produced = false;
 };
 
 BatchingOptions BatchingOptions::Read(EngineParams* params) {
@@ -90,6 +98,8 @@ BatchingOptions BatchingOptions::Read(EngineParams* params, const BatchingOption
   o.playback_lead =
       absl::Milliseconds(params->Int("playback_lead_ms", absl::ToInt64Milliseconds(o.playback_lead),
                                      0, absl::ToInt64Milliseconds(kMaxPlaybackLead)));
+  o.later_piece_steps =
+      static_cast<int>(params->Int(kLaterPieceSteps, o.later_piece_steps, 1, kMaxLaterPieceSteps));
   return o;
 }
 
@@ -150,6 +160,7 @@ absl::Status BatchingEngine::Validate(const EngineRequest& request) const {
   }
   EngineParams extra(name_, {request.params.extra().begin(), request.params.extra().end()},
                      "extra parameter");
+  extra.Int(kLaterPieceSteps, options_.later_piece_steps, 1, kMaxLaterPieceSteps);
   ReadExtra(&extra);
   return AtField(extra.Finish(), "params.extra");
 }
@@ -171,6 +182,15 @@ absl::Status BatchingEngine::Add(EngineRequest request) {
       request.params.has_max_tokens() ? request.params.max_tokens() : options_.default_max_tokens;
   settings.seed = request.params.has_seed() ? request.params.seed() : 0;
   settings.extra = {request.params.extra().begin(), request.params.extra().end()};
+  // The base's own: the generator never sees it (validated above).
+  if (auto steps = settings.extra.find(kLaterPieceSteps); steps != settings.extra.end()) {
+    EngineParams own(name_, {*steps}, "extra parameter");
+    live->later_piece_steps = static_cast<int>(
+        own.Int(kLaterPieceSteps, options_.later_piece_steps, 1, kMaxLaterPieceSteps));
+    settings.extra.erase(steps);
+  } else {
+    live->later_piece_steps = options_.later_piece_steps;
+  }
   live->generator = NewGenerator(settings);
   for (const v1::Payload& payload : request.input) live->Append(payload);
   live->input.complete = request.input_complete;
@@ -277,6 +297,14 @@ bool BatchingEngine::SitsOut(const LiveRequest& request, bool urgent, absl::Time
   return urgent && request.runs_out - now > options_.playback_lead;
 }
 
+bool BatchingEngine::WaitsForPiece(const LiveRequest& request) const {
+  // The first piece goes as soon as it can, and so does the end.
+  if (request.later_piece_steps <= 1 || !request.produced || request.input.complete) return false;
+  const double load = static_cast<double>(running_.size()) / options_.batch_size;
+  const int64_t apart = 1 + std::llround((request.later_piece_steps - 1) * std::min(1.0, load));
+  return steps_ - request.last_step < apart;
+}
+
 absl::StatusOr<std::vector<v1::RequestOutput>> BatchingEngine::Step() {
   ++steps_;
   const int64_t start_ns = SteadyNowNs();
@@ -308,8 +336,15 @@ absl::StatusOr<std::vector<v1::RequestOutput>> BatchingEngine::Step() {
       running_[kept++] = request;
       continue;
     }
+    if (WaitsForPiece(*request)) {
+      ++piece_waits_;
+      running_[kept++] = request;
+      continue;
+    }
     ++stepped;
+    request->last_step = steps_;
     GeneratedStep step = request->generator->Step(request->input);
+    if (!step.payloads.empty()) request->produced = true;
     const bool finished = step.finish_reason != v1::FINISH_REASON_UNSPECIFIED;
     if (!step.payloads.empty() || finished) {
       v1::RequestOutput& output = outputs.emplace_back();
@@ -384,6 +419,8 @@ absl::StatusOr<google::protobuf::Value> BatchingEngine::Utility(
     fields["abort_calls"].set_number_value(static_cast<double>(abort_calls_));
     // Request-steps sat out for a listener with audio in hand (playback_lead_ms).
     fields["sat_out"].set_number_value(static_cast<double>(sat_out_));
+    // Request-steps waited for a later piece to gather (later_piece_steps).
+    fields["piece_waits"].set_number_value(static_cast<double>(piece_waits_));
     fields["capacity"].set_number_value(options_.batch_size);
     if (cache_ != nullptr) {
       const PrefixCacheStats cache = cache_->stats();

@@ -97,6 +97,13 @@ struct BatchingOptions {
   // a step while one with less is ready; 0: every ready request steps.
   // Parameter `playback_lead_ms`.
   absl::Duration playback_lead = absl::ZeroDuration();
+  // Later pieces sized by load: at a full batch, a request whose first output
+  // is out and whose input still streams steps once every this many steps,
+  // so each later piece of its input is that many steps' worth; with fewer
+  // running, fewer steps apart (1 + (this - 1) x running / batch_size,
+  // rounded). 1: every step. Parameter `later_piece_steps`, which a request's
+  // extra parameter of that name overrides.
+  int later_piece_steps = 1;
 
   // Reads the shared parameters; errors stay in `params` for Finish().
   static BatchingOptions Read(EngineParams* params);
@@ -202,6 +209,9 @@ class BatchingEngine : public Engine {
   // running request's listener is closer to running out than the lead while
   // its own is not. `urgent`: whether any ready running request's is.
   bool SitsOut(const LiveRequest& request, bool urgent, absl::Time now) const;
+  // Whether `request` waits this step for more of its input to gather
+  // (later_piece_steps).
+  bool WaitsForPiece(const LiveRequest& request) const;
   // Runs the running requests' new input through the cache; the tokens to
   // prefill.
   int64_t Prefill();
@@ -225,6 +235,7 @@ class BatchingEngine : public Engine {
   int64_t steps_ = 0;                      // Step() calls so far
   int64_t abort_calls_ = 0;                // Abort() calls so far
   int64_t sat_out_ = 0;                    // request-steps sat out (playback_lead)
+  int64_t piece_waits_ = 0;                // request-steps waited (later_piece_steps)
 };
 
 // Payload builders for generators and tests.

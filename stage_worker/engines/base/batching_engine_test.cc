@@ -273,7 +273,7 @@ TEST(BatchingEngineTest, ValidateRejectsBadRequests) {
   EngineRequest extra = MakeRequest("a", {});
   (*extra.params.mutable_extra())["top_k"] = "5";
   EXPECT_EQ(engine.Validate(extra).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(message(extra), "engine echo: unknown extra parameter 'top_k' (known: none)");
+  EXPECT_EQ(message(extra), "engine echo: unknown extra parameter 'top_k' (known: later_piece_steps)");
 }
 
 TEST(BatchingEngineTest, DefaultMaxTokensApplies) {

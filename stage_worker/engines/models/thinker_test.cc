@@ -88,7 +88,7 @@ TEST(ThinkerTest, SentencesExtraParameter) {
   request.params.mutable_extra()->clear();
   (*request.params.mutable_extra())["tone"] = "happy";
   EXPECT_EQ(engine->Validate(request).message(),
-            "engine thinker: unknown extra parameter 'tone' (known: sentences)");
+            "engine thinker: unknown extra parameter 'tone' (known: later_piece_steps, sentences)");
 }
 
 TEST(ThinkerTest, WaitsForCompletePrompt) {

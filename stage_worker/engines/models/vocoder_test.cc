@@ -87,6 +87,41 @@ TEST(VocoderTest, ChunkingDoesNotChangeTheAudio) {
   EXPECT_EQ(out["r"].pcm, expected.pcm);
 }
 
+// Later pieces sized by load: a full batch of one with later_piece_steps 4
+// and a code arriving before each step turns its first code into audio at
+// once, then four codes at a time, every fourth step; the audio is the same.
+TEST(VocoderTest, LaterPiecesGatherCodesAtAFullBatch) {
+  const std::vector<int32_t> codes = Codes(13);
+  std::unique_ptr<Engine> one_shot = MustCreate();
+  ASSERT_TRUE(one_shot->Add(MakeRequest("r", {TokensPayload(codes)}, true, 100)).ok());
+  const Collected expected = RunToCompletion(one_shot.get())["r"];
+
+  std::unique_ptr<Engine> engine = MustCreate({{"batch_size", "1"}, {"later_piece_steps", "4"}});
+  ASSERT_TRUE(engine->Add(MakeRequest("r", {}, false, 100)).ok());
+  std::string pcm;
+  std::vector<size_t> codes_per_output;
+  for (size_t i = 0; i < codes.size(); ++i) {
+    ASSERT_TRUE(engine->AppendInput("r", {TokensPayload({codes[i]})}, i + 1 == codes.size()).ok());
+    absl::StatusOr<std::vector<v1::RequestOutput>> step = engine->Step();
+    ASSERT_TRUE(step.ok());
+    for (const v1::RequestOutput& output : *step) {
+      for (const v1::Payload& p : output.payloads()) {
+        pcm += p.audio().pcm_s16le();
+        codes_per_output.push_back(p.audio().pcm_s16le().size() / (2 * 24000 * 40 / 1000));
+      }
+    }
+  }
+  while (engine->HasWork()) {
+    for (const v1::RequestOutput& output : *engine->Step()) {
+      for (const v1::Payload& p : output.payloads()) pcm += p.audio().pcm_s16le();
+    }
+  }
+  // Steps 1, 5 and 9 (1, 4, 4 codes); the last code completes the input, so
+  // step 13 takes the rest at once.
+  EXPECT_THAT(codes_per_output, ::testing::ElementsAre(1, 4, 4, 4));
+  EXPECT_EQ(pcm, expected.pcm);
+}
+
 TEST(VocoderTest, MaxTokensCapsCodes) {
   std::unique_ptr<Engine> engine = MustCreate();
   ASSERT_TRUE(engine->Add(MakeRequest("r", {TokensPayload(Codes(20))}, true, 10)).ok());

@@ -270,6 +270,7 @@ TEST(PythonEngineTest, SimLlmPortMatchesTheCppEngineTokenForToken) {
   ExpectSameAsCpp({{"batch_size", "2"}});
   ExpectSameAsCpp({{"batch_size", "3"}, {"output", "text"}, {"vocab_size", "500"}});
   ExpectSameAsCpp({{"batch_size", "2"}, {"playback_lead_ms", "2000"}});
+  ExpectSameAsCpp({{"batch_size", "2"}, {"later_piece_steps", "3"}});
 }
 
 // The fault hooks wrap a Python engine as any other: Echo, which refuses every

@@ -23,6 +23,10 @@ request produces in one step.
   (one not playing yet, the soonest of all; FIFO among equals). With
   `playback_lead_ms`, a running request whose listener has more audio in hand
   than that sits out a step while a request with less is ready.
+- Later pieces sized by load (`later_piece_steps`, and a request's extra
+  parameter of that name): at a full batch, a request whose first output is
+  out and whose input still streams steps once every that many steps (1 + (n
+  - 1) x running / batch_size apart, rounded half away from zero).
 - Streamed input that breaks the contract (a kind the engine does not take,
   input after `last`) fails only that request, with an "error" output.
 
@@ -32,7 +36,7 @@ The worker calls every method on its busy-loop thread only.
 import collections
 import time
 
-from omnistage_engines.params import Params
+from omnistage_engines.params import ParamError, Params
 from omnistage_engines.prefix_cache import (DEFAULT_BLOCK_TOKENS, MAX_BLOCK_TOKENS, PrefixCache,
                                             RequestPrefill)
 
@@ -42,6 +46,7 @@ MAX_PREFIX_CACHE_BLOCKS = 1 << 20
 MAX_STEP_US_PER_REQUEST = 1000000
 MAX_PREFILL_US_PER_TOKEN = 1000000
 MAX_PLAYBACK_LEAD_MS = 3600 * 1000
+MAX_LATER_PIECE_STEPS = 1000
 
 
 class Input:
@@ -68,9 +73,10 @@ class Generator:
 
 
 class _Live:
-    __slots__ = ("id", "input", "prefill", "generator", "running", "runs_out")
+    __slots__ = ("id", "input", "prefill", "generator", "running", "runs_out",
+                 "later_piece_steps", "last_step", "produced")
 
-    def __init__(self, request_id, prefill, generator):
+    def __init__(self, request_id, prefill, generator, later_piece_steps=1):
         self.id = request_id
         self.input = Input()
         self.prefill = prefill  # a RequestPrefill when the engine prefills, else None
@@ -79,6 +85,11 @@ class _Live:
         # time.monotonic_ns() / 1e9 when its listener runs out of audio; None: not
         # playing yet (sooner than any).
         self.runs_out = None
+        # Its later_piece_steps, the step it last stepped in, and whether it
+        # has produced output (its first piece is out).
+        self.later_piece_steps = later_piece_steps
+        self.last_step = 0
+        self.produced = False
 
 
 def _soonest(live):
@@ -115,6 +126,7 @@ class Batching:
         self.step_us_per_request = reader.micros("step_us_per_request", 0,
                                                  MAX_STEP_US_PER_REQUEST)
         self.playback_lead = reader.int("playback_lead_ms", 0, 0, MAX_PLAYBACK_LEAD_MS) / 1000
+        self.later_piece_steps = reader.int("later_piece_steps", 1, 1, MAX_LATER_PIECE_STEPS)
         if read_own is not None:
             read_own(reader)
         reader.finish()
@@ -127,6 +139,7 @@ class Batching:
         self._steps = 0
         self._abort_calls = 0
         self._sat_out = 0
+        self._piece_waits = 0
 
     # The engine interface -------------------------------------------------
 
@@ -164,11 +177,7 @@ class Batching:
                                    f"engine accepts {' and '.join(self.ACCEPTS)}")
                 error.field = f"input[{i}]"
                 raise error
-        for key in params["extra"]:
-            error = ValueError(
-                f"engine {self.name}: unknown extra parameter '{key}' (known: none)")
-            error.field = f"params.extra.{key}"
-            raise error
+        self._later_piece_steps_of(params["extra"])
 
     def add(self, request_id, inputs, complete, params):
         if request_id in self._requests:
@@ -176,8 +185,11 @@ class Batching:
         max_tokens = params["max_tokens"] or self.default_max_tokens
         prefill = RequestPrefill(self.block_tokens, self._cache is not None) \
             if self._prefills else None
+        extra = dict(params["extra"])
+        later_piece_steps = self._later_piece_steps_of(extra)
+        extra.pop("later_piece_steps", None)  # The base's own: the generator never sees it.
         live = _Live(request_id, prefill,
-                     self.new_generator(max_tokens, params["seed"] or 0, params["extra"]))
+                     self.new_generator(max_tokens, params["seed"] or 0, extra), later_piece_steps)
         for payload in inputs:
             self._append(live, payload)
         live.input.complete = complete
@@ -252,8 +264,15 @@ class Batching:
                 self._sat_out += 1
                 kept.append(live)
                 continue
+            if self._waits_for_piece(live):
+                self._piece_waits += 1
+                kept.append(live)
+                continue
             stepped += 1
+            live.last_step = self._steps
             payloads, finish = live.generator.step(live.input)
+            if payloads:
+                live.produced = True
             if payloads or finish is not None:
                 outputs.append((live.id, payloads, finish))
             if finish is None:
@@ -271,7 +290,7 @@ class Batching:
         if name == "stats":
             return {"running": len(self._running), "waiting": len(self._waiting),
                     "steps": self._steps, "abort_calls": self._abort_calls,
-                    "sat_out": self._sat_out, "capacity": self.batch_size, **self._cache_stats()}
+                    "sat_out": self._sat_out, "piece_waits": self._piece_waits, "capacity": self.batch_size, **self._cache_stats()}
         raise ValueError(
             f"engine {self.name}: unknown utility '{name}' (known: ping, stats)")
 
@@ -301,6 +320,28 @@ class Batching:
     def _fail(self, request_id, message):
         self.abort([request_id])
         self._failed.append((request_id, [], "error", message))
+
+    def _later_piece_steps_of(self, extra):
+        """A request's later_piece_steps (the engine's without one); refuses any
+        other extra parameter."""
+        reader = Params(self.name, extra, "extra parameter")
+        try:
+            steps = reader.int("later_piece_steps", self.later_piece_steps, 1,
+                               MAX_LATER_PIECE_STEPS)
+            reader.finish()
+        except ParamError as error:
+            error.field = f"params.extra.{error.param}"
+            raise
+        return steps
+
+    def _waits_for_piece(self, live):
+        """Whether `live` waits this step for more of its input to gather."""
+        if live.later_piece_steps <= 1 or not live.produced or live.input.complete:
+            return False
+        load = min(1.0, len(self._running) / self.batch_size)
+        # Half away from zero, as C++'s llround.
+        apart = 1 + int((live.later_piece_steps - 1) * load + 0.5)
+        return self._steps - live.last_step < apart
 
     def _within_lead(self, live, now):
         return live.runs_out is None or live.runs_out - now <= self.playback_lead
