@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc/channel_release.h"
 #include "common/grpc/grpc_util.h"
 #include "common/log.h"
 
@@ -13,7 +14,11 @@ struct PeerSet::Peer {
   PeerInfo info;
   // It answered with this orchestrator's own node id.
   bool self = false;
-  std::shared_ptr<v1::OrchestratorPeer::Stub> stub;
+  // Each call in flight holds the channel too, and hands it on to
+  // ReleaseChannelLater once done: gRPC releases a call after its last
+  // callback, so the channel must outlive that callback (channel_release.h).
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::OrchestratorPeer::Stub> stub;
 };
 
 PeerSet::PeerSet(PeerSetOptions options, Scheduler* loop)
@@ -54,11 +59,11 @@ void PeerSet::Apply(const absl::StatusOr<std::vector<std::string>>& addresses) {
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     if (!options_.tls_name.empty()) args.SetSslTargetNameOverride(options_.tls_name);
-    peer->stub = v1::OrchestratorPeer::NewStub(grpc::CreateCustomChannel(
+    peer->channel = grpc::CreateCustomChannel(
         address,
-        options_.credentials != nullptr ? options_.credentials
-                                        : grpc::InsecureChannelCredentials(),
-        args));
+        options_.credentials != nullptr ? options_.credentials : grpc::InsecureChannelCredentials(),
+        args);
+    peer->stub = v1::OrchestratorPeer::NewStub(peer->channel);
     peers[address] = std::move(peer);
     added.push_back(address);
   }
@@ -71,12 +76,11 @@ void PeerSet::Apply(const absl::StatusOr<std::vector<std::string>>& addresses) {
 }
 
 void PeerSet::ScheduleProbes() {
-  probe_timer_ = loop_->PostAfter(options_.probe_interval,
-                                  [this, alive = alive_.watch()] {
-                                    if (!alive || stopped_) return;
-                                    for (const auto& [address, peer] : peers_) Probe(address);
-                                    ScheduleProbes();
-                                  });
+  probe_timer_ = loop_->PostAfter(options_.probe_interval, [this, alive = alive_.watch()] {
+    if (!alive || stopped_) return;
+    for (const auto& [address, peer] : peers_) Probe(address);
+    ScheduleProbes();
+  });
 }
 
 void PeerSet::Probe(const std::string& address) {
@@ -114,12 +118,14 @@ void PeerSet::Start(const std::string& address, Method method, const Request& re
   auto response = std::make_shared<Response>();
   const uint64_t id = next_call_++;
   in_flight_[id] = context;
-  std::shared_ptr<v1::OrchestratorPeer::Stub> stub = peer->stub;
-  method(stub->async(), context.get(), call_request.get(), response.get(),
-         [this, loop = loop_, alive = alive_.watch(), id, address, stub, context,
+  method(peer->stub->async(), context.get(), call_request.get(), response.get(),
+         [this, loop = loop_, alive = alive_.watch(), id, address, channel = peer->channel, context,
           call_request, response, done = std::move(done)](grpc::Status status) mutable {
            // The thread that read the answer handles it when the loop is free.
-           loop->RunOrPost([this, alive, id, address, status, response, done = std::move(done)] {
+           // The channel goes with it, never to be dropped here, inside gRPC.
+           loop->RunOrPost([this, alive, id, address, status, response,
+                            channel = std::move(channel), done = std::move(done)]() mutable {
+             ReleaseChannelLater(std::move(channel));
              if (!alive) return;
              in_flight_.erase(id);
              Peer* peer = Find(address);
@@ -137,8 +143,7 @@ void PeerSet::Start(const std::string& address, Method method, const Request& re
          });
 }
 
-void PeerSet::Abort(const std::string& address, v1::PeerAbortRequest request,
-                    absl::Time deadline,
+void PeerSet::Abort(const std::string& address, v1::PeerAbortRequest request, absl::Time deadline,
                     std::function<void(absl::StatusOr<v1::AbortResponse>)> done) {
   request.set_from_node(options_.self_node);
   Start<v1::PeerAbortRequest, v1::AbortResponse>(
@@ -161,8 +166,7 @@ void PeerSet::Status(const std::string& address, absl::Time deadline,
         async->PeerStatus(context, request, response, std::move(on_done));
       },
       request, deadline,
-      [this, address,
-       done = std::move(done)](absl::StatusOr<v1::PeerStatusResponse> answer) {
+      [this, address, done = std::move(done)](absl::StatusOr<v1::PeerStatusResponse> answer) {
         // Every answer refreshes what the peer's node id is.
         if (Peer* peer = Find(address); peer != nullptr && answer.ok()) {
           if (peer->info.node_id != answer->node_id()) {
