@@ -20,7 +20,7 @@ struct Steady {
   std::vector<int> replicas;
   int slots = 4;
   // Per stage, when set.
-  std::vector<StageAudioLoad> audio;
+  std::vector<StageAudioLoad> audio = {};
 };
 
 class Pipeline {

@@ -112,7 +112,9 @@ TEST(VocoderTest, LaterPiecesGatherCodesAtAFullBatch) {
     }
   }
   while (engine->HasWork()) {
-    for (const v1::RequestOutput& output : *engine->Step()) {
+    absl::StatusOr<std::vector<v1::RequestOutput>> step = engine->Step();
+    ASSERT_TRUE(step.ok());
+    for (const v1::RequestOutput& output : *step) {
       for (const v1::Payload& p : output.payloads()) pcm += p.audio().pcm_s16le();
     }
   }
