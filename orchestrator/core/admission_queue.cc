@@ -20,14 +20,14 @@ QueueAddResult AdmissionQueue::Add(QueuedRequest request, size_t capacity) {
   auto found = band.flows.find(request.identity);
   if (found == band.flows.end()) {
     // A new identity joins the round just before the one whose turn it is.
-    auto flow = band.ring.insert(band.cursor,
-                                 Flow{request.identity, std::max(request.weight, 1), 0, {}});
+    auto flow =
+        band.ring.insert(band.cursor, Flow{request.identity, std::max(request.weight, 1), 0, {}});
     found = band.flows.emplace(request.identity, flow).first;
     if (band.cursor == band.ring.end()) band.cursor = band.ring.begin();
   }
-  found->second->requests.emplace(sequence, request.id);
+  found->second->requests.emplace(std::make_pair(request.deadline, sequence), request.id);
   band.by_arrival.emplace(sequence, request.id);
-  where_[request.id] = Place{request.priority, sequence, request.identity};
+  where_[request.id] = Place{request.priority, sequence, request.deadline, request.identity};
   result.queued = true;
   return result;
 }
@@ -94,7 +94,7 @@ void AdmissionQueue::Erase(const std::string& id) {
   Band& band = band_it->second;
   band.by_arrival.erase(place->second.sequence);
   const auto flow = band.flows.at(place->second.identity);
-  flow->requests.erase(place->second.sequence);
+  flow->requests.erase(std::make_pair(place->second.deadline, place->second.sequence));
   if (flow->requests.empty()) EraseFlow(band, flow);
   if (band.by_arrival.empty()) bands_.erase(band_it);
   where_.erase(place);

@@ -9,7 +9,9 @@
 //    numbers that leave differ from the ratio of their weights by at most one
 //    round's quantum (max(weight_A, weight_B) + 1 requests), however many each
 //    has waiting: a flood from one identity delays another only by its share.
-// 3. Arrival, within an identity.
+// 3. Within an identity, the earliest deadline first (a request's latency
+//    objective, latency_objectives.h), then arrival; a request without a
+//    deadline after those with one.
 //
 // Bounded: Add() to a full queue sheds the newest request of the lowest
 // priority below the arrival's, or refuses the arrival when none is lower.
@@ -31,7 +33,10 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "absl/time/time.h"
 
 namespace omnistage {
 
@@ -43,6 +48,8 @@ struct QueuedRequest {
   int priority = 0;
   // The identity's share within its priority; at least 1.
   int weight = 1;
+  // When its latency objective runs out; InfiniteFuture: it has none.
+  absl::Time deadline = absl::InfiniteFuture();
 };
 
 // How many requests of one identity wait at one priority.
@@ -86,8 +93,8 @@ class AdmissionQueue {
     std::string identity;
     int weight = 1;
     int64_t deficit = 0;
-    // Arrival sequence -> id, oldest first.
-    std::map<uint64_t, std::string> requests;
+    // (deadline, arrival sequence) -> id, the next to leave first.
+    std::map<std::pair<absl::Time, uint64_t>, std::string> requests;
   };
   // One priority's identities, in round-robin order.
   struct Band {
@@ -102,6 +109,7 @@ class AdmissionQueue {
   struct Place {
     int priority = 0;
     uint64_t sequence = 0;
+    absl::Time deadline;
     std::string identity;
   };
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -32,6 +33,34 @@ TEST(AdmissionQueueTest, OneIdentityLeavesInArrivalOrder) {
   EXPECT_THAT(Drain(queue), ElementsAre("a1", "a2", "a3"));
   EXPECT_TRUE(queue.empty());
   EXPECT_EQ(queue.Pop(), std::nullopt);
+}
+
+// Within an identity, the earliest deadline leaves first; requests without
+// one after, in arrival order; a shed still takes the newest arrival.
+TEST(AdmissionQueueTest, WithinAnIdentityTheEarliestDeadlineFirst) {
+  const absl::Time t = absl::FromUnixSeconds(1000);
+  AdmissionQueue queue;
+  queue.Add({"none1", "alice", 0, 1}, kRoomy);
+  queue.Add({"late", "alice", 0, 1, t + absl::Seconds(5)}, kRoomy);
+  queue.Add({"none2", "alice", 0, 1}, kRoomy);
+  queue.Add({"soon", "alice", 0, 1, t + absl::Seconds(1)}, kRoomy);
+  queue.Add({"also-soon", "alice", 0, 1, t + absl::Seconds(1)}, kRoomy);
+  EXPECT_TRUE(queue.Remove("late"));
+  queue.Add({"later", "alice", 0, 1, t + absl::Seconds(9)}, kRoomy);
+  EXPECT_THAT(Drain(queue), ElementsAre("soon", "also-soon", "later", "none1", "none2"));
+}
+
+// Deadlines order one identity's requests, not the round between
+// identities: a flood with tight deadlines still waits its turn.
+TEST(AdmissionQueueTest, DeadlinesKeepTheFairShare) {
+  const absl::Time t = absl::FromUnixSeconds(1000);
+  AdmissionQueue queue;
+  for (int i = 0; i < 4; ++i) {
+    queue.Add({absl::StrCat("urgent", i), "flood", 0, 1, t + absl::Milliseconds(i)}, kRoomy);
+  }
+  queue.Add({"relaxed", "quiet", 0, 1}, kRoomy);
+  std::vector<std::string> first = {*queue.Pop(), *queue.Pop()};
+  EXPECT_THAT(first, UnorderedElementsAre("urgent0", "relaxed"));
 }
 
 TEST(AdmissionQueueTest, HigherPriorityAlwaysFirst) {

@@ -127,6 +127,13 @@ std::string FinishedRequests::AccessLine(const v1::FinishedRequest& record) cons
                                     record.first_audio_seconds() * 1000, record.real_time_factor(),
                                     record.playback_stalls(), record.stalled_seconds() * 1000));
   }
+  for (const auto& [name, outcome] :
+       {std::pair<const char*, v1::ObjectiveOutcome>{"first_output_objective",
+                                                     record.first_output_objective()},
+        {"first_audio_objective", record.first_audio_objective()}}) {
+    if (outcome == v1::OBJECTIVE_OUTCOME_NONE) continue;
+    absl::StrAppend(&line, " ", name, "=", outcome == v1::OBJECTIVE_OUTCOME_MET ? "met" : "missed");
+  }
   if (!record.error().empty()) absl::StrAppend(&line, " error=", LineValue(record.error()));
   return line;
 }

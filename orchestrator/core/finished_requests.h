@@ -53,6 +53,7 @@ class RequestAccount {
 
   // The listener of its audio so far, and what it heard since admission.
   const PlaybackModel& playback() const { return playback_; }
+  absl::Time admitted() const { return admitted_; }
   PlaybackFigures Heard() const { return playback_.Figures(admitted_); }
 
  private:

@@ -17,8 +17,10 @@
 namespace omnistage {
 namespace {
 
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 const absl::Time kAdmitted = absl::FromUnixSeconds(1800000000);
 
@@ -142,6 +144,19 @@ TEST(FinishedRequestsTest, TheLineNamesStagesReplicasAndInstances) {
             "stages=thinker:0@thinker-0-4711-1,talker:1@talker-1-4711-1,vocoder:0 "
             "output_tokens=12 audio_seconds=1.250 first_output_ms=20.0 duration_ms=130.5 "
             "first_audio_ms=95.2 rtf=0.081 stalls=2 stalled_ms=40.4");
+}
+
+// Each judged objective, after the audio figures; none without one.
+TEST(FinishedRequestsTest, TheLineSaysHowEachObjectiveWent) {
+  FinishedRequests finished({"llm"});
+  v1::FinishedRequest record = Named("r1");
+  record.set_finish_reason(v1::FINISH_REASON_STOP);
+  record.set_first_output_seconds(0.02);
+  EXPECT_THAT(finished.AccessLine(record), Not(HasSubstr("objective")));
+  record.set_first_output_objective(v1::OBJECTIVE_OUTCOME_MET);
+  record.set_first_audio_objective(v1::OBJECTIVE_OUTCOME_MISSED);
+  EXPECT_THAT(finished.AccessLine(record),
+              EndsWith(" first_output_objective=met first_audio_objective=missed"));
 }
 
 TEST(FinishedRequestsTest, ValuesWithSpacesOrQuotesAreQuotedAndNothingIsLeftOut) {

@@ -1,6 +1,7 @@
 #include "orchestrator/core/generate_request.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -9,6 +10,7 @@
 #include "common/limits.h"
 #include "common/modality.h"
 #include "orchestrator/core/caller.h"
+#include "orchestrator/core/latency_objectives.h"
 #include "orchestrator/core/request_id.h"
 
 namespace omnistage {
@@ -65,6 +67,41 @@ absl::Status CheckStageParams(const PipelineConfig& config, const v1::GenerateRe
   return absl::OkStatus();
 }
 
+// Whether `request` gets audio: a final-output audio stage streams to it.
+bool GetsAudio(const PipelineConfig& config, const v1::GenerateRequest& request) {
+  const auto& wanted = request.output_modalities();
+  for (const StageConfig& stage : config.stages) {
+    if (stage.final_output && stage.output_modality == v1::MODALITY_AUDIO &&
+        (wanted.empty() ||
+         std::find(wanted.begin(), wanted.end(), v1::MODALITY_AUDIO) != wanted.end())) {
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::Status CheckObjectives(const PipelineConfig& config, const v1::GenerateRequest& request) {
+  const v1::LatencyObjectives& objectives = request.objectives();
+  for (const auto& [name, ms] :
+       {std::pair<const char*, uint32_t>{"first_output_ms", objectives.first_output_ms()},
+        {"first_audio_ms", objectives.first_audio_ms()}}) {
+    if (ms > kMaxObjectiveMs) {
+      const std::string field = absl::StrCat("objectives.", name);
+      return AtField(
+          absl::InvalidArgumentError(absl::StrCat(field, ": ", ms, " ms is more than the ",
+                                                  kMaxObjectiveMs, " ms an objective may be")),
+          field);
+    }
+  }
+  if (objectives.first_audio_ms() > 0 && !GetsAudio(config, request)) {
+    return AtField(absl::InvalidArgumentError(
+                       "objectives.first_audio_ms: the request gets no audio (no final-output "
+                       "audio stage among its output_modalities)"),
+                   "objectives.first_audio_ms");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateGenerateRequest(const PipelineConfig& config,
@@ -105,6 +142,7 @@ absl::Status ValidateGenerateRequest(const PipelineConfig& config,
                                                    kMaxRequestFieldsBytes));
   }
   if (absl::Status s = CheckModalities(config, request); !s.ok()) return s;
+  if (absl::Status s = CheckObjectives(config, request); !s.ok()) return s;
   return CheckStageParams(config, request);
 }
 
@@ -203,6 +241,7 @@ std::unique_ptr<InFlightRequest> NewInFlightRequest(const PipelineConfig& config
     if (r->to_client[s] && stage.output_modality == v1::MODALITY_AUDIO) r->wants_audio = true;
     r->params.push_back(StageParamsFor(config, request, s));
   }
+  r->objectives = request.objectives();
   r->last_activity = now;
   r->account = RequestAccount(now, config.playback.jitter_buffer);
   return r;

@@ -34,6 +34,7 @@ PipelineCore::PipelineCore(PipelineConfig config, std::vector<std::vector<Replic
     : config_(std::move(config)),
       scheduler_(scheduler),
       metrics_(&metrics_registry_, StageNames(config_)),
+      objective_metrics_(&metrics_registry_),
       finished_(StageNames(config_)),
       table_(scheduler),
       abort_(AbortOptions(), &config_, &pools_, &table_, scheduler, this),

@@ -43,6 +43,7 @@
 #include "orchestrator/core/demand_sampler.h"
 #include "orchestrator/core/failover.h"
 #include "orchestrator/core/finished_requests.h"
+#include "orchestrator/core/objective_metrics.h"
 #include "orchestrator/core/pipeline_metrics.h"
 #include "orchestrator/core/rate_limiter.h"
 #include "orchestrator/core/request_table.h"
@@ -194,6 +195,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   Scheduler* const scheduler_;
   MetricsRegistry metrics_registry_;
   PipelineMetrics metrics_;
+  ObjectiveMetrics objective_metrics_;
   // The most recent finished requests, and their access lines.
   FinishedRequests finished_;
   std::vector<std::shared_ptr<StagePool>> pools_;

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "orchestrator/core/latency_objectives.h"
 #include "orchestrator/core/pipeline_core.h"
 
 namespace omnistage {
@@ -38,6 +39,7 @@ void PipelineCore::EndRequests(
     v1::Terminal terminal = terminal_for(*r);
     v1::FinishedRequest record = RecordOf(*r, terminal);
     metrics_.Heard(r->account.Heard());
+    objective_metrics_.Ended(record);
     stage_audio_.Ended(*r, terminal);
     const std::string trace_id = r->trace_id;
     table_.Finish(id, std::move(terminal));
@@ -54,6 +56,7 @@ void PipelineCore::EndRequests(
 v1::FinishedRequest PipelineCore::RecordOf(const InFlightRequest& r,
                                            const v1::Terminal& terminal) const {
   v1::FinishedRequest record = r.account.Close(terminal, scheduler_->Now());
+  JudgeObjectives(r.objectives, &record);
   record.set_request_id(r.id);
   record.set_identity(r.caller);
   for (size_t s = 0; s < r.stages.size(); ++s) {

@@ -4,6 +4,7 @@
 // arrival; the queue is bounded in size and in time, sheds for a higher
 // priority, ends a queued request at once on abort or cancel, and refuses
 // what waits when draining. Fakes only.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,11 +47,13 @@ class PipelineCoreQueueTest : public PipelineCoreTest {
   std::shared_ptr<FakeResponseSink> GenAs(const std::string& id, const std::string& identity,
                                           std::optional<int> priority = std::nullopt,
                                           int weight = 1, int default_priority = 0,
-                                          int max_priority = kMaxPriority) {
+                                          int max_priority = kMaxPriority,
+                                          uint32_t first_output_ms = 0) {
     v1::GenerateRequest request;
     request.set_request_id(id);
     request.set_prompt("Hi there");
     if (priority.has_value()) request.set_priority(*priority);
+    if (first_output_ms > 0) request.mutable_objectives()->set_first_output_ms(first_output_ms);
     Caller caller;
     caller.identity = identity;
     caller.priority = default_priority;
@@ -133,6 +136,64 @@ TEST_F(PipelineCoreQueueTest, HigherPriorityLeavesFirst) {
   EXPECT_THAT(Sent(), ElementsAre("high", "mid", "low"));
   for (int i = 3; i < kSlots; ++i) Done(0, 0, absl::StrCat("run", i));
   for (const char* id : {"low", "high", "mid"}) Done(0, 0, id);
+}
+
+// One identity's queued requests leave by their objectives' deadlines, the
+// earliest first, those without one last; as each ends, its first output is
+// judged against its objective: in the access records, the metrics and the
+// goodput (the access line: finished_requests_test).
+TEST_F(PipelineCoreQueueTest, TheEarliestDeadlineLeavesFirstAndEachObjectiveIsJudged) {
+  BuildOne();
+  FillSlots();
+  ClearLog();
+  GenAs("none", "alice");
+  GenAs("relaxed", "alice", std::nullopt, 1, 0, kMaxPriority, /*first_output_ms=*/5000);
+  scheduler_.AdvanceBy(absl::Milliseconds(100));
+  GenAs("urgent", "alice", std::nullopt, 1, 0, kMaxPriority, /*first_output_ms=*/300);
+  for (int i = 0; i < 3; ++i) Done(0, 0, absl::StrCat("run", i));
+  EXPECT_THAT(Sent(), ElementsAre("urgent", "relaxed", "none"));
+  Done(0, 0, "urgent", {Text("in time")});  // 100 ms after it came: met
+  scheduler_.AdvanceBy(absl::Seconds(6));
+  Done(0, 0, "relaxed", {Text("late")});  // 6.1 s: missed
+  Done(0, 0, "none", {Text("no objective")});
+  for (int i = 3; i < kSlots; ++i) Done(0, 0, absl::StrCat("run", i));
+
+  std::map<std::string, v1::ObjectiveOutcome> judged;
+  const v1::PipelineStatus status = core().Status();
+  for (const v1::FinishedRequest& r : status.recent()) {
+    judged[r.request_id()] = r.first_output_objective();
+  }
+  EXPECT_EQ(judged["urgent"], v1::OBJECTIVE_OUTCOME_MET);
+  EXPECT_EQ(judged["relaxed"], v1::OBJECTIVE_OUTCOME_MISSED);
+  EXPECT_EQ(judged["none"], v1::OBJECTIVE_OUTCOME_NONE);
+  core().SnapshotMetrics();
+  const std::string text = core().metrics_registry().Render();
+  EXPECT_THAT(text, HasSubstr("omnistage_latency_objectives_total{objective=\"first_output\","
+                              "outcome=\"met\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("omnistage_latency_objectives_total{objective=\"first_output\","
+                              "outcome=\"missed\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("omnistage_goodput_requests_total 1\n"));
+}
+
+// An objective past ten minutes, or one for audio a request does not get, is
+// refused at its field.
+TEST_F(PipelineCoreQueueTest, AbsurdObjectivesAreRefused) {
+  BuildOne();
+  auto sink = GenAs("long", "alice", std::nullopt, 1, 0, kMaxPriority, /*first_output_ms=*/600001);
+  EXPECT_EQ(sink->fail_count(), 1);
+  EXPECT_EQ(sink->fail_status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(sink->fail_status().message(),
+              HasSubstr("objectives.first_output_ms: 600001 ms is more than the 600000 ms"));
+  v1::GenerateRequest request;
+  request.set_request_id("mute");
+  request.set_prompt("Hi there");
+  request.mutable_objectives()->set_first_audio_ms(500);
+  auto mute = std::make_shared<FakeResponseSink>();
+  sinks_.push_back(mute);
+  core().Generate(std::move(request), mute, "", Caller());
+  EXPECT_EQ(mute->fail_count(), 1);
+  EXPECT_THAT(mute->fail_status().message(),
+              HasSubstr("objectives.first_audio_ms: the request gets no audio"));
 }
 
 TEST_F(PipelineCoreQueueTest, AQuietIdentityIsNotStuckBehindAFlood) {

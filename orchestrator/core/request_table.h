@@ -89,6 +89,8 @@ struct InFlightRequest {
   std::vector<StageProgress> stages;
   // A final-output audio stage streams to its client.
   bool wants_audio = false;
+  // Its latency objectives (latency_objectives.h).
+  v1::LatencyObjectives objectives;
   // The last stage this request needs.
   int last_stage = 0;
   // What the client-facing stages produced, for an abort's partial output.

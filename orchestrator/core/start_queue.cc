@@ -8,6 +8,7 @@
 #include "common/invariant.h"
 #include "common/log.h"
 #include "common/retry_hint.h"
+#include "orchestrator/core/latency_objectives.h"
 
 namespace omnistage {
 namespace {
@@ -36,7 +37,9 @@ bool StartQueue::MustWait(const InFlightRequest& r) const {
 absl::Status StartQueue::Add(InFlightRequest& r, std::string prompt, int priority, int weight) {
   const std::string id = r.id;
   QueueAddResult added =
-      queue_.Add({id, r.caller, priority, weight}, static_cast<size_t>(core_.config->max_queued));
+      queue_.Add({id, r.caller, priority, weight,
+                  ObjectiveDeadline(r.objectives, r.wants_audio, r.account.admitted())},
+                 static_cast<size_t>(core_.config->max_queued));
   if (!added.queued) {
     core_.metrics->QueueRefused("full");
     return QueueError(

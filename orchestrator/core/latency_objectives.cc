@@ -1,0 +1,37 @@
+#include "orchestrator/core/latency_objectives.h"
+
+#include <algorithm>
+
+namespace omnistage {
+
+absl::Time ObjectiveDeadline(const v1::LatencyObjectives& objectives, bool wants_audio,
+                             absl::Time admitted) {
+  absl::Time deadline = absl::InfiniteFuture();
+  if (objectives.first_output_ms() > 0) {
+    deadline = std::min(deadline, admitted + absl::Milliseconds(objectives.first_output_ms()));
+  }
+  if (wants_audio && objectives.first_audio_ms() > 0) {
+    deadline = std::min(deadline, admitted + absl::Milliseconds(objectives.first_audio_ms()));
+  }
+  return deadline;
+}
+
+v1::ObjectiveOutcome JudgeObjective(uint32_t objective_ms, double first_seconds,
+                                    double duration_seconds) {
+  if (objective_ms == 0) return v1::OBJECTIVE_OUTCOME_NONE;
+  const double due = objective_ms / 1000.0;
+  if (first_seconds >= 0) {
+    return first_seconds <= due ? v1::OBJECTIVE_OUTCOME_MET : v1::OBJECTIVE_OUTCOME_MISSED;
+  }
+  // Nothing came: late once it outlived the deadline, else not judged.
+  return duration_seconds > due ? v1::OBJECTIVE_OUTCOME_MISSED : v1::OBJECTIVE_OUTCOME_NONE;
+}
+
+void JudgeObjectives(const v1::LatencyObjectives& objectives, v1::FinishedRequest* record) {
+  record->set_first_output_objective(JudgeObjective(
+      objectives.first_output_ms(), record->first_output_seconds(), record->duration_seconds()));
+  record->set_first_audio_objective(JudgeObjective(
+      objectives.first_audio_ms(), record->first_audio_seconds(), record->duration_seconds()));
+}
+
+}  // namespace omnistage

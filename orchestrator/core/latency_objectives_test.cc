@@ -1,0 +1,49 @@
+#include "orchestrator/core/latency_objectives.h"
+
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+
+namespace omnistage {
+namespace {
+
+v1::LatencyObjectives Objectives(uint32_t first_output_ms, uint32_t first_audio_ms) {
+  v1::LatencyObjectives objectives;
+  objectives.set_first_output_ms(first_output_ms);
+  objectives.set_first_audio_ms(first_audio_ms);
+  return objectives;
+}
+
+TEST(LatencyObjectivesTest, TheDeadlineIsTheEarliestObjective) {
+  const absl::Time admitted = absl::FromUnixSeconds(1000);
+  EXPECT_EQ(ObjectiveDeadline(Objectives(0, 0), true, admitted), absl::InfiniteFuture());
+  EXPECT_EQ(ObjectiveDeadline(Objectives(500, 0), true, admitted),
+            admitted + absl::Milliseconds(500));
+  EXPECT_EQ(ObjectiveDeadline(Objectives(500, 300), true, admitted),
+            admitted + absl::Milliseconds(300));
+  EXPECT_EQ(ObjectiveDeadline(Objectives(500, 800), true, admitted),
+            admitted + absl::Milliseconds(500));
+  // The first audio's counts only for a request that gets audio.
+  EXPECT_EQ(ObjectiveDeadline(Objectives(0, 300), false, admitted), absl::InfiniteFuture());
+}
+
+TEST(LatencyObjectivesTest, JudgesEachObjectiveByItsFirstOutput) {
+  EXPECT_EQ(JudgeObjective(0, 0.1, 1), v1::OBJECTIVE_OUTCOME_NONE);
+  EXPECT_EQ(JudgeObjective(200, 0.2, 1), v1::OBJECTIVE_OUTCOME_MET);
+  EXPECT_EQ(JudgeObjective(200, 0.201, 1), v1::OBJECTIVE_OUTCOME_MISSED);
+  // Nothing came: missed once it outlived the deadline, else not judged.
+  EXPECT_EQ(JudgeObjective(200, -1, 0.5), v1::OBJECTIVE_OUTCOME_MISSED);
+  EXPECT_EQ(JudgeObjective(200, -1, 0.1), v1::OBJECTIVE_OUTCOME_NONE);
+}
+
+TEST(LatencyObjectivesTest, FillsTheRecord) {
+  v1::FinishedRequest record;
+  record.set_first_output_seconds(0.05);
+  record.set_first_audio_seconds(0.4);
+  record.set_duration_seconds(2);
+  JudgeObjectives(Objectives(100, 300), &record);
+  EXPECT_EQ(record.first_output_objective(), v1::OBJECTIVE_OUTCOME_MET);
+  EXPECT_EQ(record.first_audio_objective(), v1::OBJECTIVE_OUTCOME_MISSED);
+}
+
+}  // namespace
+}  // namespace omnistage
