@@ -14,6 +14,9 @@ inline constexpr size_t kMaxRequestIdBytes = 128;
 // A GenerateRequest's session_key is at most this long (empty: none;
 // docs/routing.md).
 inline constexpr size_t kMaxSessionKeyBytes = 256;
+// The most a request's latency objective may be, in milliseconds (ten
+// minutes; GenerateRequest.objectives).
+inline constexpr uint32_t kMaxObjectiveMs = 600000;
 
 // A stage's max_tokens lies in [1, kMaxTokensLimit].
 inline constexpr int64_t kMaxTokensLimit = 1000000;

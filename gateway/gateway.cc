@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "gateway/chat/chat_call.h"
 #include "gateway/chat/chat_duplex_call.h"
+#include "gateway/chat/objective_headers.h"
 #include "gateway/http/api_error.h"
 #include "gateway/http/forwarded_headers.h"
 #include "nlohmann/json.hpp"
@@ -161,6 +162,13 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
       std::get<ChatRequest>(parsed).input.empty()) {
     hearing = false;
     parsed = ParseChatRequest(exchange->body(), options_.model, session);
+  }
+  if (std::holds_alternative<ChatRequest>(parsed)) {
+    if (std::optional<ApiError> error =
+            ReadObjectiveHeaders(exchange->Header(kSloTtftHeader), exchange->Header(kSloTtfaHeader),
+                                 &std::get<ChatRequest>(parsed).generate)) {
+      parsed = *error;
+    }
   }
   if (std::holds_alternative<ApiError>(parsed)) {
     const ApiError& error = std::get<ApiError>(parsed);

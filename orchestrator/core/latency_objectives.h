@@ -10,12 +10,10 @@
 #include <cstdint>
 
 #include "absl/time/time.h"
+#include "common/limits.h"
 #include "protos/orchestrator.pb.h"
 
 namespace omnistage {
-
-// The most an objective may be, in milliseconds.
-inline constexpr uint32_t kMaxObjectiveMs = 600000;
 
 // The earliest of its objectives' deadlines, counted from `admitted` (the
 // first audio's only for a request that gets audio); InfiniteFuture without

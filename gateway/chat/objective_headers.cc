@@ -1,0 +1,47 @@
+#include "gateway/chat/objective_headers.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/limits.h"
+
+namespace omnistage {
+namespace {
+
+// The header's milliseconds, or the error naming it.
+std::optional<ApiError> ReadMs(const char* header, const std::string& value, uint32_t* ms) {
+  *ms = 0;
+  if (value.empty()) return std::nullopt;
+  uint64_t parsed = 0;
+  const bool digits = std::all_of(value.begin(), value.end(), [](char c) {
+    return absl::ascii_isdigit(static_cast<unsigned char>(c));
+  });
+  if (!digits || !absl::SimpleAtoi(value, &parsed) || parsed < 1 || parsed > kMaxObjectiveMs) {
+    return InvalidRequest(
+        header,
+        absl::StrCat("Invalid '", header, "' header: expected a whole number of ",
+                     "milliseconds from 1 to ", kMaxObjectiveMs, ", got '",
+                     value.size() > 32 ? value.substr(0, 32) + "..." : value, "'."),
+        "invalid_value");
+  }
+  *ms = static_cast<uint32_t>(parsed);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> ReadObjectiveHeaders(const std::string& ttft_ms, const std::string& ttfa_ms,
+                                             v1::GenerateRequest* request) {
+  uint32_t first_output = 0;
+  uint32_t first_audio = 0;
+  if (auto error = ReadMs(kSloTtftHeader, ttft_ms, &first_output)) return error;
+  if (auto error = ReadMs(kSloTtfaHeader, ttfa_ms, &first_audio)) return error;
+  if (first_output > 0) request->mutable_objectives()->set_first_output_ms(first_output);
+  if (first_audio > 0) request->mutable_objectives()->set_first_audio_ms(first_audio);
+  return std::nullopt;
+}
+
+}  // namespace omnistage
