@@ -65,6 +65,7 @@ const std::vector<std::string> kTopKeys = {"name",
                                            "limits",
                                            "scaling",
                                            "playback",
+                                           "objectives",
                                            "peers",
                                            "stages"};
 const std::vector<std::string> kStageKeys = {
@@ -309,6 +310,9 @@ absl::Status ReadConfig(const YAML::Node& root, PipelineConfig* config) {
   if (const YAML::Node* node = top.Find("scaling")) top.Fail(ReadScaling(*node, &config->scaling));
   if (const YAML::Node* node = top.Find("playback")) {
     top.Fail(ReadPlayback(*node, &config->playback));
+  }
+  if (const YAML::Node* node = top.Find("objectives")) {
+    top.Fail(ReadObjectiveDefaults(*node, "objectives", &config->objectives));
   }
   if (const YAML::Node* node = top.Find("peers")) top.Fail(ReadPeers(*node, config));
   const YAML::Node* stages = top.Find("stages", /*required=*/true);

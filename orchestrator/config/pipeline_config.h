@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "orchestrator/config/objective_defaults.h"
 #include "orchestrator/config/pick_policy.h"
 #include "protos/common.pb.h"
 
@@ -194,6 +195,9 @@ struct PipelineConfig {
   absl::Duration max_connection_age_grace = absl::Minutes(10);
   ScalingConfig scaling;
   PlaybackConfig playback;
+  // The latency objectives of a request that sets none and whose identity
+  // has none (`objectives:`; docs/architecture.md, "Latency objectives").
+  ObjectiveDefaults objectives;
 };
 
 // Parses and validates a config. INVALID_ARGUMENT naming the field by path

@@ -50,6 +50,9 @@ scaling:
 playback:
   jitter_buffer_ms: 150
   audio_admission_percent: 90
+objectives:
+  first_output_ms: 2000
+  first_audio_ms: 1500
 stages:
   - name: thinker
     engine: thinker
@@ -110,6 +113,8 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
   EXPECT_EQ(config->scaling.sample_interval, absl::Seconds(2));
   EXPECT_EQ(config->playback.jitter_buffer, absl::Milliseconds(150));
   EXPECT_EQ(config->playback.audio_admission_percent, 90);
+  EXPECT_EQ(config->objectives.first_output_ms, 2000u);
+  EXPECT_EQ(config->objectives.first_audio_ms, 1500u);
   EXPECT_EQ(config->peer_timeout, absl::Milliseconds(1500));
   EXPECT_EQ(config->max_in_flight, 500);
   EXPECT_EQ(config->max_prompt_bytes, 1024u);
@@ -206,6 +211,7 @@ TEST(PipelineConfigTest, AppliesDefaults) {
   EXPECT_EQ(config->scaling.sample_interval, absl::Seconds(1));
   EXPECT_EQ(config->playback.jitter_buffer, absl::ZeroDuration());
   EXPECT_EQ(config->playback.audio_admission_percent, 0);
+  EXPECT_EQ(config->objectives.first_output_ms, 0u);
   ASSERT_EQ(config->stages.size(), 1u);
   const StageConfig& stage = config->stages[0];
   EXPECT_TRUE(stage.engine_params.empty());
@@ -262,6 +268,9 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
        "stages[0]: give exactly one of replicas, addresses and discovery"},
       {"stages: [{name: a, discovery: {port: 9000}, final_output: true, output_modality: text}]",
        "stages[0].discovery.dns: required"},
+      {absl::StrCat("objectives: {first_audio_ms: 600001}\n", OneStage("")),
+       "objectives.first_audio_ms: expected a number of milliseconds in [0, 600000], got "
+       "'600001'"},
       {OneStage("pick: random"),
        "stages[0].pick: expected round_robin, least_loaded or prefix_aware, got 'random'"},
       {OneStage("prefix: {block_tokens: 8}"),

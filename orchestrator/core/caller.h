@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "orchestrator/config/objective_defaults.h"
+
 namespace omnistage {
 
 // Priorities run from 0 to this.
@@ -49,6 +51,9 @@ struct Caller {
   int max_priority = kMaxPriority;
   int weight = 1;
   RateLimits rate_limits;
+  // The latency objectives of its requests that set none (before the
+  // pipeline's).
+  ObjectiveDefaults objectives;
 };
 
 }  // namespace omnistage

@@ -16,6 +16,19 @@ absl::Time ObjectiveDeadline(const v1::LatencyObjectives& objectives, bool wants
   return deadline;
 }
 
+v1::LatencyObjectives WithDefaults(v1::LatencyObjectives request, const ObjectiveDefaults& identity,
+                                   const ObjectiveDefaults& pipeline, bool wants_audio) {
+  if (request.first_output_ms() == 0) {
+    request.set_first_output_ms(identity.first_output_ms > 0 ? identity.first_output_ms
+                                                             : pipeline.first_output_ms);
+  }
+  if (request.first_audio_ms() == 0 && wants_audio) {
+    request.set_first_audio_ms(identity.first_audio_ms > 0 ? identity.first_audio_ms
+                                                           : pipeline.first_audio_ms);
+  }
+  return request;
+}
+
 v1::ObjectiveOutcome JudgeObjective(uint32_t objective_ms, double first_seconds,
                                     double duration_seconds) {
   if (objective_ms == 0) return v1::OBJECTIVE_OUTCOME_NONE;

@@ -11,6 +11,7 @@
 
 #include "absl/time/time.h"
 #include "common/limits.h"
+#include "orchestrator/config/objective_defaults.h"
 #include "protos/orchestrator.pb.h"
 
 namespace omnistage {
@@ -20,6 +21,11 @@ namespace omnistage {
 // one.
 absl::Time ObjectiveDeadline(const v1::LatencyObjectives& objectives, bool wants_audio,
                              absl::Time admitted);
+
+// `request`'s objectives, each it leaves 0 taken from `identity`'s, then
+// `pipeline`'s; the first audio's only for a request that gets audio.
+v1::LatencyObjectives WithDefaults(v1::LatencyObjectives request, const ObjectiveDefaults& identity,
+                                   const ObjectiveDefaults& pipeline, bool wants_audio);
 
 // How an objective of `objective_ms` went for a request whose first output of
 // that kind came `first_seconds` after admission (-1: none) and that ended

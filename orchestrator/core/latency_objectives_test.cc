@@ -26,6 +26,22 @@ TEST(LatencyObjectivesTest, TheDeadlineIsTheEarliestObjective) {
   EXPECT_EQ(ObjectiveDeadline(Objectives(0, 300), false, admitted), absl::InfiniteFuture());
 }
 
+// What a request leaves unset comes from its identity, then its pipeline;
+// the first audio's only when it gets audio.
+TEST(LatencyObjectivesTest, UnsetObjectivesTakeTheIdentitysThenThePipelines) {
+  const ObjectiveDefaults identity{/*first_output_ms=*/400, /*first_audio_ms=*/0};
+  const ObjectiveDefaults pipeline{/*first_output_ms=*/900, /*first_audio_ms=*/1200};
+  v1::LatencyObjectives merged = WithDefaults(Objectives(0, 0), identity, pipeline, true);
+  EXPECT_EQ(merged.first_output_ms(), 400u);
+  EXPECT_EQ(merged.first_audio_ms(), 1200u);
+  merged = WithDefaults(Objectives(100, 300), identity, pipeline, true);
+  EXPECT_EQ(merged.first_output_ms(), 100u);
+  EXPECT_EQ(merged.first_audio_ms(), 300u);
+  merged = WithDefaults(Objectives(0, 0), ObjectiveDefaults(), pipeline, false);
+  EXPECT_EQ(merged.first_output_ms(), 900u);
+  EXPECT_EQ(merged.first_audio_ms(), 0u);
+}
+
 TEST(LatencyObjectivesTest, JudgesEachObjectiveByItsFirstOutput) {
   EXPECT_EQ(JudgeObjective(0, 0.1, 1), v1::OBJECTIVE_OUTCOME_NONE);
   EXPECT_EQ(JudgeObjective(200, 0.2, 1), v1::OBJECTIVE_OUTCOME_MET);

@@ -12,6 +12,7 @@
 #include "common/invariant.h"
 #include "common/retry_hint.h"
 #include "orchestrator/core/generate_request.h"
+#include "orchestrator/core/latency_objectives.h"
 #include "orchestrator/core/logged_sink.h"
 #include "orchestrator/core/metered_sink.h"
 #include "orchestrator/core/request_id.h"
@@ -217,6 +218,8 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   std::unique_ptr<InFlightRequest> fresh =
       NewInFlightRequest(config_, request, *id, std::move(sink), scheduler_->Now());
   fresh->caller = caller.identity;
+  fresh->objectives =
+      WithDefaults(fresh->objectives, caller.objectives, config_.objectives, fresh->wants_audio);
   fresh->failover = failover_.StateFor(request, fresh->last_stage);
   InFlightRequest* added = table_.Add(std::move(fresh));
   if (added == nullptr) return;  // A broken invariant; the call has failed.

@@ -6,6 +6,7 @@
 // what waits when draining. Fakes only.
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/retry_hint.h"
@@ -173,6 +174,39 @@ TEST_F(PipelineCoreQueueTest, TheEarliestDeadlineLeavesFirstAndEachObjectiveIsJu
   EXPECT_THAT(text, HasSubstr("omnistage_latency_objectives_total{objective=\"first_output\","
                               "outcome=\"missed\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("omnistage_goodput_requests_total 1\n"));
+}
+
+// A request without objectives takes its identity's, else the pipeline's.
+TEST_F(PipelineCoreQueueTest, UnsetObjectivesTakeTheIdentitysThenThePipelines) {
+  PipelineConfig config;
+  config.name = "one-stage";
+  config.stages.push_back(
+      Stage(0, "thinker", v1::MODALITY_TEXT, true, InputMode::kOnFinish, /*replicas=*/1));
+  config.max_prompt_bytes = 32;
+  config.objectives.first_output_ms = 100;
+  Build(config);
+  Caller strict = Caller::Of("strict");
+  strict.objectives.first_output_ms = 50;
+  for (const auto& [id, caller] :
+       {std::pair<const char*, Caller>{"by-pipeline", Caller::Of("plain")},
+        {"by-identity", strict}}) {
+    v1::GenerateRequest request;
+    request.set_request_id(id);
+    request.set_prompt("Hi there");
+    auto sink = std::make_shared<FakeResponseSink>();
+    sinks_.push_back(sink);
+    core().Generate(std::move(request), sink, "", caller);
+  }
+  scheduler_.AdvanceBy(absl::Milliseconds(75));  // Within 100, past 50.
+  Done(0, 0, "by-pipeline", {Text("a")});
+  Done(0, 0, "by-identity", {Text("b")});
+  const v1::PipelineStatus status = core().Status();
+  std::map<std::string, v1::ObjectiveOutcome> judged;
+  for (const v1::FinishedRequest& r : status.recent()) {
+    judged[r.request_id()] = r.first_output_objective();
+  }
+  EXPECT_EQ(judged["by-pipeline"], v1::OBJECTIVE_OUTCOME_MET);
+  EXPECT_EQ(judged["by-identity"], v1::OBJECTIVE_OUTCOME_MISSED);
 }
 
 // An objective past ten minutes, or one for audio a request does not get, is

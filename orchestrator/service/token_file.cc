@@ -3,8 +3,8 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/random_id.h"
+#include "orchestrator/config/objective_defaults.h"
 #include "orchestrator/config/yaml_fields.h"
 #include "yaml-cpp/yaml.h"
 
@@ -28,14 +29,14 @@ std::string Sha256(absl::string_view text) {
 }
 
 bool IdentityChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
-         c == '-' || c == ':' || c == '@';
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
+         c == ':' || c == '@';
 }
 
 }  // namespace
 
 absl::StatusOr<std::vector<TokenFile::Entry>> TokenFile::Parse(const std::string& path,
-                                                              const std::string& text) {
+                                                               const std::string& text) {
   std::vector<Entry> entries;
   absl::Status status;
   try {
@@ -49,10 +50,10 @@ absl::StatusOr<std::vector<TokenFile::Entry>> TokenFile::Parse(const std::string
     }
     for (size_t i = 0; status.ok() && i < list->size(); ++i) {
       const std::string at = absl::StrCat("tokens[", i, "]");
-      yaml::Fields fields((*list)[i], at,
-                          {"identity", "role", "token", "priority", "max_priority", "weight",
-                           "requests_per_second", "requests_burst", "output_tokens_per_minute",
-                           "output_tokens_burst"});
+      yaml::Fields fields(
+          (*list)[i], at,
+          {"identity", "role", "token", "priority", "max_priority", "weight", "requests_per_second",
+           "requests_burst", "output_tokens_per_minute", "output_tokens_burst", "objectives"});
       Entry entry;
       std::string role;
       std::string token;
@@ -79,8 +80,12 @@ absl::StatusOr<std::vector<TokenFile::Entry>> TokenFile::Parse(const std::string
                                  ? static_cast<double>(requests_burst)
                                  : std::max(1.0, std::ceil(rates.requests_per_second));
       rates.output_tokens_per_minute = static_cast<double>(tokens_per_minute);
-      rates.output_tokens_burst = static_cast<double>(tokens_burst > 0 ? tokens_burst
-                                                                       : tokens_per_minute);
+      rates.output_tokens_burst =
+          static_cast<double>(tokens_burst > 0 ? tokens_burst : tokens_per_minute);
+      if (const YAML::Node* objectives = fields.Find("objectives")) {
+        fields.Fail(ReadObjectiveDefaults(*objectives, fields.PathOf("objectives"),
+                                          &entry.caller.objectives));
+      }
       status = fields.status();
       if (status.ok() && max_priority >= 0 && max_priority < priority) {
         status = yaml::Invalid(fields.PathOf("max_priority"),
@@ -93,12 +98,12 @@ absl::StatusOr<std::vector<TokenFile::Entry>> TokenFile::Parse(const std::string
       if (!status.ok()) break;
       if (entry.caller.identity.empty() || entry.caller.identity.size() > 128 ||
           !std::all_of(entry.caller.identity.begin(), entry.caller.identity.end(), IdentityChar)) {
-        status = yaml::Invalid(fields.PathOf("identity"),
-                               "1 to 128 of letters, digits and . _ - : @");
+        status =
+            yaml::Invalid(fields.PathOf("identity"), "1 to 128 of letters, digits and . _ - : @");
       } else if (token.size() < kMinTokenLength) {
-        status = yaml::Invalid(fields.PathOf("token"),
-                               absl::StrCat("shorter than ", kMinTokenLength,
-                                            " characters: it could be guessed"));
+        status = yaml::Invalid(
+            fields.PathOf("token"),
+            absl::StrCat("shorter than ", kMinTokenLength, " characters: it could be guessed"));
       } else if (std::any_of(token.begin(), token.end(), [](char c) {
                    return absl::ascii_isspace(static_cast<unsigned char>(c)) ||
                           absl::ascii_iscntrl(static_cast<unsigned char>(c));
@@ -111,8 +116,8 @@ absl::StatusOr<std::vector<TokenFile::Entry>> TokenFile::Parse(const std::string
       entry.digest = Sha256(token);
       for (size_t j = 0; j < entries.size(); ++j) {
         if (entries[j].digest == entry.digest) {
-          status = yaml::Invalid(fields.PathOf("token"), absl::StrCat("the same as tokens[", j,
-                                                                       "].token"));
+          status = yaml::Invalid(fields.PathOf("token"),
+                                 absl::StrCat("the same as tokens[", j, "].token"));
         }
       }
       entries.push_back(std::move(entry));

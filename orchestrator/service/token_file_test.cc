@@ -31,8 +31,8 @@ class TokenFileTest : public ::testing::Test {
   static std::string Tokens(const std::string& entries) { return "tokens:\n" + entries; }
   static std::string Entry(const std::string& identity, const std::string& role,
                            const std::string& token) {
-    return absl::StrCat("  - identity: ", identity, "\n    role: ", role, "\n    token: \"",
-                        token, "\"\n");
+    return absl::StrCat("  - identity: ", identity, "\n    role: ", role, "\n    token: \"", token,
+                        "\"\n");
   }
 
   absl::Status LoadError(const std::string& text) {
@@ -77,10 +77,32 @@ TEST_F(TokenFileTest, GivesEachIdentityItsRates) {
   EXPECT_EQ(ops.requests_per_second, 0.5);
   EXPECT_EQ(ops.requests_burst, 4);
   EXPECT_EQ(ops.output_tokens_burst, 10);
-  EXPECT_EQ(LoadError(Tokens(Entry("a", "user", kAlice) + "    requests_per_second: 0\n"))
-                .message(),
-            path_ + ": tokens[0].requests_per_second: expected a number in [0.001, 1e+06], got "
-                    "'0'");
+  EXPECT_EQ(
+      LoadError(Tokens(Entry("a", "user", kAlice) + "    requests_per_second: 0\n")).message(),
+      path_ +
+          ": tokens[0].requests_per_second: expected a number in [0.001, 1e+06], got "
+          "'0'");
+}
+
+TEST_F(TokenFileTest, GivesEachIdentityItsObjectives) {
+  Write(Tokens(Entry("alice", "user", kAlice) +
+               "    objectives: {first_output_ms: 500, first_audio_ms: 900}\n" +
+               Entry("ops", "admin", kOps)));
+  absl::StatusOr<std::unique_ptr<TokenFile>> file = TokenFile::Load(path_);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ((*file)->Find(kAlice)->objectives.first_output_ms, 500u);
+  EXPECT_EQ((*file)->Find(kAlice)->objectives.first_audio_ms, 900u);
+  EXPECT_EQ((*file)->Find(kOps)->objectives.first_output_ms, 0u);
+  EXPECT_EQ(
+      LoadError(Tokens(Entry("a", "user", kAlice) + "    objectives: {first_output_ms: -1}\n"))
+          .message(),
+      path_ +
+          ": tokens[0].objectives.first_output_ms: expected a number of milliseconds in [0, "
+          "600000], got '-1'");
+  EXPECT_EQ(LoadError(Tokens(Entry("a", "user", kAlice) + "    objectives: {ttft: 5}\n")).message(),
+            path_ +
+                ": tokens[0].objectives.ttft: unknown key (known: first_output_ms, "
+                "first_audio_ms)");
 }
 
 TEST_F(TokenFileTest, RefusesPrioritiesAndWeightsOutOfRange) {
@@ -88,10 +110,9 @@ TEST_F(TokenFileTest, RefusesPrioritiesAndWeightsOutOfRange) {
             path_ + ": tokens[0].priority: expected an integer in [0, 9], got '10'");
   EXPECT_EQ(LoadError(Tokens(Entry("a", "user", kAlice) + "    weight: 0\n")).message(),
             path_ + ": tokens[0].weight: expected an integer in [1, 1000], got '0'");
-  EXPECT_EQ(
-      LoadError(Tokens(Entry("a", "user", kAlice) + "    priority: 4\n    max_priority: 3\n"))
-          .message(),
-      path_ + ": tokens[0].max_priority: below priority (4)");
+  EXPECT_EQ(LoadError(Tokens(Entry("a", "user", kAlice) + "    priority: 4\n    max_priority: 3\n"))
+                .message(),
+            path_ + ": tokens[0].max_priority: below priority (4)");
 }
 
 TEST_F(TokenFileTest, MapsTokensToIdentityAndRole) {
@@ -108,8 +129,7 @@ TEST_F(TokenFileTest, MapsTokensToIdentityAndRole) {
   EXPECT_TRUE(ops->admin);
   EXPECT_EQ((*file)->Find("alice-0123456789abcdeX").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ((*file)->Find("").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ((*file)->Find(std::string(kAlice) + " ").status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ((*file)->Find(std::string(kAlice) + " ").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(TokenFileTest, ChangesTakeEffectAndABrokenFileKeepsTheLastTokens) {
