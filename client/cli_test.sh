@@ -64,6 +64,19 @@ set -e
 [ "$rc" -eq 2 ] || fail "a 257-byte --session_key: exit code $rc: $(cat "$out/longsession")"
 grep -q -- '--session_key: at most 256 bytes, got 257' "$out/longsession" ||
   fail "long --session_key message: $(cat "$out/longsession")"
+# Latency objectives: one the orchestrator takes, one it refuses naming the
+# field.
+"$omni" generate "$server" --prompt="Short" --modalities=text --extra=0:sentences=1 \
+  --first_output_ms=60000 >/dev/null 2>"$out/objective" ||
+  fail "--first_output_ms: $(cat "$out/objective")"
+set +e
+"$omni" generate "$server" --prompt="Short" --first_output_ms=600001 >/dev/null \
+  2>"$out/longobjective"
+rc=$?
+set -e
+[ "$rc" -ne 0 ] || fail "a 600001 ms objective was taken"
+grep -q 'objectives.first_output_ms: 600001 ms is more than the 600000 ms' "$out/longobjective" ||
+  fail "long objective message: $(cat "$out/longobjective")"
 # A prompt that is not UTF-8 is refused before anything is sent (protobuf's
 # strings must be UTF-8), without a raw protobuf log line.
 set +e

@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -82,6 +83,12 @@ ABSL_FLAG(std::vector<std::string>, seed, {},
 ABSL_FLAG(int, priority, -1,
           "generate: 0..9, higher first when the orchestrator queues requests (-1: the "
           "identity's default)");
+ABSL_FLAG(int, first_output_ms, 0,
+          "generate: the latency objective for the first output, in ms from admission "
+          "(0: none, or the identity's or pipeline's)");
+ABSL_FLAG(int, first_audio_ms, 0,
+          "generate: the latency objective for the first audio, in ms from admission (0: none, "
+          "or the identity's or pipeline's)");
 ABSL_FLAG(bool, disable_failover, false,
           "generate: the request does not fail over: a replica that dies fails it, also on a "
           "stage with failover on");
@@ -175,6 +182,21 @@ int BuildRequest(v1::GenerateRequest* out) {
   if (const int priority = absl::GetFlag(FLAGS_priority); priority >= 0) {
     request.set_priority(priority);
   }
+  // Checked by the orchestrator (INVALID_ARGUMENT naming the field).
+  for (const auto& [name, ms] :
+       {std::pair<const char*, int>{"first_output_ms", absl::GetFlag(FLAGS_first_output_ms)},
+        {"first_audio_ms", absl::GetFlag(FLAGS_first_audio_ms)}}) {
+    if (ms < 0) {
+      std::cerr << "omni: --" << name << ": not a number of milliseconds: " << ms << "\n";
+      return kUsage;
+    }
+  }
+  if (absl::GetFlag(FLAGS_first_output_ms) > 0) {
+    request.mutable_objectives()->set_first_output_ms(absl::GetFlag(FLAGS_first_output_ms));
+  }
+  if (absl::GetFlag(FLAGS_first_audio_ms) > 0) {
+    request.mutable_objectives()->set_first_audio_ms(absl::GetFlag(FLAGS_first_audio_ms));
+  }
   request.set_disable_failover(absl::GetFlag(FLAGS_disable_failover));
   request.set_session_key(absl::GetFlag(FLAGS_session_key));
   if (request.session_key().size() > kMaxSessionKeyBytes) {
@@ -256,8 +278,8 @@ int Speak(v1::Orchestrator::Stub& stub) {
   options.latency = absl::GetFlag(FLAGS_latency);
   options.wav = absl::GetFlag(FLAGS_wav);
   std::signal(SIGINT, OnInterrupt);
-  const int rc = omnistage::Speak(stub, &context, std::move(request), options, STDIN_FILENO,
-                                  interrupted);
+  const int rc =
+      omnistage::Speak(stub, &context, std::move(request), options, STDIN_FILENO, interrupted);
   std::signal(SIGINT, SIG_DFL);
   return rc;
 }
@@ -300,8 +322,8 @@ int Listen(v1::Orchestrator::Stub& stub) {
   grpc::ClientContext context;
   PrepareGenerate(&context);
   std::signal(SIGINT, OnInterrupt);
-  const int rc = omnistage::Listen(stub, &context, std::move(request), *audio, options,
-                                   interrupted);
+  const int rc =
+      omnistage::Listen(stub, &context, std::move(request), *audio, options, interrupted);
   std::signal(SIGINT, SIG_DFL);
   return rc;
 }
