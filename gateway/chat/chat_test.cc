@@ -1,6 +1,5 @@
 // The OpenAI request mapping and the output encoding, without a server.
 #include <string>
-#include <tuple>
 #include <variant>
 
 #include "absl/strings/escaping.h"
@@ -10,7 +9,6 @@
 #include "common/wav_writer.h"
 #include "gateway/chat/chat_request.h"
 #include "gateway/chat/chat_response.h"
-#include "gateway/chat/objective_headers.h"
 #include "gateway/http/api_error.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -25,7 +23,8 @@ const ServedModel kModel{"omni-demo", 0};
 
 ChatRequest Parse(const std::string& body) {
   std::variant<ChatRequest, ApiError> parsed = ParseChatRequest(body, kModel);
-  EXPECT_TRUE(std::holds_alternative<ChatRequest>(parsed)) << std::get<ApiError>(parsed).Json();
+  EXPECT_TRUE(std::holds_alternative<ChatRequest>(parsed))
+      << std::get<ApiError>(parsed).Json();
   return std::holds_alternative<ChatRequest>(parsed) ? std::get<ChatRequest>(parsed)
                                                      : ChatRequest();
 }
@@ -112,8 +111,8 @@ TEST(ChatRequestTest, RefusesASessionKeyTooLongOrNotAStringNamingItsSource) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.user + " | " + c.header);
-    std::variant<ChatRequest, ApiError> parsed =
-        ParseChatRequest(body + c.user + "}", kModel, c.header);
+    std::variant<ChatRequest, ApiError> parsed = ParseChatRequest(body + c.user + "}", kModel,
+                                                                  c.header);
     if (c.code.empty()) {
       EXPECT_TRUE(std::holds_alternative<ChatRequest>(parsed));
       continue;
@@ -135,8 +134,7 @@ TEST(ChatRequestTest, TheVoiceGoesToTheStageThatSpeaks) {
   auto parse = [&](const std::string& audio, const std::string& modalities) {
     std::variant<ChatRequest, ApiError> parsed = ParseChatRequest(
         R"({"model": "omni-demo", "messages": [{"role": "user", "content": "Hi"}],
-            "max_tokens": 8, "modalities": )" +
-            modalities + R"(, "audio": )" + audio + "}",
+            "max_tokens": 8, "modalities": )" + modalities + R"(, "audio": )" + audio + "}",
         speaking);
     EXPECT_TRUE(std::holds_alternative<ChatRequest>(parsed));
     return std::get<ChatRequest>(parsed).generate;
@@ -166,9 +164,7 @@ TEST(ChatRequestTest, TheVoiceGoesToTheStageThatSpeaks) {
   EXPECT_EQ(merged.stage_params(0).extra().at("voice"), "m1");
   // The default model has no voice stage.
   EXPECT_EQ(Parse(R"({"model": "omni-demo", "messages": [{"role": "user", "content": "Hi"}],
-      "modalities": ["audio"], "audio": {"voice": "onyx"}})")
-                .generate.stage_params_size(),
-            0);
+      "modalities": ["audio"], "audio": {"voice": "onyx"}})").generate.stage_params_size(), 0);
 }
 
 TEST(ChatRequestTest, DefaultsToTextAndJoinsSeveralMessagesByRole) {
@@ -212,8 +208,8 @@ TEST(ChatRequestTest, RefusesWhatItCannotDoNamingTheField) {
        "expected a value in [1, 1000000]"},
       {R"({"model": "omni-demo", "temperature": 3, )" + messages + "}", 400, "temperature",
        "[0, 2]"},
-      {R"({"model": "omni-demo", "modalities": ["video"], )" + messages + "}", 400, "modalities[0]",
-       "Invalid value: 'video'"},
+      {R"({"model": "omni-demo", "modalities": ["video"], )" + messages + "}", 400,
+       "modalities[0]", "Invalid value: 'video'"},
       {R"({"model": "omni-demo", "audio": {"format": "mp3"}, )" + messages + "}", 400,
        "audio.format", "Supported values are: 'wav' and 'pcm16'"},
       {R"({"model": "omni-demo", "stream": "yes", )" + messages + "}", 400, "stream",
@@ -329,7 +325,8 @@ TEST(ApiErrorTest, OrchestratorStatusesBecomeHttpStatuses) {
   EXPECT_EQ(FromStatus(absl::ResourceExhaustedError("x")).http_status, 429);
   EXPECT_EQ(FromStatus(absl::UnavailableError("x")).http_status, 503);
   EXPECT_EQ(FromStatus(absl::InternalError("x")).http_status, 500);
-  EXPECT_EQ(json::parse(FromStatus(absl::UnauthenticatedError("no token")).Json())["error"]["type"],
+  EXPECT_EQ(json::parse(FromStatus(absl::UnauthenticatedError("no token")).Json())["error"]
+                ["type"],
             "authentication_error");
 }
 
@@ -429,9 +426,8 @@ TEST(ChatEncoderTest, AnUnknownVoiceIsRefusedNamingAudioVoice) {
   refused.set_finish_reason(v1::FINISH_REASON_ERROR);
   v1::Error* error = refused.mutable_error();
   error->set_code(3);  // INVALID_ARGUMENT
-  error->set_message(
-      "stage 2 (vocoder) replica 0 rejected the request: engine vocoder: extra "
-      "parameter voice: expected one of ..., got 'nosuchvoice'");
+  error->set_message("stage 2 (vocoder) replica 0 rejected the request: engine vocoder: extra "
+                     "parameter voice: expected one of ..., got 'nosuchvoice'");
   error->set_stage_id(2);
   error->set_field("params.extra.voice");
   std::variant<std::string, ApiError> answer = encoder.Completion(refused);
@@ -497,19 +493,15 @@ TEST(ChatEncoderTest, TheAnswerIsTheTextStages) {
 // A message quoting bytes that are not UTF-8 (a client's model name) is still
 // an answer: they become U+FFFD.
 TEST(ApiErrorTest, BytesThatAreNotUtf8AreReplaced) {
-  const ApiError error = InvalidRequest("model",
-                                        "The model 'a\xff\xfe"
-                                        "b' does not exist.");
+  const ApiError error = InvalidRequest("model", "The model 'a\xff\xfe" "b' does not exist.");
   const json parsed = json::parse(error.Json());
   EXPECT_EQ(parsed["error"]["message"].get<std::string>(),
-            "The model 'a\xef\xbf\xbd\xef\xbf\xbd"
-            "b' does not exist.");
+            "The model 'a\xef\xbf\xbd\xef\xbf\xbd" "b' does not exist.");
 }
 
 TEST(ApiErrorTest, AnUnreachableOrchestratorsMessageNamesTheFix) {
   const std::string closed =
-      "connections to all backends failing; last error: UNAVAILABLE: ipv4:127.0.0.1:1: Socket "
-      "closed";
+      "connections to all backends failing; last error: UNAVAILABLE: ipv4:127.0.0.1:1: Socket closed";
   EXPECT_THAT(ExplainUnreachable(closed, /*tls=*/false),
               testing::EndsWith("Socket closed (the orchestrator closes plaintext connections, so "
                                 "it may serve TLS: start the gateway with --orchestrator_tls_ca "
@@ -521,40 +513,6 @@ TEST(ApiErrorTest, AnUnreachableOrchestratorsMessageNamesTheFix) {
               testing::HasSubstr("does not speak TLS"));
   const std::string refused = "failed to connect to all addresses; ... Connection refused";
   EXPECT_EQ(ExplainUnreachable(refused, /*tls=*/false), refused);
-}
-
-}  // namespace
-}  // namespace omnistage
-
-namespace omnistage {
-namespace {
-
-using ::testing::HasSubstr;
-
-// x-slo-ttft-ms and x-slo-ttfa-ms become the request's objectives; a value
-// that is not a whole number in 1..600000 is a 400 naming its header.
-TEST(ObjectiveHeadersTest, HeadersBecomeTheRequestsObjectives) {
-  v1::GenerateRequest request;
-  EXPECT_FALSE(ReadObjectiveHeaders("", "", &request).has_value());
-  EXPECT_FALSE(request.has_objectives());
-  EXPECT_FALSE(ReadObjectiveHeaders("250", "800", &request).has_value());
-  EXPECT_EQ(request.objectives().first_output_ms(), 250u);
-  EXPECT_EQ(request.objectives().first_audio_ms(), 800u);
-  for (const auto& [ttft, ttfa, header] :
-       {std::tuple<const char*, const char*, const char*>{"0", "", "x-slo-ttft-ms"},
-        {"-5", "", "x-slo-ttft-ms"},
-        {"1.5", "", "x-slo-ttft-ms"},
-        {"600001", "", "x-slo-ttft-ms"},
-        {"99999999999999999999", "", "x-slo-ttft-ms"},
-        {"100", "soon", "x-slo-ttfa-ms"}}) {
-    v1::GenerateRequest refused;
-    std::optional<ApiError> error = ReadObjectiveHeaders(ttft, ttfa, &refused);
-    ASSERT_TRUE(error.has_value()) << ttft << " " << ttfa;
-    EXPECT_EQ(error->http_status, 400);
-    EXPECT_EQ(error->param, header);
-    EXPECT_EQ(error->code, "invalid_value");
-    EXPECT_THAT(error->message, HasSubstr("from 1 to 600000"));
-  }
 }
 
 }  // namespace

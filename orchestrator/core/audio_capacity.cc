@@ -12,23 +12,19 @@ constexpr double kMinStreamsSpread = 1.0;
 
 }  // namespace
 
-void AudioCapacity::Sample(double streams, double audio_seconds, absl::Duration interval) {
-  const double y =
-      audio_seconds > 0 ? streams * absl::ToDoubleSeconds(interval) / audio_seconds : 0;
-  Add(streams, y, interval);
-}
-
-void AudioCapacity::Add(double streams, double y, absl::Duration interval) {
+void AudioCapacity::Sample(double load, int streams, double audio_seconds,
+                           absl::Duration interval) {
   const double fade = std::exp(-absl::ToDoubleSeconds(interval) / absl::ToDoubleSeconds(window_));
   w_ *= fade;
   wx_ *= fade;
   wy_ *= fade;
   wxx_ *= fade;
   wxy_ *= fade;
-  if (!(streams > 0) || !(y > 0)) return;
-  const double x = streams;
+  if (!(load > 0) || streams <= 0 || !(audio_seconds > 0)) return;
+  const double x = load;
+  const double y = streams * absl::ToDoubleSeconds(interval) / audio_seconds;
   last_y_ = y;
-  // Weighted by its streams: a sample of many streams averages more of them.
+  // Weighted by its load: a sample of many streams averages more of them.
   const double weight = x;
   w_ += weight;
   wx_ += weight * x;

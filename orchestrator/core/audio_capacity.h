@@ -3,18 +3,19 @@
 // capacity").
 //
 // Every sample says how many requests played audio through the whole interval
-// since the one before (`streams`, N) and how much audio they got together. A
-// stream's wall seconds per second of audio, y = N x interval / audio, grows
-// with N as the stages' steps grow with their batches; below 1 each stream is
-// made faster than it plays. AudioCapacity fits y = a + b N by least squares,
-// each sample weighted by its streams and the older ones fading with time
-// constant `window`, and the capacity is the N where the line crosses 1:
-// (1 - a) / b. It is unknown until the samples span streams enough to show a
-// slope (their streams' spread at least 1, and b > 0); samples that no longer
+// since the one before (M) and how much audio they got together, and the load
+// they were made under (N streams). A stream's wall seconds per second of
+// audio, y = M x interval / audio, grows with N as the stages' steps grow with
+// their batches; below 1 each stream is made faster than it plays.
+// AudioCapacity fits y = a + b N by least squares, each sample weighted by its
+// load and the older ones fading with time constant `window`, and the
+// capacity is the N where the line crosses 1: (1 - a) / b. It is unknown
+// until the samples span loads enough to show a slope (their spread at least
+// one stream, and b > 0); samples that no longer
 // do (a pipeline held at its capacity) keep the last capacity found.
 //
 //   AudioCapacity capacity(absl::Seconds(60));
-//   capacity.Sample(/*streams=*/12, /*audio_seconds=*/30.5, absl::Seconds(1));
+//   capacity.Sample(/*load=*/14, /*streams=*/12, /*audio_seconds=*/30.5, absl::Seconds(1));
 //   if (std::optional<double> n = capacity.Streams()) ...
 //
 // Not thread-safe: owned by the event loop.
@@ -32,12 +33,12 @@ class AudioCapacity {
   explicit AudioCapacity(absl::Duration window) : window_(window) {}
 
   // `streams` requests played audio through the last `interval` and got
-  // `audio_seconds` of it together (both may be per replica, so fractional). A sample of no streams
-  // or no audio says nothing (older samples fade all the same).
-  void Sample(double streams, double audio_seconds, absl::Duration interval);
-  // One point of the line: at `streams` (x), each stream took `y` wall
-  // seconds per second of audio. Older points fade by `interval`.
-  void Add(double streams, double y, absl::Duration interval);
+  // `audio_seconds` of it together, under a load of `load` streams: every
+  // one playing at the sample (those that began within the interval load the
+  // stages as much as those that ended), per replica where the caller fits a
+  // stage per replica. A sample of no load or no audio says nothing (older
+  // samples fade all the same).
+  void Sample(double load, int streams, double audio_seconds, absl::Duration interval);
 
   // The streams the pipeline holds with each made at least as fast as it
   // plays; nullopt while unknown.

@@ -41,12 +41,7 @@ void AudioStreams::Sample() {
       audio += playback.audio_seconds() - before->second;
     }
   });
-  // Each stream's pace comes from those that played through the whole
-  // interval; the load, from every request playing now (those that began
-  // within the interval load the stages as much as those that ended).
-  const absl::Duration interval = now - last_sample_;
-  const double y = audio > 0 ? streams * absl::ToDoubleSeconds(interval) / audio : 0;
-  capacity_.Add(static_cast<double>(heard.size()), y, interval);
+  capacity_.Sample(static_cast<double>(heard.size()), streams, audio, now - last_sample_);
   heard_ = std::move(heard);
   playing_ = static_cast<int>(heard_.size());
   last_sample_ = now;

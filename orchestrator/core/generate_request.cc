@@ -238,9 +238,9 @@ std::unique_ptr<InFlightRequest> NewInFlightRequest(const PipelineConfig& config
         stage.final_output && (wanted.empty() || std::find(wanted.begin(), wanted.end(),
                                                            stage.output_modality) != wanted.end());
     if (r->to_client[s]) r->last_stage = s;
-    if (r->to_client[s] && stage.output_modality == v1::MODALITY_AUDIO) r->wants_audio = true;
     r->params.push_back(StageParamsFor(config, request, s));
   }
+  r->wants_audio = GetsAudio(config, request);
   r->objectives = request.objectives();
   r->last_activity = now;
   r->account = RequestAccount(now, config.playback.jitter_buffer);

@@ -81,12 +81,10 @@ void StageAudio::Sample() {
     for (int r = 0; r < pool.size(); ++r) live += pool.alive(r) ? 1 : 0;
     // Unknown until a request taught the stage its audio per unit.
     if (live == 0 || !(stage.units > 0)) continue;
-    // Each stream's pace comes from those that produced through the whole
-    // interval; the stage's load, from all it produces for now (those that
-    // began within the interval load it as much as those that ended).
+    // The load: all it produces for now, per replica.
     const double audio = units[s] * stage.audio_seconds / stage.units;
-    const double y = audio > 0 ? streams[s] * absl::ToDoubleSeconds(interval) / audio : 0;
-    stage.capacity.Add(static_cast<double>(stage.produced.size()) / live, y, interval);
+    stage.capacity.Sample(static_cast<double>(stage.produced.size()) / live, streams[s], audio,
+                          interval);
   }
 }
 
