@@ -53,6 +53,8 @@ playback:
 objectives:
   first_output_ms: 2000
   first_audio_ms: 1500
+  between_outputs_ms: 80
+  criticality: sheddable
 stages:
   - name: thinker
     engine: thinker
@@ -115,6 +117,8 @@ TEST(PipelineConfigTest, FullExampleParsesEveryField) {
   EXPECT_EQ(config->playback.audio_admission_percent, 90);
   EXPECT_EQ(config->objectives.first_output_ms, 2000u);
   EXPECT_EQ(config->objectives.first_audio_ms, 1500u);
+  EXPECT_EQ(config->objectives.between_outputs_ms, 80u);
+  EXPECT_EQ(config->objectives.criticality, v1::CRITICALITY_SHEDDABLE);
   EXPECT_EQ(config->peer_timeout, absl::Milliseconds(1500));
   EXPECT_EQ(config->max_in_flight, 500);
   EXPECT_EQ(config->max_prompt_bytes, 1024u);
@@ -271,6 +275,11 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
       {absl::StrCat("objectives: {first_audio_ms: 600001}\n", OneStage("")),
        "objectives.first_audio_ms: expected a number of milliseconds in [0, 600000], got "
        "'600001'"},
+      {absl::StrCat("objectives: {criticality: urgent}\n", OneStage("")),
+       "objectives.criticality: expected critical, standard or sheddable, got 'urgent'"},
+      {absl::StrCat("objectives: {between_outputs_ms: -5}\n", OneStage("")),
+       "objectives.between_outputs_ms: expected a number of milliseconds in [0, 600000], got "
+       "'-5'"},
       {OneStage("pick: random"),
        "stages[0].pick: expected round_robin, least_loaded or prefix_aware, got 'random'"},
       {OneStage("prefix: {block_tokens: 8}"),

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "common/criticality.h"
 #include "common/log.h"
 #include "common/modality.h"
 
@@ -48,6 +49,8 @@ std::string LineValue(absl::string_view value) {
 
 int64_t RequestAccount::Delivered(const v1::Payload& payload, absl::Time now) {
   first_output_ = std::min(first_output_, now);
+  last_output_ = now;
+  ++outputs_;
   const int64_t tokens = OutputTokensOf(payload);
   output_tokens_ += tokens;
   if (payload.has_audio()) playback_.Arrived(AudioSecondsOf(payload.audio()), now);
@@ -68,6 +71,12 @@ v1::FinishedRequest RequestAccount::Close(const v1::Terminal& terminal, absl::Ti
                                       ? -1
                                       : absl::ToDoubleSeconds(first_output_ - admitted_));
   record.set_duration_seconds(absl::ToDoubleSeconds(now - admitted_));
+  // Per token after the first; per output for output without tokens.
+  const int64_t units = output_tokens_ > 1 ? output_tokens_ : outputs_;
+  if (units > 1) {
+    record.set_between_outputs_seconds(absl::ToDoubleSeconds(last_output_ - first_output_) /
+                                       static_cast<double>(units - 1));
+  }
   record.set_finished_unix_ms(absl::ToUnixMillis(now));
   const PlaybackFigures heard = Heard();
   record.set_first_audio_seconds(heard.first_audio_seconds);
@@ -127,12 +136,25 @@ std::string FinishedRequests::AccessLine(const v1::FinishedRequest& record) cons
                                     record.first_audio_seconds() * 1000, record.real_time_factor(),
                                     record.playback_stalls(), record.stalled_seconds() * 1000));
   }
+  bool judged = false;
   for (const auto& [name, outcome] :
        {std::pair<const char*, v1::ObjectiveOutcome>{"first_output_objective",
                                                      record.first_output_objective()},
-        {"first_audio_objective", record.first_audio_objective()}}) {
+        {"first_audio_objective", record.first_audio_objective()},
+        {"between_outputs_objective", record.between_outputs_objective()}}) {
     if (outcome == v1::OBJECTIVE_OUTCOME_NONE) continue;
+    judged = true;
     absl::StrAppend(&line, " ", name, "=", outcome == v1::OBJECTIVE_OUTCOME_MET ? "met" : "missed");
+  }
+  if (judged) {
+    absl::StrAppend(&line, " criticality=", CriticalityName(record.criticality()));
+    if (record.predicted_first_output_seconds() > 0) {
+      absl::StrAppend(&line, absl::StrFormat(" predicted_first_output_ms=%.1f",
+                                             record.predicted_first_output_seconds() * 1000));
+    }
+    if (!record.objective_miss().empty()) {
+      absl::StrAppend(&line, " objective_miss=", LineValue(record.objective_miss()));
+    }
   }
   if (!record.error().empty()) absl::StrAppend(&line, " error=", LineValue(record.error()));
   return line;

@@ -59,6 +59,9 @@ class RequestAccount {
  private:
   absl::Time admitted_;
   absl::Time first_output_ = absl::InfiniteFuture();
+  absl::Time last_output_;
+  // Payloads delivered.
+  int64_t outputs_ = 0;
   int64_t output_tokens_ = 0;
   PlaybackModel playback_;
 };

@@ -65,6 +65,21 @@ TEST(RequestAccountTest, CountsWhatTheClientGotAndWhen) {
   EXPECT_EQ(record.playback_stalls(), 0);
   EXPECT_EQ(record.finished_unix_ms(), absl::ToUnixMillis(end));
   EXPECT_THAT(record.error(), IsEmpty());
+  // 7 tokens from 20 ms to 50 ms: 5 ms between them.
+  EXPECT_DOUBLE_EQ(record.between_outputs_seconds(), 0.005);
+}
+
+TEST(RequestAccountTest, AudioAloneCountsTheTimeBetweenChunks) {
+  RequestAccount account(kAdmitted);
+  account.Delivered(SilentAudio(0.5), kAdmitted + absl::Milliseconds(100));
+  EXPECT_EQ(account.Close(Ended(v1::FINISH_REASON_STOP), kAdmitted + absl::Seconds(1))
+                .between_outputs_seconds(),
+            0);
+  account.Delivered(SilentAudio(0.5), kAdmitted + absl::Milliseconds(300));
+  account.Delivered(SilentAudio(0.5), kAdmitted + absl::Milliseconds(400));
+  EXPECT_DOUBLE_EQ(account.Close(Ended(v1::FINISH_REASON_STOP), kAdmitted + absl::Seconds(1))
+                       .between_outputs_seconds(),
+                   0.15);
 }
 
 TEST(RequestAccountTest, ARequestWithNoOutputHasNoFirstOutputAndAnErrorNamesItsCode) {
@@ -155,8 +170,18 @@ TEST(FinishedRequestsTest, TheLineSaysHowEachObjectiveWent) {
   EXPECT_THAT(finished.AccessLine(record), Not(HasSubstr("objective")));
   record.set_first_output_objective(v1::OBJECTIVE_OUTCOME_MET);
   record.set_first_audio_objective(v1::OBJECTIVE_OUTCOME_MISSED);
+  record.set_criticality(v1::CRITICALITY_STANDARD);
   EXPECT_THAT(finished.AccessLine(record),
-              EndsWith(" first_output_objective=met first_audio_objective=missed"));
+              EndsWith(" first_output_objective=met first_audio_objective=missed "
+                       "criticality=standard"));
+  // With the predictor's figure and why it missed.
+  record.set_between_outputs_objective(v1::OBJECTIVE_OUTCOME_MET);
+  record.set_predicted_first_output_seconds(0.0184);
+  record.set_objective_miss("queued");
+  EXPECT_THAT(finished.AccessLine(record),
+              EndsWith(" first_audio_objective=missed between_outputs_objective=met "
+                       "criticality=standard predicted_first_output_ms=18.4 "
+                       "objective_miss=queued"));
 }
 
 TEST(FinishedRequestsTest, ValuesWithSpacesOrQuotesAreQuotedAndNothingIsLeftOut) {

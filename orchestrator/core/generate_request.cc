@@ -84,7 +84,8 @@ absl::Status CheckObjectives(const PipelineConfig& config, const v1::GenerateReq
   const v1::LatencyObjectives& objectives = request.objectives();
   for (const auto& [name, ms] :
        {std::pair<const char*, uint32_t>{"first_output_ms", objectives.first_output_ms()},
-        {"first_audio_ms", objectives.first_audio_ms()}}) {
+        {"first_audio_ms", objectives.first_audio_ms()},
+        {"between_outputs_ms", objectives.between_outputs_ms()}}) {
     if (ms > kMaxObjectiveMs) {
       const std::string field = absl::StrCat("objectives.", name);
       return AtField(
@@ -92,6 +93,12 @@ absl::Status CheckObjectives(const PipelineConfig& config, const v1::GenerateReq
                                                   kMaxObjectiveMs, " ms an objective may be")),
           field);
     }
+  }
+  if (!v1::Criticality_IsValid(objectives.criticality())) {
+    return AtField(absl::InvalidArgumentError(
+                       absl::StrCat("objectives.criticality: ", objectives.criticality(),
+                                    " is none of CRITICAL (1), STANDARD (2) and SHEDDABLE (3)")),
+                   "objectives.criticality");
   }
   if (objectives.first_audio_ms() > 0 && !GetsAudio(config, request)) {
     return AtField(absl::InvalidArgumentError(

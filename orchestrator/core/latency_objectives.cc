@@ -26,6 +26,15 @@ v1::LatencyObjectives WithDefaults(v1::LatencyObjectives request, const Objectiv
     request.set_first_audio_ms(identity.first_audio_ms > 0 ? identity.first_audio_ms
                                                            : pipeline.first_audio_ms);
   }
+  if (request.between_outputs_ms() == 0) {
+    request.set_between_outputs_ms(identity.between_outputs_ms > 0 ? identity.between_outputs_ms
+                                                                   : pipeline.between_outputs_ms);
+  }
+  for (v1::Criticality fallback :
+       {identity.criticality, pipeline.criticality, v1::CRITICALITY_STANDARD}) {
+    if (request.criticality() != v1::CRITICALITY_UNSPECIFIED) break;
+    request.set_criticality(fallback);
+  }
   return request;
 }
 
@@ -45,6 +54,14 @@ void JudgeObjectives(const v1::LatencyObjectives& objectives, v1::FinishedReques
       objectives.first_output_ms(), record->first_output_seconds(), record->duration_seconds()));
   record->set_first_audio_objective(JudgeObjective(
       objectives.first_audio_ms(), record->first_audio_seconds(), record->duration_seconds()));
+  // Judged once two outputs came; a request that ended sooner had no gaps.
+  if (objectives.between_outputs_ms() > 0 && record->between_outputs_seconds() > 0) {
+    record->set_between_outputs_objective(record->between_outputs_seconds() <=
+                                                  objectives.between_outputs_ms() / 1000.0
+                                              ? v1::OBJECTIVE_OUTCOME_MET
+                                              : v1::OBJECTIVE_OUTCOME_MISSED);
+  }
+  record->set_criticality(objectives.criticality());
 }
 
 }  // namespace omnistage

@@ -22,8 +22,9 @@ namespace omnistage {
 absl::Time ObjectiveDeadline(const v1::LatencyObjectives& objectives, bool wants_audio,
                              absl::Time admitted);
 
-// `request`'s objectives, each it leaves 0 taken from `identity`'s, then
-// `pipeline`'s; the first audio's only for a request that gets audio.
+// `request`'s objectives, each it leaves 0 (unspecified) taken from
+// `identity`'s, then `pipeline`'s; the first audio's only for a request that
+// gets audio; a criticality none of them sets is standard.
 v1::LatencyObjectives WithDefaults(v1::LatencyObjectives request, const ObjectiveDefaults& identity,
                                    const ObjectiveDefaults& pipeline, bool wants_audio);
 
@@ -33,8 +34,8 @@ v1::LatencyObjectives WithDefaults(v1::LatencyObjectives request, const Objectiv
 v1::ObjectiveOutcome JudgeObjective(uint32_t objective_ms, double first_seconds,
                                     double duration_seconds);
 
-// Sets `record`'s outcomes from its first output and audio times and its
-// duration.
+// Sets `record`'s outcomes from its first output and audio times, its mean
+// time between outputs and its duration, and its criticality.
 void JudgeObjectives(const v1::LatencyObjectives& objectives, v1::FinishedRequest* record);
 
 }  // namespace omnistage

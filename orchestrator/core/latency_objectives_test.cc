@@ -42,6 +42,28 @@ TEST(LatencyObjectivesTest, UnsetObjectivesTakeTheIdentitysThenThePipelines) {
   EXPECT_EQ(merged.first_audio_ms(), 0u);
 }
 
+TEST(LatencyObjectivesTest, CriticalityAndGapsTakeDefaultsToo) {
+  ObjectiveDefaults identity;
+  identity.criticality = v1::CRITICALITY_SHEDDABLE;
+  ObjectiveDefaults pipeline;
+  pipeline.between_outputs_ms = 50;
+  pipeline.criticality = v1::CRITICALITY_CRITICAL;
+  v1::LatencyObjectives merged = WithDefaults(Objectives(0, 0), identity, pipeline, false);
+  EXPECT_EQ(merged.criticality(), v1::CRITICALITY_SHEDDABLE);
+  EXPECT_EQ(merged.between_outputs_ms(), 50u);
+  merged = WithDefaults(Objectives(0, 0), ObjectiveDefaults(), pipeline, false);
+  EXPECT_EQ(merged.criticality(), v1::CRITICALITY_CRITICAL);
+  v1::LatencyObjectives asked = Objectives(0, 0);
+  asked.set_criticality(v1::CRITICALITY_STANDARD);
+  asked.set_between_outputs_ms(20);
+  merged = WithDefaults(asked, identity, pipeline, false);
+  EXPECT_EQ(merged.criticality(), v1::CRITICALITY_STANDARD);
+  EXPECT_EQ(merged.between_outputs_ms(), 20u);
+  // None anywhere: standard.
+  merged = WithDefaults(Objectives(0, 0), ObjectiveDefaults(), ObjectiveDefaults(), false);
+  EXPECT_EQ(merged.criticality(), v1::CRITICALITY_STANDARD);
+}
+
 TEST(LatencyObjectivesTest, JudgesEachObjectiveByItsFirstOutput) {
   EXPECT_EQ(JudgeObjective(0, 0.1, 1), v1::OBJECTIVE_OUTCOME_NONE);
   EXPECT_EQ(JudgeObjective(200, 0.2, 1), v1::OBJECTIVE_OUTCOME_MET);
@@ -59,6 +81,26 @@ TEST(LatencyObjectivesTest, FillsTheRecord) {
   JudgeObjectives(Objectives(100, 300), &record);
   EXPECT_EQ(record.first_output_objective(), v1::OBJECTIVE_OUTCOME_MET);
   EXPECT_EQ(record.first_audio_objective(), v1::OBJECTIVE_OUTCOME_MISSED);
+  EXPECT_EQ(record.between_outputs_objective(), v1::OBJECTIVE_OUTCOME_NONE);
+}
+
+TEST(LatencyObjectivesTest, JudgesTheMeanTimeBetweenOutputs) {
+  v1::LatencyObjectives objectives = Objectives(0, 0);
+  objectives.set_between_outputs_ms(40);
+  objectives.set_criticality(v1::CRITICALITY_SHEDDABLE);
+  v1::FinishedRequest record;
+  record.set_first_output_seconds(0.05);
+  record.set_duration_seconds(2);
+  // One output: no gap to judge.
+  JudgeObjectives(objectives, &record);
+  EXPECT_EQ(record.between_outputs_objective(), v1::OBJECTIVE_OUTCOME_NONE);
+  EXPECT_EQ(record.criticality(), v1::CRITICALITY_SHEDDABLE);
+  record.set_between_outputs_seconds(0.04);
+  JudgeObjectives(objectives, &record);
+  EXPECT_EQ(record.between_outputs_objective(), v1::OBJECTIVE_OUTCOME_MET);
+  record.set_between_outputs_seconds(0.041);
+  JudgeObjectives(objectives, &record);
+  EXPECT_EQ(record.between_outputs_objective(), v1::OBJECTIVE_OUTCOME_MISSED);
 }
 
 }  // namespace

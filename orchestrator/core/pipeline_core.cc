@@ -36,6 +36,7 @@ PipelineCore::PipelineCore(PipelineConfig config, std::vector<std::vector<Replic
       scheduler_(scheduler),
       metrics_(&metrics_registry_, StageNames(config_)),
       objective_metrics_(&metrics_registry_),
+      planner_(Parts(), &objective_metrics_),
       finished_(StageNames(config_)),
       table_(scheduler),
       abort_(AbortOptions(), &config_, &pools_, &table_, scheduler, this),
@@ -230,7 +231,16 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   r.trace_id = std::move(trace_id);
   if (!r.trace_id.empty()) r.traceparent = std::move(traceparent);
   Log(LogLevel::kDebug, ContextOf(r), "admitted");
-  if (starts_.MustWait(r)) {
+  const bool waits = starts_.MustWait(r);
+  if (absl::Status predicted = planner_.Admit(
+          r, request.prompt().size(), waits ? static_cast<int>(starts_.order().size()) : -1);
+      !predicted.ok()) {
+    metrics_.QueueRefused("predicted_miss");
+    Log(LogLevel::kDebug, ContextOf(r), absl::StrCat("refused: ", predicted.message()));
+    RefuseCall(r, predicted);
+    return;
+  }
+  if (waits) {
     const int priority = request.has_priority() ? request.priority() : caller.priority;
     if (absl::Status queued =
             starts_.Add(r, std::move(*request.mutable_prompt()), priority, caller.weight);

@@ -12,6 +12,7 @@
 //   Failover            what a request keeps to resume on another replica;
 //   StreamedInput       a GenerateDuplex request's input;
 //   DeadlineRelay       its listener's playback deadline, to its stages;
+//   ObjectivePlanner    its latency objectives' predictions and decisions;
 //   AbortCoordinator    every stop: client Abort, cancel, drain, leftovers;
 //   DemandSampler       the stages' autoscaling signals, and going idle;
 //   generate_request    what a Generate request may ask, and what it becomes.
@@ -44,6 +45,7 @@
 #include "orchestrator/core/failover.h"
 #include "orchestrator/core/finished_requests.h"
 #include "orchestrator/core/objective_metrics.h"
+#include "orchestrator/core/objective_planner.h"
 #include "orchestrator/core/pipeline_metrics.h"
 #include "orchestrator/core/rate_limiter.h"
 #include "orchestrator/core/request_table.h"
@@ -196,6 +198,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   MetricsRegistry metrics_registry_;
   PipelineMetrics metrics_;
   ObjectiveMetrics objective_metrics_;
+  ObjectivePlanner planner_;
   // The most recent finished requests, and their access lines.
   FinishedRequests finished_;
   std::vector<std::shared_ptr<StagePool>> pools_;

@@ -38,6 +38,7 @@ void PipelineCore::EndRequests(
     if (r->queued) starts_.Remove(id);
     v1::Terminal terminal = terminal_for(*r);
     v1::FinishedRequest record = RecordOf(*r, terminal);
+    planner_.Judge(*r, &record);
     metrics_.Heard(r->account.Heard());
     objective_metrics_.Ended(record);
     stage_audio_.Ended(*r, terminal);

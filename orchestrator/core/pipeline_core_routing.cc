@@ -43,8 +43,9 @@ std::optional<v1::Error> PipelineCore::StartStage(InFlightRequest& r, int stage,
   add.set_input_complete(complete);
   *add.mutable_params() = r.params[stage];
   add.set_traceparent(r.traceparent);
-  SubmitResult sent =
-      pools_[stage]->Submit(&add, nullptr, PickContext{r.session_key, nullptr, scheduler_->Now()});
+  SubmitResult sent = pools_[stage]->Submit(
+      &add, nullptr,
+      PickContext{r.session_key, nullptr, scheduler_->Now(), planner_.Avoid(r, stage)});
   // The request was bound to none of the lost replicas when they were evicted.
   std::string lost_reason;
   for (const ReplicaLoss& loss : sent.lost) {
@@ -56,6 +57,7 @@ std::optional<v1::Error> PipelineCore::StartStage(InFlightRequest& r, int stage,
     r.stages[stage].started = true;
     r.stages[stage].replica = sent.replica;
     r.stages[stage].sent_at = scheduler_->Now();
+    planner_.Started(r, stage);
     Log(LogLevel::kDebug, ContextOf(r, stage, sent.replica), "sent to the stage");
     return std::nullopt;
   }
@@ -106,6 +108,7 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
     FailRequests({id}, *differs);
     return;
   }
+  planner_.Output(r, stage, replica, output);
   for (const v1::Payload& p : output.payloads()) r.stages[stage].produced += StageAudio::Units(p);
   if (r.to_client[stage] && output.payloads_size() > 0) {
     std::vector<v1::OutputChunk> chunks;

@@ -28,8 +28,8 @@ constexpr const char* kFailoverOutcomes[] = {
 constexpr const char* kPickReasons[] = {"round_robin", "least_loaded", "session",
                                         "prefix",      "no_match",     "balance"};
 // Why the admission queue refused or ended a request (QueueRefused()).
-constexpr const char* kQueueRefusalReasons[] = {"full", "shed", "expired", "draining",
-                                                "rate_limited"};
+constexpr const char* kQueueRefusalReasons[] = {"full",     "shed",         "expired",
+                                                "draining", "rate_limited", "predicted_miss"};
 // Why a GenerateDuplex request's input ended it (InputRefused()).
 constexpr const char* kInputRefusalReasons[] = {"malformed", "chunk_too_large", "too_much",
                                                 "after_last", "idle"};
@@ -139,8 +139,9 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
       queue_refusals_(registry->AddCounter(
           "omnistage_admission_refusals_total",
           "Requests the admission queue refused or ended: full (the call failed), shed (for a "
-          "higher priority), expired (limits.max_queue_ms), draining, or rate_limited (the "
-          "identity's rates in the tokens file; the call failed).",
+          "higher priority), expired (limits.max_queue_ms), draining, rate_limited (the "
+          "identity's rates in the tokens file; the call failed), or predicted_miss (a "
+          "sheddable request predicted to miss its latency objective; the call failed).",
           {"reason"})),
       duplex_(registry
                   ->AddCounter("omnistage_duplex_requests_total",

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/scheduler.h"
 #include "orchestrator/core/finished_requests.h"
+#include "orchestrator/core/latency_predictor.h"
 #include "orchestrator/core/replay.h"
 #include "orchestrator/core/response_sink.h"
 #include "protos/common.pb.h"
@@ -38,6 +39,32 @@ struct StageProgress {
   std::vector<v1::Payload> pending_input;
   // Its output so far, in its kind's units (stage_audio.h).
   double produced = 0;
+  // For the latency predictor (objective_planner.h): the replica and the
+  // features it started with, its lead there as predicted then (-1:
+  // unknown), and when its first output and its end came.
+  int lead_replica = -1;
+  LeadFeatures lead_features;
+  double predicted_first_output = -1;
+  double predicted_done = -1;
+  absl::Time first_output_at = absl::InfiniteFuture();
+  absl::Time done_at = absl::InfiniteFuture();
+};
+
+// What the latency predictor said of a request at admission
+// (objective_planner.h), and what it learned of its wait.
+struct RequestForecast {
+  // Its prompt's size, in thousands of bytes.
+  double prompt_kbytes = 0;
+  // The requests waiting in the admission queue when it joined them; -1: it
+  // did not wait.
+  int ahead = -1;
+  // Its wait in the admission queue, predicted (-1: unknown) and actual (-1:
+  // it has not left yet).
+  double wait = -1;
+  double waited = -1;
+  // Seconds from admission to its first output and first audio; 0: unknown.
+  double first_output = 0;
+  double first_audio = 0;
 };
 
 // A worker output that arrived while an abort of its request was running.
@@ -89,8 +116,10 @@ struct InFlightRequest {
   std::vector<StageProgress> stages;
   // A final-output audio stage streams to its client.
   bool wants_audio = false;
-  // Its latency objectives (latency_objectives.h).
+  // Its latency objectives (latency_objectives.h), and what the latency
+  // predictor said of it.
   v1::LatencyObjectives objectives;
+  RequestForecast forecast;
   // The last stage this request needs.
   int last_stage = 0;
   // What the client-facing stages produced, for an abort's partial output.

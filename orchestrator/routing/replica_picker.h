@@ -30,6 +30,10 @@ struct PickContext {
   std::string session;
   const google::protobuf::RepeatedPtrField<v1::Payload>* input = nullptr;
   absl::Time now = absl::InfinitePast();
+  // Replicas predicted to make the request miss its latency objective: left
+  // out of the pick while another live one is not (session and prefix
+  // included).
+  std::vector<int> avoid = {};
 };
 
 // How one unbound request was placed (metrics and logs): `why` is

@@ -369,9 +369,18 @@ void StagePool::CallUtility(const std::string& name, const google::protobuf::Lis
 absl::StatusOr<int> StagePool::Pick(const std::string& request_id, const PickContext& context) {
   auto it = bindings_.find(request_id);
   if (it != bindings_.end() && alive(it->second.replica)) return it->second.replica;
-  const std::vector<int> live = LiveReplicas();
+  std::vector<int> live = LiveReplicas();
   if (live.empty()) {
     return absl::UnavailableError(absl::StrCat("stage ", stage_id_, " has no live replica"));
+  }
+  if (!context.avoid.empty()) {
+    std::vector<int> kept;
+    for (int replica : live) {
+      if (std::find(context.avoid.begin(), context.avoid.end(), replica) == context.avoid.end()) {
+        kept.push_back(replica);
+      }
+    }
+    if (!kept.empty()) live = std::move(kept);
   }
   const PickDecision decision = picker_.Choose(live, states_, context);
   const int replica = decision.replica;

@@ -11,6 +11,8 @@
 //   (prefix_pick.h, from the pool's PrefixIndex). A request with a session key
 //   (PickContext) goes to the replica of its session's last request while that
 //   one is live and has a free slot, whatever the policy (session_affinity.h).
+//   Replicas the context says to avoid (predicted to miss the request's
+//   latency objective) are left out first, unless that leaves none.
 // - Bound(rid) is read-only; Release(rid) tolerates unknown ids.
 // - Evict(replica): mark dead, drop and return its bindings; never picked again
 //   until Revive() (a new incarnation, with no bindings).

@@ -85,13 +85,16 @@ TEST_F(TokenFileTest, GivesEachIdentityItsRates) {
 }
 
 TEST_F(TokenFileTest, GivesEachIdentityItsObjectives) {
-  Write(Tokens(Entry("alice", "user", kAlice) +
-               "    objectives: {first_output_ms: 500, first_audio_ms: 900}\n" +
-               Entry("ops", "admin", kOps)));
+  Write(Tokens(
+      Entry("alice", "user", kAlice) +
+      "    objectives: {first_output_ms: 500, first_audio_ms: 900, criticality: critical}\n" +
+      Entry("ops", "admin", kOps)));
   absl::StatusOr<std::unique_ptr<TokenFile>> file = TokenFile::Load(path_);
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ((*file)->Find(kAlice)->objectives.first_output_ms, 500u);
   EXPECT_EQ((*file)->Find(kAlice)->objectives.first_audio_ms, 900u);
+  EXPECT_EQ((*file)->Find(kAlice)->objectives.criticality, v1::CRITICALITY_CRITICAL);
+  EXPECT_EQ((*file)->Find(kOps)->objectives.criticality, v1::CRITICALITY_UNSPECIFIED);
   EXPECT_EQ((*file)->Find(kOps)->objectives.first_output_ms, 0u);
   EXPECT_EQ(
       LoadError(Tokens(Entry("a", "user", kAlice) + "    objectives: {first_output_ms: -1}\n"))
@@ -102,7 +105,7 @@ TEST_F(TokenFileTest, GivesEachIdentityItsObjectives) {
   EXPECT_EQ(LoadError(Tokens(Entry("a", "user", kAlice) + "    objectives: {ttft: 5}\n")).message(),
             path_ +
                 ": tokens[0].objectives.ttft: unknown key (known: first_output_ms, "
-                "first_audio_ms)");
+                "first_audio_ms, between_outputs_ms, criticality)");
 }
 
 TEST_F(TokenFileTest, RefusesPrioritiesAndWeightsOutOfRange) {

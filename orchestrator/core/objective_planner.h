@@ -1,0 +1,86 @@
+// ObjectivePlanner: what requests' latency objectives decide, from the
+// latency predictor (latency_predictor.h; docs/architecture.md, "Latency
+// objectives"):
+// - at admission, each objective's time predicted (the admission queue's
+//   wait, then each stage's lead on its best live replica up to the stage
+//   that gives that output), and a sheddable request predicted to miss one
+//   refused at once (RESOURCE_EXHAUSTED with a retry hint);
+// - at a pick, the replicas predicted to miss the request's deadlines
+//   (avoided while another is not);
+// - as the request runs, what the predictor learns: its wait, each stage's
+//   leads on the replica it ran on;
+// - as it ends, the prediction in its record, the prediction's error, and
+//   why each objective it missed was missed ("predicted", "queued",
+//   "slow_replica", "mispredicted", "unpredicted").
+//
+//   if (absl::Status s = planner.Admit(r, ahead); !s.ok()) ... refuse
+//   context.avoid = planner.Avoid(r, stage);
+//   planner.Started(r, stage);                 // after the send
+//   planner.Output(r, stage, replica, output); // each output
+//   planner.Judge(r, &record);                 // after JudgeObjectives
+//
+// Not thread-safe: owned by the orchestrator's loop.
+#ifndef OMNISTAGE_ORCHESTRATOR_CORE_OBJECTIVE_PLANNER_H_
+#define OMNISTAGE_ORCHESTRATOR_CORE_OBJECTIVE_PLANNER_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "orchestrator/core/core_parts.h"
+#include "orchestrator/core/latency_predictor.h"
+#include "orchestrator/core/objective_metrics.h"
+#include "orchestrator/core/request_table.h"
+#include "protos/orchestrator.pb.h"
+#include "protos/stage_worker.pb.h"
+
+namespace omnistage {
+
+class ObjectivePlanner {
+ public:
+  // `metrics` (not owned) counts the prediction errors and misses.
+  ObjectivePlanner(CoreParts core, ObjectiveMetrics* metrics);
+
+  // Predicts `r`'s objectives (its forecast) as it is admitted with a prompt
+  // of `prompt_bytes`, finding `ahead` requests in the admission queue (-1:
+  // it starts at once). RESOURCE_EXHAUSTED (with a retry hint) for a
+  // sheddable request predicted to miss one.
+  absl::Status Admit(InFlightRequest& r, size_t prompt_bytes, int ahead);
+  // The live replicas of `stage` predicted to make `r` miss a deadline; empty
+  // when none is, or every one is.
+  std::vector<int> Avoid(const InFlightRequest& r, int stage) const;
+  // `r` was sent to `stage` (on r.stages[stage].replica).
+  void Started(InFlightRequest& r, int stage);
+  // `output` of `r` came from `replica` of `stage`.
+  void Output(InFlightRequest& r, int stage, int replica, const v1::RequestOutput& output);
+  // Sets `record`'s prediction and why it missed (after JudgeObjectives), and
+  // counts both.
+  void Judge(const InFlightRequest& r, v1::FinishedRequest* record);
+
+  const LatencyPredictor& predictor() const { return predictor_; }
+
+ private:
+  using Lead = LatencyPredictor::Lead;
+
+  // The first stage that streams to `r`'s client (its audio: the first audio
+  // one); -1: none.
+  int Target(const InFlightRequest& r, bool audio) const;
+  // Which lead of `stage` a request waits for on its way to `target`.
+  Lead LeadKind(int stage, int target) const;
+  LeadFeatures FeaturesOn(const InFlightRequest& r, int stage, int replica) const;
+  // From the start of `from` to `target`'s first output, each stage on its
+  // best live replica; nullopt when a model is not known yet.
+  std::optional<double> PathSeconds(const InFlightRequest& r, int from, int target) const;
+  // Why `r` missed an objective whose output comes from `target`.
+  std::string MissReason(const InFlightRequest& r, double predicted, uint32_t objective_ms,
+                         int target) const;
+
+  CoreParts core_;
+  ObjectiveMetrics* const metrics_;
+  LatencyPredictor predictor_;
+};
+
+}  // namespace omnistage
+
+#endif  // OMNISTAGE_ORCHESTRATOR_CORE_OBJECTIVE_PLANNER_H_
