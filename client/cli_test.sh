@@ -67,8 +67,15 @@ grep -q -- '--session_key: at most 256 bytes, got 257' "$out/longsession" ||
 # Latency objectives: one the orchestrator takes, one it refuses naming the
 # field.
 "$omni" generate "$server" --prompt="Short" --modalities=text --extra=0:sentences=1 \
-  --first_output_ms=60000 >/dev/null 2>"$out/objective" ||
-  fail "--first_output_ms: $(cat "$out/objective")"
+  --first_output_ms=60000 --between_outputs_ms=60000 --criticality=critical >/dev/null \
+  2>"$out/objective" || fail "--first_output_ms: $(cat "$out/objective")"
+set +e
+"$omni" generate "$server" --prompt="Short" --criticality=urgent >/dev/null 2>"$out/criticality"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "--criticality=urgent: exit code $rc: $(cat "$out/criticality")"
+grep -q -- '--criticality: expected critical, standard or sheddable' "$out/criticality" ||
+  fail "--criticality message: $(cat "$out/criticality")"
 set +e
 "$omni" generate "$server" --prompt="Short" --first_output_ms=600001 >/dev/null \
   2>"$out/longobjective"

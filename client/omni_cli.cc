@@ -43,6 +43,7 @@
 #include "client/proto_json.h"
 #include "client/speak.h"
 #include "client/status_command.h"
+#include "common/criticality.h"
 #include "common/flags_usage.h"
 #include "common/grpc/grpc_log.h"
 #include "common/grpc/tls.h"
@@ -89,6 +90,12 @@ ABSL_FLAG(int, first_output_ms, 0,
 ABSL_FLAG(int, first_audio_ms, 0,
           "generate: the latency objective for the first audio, in ms from admission (0: none, "
           "or the identity's or pipeline's)");
+ABSL_FLAG(int, between_outputs_ms, 0,
+          "generate: the latency objective for the mean time between outputs after the first, "
+          "in ms (0: none, or the identity's or pipeline's)");
+ABSL_FLAG(std::string, criticality, "",
+          "generate: critical, standard or sheddable (a sheddable request predicted to miss its "
+          "objective is refused at once); empty: the identity's or pipeline's, else standard");
 ABSL_FLAG(bool, disable_failover, false,
           "generate: the request does not fail over: a replica that dies fails it, also on a "
           "stage with failover on");
@@ -185,7 +192,8 @@ int BuildRequest(v1::GenerateRequest* out) {
   // Checked by the orchestrator (INVALID_ARGUMENT naming the field).
   for (const auto& [name, ms] :
        {std::pair<const char*, int>{"first_output_ms", absl::GetFlag(FLAGS_first_output_ms)},
-        {"first_audio_ms", absl::GetFlag(FLAGS_first_audio_ms)}}) {
+        {"first_audio_ms", absl::GetFlag(FLAGS_first_audio_ms)},
+        {"between_outputs_ms", absl::GetFlag(FLAGS_between_outputs_ms)}}) {
     if (ms < 0) {
       std::cerr << "omni: --" << name << ": not a number of milliseconds: " << ms << "\n";
       return kUsage;
@@ -196,6 +204,18 @@ int BuildRequest(v1::GenerateRequest* out) {
   }
   if (absl::GetFlag(FLAGS_first_audio_ms) > 0) {
     request.mutable_objectives()->set_first_audio_ms(absl::GetFlag(FLAGS_first_audio_ms));
+  }
+  if (absl::GetFlag(FLAGS_between_outputs_ms) > 0) {
+    request.mutable_objectives()->set_between_outputs_ms(absl::GetFlag(FLAGS_between_outputs_ms));
+  }
+  if (const std::string name = absl::GetFlag(FLAGS_criticality); !name.empty()) {
+    std::optional<v1::Criticality> criticality = ParseCriticality(name);
+    if (!criticality.has_value()) {
+      std::cerr << "omni: --criticality: expected critical, standard or sheddable, got '" << name
+                << "'\n";
+      return kUsage;
+    }
+    request.mutable_objectives()->set_criticality(*criticality);
   }
   request.set_disable_failover(absl::GetFlag(FLAGS_disable_failover));
   request.set_session_key(absl::GetFlag(FLAGS_session_key));

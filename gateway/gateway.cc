@@ -164,9 +164,10 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
     parsed = ParseChatRequest(exchange->body(), options_.model, session);
   }
   if (std::holds_alternative<ChatRequest>(parsed)) {
-    if (std::optional<ApiError> error =
-            ReadObjectiveHeaders(exchange->Header(kSloTtftHeader), exchange->Header(kSloTtfaHeader),
-                                 &std::get<ChatRequest>(parsed).generate)) {
+    if (std::optional<ApiError> error = ReadObjectiveHeaders(
+            {exchange->Header(kSloTtftHeader), exchange->Header(kSloTpotHeader),
+             exchange->Header(kSloTtfaHeader), exchange->Header(kSloCriticalityHeader)},
+            &std::get<ChatRequest>(parsed).generate)) {
       parsed = *error;
     }
   }

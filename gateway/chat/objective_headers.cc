@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/criticality.h"
 #include "common/limits.h"
 
 namespace omnistage {
@@ -33,14 +34,32 @@ std::optional<ApiError> ReadMs(const char* header, const std::string& value, uin
 
 }  // namespace
 
-std::optional<ApiError> ReadObjectiveHeaders(const std::string& ttft_ms, const std::string& ttfa_ms,
+std::optional<ApiError> ReadObjectiveHeaders(const ObjectiveHeaderValues& values,
                                              v1::GenerateRequest* request) {
   uint32_t first_output = 0;
+  uint32_t between_outputs = 0;
   uint32_t first_audio = 0;
-  if (auto error = ReadMs(kSloTtftHeader, ttft_ms, &first_output)) return error;
-  if (auto error = ReadMs(kSloTtfaHeader, ttfa_ms, &first_audio)) return error;
+  if (auto error = ReadMs(kSloTtftHeader, values.ttft_ms, &first_output)) return error;
+  if (auto error = ReadMs(kSloTpotHeader, values.tpot_ms, &between_outputs)) return error;
+  if (auto error = ReadMs(kSloTtfaHeader, values.ttfa_ms, &first_audio)) return error;
+  std::optional<v1::Criticality> criticality;
+  if (!values.criticality.empty()) {
+    criticality = ParseCriticality(values.criticality);
+    if (!criticality.has_value()) {
+      return InvalidRequest(
+          kSloCriticalityHeader,
+          absl::StrCat("Invalid '", kSloCriticalityHeader,
+                       "' header: expected critical, standard or sheddable, got '",
+                       values.criticality.size() > 32 ? values.criticality.substr(0, 32) + "..."
+                                                      : values.criticality,
+                       "'."),
+          "invalid_value");
+    }
+  }
   if (first_output > 0) request->mutable_objectives()->set_first_output_ms(first_output);
+  if (between_outputs > 0) request->mutable_objectives()->set_between_outputs_ms(between_outputs);
   if (first_audio > 0) request->mutable_objectives()->set_first_audio_ms(first_audio);
+  if (criticality.has_value()) request->mutable_objectives()->set_criticality(*criticality);
   return std::nullopt;
 }
 
