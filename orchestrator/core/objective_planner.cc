@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "common/error_proto.h"
 #include "common/retry_hint.h"
 
 namespace omnistage {
@@ -97,6 +98,27 @@ absl::Status ObjectivePlanner::Admit(InFlightRequest& r, size_t prompt_bytes, in
         std::max(absl::Seconds(1), absl::Seconds(wait)));
   }
   return absl::OkStatus();
+}
+
+std::optional<v1::Error> ObjectivePlanner::ShedAtStart(const InFlightRequest& r) const {
+  if (r.objectives.criticality() != v1::CRITICALITY_SHEDDABLE) return std::nullopt;
+  const absl::Time now = core_.scheduler->Now();
+  for (const auto& [name, ms, audio] : {std::tuple<const char*, uint32_t, bool>{
+                                            "first output", r.objectives.first_output_ms(), false},
+                                        {"first audio", r.objectives.first_audio_ms(), true}}) {
+    if (ms == 0 || (audio && !r.wants_audio)) continue;
+    const int target = Target(r, audio);
+    std::optional<double> path = target < 0 ? std::nullopt : PathSeconds(r, 0, target);
+    const absl::Time deadline = r.account.admitted() + absl::Milliseconds(ms);
+    if (!path.has_value() || now + absl::Seconds(*path) <= deadline) continue;
+    return ErrorProto(RetryLater(
+        absl::StatusCode::kResourceExhausted,
+        absl::StrFormat("waited %.0f ms in the admission queue and is now predicted to miss its "
+                        "%s objective (%u ms): a sheddable request ends rather than run late",
+                        absl::ToDoubleMilliseconds(now - r.account.admitted()), name, ms),
+        absl::Seconds(1)));
+  }
+  return std::nullopt;
 }
 
 std::vector<int> ObjectivePlanner::Avoid(const InFlightRequest& r, int stage) const {

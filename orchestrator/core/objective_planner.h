@@ -4,7 +4,8 @@
 // - at admission, each objective's time predicted (the admission queue's
 //   wait, then each stage's lead on its best live replica up to the stage
 //   that gives that output), and a sheddable request predicted to miss one
-//   refused at once (RESOURCE_EXHAUSTED with a retry hint);
+//   refused at once (RESOURCE_EXHAUSTED with a retry hint), and one that
+//   waited in the queue until it would miss ended as it leaves;
 // - at a pick, the replicas predicted to miss the request's deadlines
 //   (avoided while another is not);
 // - as the request runs, what the predictor learns: its wait, each stage's
@@ -14,6 +15,7 @@
 //   "slow_replica", "mispredicted", "unpredicted").
 //
 //   if (absl::Status s = planner.Admit(r, ahead); !s.ok()) ... refuse
+//   if (auto shed = planner.ShedAtStart(r)) ... end it (out of the queue)
 //   context.avoid = planner.Avoid(r, stage);
 //   planner.Started(r, stage);                 // after the send
 //   planner.Output(r, stage, replica, output); // each output
@@ -47,6 +49,9 @@ class ObjectivePlanner {
   // it starts at once). RESOURCE_EXHAUSTED (with a retry hint) for a
   // sheddable request predicted to miss one.
   absl::Status Admit(InFlightRequest& r, size_t prompt_bytes, int ahead);
+  // As `r` leaves the admission queue: for a sheddable request now predicted
+  // to miss an objective, the error that ends it instead of starting it.
+  std::optional<v1::Error> ShedAtStart(const InFlightRequest& r) const;
   // The live replicas of `stage` predicted to make `r` miss a deadline; empty
   // when none is, or every one is.
   std::vector<int> Avoid(const InFlightRequest& r, int stage) const;

@@ -45,6 +45,10 @@ PipelineCore::PipelineCore(PipelineConfig config, std::vector<std::vector<Replic
       stage_audio_(Parts()),
       deadlines_(Parts()),
       starts_(Parts(), {[this](InFlightRequest& r) -> std::optional<v1::Error> {
+                          if (std::optional<v1::Error> shed = planner_.ShedAtStart(r)) {
+                            metrics_.QueueRefused("predicted_miss");
+                            return shed;
+                          }
                           std::optional<v1::Error> error =
                               StartFirstStage(r, std::move(r.queued_prompt));
                           if (!error.has_value()) ArmIdleTimer(r);

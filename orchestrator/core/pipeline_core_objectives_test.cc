@@ -176,6 +176,34 @@ TEST_F(PipelineCoreObjectivesTest, AWaitLongerThanPredictedIsTheQueuesDoing) {
                                    "reason=\"queued\"} 1\n"));
 }
 
+// A sheddable request that waited in the queue until it would miss ends as
+// it leaves, without running; a standard one behind it runs.
+TEST_F(PipelineCoreObjectivesTest, ASheddableRequestThatWaitedTooLongEndsAsItLeaves) {
+  BuildOne();
+  v1::StepOutputs report;
+  report.mutable_load()->set_requests(9);
+  core().OnStepOutputs(0, 0, report);
+  for (const char* id : {"a", "b", "c"}) Run(id, kLead);
+  Gen("blocker");
+  // Nothing known of the queue's wait: both are admitted.
+  auto shed = GenWith("shed", 300, v1::CRITICALITY_SHEDDABLE);
+  auto kept = GenWith("kept", 300, v1::CRITICALITY_STANDARD);
+  EXPECT_EQ(shed->fail_count(), 0);
+  scheduler_.AdvanceBy(absl::Milliseconds(250));
+  Done(0, 0, "blocker", {Text("ok")});
+  EXPECT_EQ(SentTo("shed"), -1);
+  EXPECT_EQ(SentTo("kept"), 0);
+  EXPECT_EQ(shed->terminal().finish_reason(), v1::FINISH_REASON_ERROR);
+  EXPECT_EQ(shed->terminal().error().code(),
+            static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(shed->terminal().error().message(),
+              HasSubstr("waited 250 ms in the admission queue and is now predicted to miss its "
+                        "first output objective (300 ms)"));
+  Done(0, 0, "kept", {Text("late")});
+  EXPECT_THAT(Metrics(),
+              HasSubstr("omnistage_admission_refusals_total{reason=\"predicted_miss\"} 1\n"));
+}
+
 // Replica 1 is three times slower: a request whose deadline it would miss
 // goes to replica 0 whatever the rotation says; one without an objective
 // still goes round. A replica far slower than its prediction is blamed.

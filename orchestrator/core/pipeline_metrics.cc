@@ -141,7 +141,8 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
           "Requests the admission queue refused or ended: full (the call failed), shed (for a "
           "higher priority), expired (limits.max_queue_ms), draining, rate_limited (the "
           "identity's rates in the tokens file; the call failed), or predicted_miss (a "
-          "sheddable request predicted to miss its latency objective; the call failed).",
+          "sheddable request predicted to miss its latency objective: the call failed, or it "
+          "ended as it left the queue).",
           {"reason"})),
       duplex_(registry
                   ->AddCounter("omnistage_duplex_requests_total",
