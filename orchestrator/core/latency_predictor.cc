@@ -11,14 +11,21 @@ std::vector<double> LeadX(const LeadFeatures& features) {
 
 }  // namespace
 
-std::optional<double> LatencyPredictor::PredictWait(int ahead) const {
-  if (!wait_.has_value() || wait_->samples() < kMinSamples) return std::nullopt;
-  return wait_->Predict({1.0, static_cast<double>(ahead)});
+std::optional<double> LatencyPredictor::PredictWait(int ahead, double estimate) const {
+  if (estimate >= 0 && wait_by_estimate_.has_value() &&
+      wait_by_estimate_->samples() >= kMinSamples) {
+    return wait_by_estimate_->Predict({1.0, estimate});
+  }
+  if (!wait_by_ahead_.has_value() || wait_by_ahead_->samples() < kMinSamples) return std::nullopt;
+  return wait_by_ahead_->Predict({1.0, static_cast<double>(ahead)});
 }
 
-void LatencyPredictor::LearnWait(int ahead, double seconds) {
-  if (!wait_.has_value()) wait_.emplace(2);
-  wait_->Learn({1.0, static_cast<double>(ahead)}, seconds);
+void LatencyPredictor::LearnWait(int ahead, double estimate, double seconds) {
+  if (!wait_by_ahead_.has_value()) wait_by_ahead_.emplace(2);
+  wait_by_ahead_->Learn({1.0, static_cast<double>(ahead)}, seconds);
+  if (estimate < 0) return;
+  if (!wait_by_estimate_.has_value()) wait_by_estimate_.emplace(2);
+  wait_by_estimate_->Learn({1.0, estimate}, seconds);
 }
 
 std::optional<double> LatencyPredictor::PredictLead(int stage, int replica, Lead lead,

@@ -2,7 +2,9 @@
 // from what the orchestrator observes (docs/architecture.md, "Latency
 // objectives"), one model per part:
 // - the admission queue: the wait of a request that found `ahead` requests
-//   waiting;
+//   to leave before it, and, where the caller could estimate it from the
+//   requests running on stage 0 (their predicted ends), that estimate: the
+//   model corrects the estimate's bias;
 // - per stage and replica, a stage's lead: from the request's start there to
 //   its first output (what the next stage streams from, or the client
 //   gets), and to its end (what an on_finish next stage waits for), by the
@@ -38,9 +40,10 @@ class LatencyPredictor {
   static constexpr int kMinSamples = 3;
   enum class Lead { kFirstOutput, kDone };
 
-  // The admission queue's wait for a request that finds `ahead` waiting.
-  std::optional<double> PredictWait(int ahead) const;
-  void LearnWait(int ahead, double seconds);
+  // The admission queue's wait for a request that finds `ahead` to leave
+  // before it, with the caller's `estimate` (negative: none).
+  std::optional<double> PredictWait(int ahead, double estimate) const;
+  void LearnWait(int ahead, double estimate, double seconds);
 
   // Stage `stage`'s lead on replica `replica`.
   std::optional<double> PredictLead(int stage, int replica, Lead lead,
@@ -48,7 +51,8 @@ class LatencyPredictor {
   void LearnLead(int stage, int replica, Lead lead, const LeadFeatures& features, double seconds);
 
  private:
-  std::optional<OnlineRegression> wait_;
+  std::optional<OnlineRegression> wait_by_ahead_;
+  std::optional<OnlineRegression> wait_by_estimate_;
   std::map<std::tuple<int, int, Lead>, OnlineRegression> leads_;
 };
 

@@ -44,6 +44,25 @@ LeadFeatures ObjectivePlanner::FeaturesOn(const InFlightRequest& r, int stage, i
                       r.forecast.prompt_kbytes};
 }
 
+double ObjectivePlanner::EstimateWait(int ahead) const {
+  const absl::Time now = core_.scheduler->Now();
+  std::vector<double> remaining;
+  double runs = 0;
+  core_.table->ForEach([&](const InFlightRequest& q) {
+    if (q.stages.empty()) return;
+    const StageProgress& first = q.stages[0];
+    if (!first.started || first.finished || first.predicted_done < 0) return;
+    remaining.push_back(
+        std::max(0.0, first.predicted_done - absl::ToDoubleSeconds(now - first.sent_at)));
+    runs += first.predicted_done;
+  });
+  if (remaining.empty()) return -1;
+  std::sort(remaining.begin(), remaining.end());
+  const size_t n = remaining.size();
+  const size_t k = static_cast<size_t>(std::max(ahead, 0));
+  return remaining[k % n] + static_cast<double>(k / n) * (runs / static_cast<double>(n));
+}
+
 std::optional<double> ObjectivePlanner::PathSeconds(const InFlightRequest& r, int from,
                                                     int target) const {
   double total = 0;
@@ -70,7 +89,8 @@ absl::Status ObjectivePlanner::Admit(InFlightRequest& r, size_t prompt_bytes, in
   if (objectives.first_output_ms() == 0 && !audio_objective) return absl::OkStatus();
   double wait = 0;
   if (ahead >= 0) {
-    std::optional<double> predicted = predictor_.PredictWait(ahead);
+    forecast.wait_estimate = EstimateWait(ahead);
+    std::optional<double> predicted = predictor_.PredictWait(ahead, forecast.wait_estimate);
     if (!predicted.has_value()) return absl::OkStatus();
     wait = *predicted;
   }
@@ -155,7 +175,7 @@ void ObjectivePlanner::Started(InFlightRequest& r, int stage) {
     if (forecast.ahead >= 0) {
       if (forecast.wait >= 0)
         metrics_->PredictionError("queue_wait", "", forecast.wait, forecast.waited);
-      predictor_.LearnWait(forecast.ahead, forecast.waited);
+      predictor_.LearnWait(forecast.ahead, forecast.wait_estimate, forecast.waited);
     }
   }
   StageProgress& progress = r.stages[stage];

@@ -45,8 +45,8 @@ class ObjectivePlanner {
   ObjectivePlanner(CoreParts core, ObjectiveMetrics* metrics);
 
   // Predicts `r`'s objectives (its forecast) as it is admitted with a prompt
-  // of `prompt_bytes`, finding `ahead` requests in the admission queue (-1:
-  // it starts at once). RESOURCE_EXHAUSTED (with a retry hint) for a
+  // of `prompt_bytes`, finding `ahead` requests in the admission queue due
+  // to leave before it (-1: it starts at once). RESOURCE_EXHAUSTED (with a retry hint) for a
   // sheddable request predicted to miss one.
   absl::Status Admit(InFlightRequest& r, size_t prompt_bytes, int ahead);
   // As `r` leaves the admission queue: for a sheddable request now predicted
@@ -74,6 +74,10 @@ class ObjectivePlanner {
   // Which lead of `stage` a request waits for on its way to `target`.
   Lead LeadKind(int stage, int target) const;
   LeadFeatures FeaturesOn(const InFlightRequest& r, int stage, int replica) const;
+  // How long a request with `ahead` before it waits for a slot on stage 0, as
+  // the requests running there end when predicted (each slot taken again by
+  // the next in line for a mean run); -1 when none has a prediction.
+  double EstimateWait(int ahead) const;
   // From the start of `from` to `target`'s first output, each stage on its
   // best live replica; nullopt when a model is not known yet.
   std::optional<double> PathSeconds(const InFlightRequest& r, int from, int target) const;

@@ -47,6 +47,7 @@ PipelineCore::PipelineCore(PipelineConfig config, std::vector<std::vector<Replic
       starts_(Parts(), {[this](InFlightRequest& r) -> std::optional<v1::Error> {
                           if (std::optional<v1::Error> shed = planner_.ShedAtStart(r)) {
                             metrics_.QueueRefused("predicted_miss");
+                            objective_metrics_.Shed();
                             return shed;
                           }
                           std::optional<v1::Error> error =
@@ -236,16 +237,24 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   if (!r.trace_id.empty()) r.traceparent = std::move(traceparent);
   Log(LogLevel::kDebug, ContextOf(r), "admitted");
   const bool waits = starts_.MustWait(r);
-  if (absl::Status predicted = planner_.Admit(
-          r, request.prompt().size(), waits ? static_cast<int>(starts_.order().size()) : -1);
-      !predicted.ok()) {
+  const int priority = request.has_priority() ? request.priority() : caller.priority;
+  // The requests due to leave the queue before it: those of its priority or
+  // higher.
+  int ahead = -1;
+  if (waits) {
+    ahead = 0;
+    for (int p = priority; p <= kMaxPriority; ++p) {
+      ahead += static_cast<int>(starts_.order().CountAt(p));
+    }
+  }
+  if (absl::Status predicted = planner_.Admit(r, request.prompt().size(), ahead); !predicted.ok()) {
     metrics_.QueueRefused("predicted_miss");
+    objective_metrics_.Shed();
     Log(LogLevel::kDebug, ContextOf(r), absl::StrCat("refused: ", predicted.message()));
     RefuseCall(r, predicted);
     return;
   }
   if (waits) {
-    const int priority = request.has_priority() ? request.priority() : caller.priority;
     if (absl::Status queued =
             starts_.Add(r, std::move(*request.mutable_prompt()), priority, caller.weight);
         !queued.ok()) {
@@ -345,6 +354,7 @@ v1::PipelineStatus PipelineCore::Status() const {
   }
   finished_.AppendTo(status.mutable_recent());
   *status.mutable_audio() = audio_.Status();
+  *status.mutable_objectives() = objective_metrics_.tally();
   return status;
 }
 

@@ -55,11 +55,13 @@ struct StageProgress {
 struct RequestForecast {
   // Its prompt's size, in thousands of bytes.
   double prompt_kbytes = 0;
-  // The requests waiting in the admission queue when it joined them; -1: it
-  // did not wait.
+  // The requests in the admission queue due to leave before it (its
+  // priority or higher) when it joined them; -1: it did not wait.
   int ahead = -1;
-  // Its wait in the admission queue, predicted (-1: unknown) and actual (-1:
-  // it has not left yet).
+  // Its wait in the admission queue: estimated from the requests running
+  // on stage 0 (-1: none), predicted (-1: unknown) and actual (-1: it has
+  // not left yet).
+  double wait_estimate = -1;
   double wait = -1;
   double waited = -1;
   // Seconds from admission to its first output and first audio; 0: unknown.
