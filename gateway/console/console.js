@@ -44,12 +44,30 @@ function audioSummary(audio) {
   return ` · audio ${Number(audio.playing || 0)} playing, ${capacity}`;
 }
 
+// How requests' latency objectives went (docs/observability.md, "Latency
+// objectives"): met of judged, the misses by why, the sheddable requests
+// shed; "" before any.
+function objectivesSummary(tally) {
+  const met = Number(tally?.met || 0);
+  const missed = Number(tally?.missed || 0);
+  const shed = Number(tally?.shed || 0);
+  if (met + missed + shed === 0) return "";
+  const why = Object.entries(tally.misses || {})
+      .filter(([, n]) => Number(n) > 0)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([reason, n]) => `${reason} ${Number(n)}`)
+      .join(", ");
+  return ` · objectives met ${met} of ${met + missed}` + (why ? ` (missed: ${why})` : "") +
+         (shed ? `, ${shed} shed` : "");
+}
+
 function showSummary(status, rate) {
   const pipeline = status.pipeline || {};
   $("summary").textContent =
       `${Number(pipeline.inFlightRequests || 0)} in flight · ${queuedTotal(pipeline)} queued · ` +
       `served ${Number(status.gateway?.servedTotal || 0)}` +
-      (rate === null ? "" : ` (${rate.toFixed(2)}/s)`) + audioSummary(pipeline.audio);
+      (rate === null ? "" : ` (${rate.toFixed(2)}/s)`) + audioSummary(pipeline.audio) +
+      objectivesSummary(pipeline.objectives);
   $("node").textContent = pipeline.nodeId ? `orchestrator ${pipeline.nodeId}` : "";
 }
 
@@ -68,6 +86,15 @@ function heardCells(row, firstAudioSeconds, stalls, stalledSeconds) {
   cell(row, !heard ? "-" : count === 0 ? "0"
                  : `${count} (${(Number(stalledSeconds || 0) * 1000).toFixed(0)} ms)`,
        count > 0 ? "stalled" : "");
+}
+
+// How a finished request's latency objectives went: "met", "missed (why)"
+// or "-" without one judged.
+function objectiveCell(r) {
+  const outcomes = [r.firstOutputObjective, r.firstAudioObjective, r.betweenOutputsObjective]
+      .map((o) => String(o || "").replace(/^OBJECTIVE_OUTCOME_/, ""));
+  if (outcomes.includes("MISSED")) return `missed (${r.objectiveMiss || "?"})`;
+  return outcomes.includes("MET") ? "met" : "-";
 }
 
 function finishedAt(unixMs) {
@@ -99,6 +126,8 @@ function showRecent(status) {
       cell(row, (r.stages || []).map((s) => `${names.get(s.stageId) ?? s.stageId} r${s.replica}`)
                     .join(" → "));
       cell(row, finishedAt(r.finishedUnixMs));
+      const objective = objectiveCell(r);
+      cell(row, objective, objective.startsWith("missed") ? "stalled" : "");
     }
     return;
   }
@@ -112,6 +141,7 @@ function showRecent(status) {
     heardCells(row, Number(r.firstAudioSeconds ?? -1), r.playbackStalls, r.stalledSeconds);
     cell(row, `HTTP ${r.httpStatus}`);
     cell(row, finishedAt(r.finishedUnixMs));
+    cell(row, "-");
   }
 }
 

@@ -154,7 +154,11 @@ try {
       outputTokens: "24", audioSeconds: 3.5, firstOutputSeconds: 0.1, durationSeconds: 0.75,
       finishedUnixMs: String(Date.now()), firstAudioSeconds: 0.25, realTimeFactor: 0.4,
       playbackStalls: "2", stalledSeconds: 0.125,
+      firstOutputObjective: "OBJECTIVE_OUTCOME_MET", firstAudioObjective: "OBJECTIVE_OUTCOME_MISSED",
+      objectiveMiss: "queued", criticality: "CRITICALITY_STANDARD",
     }];
+    json.pipeline.objectives = { met: "40", missed: "3", shed: "5",
+                                 misses: { queued: "2", slow_replica: "1" } };
     await route.fulfill({ response, json });
   });
   await page.waitForFunction(
@@ -171,13 +175,17 @@ try {
   seen.summary = await page.textContent("#summary");
   check(/audio 12 playing, capacity 62 at real time/.test(seen.summary),
         `the summary: '${seen.summary}'`);
+  check(/objectives met 40 of 43 \(missed: queued 2, slow_replica 1\), 5 shed/.test(seen.summary),
+        `the summary's objectives: '${seen.summary}'`);
   const reported = page.locator('#recent tbody tr[data-request-id="req-reported"]');
   await reported.waitFor();
   seen.reported = await reported.evaluate((row) => ({
     outcome: row.dataset.outcome, first_audio: row.cells[3].textContent,
-    stalls: row.cells[4].textContent, replicas: row.cells[5].textContent }));
+    stalls: row.cells[4].textContent, replicas: row.cells[5].textContent,
+    objective: row.cells[7].textContent }));
   check(seen.reported.outcome === "length" && seen.reported.replicas === "thinker r0 → talker r1" &&
-        seen.reported.first_audio === "250 ms" && seen.reported.stalls === "2 (125 ms)",
+        seen.reported.first_audio === "250 ms" && seen.reported.stalls === "2 (125 ms)" &&
+        seen.reported.objective === "missed (queued)",
         `the orchestrator's recent request: ${JSON.stringify(seen.reported)}`);
   await page.screenshot({ path: `${shots}/console_reported.png`, fullPage: true });
   check(problems.length === 0, problems.join("; "));

@@ -25,9 +25,11 @@ QueueAddResult AdmissionQueue::Add(QueuedRequest request, size_t capacity) {
     found = band.flows.emplace(request.identity, flow).first;
     if (band.cursor == band.ring.end()) band.cursor = band.ring.begin();
   }
-  found->second->requests.emplace(std::make_pair(request.deadline, sequence), request.id);
+  found->second->requests.emplace(std::make_tuple(!request.critical, request.deadline, sequence),
+                                  request.id);
   band.by_arrival.emplace(sequence, request.id);
-  where_[request.id] = Place{request.priority, sequence, request.deadline, request.identity};
+  where_[request.id] =
+      Place{request.priority, sequence, request.deadline, request.critical, request.identity};
   result.queued = true;
   return result;
 }
@@ -94,7 +96,8 @@ void AdmissionQueue::Erase(const std::string& id) {
   Band& band = band_it->second;
   band.by_arrival.erase(place->second.sequence);
   const auto flow = band.flows.at(place->second.identity);
-  flow->requests.erase(std::make_pair(place->second.deadline, place->second.sequence));
+  flow->requests.erase(
+      std::make_tuple(!place->second.critical, place->second.deadline, place->second.sequence));
   if (flow->requests.empty()) EraseFlow(band, flow);
   if (band.by_arrival.empty()) bands_.erase(band_it);
   where_.erase(place);

@@ -9,9 +9,10 @@
 //    numbers that leave differ from the ratio of their weights by at most one
 //    round's quantum (max(weight_A, weight_B) + 1 requests), however many each
 //    has waiting: a flood from one identity delays another only by its share.
-// 3. Within an identity, the earliest deadline first (a request's latency
-//    objective, latency_objectives.h), then arrival; a request without a
-//    deadline after those with one.
+// 3. Within an identity, critical requests first (their criticality), then
+//    the earliest deadline (a request's latency objective,
+//    latency_objectives.h), then arrival; a request without a deadline after
+//    those with one.
 //
 // Bounded: Add() to a full queue sheds the newest request of the lowest
 // priority below the arrival's, or refuses the arrival when none is lower.
@@ -33,6 +34,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -50,6 +52,8 @@ struct QueuedRequest {
   int weight = 1;
   // When its latency objective runs out; InfiniteFuture: it has none.
   absl::Time deadline = absl::InfiniteFuture();
+  // Its criticality is critical: before the identity's others.
+  bool critical = false;
 };
 
 // How many requests of one identity wait at one priority.
@@ -93,8 +97,9 @@ class AdmissionQueue {
     std::string identity;
     int weight = 1;
     int64_t deficit = 0;
-    // (deadline, arrival sequence) -> id, the next to leave first.
-    std::map<std::pair<absl::Time, uint64_t>, std::string> requests;
+    // (not critical, deadline, arrival sequence) -> id, the next to leave
+    // first.
+    std::map<std::tuple<bool, absl::Time, uint64_t>, std::string> requests;
   };
   // One priority's identities, in round-robin order.
   struct Band {
@@ -110,6 +115,7 @@ class AdmissionQueue {
     int priority = 0;
     uint64_t sequence = 0;
     absl::Time deadline;
+    bool critical = false;
     std::string identity;
   };
 

@@ -50,6 +50,20 @@ TEST(AdmissionQueueTest, WithinAnIdentityTheEarliestDeadlineFirst) {
   EXPECT_THAT(Drain(queue), ElementsAre("soon", "also-soon", "later", "none1", "none2"));
 }
 
+// Critical requests leave before the identity's others, by deadline among
+// themselves; removing one takes it out of its place.
+TEST(AdmissionQueueTest, CriticalRequestsLeaveFirstWithinAnIdentity) {
+  const absl::Time t = absl::FromUnixSeconds(1000);
+  AdmissionQueue queue;
+  queue.Add({"soon", "alice", 0, 1, t + absl::Seconds(1)}, kRoomy);
+  queue.Add({"critical-late", "alice", 0, 1, t + absl::Seconds(5), true}, kRoomy);
+  queue.Add({"critical-none", "alice", 0, 1, absl::InfiniteFuture(), true}, kRoomy);
+  queue.Add({"critical-soon", "alice", 0, 1, t + absl::Seconds(2), true}, kRoomy);
+  queue.Add({"gone", "alice", 0, 1, t + absl::Seconds(3), true}, kRoomy);
+  EXPECT_TRUE(queue.Remove("gone"));
+  EXPECT_THAT(Drain(queue), ElementsAre("critical-soon", "critical-late", "critical-none", "soon"));
+}
+
 // Deadlines order one identity's requests, not the round between
 // identities: a flood with tight deadlines still waits its turn.
 TEST(AdmissionQueueTest, DeadlinesKeepTheFairShare) {

@@ -38,6 +38,7 @@ ObjectiveMetrics::ObjectiveMetrics(MetricsRegistry* registry)
 
 void ObjectiveMetrics::Missed(const std::string& objective, const std::string& reason) {
   misses_.With({objective, reason}).Increment();
+  ++(*tally_.mutable_misses())[reason];
 }
 
 void ObjectiveMetrics::PredictionError(const std::string& prediction, const std::string& stage,
@@ -61,6 +62,13 @@ void ObjectiveMetrics::Ended(const v1::FinishedRequest& record) {
         .Increment();
   }
   if (judged && !missed) goodput_.Increment();
+  if (judged) {
+    if (missed) {
+      tally_.set_missed(tally_.missed() + 1);
+    } else {
+      tally_.set_met(tally_.met() + 1);
+    }
+  }
 }
 
 }  // namespace omnistage

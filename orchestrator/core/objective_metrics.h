@@ -8,7 +8,7 @@
 //   ObjectiveMetrics objectives(&registry);
 //   objectives.Ended(record);   // every request, as it ends
 //
-// Thread-safe, as the registry's counters.
+// Not thread-safe (the tally): owned by the orchestrator's loop.
 #ifndef OMNISTAGE_ORCHESTRATOR_CORE_OBJECTIVE_METRICS_H_
 #define OMNISTAGE_ORCHESTRATOR_CORE_OBJECTIVE_METRICS_H_
 
@@ -34,12 +34,17 @@ class ObjectiveMetrics {
   // nothing there).
   void PredictionError(const std::string& prediction, const std::string& stage, double predicted,
                        double actual);
+  // A sheddable request was refused or ended, predicted to miss.
+  void Shed() { tally_.set_shed(tally_.shed() + 1); }
+  // Since start (PipelineStatus.objectives).
+  const v1::ObjectiveTally& tally() const { return tally_; }
 
  private:
   Family<Counter>& outcomes_;
   Counter& goodput_;
   Family<Counter>& misses_;
   Family<Histogram>& errors_;
+  v1::ObjectiveTally tally_;
 };
 
 }  // namespace omnistage

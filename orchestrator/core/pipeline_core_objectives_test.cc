@@ -142,6 +142,12 @@ TEST_F(PipelineCoreObjectivesTest, ASheddableRequestPredictedToMissIsRefusedOthe
   EXPECT_THAT(text, HasSubstr("omnistage_admission_refusals_total{reason=\"predicted_miss\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("omnistage_objective_misses_total{objective=\"first_output\","
                               "reason=\"predicted\"} 2\n"));
+  // The status's tally, for the console.
+  const v1::PipelineStatus status = core().Status();
+  EXPECT_EQ(status.objectives().shed(), 1);
+  EXPECT_EQ(status.objectives().met(), 1);  // "fits" (a, b and c had none).
+  EXPECT_EQ(status.objectives().missed(), 2);
+  EXPECT_EQ(status.objectives().misses().at("predicted"), 2);
 }
 
 // The admission queue's wait is learned from the requests that waited; one

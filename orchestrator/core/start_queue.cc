@@ -38,7 +38,8 @@ absl::Status StartQueue::Add(InFlightRequest& r, std::string prompt, int priorit
   const std::string id = r.id;
   QueueAddResult added =
       queue_.Add({id, r.caller, priority, weight,
-                  ObjectiveDeadline(r.objectives, r.wants_audio, r.account.admitted())},
+                  ObjectiveDeadline(r.objectives, r.wants_audio, r.account.admitted()),
+                  r.objectives.criticality() == v1::CRITICALITY_CRITICAL},
                  static_cast<size_t>(core_.config->max_queued));
   if (!added.queued) {
     core_.metrics->QueueRefused("full");
