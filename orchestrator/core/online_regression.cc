@@ -22,7 +22,7 @@ OnlineRegression::OnlineRegression(int features, double forgetting)
 double OnlineRegression::Predict(const std::vector<double>& x) const {
   double y = 0;
   for (int i = 0; i < k_ && i < static_cast<int>(x.size()); ++i) y += w_[i] * x[i];
-  return std::max(y, 0.0);
+  return std::max(y, min_y_);
 }
 
 void OnlineRegression::Learn(const std::vector<double>& x_in, double y) {
@@ -52,6 +52,7 @@ void OnlineRegression::Learn(const std::vector<double>& x_in, double y) {
       p_[i * k_ + j] = (p_[i * k_ + j] - px[i] * px[j] / denominator) / lambda;
     }
   }
+  min_y_ = samples_ == 0 ? std::max(y, 0.0) : std::min(min_y_, std::max(y, 0.0));
   ++samples_;
 }
 

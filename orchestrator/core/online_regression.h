@@ -23,7 +23,9 @@ class OnlineRegression {
   // (0, 1] (0.98: the last ~50 observations count).
   explicit OnlineRegression(int features, double forgetting = 0.98);
 
-  // The model's y for `x`, never below 0 (a time); 0 before any observation.
+  // The model's y for `x`, never below the smallest y learned (a time: a
+  // line fitted to few or noisy points may reach below what was ever seen,
+  // even below 0); 0 before any observation.
   double Predict(const std::vector<double>& x) const;
   // Learns that `x` gave `y`.
   void Learn(const std::vector<double>& x, double y);
@@ -37,6 +39,7 @@ class OnlineRegression {
   // The inverse correlation matrix, k x k, row-major.
   std::vector<double> p_;
   int64_t samples_ = 0;
+  double min_y_ = 0;
 };
 
 }  // namespace omnistage
