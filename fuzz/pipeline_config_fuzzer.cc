@@ -27,6 +27,7 @@
 #include "common/limits.h"
 #include "fuzz/fuzz_check.h"
 #include "orchestrator/config/pipeline_config.h"
+#include "protos/orchestrator.pb.h"
 
 namespace omnistage {
 namespace {
@@ -35,10 +36,20 @@ namespace {
 constexpr size_t kMaxMessageBytes = 1024;
 
 const std::set<std::string>& TopKeys() {
-  static const auto* keys = new std::set<std::string>{
-      "name",     "keepalive_ms",           "keepalive_timeout_ms",    "request_idle_timeout_ms",
-      "limits",   "reconnect_initial_backoff_ms", "reconnect_max_backoff_ms", "drain_timeout_ms",
-      "stages",   "worker_abort_timeout_ms", "peers"};
+  static const auto* keys = new std::set<std::string>{"name",
+                                                      "keepalive_ms",
+                                                      "keepalive_timeout_ms",
+                                                      "request_idle_timeout_ms",
+                                                      "limits",
+                                                      "reconnect_initial_backoff_ms",
+                                                      "reconnect_max_backoff_ms",
+                                                      "drain_timeout_ms",
+                                                      "stages",
+                                                      "worker_abort_timeout_ms",
+                                                      "peers",
+                                                      "scaling",
+                                                      "playback",
+                                                      "objectives"};
   return *keys;
 }
 
@@ -97,10 +108,17 @@ void CheckAccepted(const PipelineConfig& config) {
   FUZZ_CHECK(config.peers.addresses.empty() || !config.peers.discovery.has_value(),
              "peers with both addresses and discovery");
   CheckDuration(config.peer_timeout, absl::Milliseconds(1), "peers.timeout_ms");
-  FUZZ_CHECK(config.max_prompt_bytes >= 1 &&
-                 static_cast<int64_t>(config.max_prompt_bytes) <=
-                     kDefaultWorkerMaxMessageBytes - kAddRequestEnvelopeBytes,
-             "max_prompt_bytes ", config.max_prompt_bytes, " would not fit a worker's message");
+  // Objectives: each within ten minutes, a criticality among the three (or none).
+  for (uint32_t ms : {config.objectives.first_output_ms, config.objectives.first_audio_ms,
+                      config.objectives.between_outputs_ms}) {
+    FUZZ_CHECK(ms <= kMaxObjectiveMs, "an objective of ", ms, " ms accepted");
+  }
+  FUZZ_CHECK(v1::Criticality_IsValid(config.objectives.criticality), "criticality ",
+             static_cast<int>(config.objectives.criticality));
+  FUZZ_CHECK(
+      config.max_prompt_bytes >= 1 && static_cast<int64_t>(config.max_prompt_bytes) <=
+                                          kDefaultWorkerMaxMessageBytes - kAddRequestEnvelopeBytes,
+      "max_prompt_bytes ", config.max_prompt_bytes, " would not fit a worker's message");
   FUZZ_CHECK(config.max_client_queued_bytes >= (1u << 20) &&
                  config.max_client_queued_bytes <= (size_t{1} << 30),
              "max_client_queued_bytes ", config.max_client_queued_bytes);
@@ -108,14 +126,14 @@ void CheckAccepted(const PipelineConfig& config) {
   std::set<std::string> addresses;
   for (size_t i = 0; i < config.stages.size(); ++i) {
     const StageConfig& stage = config.stages[i];
-    FUZZ_CHECK(stage.id == static_cast<int>(i) && stage.defaults.stage_id() == stage.id,
-               "stage ", i, " has id ", stage.id, " and defaults for ", stage.defaults.stage_id());
+    FUZZ_CHECK(stage.id == static_cast<int>(i) && stage.defaults.stage_id() == stage.id, "stage ",
+               i, " has id ", stage.id, " and defaults for ", stage.defaults.stage_id());
     FUZZ_CHECK(!stage.name.empty() && stage.name.size() <= 64 &&
                    std::all_of(stage.name.begin(), stage.name.end(), IsNameChar),
                "stage name '", absl::CHexEscape(stage.name), "'");
     FUZZ_CHECK(names.insert(stage.name).second, "stage name '", stage.name, "' twice");
-    const int sources = (stage.spawn_replicas > 0) + !stage.addresses.empty() +
-                        stage.discovery.has_value();
+    const int sources =
+        (stage.spawn_replicas > 0) + !stage.addresses.empty() + stage.discovery.has_value();
     FUZZ_CHECK(sources == 1, "stage ", i, " has ", sources, " replica sources");
     FUZZ_CHECK(stage.spawn_replicas >= 0 && stage.spawn_replicas <= 256, "replicas ",
                stage.spawn_replicas);
@@ -146,9 +164,8 @@ void CheckAccepted(const PipelineConfig& config) {
     const v1::StageParameters& d = stage.defaults;
     FUZZ_CHECK(!d.has_max_tokens() || (d.max_tokens() >= 1 && d.max_tokens() <= kMaxTokensLimit),
                "defaults.max_tokens ", d.max_tokens());
-    FUZZ_CHECK(!d.has_temperature() ||
-                   (std::isfinite(d.temperature()) && d.temperature() >= 0 &&
-                    d.temperature() <= 100),
+    FUZZ_CHECK(!d.has_temperature() || (std::isfinite(d.temperature()) && d.temperature() >= 0 &&
+                                        d.temperature() <= 100),
                "defaults.temperature ", d.temperature());
   }
 }
