@@ -6,11 +6,21 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/criticality.h"
 #include "common/limits.h"
 
 namespace omnistage {
 namespace {
+
+// The 400 for header `header` with `value`, which `expected` says is wrong.
+ApiError InvalidHeader(const char* header, const std::string& value, absl::string_view expected) {
+  return InvalidRequest(
+      header,
+      absl::StrCat("Invalid '", header, "' header: expected ", expected, ", got '",
+                   value.size() > 32 ? value.substr(0, 32) + "..." : value, "'."),
+      "invalid_value");
+}
 
 // The header's milliseconds, or the error naming it.
 std::optional<ApiError> ReadMs(const char* header, const std::string& value, uint32_t* ms) {
@@ -21,12 +31,8 @@ std::optional<ApiError> ReadMs(const char* header, const std::string& value, uin
     return absl::ascii_isdigit(static_cast<unsigned char>(c));
   });
   if (!digits || !absl::SimpleAtoi(value, &parsed) || parsed < 1 || parsed > kMaxObjectiveMs) {
-    return InvalidRequest(
-        header,
-        absl::StrCat("Invalid '", header, "' header: expected a whole number of ",
-                     "milliseconds from 1 to ", kMaxObjectiveMs, ", got '",
-                     value.size() > 32 ? value.substr(0, 32) + "..." : value, "'."),
-        "invalid_value");
+    return InvalidHeader(
+        header, value, absl::StrCat("a whole number of milliseconds from 1 to ", kMaxObjectiveMs));
   }
   *ms = static_cast<uint32_t>(parsed);
   return std::nullopt;
@@ -46,14 +52,8 @@ std::optional<ApiError> ReadObjectiveHeaders(const ObjectiveHeaderValues& values
   if (!values.criticality.empty()) {
     criticality = ParseCriticality(values.criticality);
     if (!criticality.has_value()) {
-      return InvalidRequest(
-          kSloCriticalityHeader,
-          absl::StrCat("Invalid '", kSloCriticalityHeader,
-                       "' header: expected critical, standard or sheddable, got '",
-                       values.criticality.size() > 32 ? values.criticality.substr(0, 32) + "..."
-                                                      : values.criticality,
-                       "'."),
-          "invalid_value");
+      return InvalidHeader(kSloCriticalityHeader, values.criticality,
+                           "critical, standard or sheddable");
     }
   }
   if (first_output > 0) request->mutable_objectives()->set_first_output_ms(first_output);

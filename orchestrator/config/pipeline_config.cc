@@ -350,6 +350,8 @@ absl::StatusOr<PipelineConfig> ParsePipelineConfig(const std::string& yaml_text)
   }
 }
 
+const std::vector<std::string>& PipelineConfigTopKeys() { return kTopKeys; }
+
 absl::StatusOr<PipelineConfig> LoadPipelineConfig(const std::string& path) {
   errno = 0;
   std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);

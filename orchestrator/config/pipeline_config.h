@@ -211,6 +211,10 @@ absl::StatusOr<PipelineConfig> ParsePipelineConfig(const std::string& yaml_text)
 // a directory), else as ParsePipelineConfig().
 absl::StatusOr<PipelineConfig> LoadPipelineConfig(const std::string& path);
 
+// The keys a config may have at its top (docs/pipeline_config.md): the
+// first part of every error's field path.
+const std::vector<std::string>& PipelineConfigTopKeys();
+
 }  // namespace omnistage
 
 #endif  // OMNISTAGE_ORCHESTRATOR_CONFIG_PIPELINE_CONFIG_H_

@@ -61,14 +61,13 @@ void ObjectiveMetrics::Ended(const v1::FinishedRequest& record) {
     outcomes_.With({objective, outcome == v1::OBJECTIVE_OUTCOME_MET ? "met" : "missed"})
         .Increment();
   }
-  if (judged && !missed) goodput_.Increment();
-  if (judged) {
-    if (missed) {
-      tally_.set_missed(tally_.missed() + 1);
-    } else {
-      tally_.set_met(tally_.met() + 1);
-    }
+  if (!judged) return;
+  if (missed) {
+    tally_.set_missed(tally_.missed() + 1);
+    return;
   }
+  goodput_.Increment();
+  tally_.set_met(tally_.met() + 1);
 }
 
 }  // namespace omnistage

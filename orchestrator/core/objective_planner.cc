@@ -1,6 +1,7 @@
 #include "orchestrator/core/objective_planner.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -23,6 +24,24 @@ bool Completed(v1::FinishReason reason) {
 
 ObjectivePlanner::ObjectivePlanner(CoreParts core, ObjectiveMetrics* metrics)
     : core_(core), metrics_(metrics) {}
+
+std::vector<ObjectivePlanner::FirstObjective> ObjectivePlanner::FirstObjectives(
+    const InFlightRequest& r) {
+  std::vector<FirstObjective> objectives;
+  const absl::Time admitted = r.account.admitted();
+  if (const uint32_t ms = r.objectives.first_output_ms(); ms > 0) {
+    objectives.push_back({"first output", false, ms, admitted + absl::Milliseconds(ms)});
+  }
+  if (const uint32_t ms = r.objectives.first_audio_ms(); ms > 0 && r.wants_audio) {
+    objectives.push_back({"first audio", true, ms, admitted + absl::Milliseconds(ms)});
+  }
+  return objectives;
+}
+
+void ObjectivePlanner::CountShed() {
+  core_.metrics->QueueRefused("predicted_miss");
+  metrics_->Shed();
+}
 
 int ObjectivePlanner::Target(const InFlightRequest& r, bool audio) const {
   for (int s = 0; s <= r.last_stage && s < static_cast<int>(r.to_client.size()); ++s) {
@@ -84,9 +103,8 @@ absl::Status ObjectivePlanner::Admit(InFlightRequest& r, size_t prompt_bytes, in
   RequestForecast& forecast = r.forecast;
   forecast.prompt_kbytes = static_cast<double>(prompt_bytes) / 1000.0;
   forecast.ahead = ahead;
-  const v1::LatencyObjectives& objectives = r.objectives;
-  const bool audio_objective = r.wants_audio && objectives.first_audio_ms() > 0;
-  if (objectives.first_output_ms() == 0 && !audio_objective) return absl::OkStatus();
+  const std::vector<FirstObjective> objectives = FirstObjectives(r);
+  if (objectives.empty()) return absl::OkStatus();
   double wait = 0;
   if (ahead >= 0) {
     forecast.wait_estimate = EstimateWait(ahead);
@@ -102,62 +120,58 @@ absl::Status ObjectivePlanner::Admit(InFlightRequest& r, size_t prompt_bytes, in
   };
   forecast.first_output = predict(false);
   if (r.wants_audio) forecast.first_audio = predict(true);
-  if (objectives.criticality() != v1::CRITICALITY_SHEDDABLE) return absl::OkStatus();
-  for (const auto& [name, ms, predicted] :
-       {std::tuple<const char*, uint32_t, double>{"first output", objectives.first_output_ms(),
-                                                  forecast.first_output},
-        {"first audio", audio_objective ? objectives.first_audio_ms() : 0u,
-         forecast.first_audio}}) {
-    if (ms == 0 || predicted <= ms / 1000.0) continue;
+  if (r.objectives.criticality() != v1::CRITICALITY_SHEDDABLE) return absl::OkStatus();
+  for (const FirstObjective& objective : objectives) {
+    const double predicted = objective.audio ? forecast.first_audio : forecast.first_output;
+    if (predicted <= objective.ms / 1000.0) continue;
+    CountShed();
     return RetryLater(
         absl::StatusCode::kResourceExhausted,
         absl::StrFormat("the pipeline is predicted to miss this request's %s objective (%.0f ms "
                         "predicted, %u ms asked): a sheddable request is refused rather than "
                         "served late",
-                        name, predicted * 1000, ms),
+                        objective.name, predicted * 1000, objective.ms),
         std::max(absl::Seconds(1), absl::Seconds(wait)));
   }
   return absl::OkStatus();
 }
 
-std::optional<v1::Error> ObjectivePlanner::ShedAtStart(const InFlightRequest& r) const {
+std::optional<v1::Error> ObjectivePlanner::ShedAtStart(const InFlightRequest& r) {
   if (r.objectives.criticality() != v1::CRITICALITY_SHEDDABLE) return std::nullopt;
   const absl::Time now = core_.scheduler->Now();
-  for (const auto& [name, ms, audio] : {std::tuple<const char*, uint32_t, bool>{
-                                            "first output", r.objectives.first_output_ms(), false},
-                                        {"first audio", r.objectives.first_audio_ms(), true}}) {
-    if (ms == 0 || (audio && !r.wants_audio)) continue;
-    const int target = Target(r, audio);
+  for (const FirstObjective& objective : FirstObjectives(r)) {
+    const int target = Target(r, objective.audio);
     std::optional<double> path = target < 0 ? std::nullopt : PathSeconds(r, 0, target);
-    const absl::Time deadline = r.account.admitted() + absl::Milliseconds(ms);
-    if (!path.has_value() || now + absl::Seconds(*path) <= deadline) continue;
+    if (!path.has_value() || now + absl::Seconds(*path) <= objective.deadline) continue;
+    CountShed();
     return ErrorProto(RetryLater(
         absl::StatusCode::kResourceExhausted,
         absl::StrFormat("waited %.0f ms in the admission queue and is now predicted to miss its "
                         "%s objective (%u ms): a sheddable request ends rather than run late",
-                        absl::ToDoubleMilliseconds(now - r.account.admitted()), name, ms),
+                        absl::ToDoubleMilliseconds(now - r.account.admitted()), objective.name,
+                        objective.ms),
         absl::Seconds(1)));
   }
   return std::nullopt;
 }
 
 std::vector<int> ObjectivePlanner::Avoid(const InFlightRequest& r, int stage) const {
+  // Every request's every stage comes here: most have no objective.
+  const std::vector<FirstObjective> objectives = FirstObjectives(r);
+  if (objectives.empty()) return {};
   const std::vector<int> live = core_.pool(stage).LiveReplicas();
   if (live.size() < 2) return {};
   const absl::Time now = core_.scheduler->Now();
   std::vector<int> avoid;
-  for (const auto& [ms, audio] : {std::pair<uint32_t, bool>{r.objectives.first_output_ms(), false},
-                                  {r.objectives.first_audio_ms(), true}}) {
-    if (ms == 0 || (audio && !r.wants_audio)) continue;
-    const int target = Target(r, audio);
+  for (const FirstObjective& objective : objectives) {
+    const int target = Target(r, objective.audio);
     if (target < stage) continue;
-    const absl::Time deadline = r.account.admitted() + absl::Milliseconds(ms);
     std::optional<double> rest = stage < target ? PathSeconds(r, stage + 1, target) : 0.0;
     if (!rest.has_value()) continue;
     for (int replica : live) {
       std::optional<double> lead = predictor_.PredictLead(stage, replica, LeadKind(stage, target),
                                                           FeaturesOn(r, stage, replica));
-      if (lead.has_value() && now + absl::Seconds(*lead + *rest) > deadline &&
+      if (lead.has_value() && now + absl::Seconds(*lead + *rest) > objective.deadline &&
           std::find(avoid.begin(), avoid.end(), replica) == avoid.end()) {
         avoid.push_back(replica);
       }

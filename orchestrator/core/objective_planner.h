@@ -25,11 +25,13 @@
 #ifndef OMNISTAGE_ORCHESTRATOR_CORE_OBJECTIVE_PLANNER_H_
 #define OMNISTAGE_ORCHESTRATOR_CORE_OBJECTIVE_PLANNER_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "orchestrator/core/core_parts.h"
 #include "orchestrator/core/latency_predictor.h"
 #include "orchestrator/core/objective_metrics.h"
@@ -46,12 +48,14 @@ class ObjectivePlanner {
 
   // Predicts `r`'s objectives (its forecast) as it is admitted with a prompt
   // of `prompt_bytes`, finding `ahead` requests in the admission queue due
-  // to leave before it (-1: it starts at once). RESOURCE_EXHAUSTED (with a retry hint) for a
-  // sheddable request predicted to miss one.
+  // to leave before it (-1: it starts at once). RESOURCE_EXHAUSTED (with a
+  // retry hint) for a sheddable request predicted to miss one (counted as a
+  // shed).
   absl::Status Admit(InFlightRequest& r, size_t prompt_bytes, int ahead);
   // As `r` leaves the admission queue: for a sheddable request now predicted
-  // to miss an objective, the error that ends it instead of starting it.
-  std::optional<v1::Error> ShedAtStart(const InFlightRequest& r) const;
+  // to miss an objective, the error that ends it instead of starting it
+  // (counted as a shed).
+  std::optional<v1::Error> ShedAtStart(const InFlightRequest& r);
   // The live replicas of `stage` predicted to make `r` miss a deadline; empty
   // when none is, or every one is.
   std::vector<int> Avoid(const InFlightRequest& r, int stage) const;
@@ -63,10 +67,22 @@ class ObjectivePlanner {
   // counts both.
   void Judge(const InFlightRequest& r, v1::FinishedRequest* record);
 
-  const LatencyPredictor& predictor() const { return predictor_; }
-
  private:
   using Lead = LatencyPredictor::Lead;
+
+  // One of a request's objectives to a first output: its name in messages,
+  // whether it is the first audio's, its milliseconds and its deadline.
+  struct FirstObjective {
+    const char* name;
+    bool audio;
+    uint32_t ms;
+    absl::Time deadline;
+  };
+  // `r`'s first-output objectives that apply: first output, and first audio
+  // for a request that gets audio; those it leaves 0 are left out.
+  static std::vector<FirstObjective> FirstObjectives(const InFlightRequest& r);
+  // A sheddable request refused or ended: counted.
+  void CountShed();
 
   // The first stage that streams to `r`'s client (its audio: the first audio
   // one); -1: none.

@@ -46,8 +46,6 @@ PipelineCore::PipelineCore(PipelineConfig config, std::vector<std::vector<Replic
       deadlines_(Parts()),
       starts_(Parts(), {[this](InFlightRequest& r) -> std::optional<v1::Error> {
                           if (std::optional<v1::Error> shed = planner_.ShedAtStart(r)) {
-                            metrics_.QueueRefused("predicted_miss");
-                            objective_metrics_.Shed();
                             return shed;
                           }
                           std::optional<v1::Error> error =
@@ -248,8 +246,6 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
     }
   }
   if (absl::Status predicted = planner_.Admit(r, request.prompt().size(), ahead); !predicted.ok()) {
-    metrics_.QueueRefused("predicted_miss");
-    objective_metrics_.Shed();
     Log(LogLevel::kDebug, ContextOf(r), absl::StrCat("refused: ", predicted.message()));
     RefuseCall(r, predicted);
     return;
