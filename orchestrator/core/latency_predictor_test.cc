@@ -34,6 +34,59 @@ TEST(LatencyPredictorTest, AWaitEstimateIsCorrectedByWhatTheWaitsWere) {
   EXPECT_LT(*predictor.PredictWait(1, -1), 0.49);
 }
 
+// Before a wait with an estimate was learned, the estimate itself answers.
+TEST(LatencyPredictorTest, AnEstimateAnswersBeforeItsBiasIsKnown) {
+  LatencyPredictor predictor;
+  ASSERT_TRUE(predictor.PredictWait(2, 0.25).has_value());
+  EXPECT_DOUBLE_EQ(*predictor.PredictWait(2, 0.25), 0.25);
+  // Waits learned without one teach only the model by the requests ahead.
+  for (int i = 0; i < 4; ++i) predictor.LearnWait(1, -1, 0.4);
+  EXPECT_DOUBLE_EQ(*predictor.PredictWait(1, 0.1), 0.1);
+  EXPECT_NEAR(*predictor.PredictWait(1, -1), 0.4, 0.001);
+}
+
+// Heavy load: estimates near 200 ms, the waits 30 ms longer, with noise a
+// line through them turns into a flat slope.
+void LearnHeavyLoad(LatencyPredictor* predictor) {
+  for (int i = 0; i < 20; ++i) {
+    predictor->LearnWait(3, 0.2 + 0.005 * (i % 3), 0.23 + 0.01 * (i % 2));
+  }
+}
+
+// A correction answers only among the estimates it learned from: a line
+// through a narrow range strays far outside it.
+TEST(LatencyPredictorTest, ACorrectionAnswersOnlyWhereItLearned) {
+  LatencyPredictor predictor;
+  LearnHeavyLoad(&predictor);
+  EXPECT_NEAR(*predictor.PredictWait(3, 0.2), 0.235, 0.005);
+  // Light load: a short estimate is taken as it is.
+  EXPECT_DOUBLE_EQ(*predictor.PredictWait(0, 0.01), 0.01);
+}
+
+// When the estimates' bias goes away, the estimate as it is answers again
+// as soon as it was nearer the waits than its correction.
+TEST(LatencyPredictorTest, ACorrectionThatMissesGivesWayToTheEstimate) {
+  LatencyPredictor predictor;
+  LearnHeavyLoad(&predictor);
+  for (int i = 0; i < 5; ++i) predictor.LearnWait(3, 0.205, 0.205);
+  EXPECT_DOUBLE_EQ(*predictor.PredictWait(3, 0.205), 0.205);
+}
+
+// A lead learns what the time left in the engine's current step adds.
+TEST(LatencyPredictorTest, ALeadLearnsTheRestOfTheCurrentStep) {
+  LatencyPredictor predictor;
+  for (double until : {0.003, 0.017, 0.009, 0.012, 0.0, 0.019}) {
+    LeadFeatures features{1, 0.1};
+    features.until_step = until;
+    predictor.LearnLead(0, 0, Lead::kFirstOutput, features, 0.020 + until);
+  }
+  LeadFeatures now{1, 0.1};
+  now.until_step = 0.005;
+  EXPECT_NEAR(*predictor.PredictLead(0, 0, Lead::kFirstOutput, now), 0.025, 0.001);
+  now.until_step = 0.015;
+  EXPECT_NEAR(*predictor.PredictLead(0, 0, Lead::kFirstOutput, now), 0.035, 0.001);
+}
+
 // Each stage, replica and lead has its own model: a slow replica does not
 // make its stage's other replicas look slow.
 TEST(LatencyPredictorTest, EachReplicaLearnsItsOwnLeads) {

@@ -58,23 +58,45 @@ LatencyPredictor::Lead ObjectivePlanner::LeadKind(int stage, int target) const {
                                                                     : Lead::kDone;
 }
 
-LeadFeatures ObjectivePlanner::FeaturesOn(const InFlightRequest& r, int stage, int replica) const {
-  return LeadFeatures{static_cast<double>(core_.pool(stage).state(replica).load()),
-                      r.forecast.prompt_kbytes};
+LeadFeatures ObjectivePlanner::FeaturesOn(const InFlightRequest& r, int stage, int replica,
+                                          Arrival arrival) const {
+  LeadFeatures features{static_cast<double>(core_.pool(stage).state(replica).load()),
+                        r.forecast.prompt_kbytes};
+  auto cadence = cadences_.find({stage, replica});
+  if (cadence == cadences_.end()) return features;
+  switch (arrival) {
+    case Arrival::kNow:
+      // An idle engine steps at once.
+      if (features.running > 0) {
+        features.until_step = cadence->second.UntilStepEnds(core_.scheduler->Now());
+      }
+      break;
+    case Arrival::kAtStepEnd:
+      features.until_step = cadence->second.period();
+      break;
+    case Arrival::kUnknown:
+      features.until_step = cadence->second.period() / 2;
+      break;
+  }
+  return features;
 }
 
 double ObjectivePlanner::EstimateWait(int ahead) const {
   const absl::Time now = core_.scheduler->Now();
   std::vector<double> remaining;
   double runs = 0;
-  core_.table->ForEach([&](const InFlightRequest& q) {
-    if (q.stages.empty()) return;
-    const StageProgress& first = q.stages[0];
-    if (!first.started || first.finished || first.predicted_done < 0) return;
-    remaining.push_back(
-        std::max(0.0, first.predicted_done - absl::ToDoubleSeconds(now - first.sent_at)));
-    runs += first.predicted_done;
-  });
+  const StagePool& pool = core_.pool(0);
+  for (int replica : pool.LiveReplicas()) {
+    for (const std::string& id : pool.BoundTo(replica)) {
+      const InFlightRequest* q = core_.table->Find(id);
+      if (q == nullptr || q->stages.empty()) continue;
+      const StageProgress& first = q->stages[0];
+      if (!first.started || first.finished || first.predicted_done < 0) continue;
+      remaining.push_back(
+          std::max(0.0, first.predicted_done - absl::ToDoubleSeconds(now - first.sent_at)));
+      runs += first.predicted_done;
+    }
+  }
   if (remaining.empty()) return -1;
   std::sort(remaining.begin(), remaining.end());
   const size_t n = remaining.size();
@@ -82,15 +104,15 @@ double ObjectivePlanner::EstimateWait(int ahead) const {
   return remaining[k % n] + static_cast<double>(k / n) * (runs / static_cast<double>(n));
 }
 
-std::optional<double> ObjectivePlanner::PathSeconds(const InFlightRequest& r, int from,
-                                                    int target) const {
+std::optional<double> ObjectivePlanner::PathSeconds(const InFlightRequest& r, int from, int target,
+                                                    Arrival arrival) const {
   double total = 0;
   for (int s = from; s <= target; ++s) {
     const Lead kind = LeadKind(s, target);
     std::optional<double> best;
     for (int replica : core_.pool(s).LiveReplicas()) {
-      std::optional<double> lead =
-          predictor_.PredictLead(s, replica, kind, FeaturesOn(r, s, replica));
+      std::optional<double> lead = predictor_.PredictLead(
+          s, replica, kind, FeaturesOn(r, s, replica, s == from ? arrival : Arrival::kUnknown));
       if (lead.has_value() && (!best.has_value() || *lead < *best)) best = lead;
     }
     if (!best.has_value()) return std::nullopt;
@@ -103,11 +125,12 @@ absl::Status ObjectivePlanner::Admit(InFlightRequest& r, size_t prompt_bytes, in
   RequestForecast& forecast = r.forecast;
   forecast.prompt_kbytes = static_cast<double>(prompt_bytes) / 1000.0;
   forecast.ahead = ahead;
+  // Every request that waits teaches the wait's model, objectives or not.
+  if (ahead >= 0) forecast.wait_estimate = EstimateWait(ahead);
   const std::vector<FirstObjective> objectives = FirstObjectives(r);
   if (objectives.empty()) return absl::OkStatus();
   double wait = 0;
   if (ahead >= 0) {
-    forecast.wait_estimate = EstimateWait(ahead);
     std::optional<double> predicted = predictor_.PredictWait(ahead, forecast.wait_estimate);
     if (!predicted.has_value()) return absl::OkStatus();
     wait = *predicted;
@@ -115,7 +138,9 @@ absl::Status ObjectivePlanner::Admit(InFlightRequest& r, size_t prompt_bytes, in
   forecast.wait = wait;
   auto predict = [&](bool audio) {
     const int target = Target(r, audio);
-    std::optional<double> path = target < 0 ? std::nullopt : PathSeconds(r, 0, target);
+    std::optional<double> path =
+        target < 0 ? std::nullopt
+                   : PathSeconds(r, 0, target, ahead >= 0 ? Arrival::kAtStepEnd : Arrival::kNow);
     return path.has_value() ? wait + *path : 0.0;
   };
   forecast.first_output = predict(false);
@@ -141,7 +166,8 @@ std::optional<v1::Error> ObjectivePlanner::ShedAtStart(const InFlightRequest& r)
   const absl::Time now = core_.scheduler->Now();
   for (const FirstObjective& objective : FirstObjectives(r)) {
     const int target = Target(r, objective.audio);
-    std::optional<double> path = target < 0 ? std::nullopt : PathSeconds(r, 0, target);
+    std::optional<double> path =
+        target < 0 ? std::nullopt : PathSeconds(r, 0, target, Arrival::kNow);
     if (!path.has_value() || now + absl::Seconds(*path) <= objective.deadline) continue;
     CountShed();
     return ErrorProto(RetryLater(
@@ -166,11 +192,12 @@ std::vector<int> ObjectivePlanner::Avoid(const InFlightRequest& r, int stage) co
   for (const FirstObjective& objective : objectives) {
     const int target = Target(r, objective.audio);
     if (target < stage) continue;
-    std::optional<double> rest = stage < target ? PathSeconds(r, stage + 1, target) : 0.0;
+    std::optional<double> rest =
+        stage < target ? PathSeconds(r, stage + 1, target, Arrival::kUnknown) : 0.0;
     if (!rest.has_value()) continue;
     for (int replica : live) {
-      std::optional<double> lead = predictor_.PredictLead(stage, replica, LeadKind(stage, target),
-                                                          FeaturesOn(r, stage, replica));
+      std::optional<double> lead = predictor_.PredictLead(
+          stage, replica, LeadKind(stage, target), FeaturesOn(r, stage, replica, Arrival::kNow));
       if (lead.has_value() && now + absl::Seconds(*lead + *rest) > objective.deadline &&
           std::find(avoid.begin(), avoid.end(), replica) == avoid.end()) {
         avoid.push_back(replica);
@@ -179,6 +206,11 @@ std::vector<int> ObjectivePlanner::Avoid(const InFlightRequest& r, int stage) co
   }
   if (avoid.size() == live.size()) return {};
   return avoid;
+}
+
+void ObjectivePlanner::Step(int stage, int replica, uint64_t step, bool busy) {
+  if (step == 0) return;
+  cadences_[{stage, replica}].Step(step, core_.scheduler->Now(), busy);
 }
 
 void ObjectivePlanner::Started(InFlightRequest& r, int stage) {
@@ -194,9 +226,11 @@ void ObjectivePlanner::Started(InFlightRequest& r, int stage) {
   }
   StageProgress& progress = r.stages[stage];
   progress.lead_replica = progress.replica;
-  progress.lead_features = FeaturesOn(r, stage, progress.replica);
-  // The pool counts this request on the replica already.
+  progress.lead_features = FeaturesOn(r, stage, progress.replica, Arrival::kNow);
+  // The pool counts this request on the replica already: alone there, it
+  // finds the engine idle.
   progress.lead_features.running = std::max(0.0, progress.lead_features.running - 1);
+  if (progress.lead_features.running == 0) progress.lead_features.until_step = 0;
   progress.predicted_first_output =
       predictor_.PredictLead(stage, progress.replica, Lead::kFirstOutput, progress.lead_features)
           .value_or(-1);

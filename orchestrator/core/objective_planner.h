@@ -17,6 +17,7 @@
 //   if (absl::Status s = planner.Admit(r, ahead); !s.ok()) ... refuse
 //   if (auto shed = planner.ShedAtStart(r)) ... end it (out of the queue)
 //   context.avoid = planner.Avoid(r, stage);
+//   planner.Step(stage, replica, outputs.step(), busy); // each step event
 //   planner.Started(r, stage);                 // after the send
 //   planner.Output(r, stage, replica, output); // each output
 //   planner.Judge(r, &record);                 // after JudgeObjectives
@@ -26,8 +27,10 @@
 #define OMNISTAGE_ORCHESTRATOR_CORE_OBJECTIVE_PLANNER_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -36,6 +39,7 @@
 #include "orchestrator/core/latency_predictor.h"
 #include "orchestrator/core/objective_metrics.h"
 #include "orchestrator/core/request_table.h"
+#include "orchestrator/core/step_cadence.h"
 #include "protos/orchestrator.pb.h"
 #include "protos/stage_worker.pb.h"
 
@@ -59,6 +63,9 @@ class ObjectivePlanner {
   // The live replicas of `stage` predicted to make `r` miss a deadline; empty
   // when none is, or every one is.
   std::vector<int> Avoid(const InFlightRequest& r, int stage) const;
+  // Replica `replica` of `stage` sent the event of engine step `step`,
+  // after which its engine still held requests if `busy`.
+  void Step(int stage, int replica, uint64_t step, bool busy);
   // `r` was sent to `stage` (on r.stages[stage].replica).
   void Started(InFlightRequest& r, int stage);
   // `output` of `r` came from `replica` of `stage`.
@@ -89,14 +96,22 @@ class ObjectivePlanner {
   int Target(const InFlightRequest& r, bool audio) const;
   // Which lead of `stage` a request waits for on its way to `target`.
   Lead LeadKind(int stage, int target) const;
-  LeadFeatures FeaturesOn(const InFlightRequest& r, int stage, int replica) const;
+  // When a request gets to a replica, as far as its engine's steps go: now;
+  // as a step ends (a request leaving the admission queue takes the slot of
+  // one that ended with a step); or at no known point (a later stage: half
+  // a step on average).
+  enum class Arrival { kNow, kAtStepEnd, kUnknown };
+  LeadFeatures FeaturesOn(const InFlightRequest& r, int stage, int replica, Arrival arrival) const;
   // How long a request with `ahead` before it waits for a slot on stage 0, as
-  // the requests running there end when predicted (each slot taken again by
-  // the next in line for a mean run); -1 when none has a prediction.
+  // the requests this orchestrator runs on its live replicas end when
+  // predicted (each slot taken again by the next in line for a mean run); -1
+  // when none has a prediction. O(requests bound to stage 0).
   double EstimateWait(int ahead) const;
-  // From the start of `from` to `target`'s first output, each stage on its
-  // best live replica; nullopt when a model is not known yet.
-  std::optional<double> PathSeconds(const InFlightRequest& r, int from, int target) const;
+  // From the start of `from` (getting there as `arrival` says) to
+  // `target`'s first output, each stage on its best live replica; nullopt
+  // when a model is not known yet.
+  std::optional<double> PathSeconds(const InFlightRequest& r, int from, int target,
+                                    Arrival arrival) const;
   // Why `r` missed an objective whose output comes from `target`.
   std::string MissReason(const InFlightRequest& r, double predicted, uint32_t objective_ms,
                          int target) const;
@@ -104,6 +119,8 @@ class ObjectivePlanner {
   CoreParts core_;
   ObjectiveMetrics* const metrics_;
   LatencyPredictor predictor_;
+  // Per stage and replica.
+  std::map<std::pair<int, int>, StepCadence> cadences_;
 };
 
 }  // namespace omnistage

@@ -251,6 +251,57 @@ TEST_F(PipelineCoreObjectivesTest, PicksAvoidAReplicaPredictedToMissAndASlowOneI
   Done(0, SentTo("plain1"), "plain1");
 }
 
+// A request sent to a busy engine joins its next step: its first output
+// comes a step after the current one ends. The replica's step events teach
+// the predictor the step's period, and where in its step the engine is
+// tells two requests apart that arrive 10 ms apart in a step.
+TEST_F(PipelineCoreObjectivesTest, ThePredictionKnowsWhereInItsStepTheEngineIs) {
+  BuildOne();
+  uint64_t step = 0;
+  // The end of an engine step (steps of 20 ms), `ms` from now: "bg" (running
+  // throughout) gets a token, `done` ends; the load is what stays.
+  auto next_step = [&](const std::vector<std::string>& done, int load, int ms = 20) {
+    scheduler_.AdvanceBy(absl::Milliseconds(ms));
+    v1::StepOutputs outputs;
+    outputs.set_step(++step);
+    outputs.mutable_load()->set_requests(load);
+    v1::RequestOutput* token = outputs.add_outputs();
+    token->set_request_id("bg");
+    *token->add_payloads() = Text("t");
+    for (const std::string& id : done) {
+      v1::RequestOutput* output = outputs.add_outputs();
+      output->set_request_id(id);
+      *output->add_payloads() = Text("ok");
+      output->set_finished(true);
+      output->set_finish_reason(v1::FINISH_REASON_STOP);
+    }
+    core().OnStepOutputs(0, 0, outputs);
+  };
+  // `id` arrives `offset` into a step: it joins the next one, and its whole
+  // answer comes as that one ends.
+  auto run = [&](const std::string& id, int offset_ms) {
+    scheduler_.AdvanceBy(absl::Milliseconds(offset_ms));
+    GenWith(id, 1000);
+    ASSERT_EQ(SentTo(id), 0);
+    next_step({}, 2, 20 - offset_ms);
+    next_step({id}, 1);
+  };
+  Gen("bg");
+  for (int i = 0; i < 3; ++i) next_step({}, 1);
+  int learner = 0;
+  for (int offset : {3, 17, 9, 13, 6, 19, 11, 2, 15, 8}) {
+    run(absl::StrCat("learn", learner++), offset);
+  }
+  run("early", 5);
+  run("late", 15);
+  std::map<std::string, v1::FinishedRequest> records = Records();
+  // 15 ms of the current step, then a whole one; 5 ms, then a whole one.
+  EXPECT_THAT(records["early"].predicted_first_output_seconds(), DoubleNear(0.035, 0.002));
+  EXPECT_THAT(records["late"].predicted_first_output_seconds(), DoubleNear(0.025, 0.002));
+  EXPECT_THAT(records["early"].first_output_seconds(), DoubleNear(0.035, 0.001));
+  Done(0, 0, "bg");
+}
+
 TEST_F(PipelineCoreObjectivesTest, AnUnknownCriticalityIsRefusedAtItsField) {
   BuildOne();
   auto sink = GenWith("odd", 100, static_cast<v1::Criticality>(7));

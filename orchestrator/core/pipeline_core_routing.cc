@@ -75,6 +75,9 @@ void PipelineCore::OnStepOutputs(int stage, int replica, v1::StepOutputs& output
     pools_[stage]->ReportLoad(replica, outputs.load().requests(), scheduler_->Now());
     if (outputs.load().has_cache()) pools_[stage]->ReportCache(replica, outputs.load().cache());
   }
+  // An event without a load says nothing of whether the engine went idle.
+  planner_.Step(stage, replica, outputs.step(),
+                !outputs.has_load() || outputs.load().requests() > 0);
   FoldOutputs(&outputs);
   // Nothing leaves the admission queue until the whole batch is handled: a
   // request sent now could take an id whose older outputs are still below.

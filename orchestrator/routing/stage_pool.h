@@ -170,6 +170,8 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   // capacity plus `headroom`. A replica that reports no capacity always has.
   bool HasFreeSlot(int headroom) const;
   int BoundCount(int replica) const { return static_cast<int>(bound_[replica].size()); }
+  // The ids bound to `replica`.
+  const absl::flat_hash_set<std::string>& BoundTo(int replica) const { return bound_[replica]; }
   size_t bindings() const { return bindings_.size(); }
   // What the stage holds now and has taken since it began, for its
   // autoscaling signal (stage_demand.h); `waiting` counts only the requests
