@@ -21,9 +21,8 @@ void EventLoop::RunTasks() {
         if (!owned_ && (!tasks_.empty() || !bulk_.empty() || timer_due)) break;
         if (owned_) {
           // A RunOrPost caller runs its task here: wait until it is done.
-          auto released = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-            return stopped_ || !owned_;
-          };
+          auto released = [this]()
+                              ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopped_ || !owned_; };
           mu_.Await(absl::Condition(&released));
           continue;
         }
@@ -59,12 +58,14 @@ void EventLoop::RunTasks() {
     while (!batch.empty() && !stopped) {
       auto [posted, task] = std::move(batch.front());
       batch.pop_front();
+      batch_waiting_ = batch.size();
       lag_observer_(absl::Now() - posted);
       RunTask(task);
       absl::MutexLock lock(&mu_);
       stopped = stopped_;
     }
     batch.clear();
+    batch_waiting_ = 0;
     for (const std::pair<absl::Time, TimerId>& key : due) {
       if (stopped) break;
       std::function<void()> task;
@@ -146,10 +147,12 @@ void EventLoop::RunDeferred(std::vector<std::function<void()>>& running, bool po
 
 void EventLoop::RunPostedBetween() {
   // Only on Run()'s thread: a RunOrPost caller runs its own task, never others
-  // (they may wait for the gRPC thread it is). Read without the lock first: this
+  // (they may wait for the gRPC thread it is). Not while tasks posted before
+  // them wait in this turn: posting order holds (a request's input must not
+  // pass the task that starts the request). Read without the lock first: this
   // runs after every deferred task.
   if (std::this_thread::get_id() != run_thread_.load(std::memory_order_relaxed) ||
-      !posted_waiting_.load(std::memory_order_relaxed)) {
+      batch_waiting_ > 0 || !posted_waiting_.load(std::memory_order_relaxed)) {
     return;
   }
   std::deque<std::pair<absl::Time, std::function<void()>>> posted;

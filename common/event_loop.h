@@ -23,6 +23,7 @@
 #define OMNISTAGE_COMMON_EVENT_LOOP_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -71,7 +72,8 @@ class EventLoop : public Scheduler {
   void RunOrPostBulk(std::function<void()> task) override;
   // Runs right after the task or timer running now (and after what that one
   // deferred before it), before any bulk task or timer; tasks Post()ed
-  // meanwhile run between deferred tasks (Scheduler::Defer).
+  // meanwhile run between deferred tasks once no task posted before them
+  // waits (Scheduler::Defer).
   void Defer(std::function<void()> task) override;
 
  private:
@@ -87,9 +89,10 @@ class EventLoop : public Scheduler {
   // swapping it into `running`; with `posted_between`, after each of them the
   // tasks Post()ed meanwhile (RunPostedBetween).
   void RunDeferred(std::vector<std::function<void()>>& running, bool posted_between);
-  // On Run()'s thread, runs the tasks Post()ed since the turn began, each
-  // followed by what it deferred (without running others between those); what
-  // was deferred before them keeps its place.
+  // On Run()'s thread, once the turn's own tasks all ran, runs the tasks
+  // Post()ed since the turn began, each followed by what it deferred (without
+  // running others between those); what was deferred before them keeps its
+  // place.
   void RunPostedBetween();
   // Runs `task` on this thread if the loop is free, as its owner; false (and
   // `task` untouched) if not.
@@ -112,6 +115,9 @@ class EventLoop : public Scheduler {
   std::vector<std::function<void()>> running_deferred_;
   // tasks_ is not empty, as last written under mu_ (read without it, a hint).
   std::atomic<bool> posted_waiting_{false};
+  // The tasks of the loop's turn that wait behind the one running (Run()'s
+  // thread alone).
+  size_t batch_waiting_ = 0;
   // The thread in Run(), once it runs.
   std::atomic<std::thread::id> run_thread_;
   std::function<void(absl::Duration)> lag_observer_ = [](absl::Duration) {};

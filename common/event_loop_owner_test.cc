@@ -42,8 +42,8 @@ TEST(EventLoopTest, DeferredWorkRunsWhenTheTaskReturnsBeforeQueuedTasks) {
   });
   WatchedLoop thread(&loop);
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
-  EXPECT_THAT(order, ElementsAre("task returns", "deferred 1", "deferred 2",
-                                 "deferred by deferred", "queued task"));
+  EXPECT_THAT(order, ElementsAre("task returns", "deferred 1", "deferred 2", "deferred by deferred",
+                                 "queued task"));
 }
 
 // A task Post()ed while deferred work runs does not wait for the rest of it: it
@@ -73,6 +73,31 @@ TEST(EventLoopTest, APostedTaskRunsBetweenDeferredTasks) {
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
   EXPECT_THAT(order, ElementsAre("task returns", "deferred 1", "posted", "deferred by posted",
                                  "deferred 2", "deferred by deferred 1", "bulk"));
+}
+
+// A task Post()ed while deferred work runs does not pass the tasks posted
+// before it that wait in the same turn (a request's input posted after the
+// task that starts the request, and run first, would find no request).
+TEST(EventLoopTest, APostedTaskDoesNotPassTasksPostedBeforeIt) {
+  EventLoop loop;
+  std::vector<std::string> order;  // Touched only on the loop thread.
+  absl::Notification done;
+  loop.Post([&] {
+    loop.Defer([&] {
+      order.push_back("deferred");
+      loop.Post([&] {
+        order.push_back("posted later");
+        done.Notify();
+      });
+      loop.Defer([&] { order.push_back("deferred by deferred"); });
+    });
+    order.push_back("task returns");
+  });
+  loop.Post([&] { order.push_back("posted earlier"); });
+  WatchedLoop thread(&loop);
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kGenerous));
+  EXPECT_THAT(order, ElementsAre("task returns", "deferred", "deferred by deferred",
+                                 "posted earlier", "posted later"));
 }
 
 // A RunOrPost caller runs its own task and what that defers, never others
