@@ -9,7 +9,10 @@
 // (step n+1 seen after step n, which left the engine requests to run): a
 // gap spanning steps this orchestrator did not see, or time the engine sat
 // idle, says nothing of one step's length. Times are when the events were
-// handled, so the phase includes their way here.
+// handled, so they include their way here: an event is never early, only
+// more or less delayed, and the phase follows the least delayed events of a
+// run of steps without a pause (a step end at the time one was handled; a
+// later event moves it a tenth of the way).
 //
 //   StepCadence cadence;
 //   cadence.Step(outputs.step(), now, outputs.load().requests() > 0);
@@ -44,6 +47,9 @@ class StepCadence {
   absl::Time last_at_ = absl::InfinitePast();
   bool last_busy_ = false;
   double period_ = 0;
+  // A step end as the phase puts it: step `phase_step_` ended at `phase_at_`.
+  uint64_t phase_step_ = 0;
+  absl::Time phase_at_ = absl::InfinitePast();
 };
 
 }  // namespace omnistage

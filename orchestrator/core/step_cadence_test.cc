@@ -37,6 +37,21 @@ TEST(StepCadenceTest, ThePhaseFollowsThePeriodPastTheLastEvent) {
   EXPECT_NEAR(cadence.UntilStepEnds(At(147)), 0.013, kEps);
 }
 
+// Events come late by how long their way took, never early: the phase is
+// the least delayed ones', not the last one's.
+TEST(StepCadenceTest, ThePhaseFollowsTheLeastDelayedEvents) {
+  StepCadence cadence;
+  // Steps end every 20 ms; their events are handled 0, 6, 2 and 6 ms late.
+  constexpr int kDelays[] = {0, 6, 2, 6};
+  int step = 1;
+  for (; step <= 40; ++step) cadence.Step(step, At(20 * step + kDelays[step % 4]), true);
+  // The last event (step 40) came 0 ms late; 41's ends at 820 ms.
+  EXPECT_NEAR(cadence.UntilStepEnds(At(805)), 0.015, 0.002);
+  // Step 41's event 6 ms late: it still ends at 820 ms, 42's at 840.
+  cadence.Step(41, At(826), true);
+  EXPECT_NEAR(cadence.UntilStepEnds(At(830)), 0.010, 0.002);
+}
+
 TEST(StepCadenceTest, ThePeriodIsAnAverageThatFollowsAChange) {
   StepCadence cadence;
   // Events handled in pairs: gaps of 5 and 35 ms average 20.
