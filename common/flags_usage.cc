@@ -14,10 +14,17 @@
 
 namespace omnistage {
 
-void SetUsage(const std::string& usage, const std::string& flags_file) {
+void SetUsage(const std::string& usage, const std::string& flags_file,
+              const std::vector<std::string>& shared_files) {
   absl::SetProgramUsageMessage(usage);
   absl::FlagsUsageConfig config;
-  auto ours = [flags_file](absl::string_view file) { return absl::EndsWith(file, flags_file); };
+  auto ours = [flags_file, shared_files](absl::string_view file) {
+    if (absl::EndsWith(file, flags_file)) return true;
+    for (const std::string& shared : shared_files) {
+      if (absl::EndsWith(file, shared)) return true;
+    }
+    return false;
+  };
   config.contains_help_flags = ours;
   config.contains_helpshort_flags = ours;
   absl::SetFlagsUsageConfig(config);

@@ -16,9 +16,11 @@
 namespace omnistage {
 
 // `usage` heads --help; the flags of `flags_file` (its path in the repository)
-// are the ones --help and --helpshort list (--helpfull lists all, gRPC's and
-// Abseil's too). Call once, before parsing.
-void SetUsage(const std::string& usage, const std::string& flags_file);
+// and of `shared_files` (flags several binaries take, e.g.
+// common/tracing/tracing_flags.cc) are the ones --help and --helpshort list
+// (--helpfull lists all, gRPC's and Abseil's too). Call once, before parsing.
+void SetUsage(const std::string& usage, const std::string& flags_file,
+              const std::vector<std::string>& shared_files = {});
 
 // absl::ParseCommandLine, except that an unknown flag or a value a flag cannot
 // take ends the program with exit code 2 (bad usage, as the docs promise; Abseil
