@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/field_error.h"
@@ -26,6 +27,7 @@
 #include "common/listen_check.h"
 #include "common/listening_line.h"
 #include "common/log.h"
+#include "common/tracing/tracing_flags.h"
 #include "orchestrator/config/pipeline_config.h"
 #include "orchestrator/orchestrator.h"
 
@@ -131,11 +133,21 @@ int Run() {
       !s.ok()) {
     return StartRefused("orchestrator", s.message());
   }
+  absl::StatusOr<std::unique_ptr<Tracer>> tracer = StartTracing("orchestrator");
+  if (!tracer.ok()) return StartRefused("orchestrator", tracer.status().message());
   OrchestratorOptions options;
+  options.tracer = *std::move(tracer);
   options.config = *config;
   options.worker_binary = absl::GetFlag(FLAGS_stage_worker);
   options.worker_args = {absl::StrCat("--log_format=", absl::GetFlag(FLAGS_log_format)),
                          absl::StrCat("--log_level=", absl::GetFlag(FLAGS_log_level))};
+  // Spawned workers trace as this orchestrator does (they inherit its
+  // environment; its tracing flags go with them).
+  for (const char* name :
+       {"otlp_traces_endpoint", "otlp_protocol", "trace_sampler", "trace_sampler_arg"}) {
+    const std::string value = absl::FindCommandLineFlag(name)->CurrentValue();
+    if (!value.empty()) options.worker_args.push_back(absl::StrCat("--", name, "=", value));
+  }
   options.listen = absl::GetFlag(FLAGS_listen);
   options.dns_server = absl::GetFlag(FLAGS_dns_server);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
@@ -186,7 +198,8 @@ int Run() {
 }  // namespace omnistage
 
 int main(int argc, char** argv) {
-  omnistage::SetUsage("Serves an omnistage pipeline over gRPC.", "orchestrator/main.cc");
+  omnistage::SetUsage("Serves an omnistage pipeline over gRPC.", "orchestrator/main.cc",
+                      {omnistage::kTracingFlagsFile});
   omnistage::ParseFlagsOrExit(argc, argv, "orchestrator");
   omnistage::ServiceRuntime runtime(argv[0]);  // Outlives everything Run() makes.
   return omnistage::Run();

@@ -8,6 +8,7 @@
 #include "common/allocator.h"
 #include "common/field_error.h"
 #include "common/limits.h"
+#include "common/tracing/trace_metrics.h"
 #include "orchestrator/core/request_id.h"
 
 namespace omnistage {
@@ -51,6 +52,8 @@ absl::Status Orchestrator::MakeCore() {
       config, std::vector<std::vector<ReplicaClient*>>(config.stages.size()), &loop_);
   core_->set_node_id(node_id_);
   core_->set_access_log(options_.access_log);
+  core_->set_tracer(options_.tracer.get());
+  AddTraceMetrics(&core_->metrics_registry(), options_.tracer.get());
   absl::StatusOr<std::unique_ptr<ReplicaSet>> replicas =
       ReplicaSet::Create(&config, core_.get(), &loop_, options_.worker_tls);
   if (!replicas.ok()) return replicas.status();

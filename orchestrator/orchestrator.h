@@ -29,6 +29,7 @@
 #include "common/grpc/grpc_util.h"
 #include "common/grpc/tls.h"
 #include "common/metrics_server.h"
+#include "common/tracing/tracer.h"
 #include "orchestrator/config/pipeline_config.h"
 #include "orchestrator/core/pipeline_core.h"
 #include "orchestrator/discovery/dns_watcher.h"
@@ -85,6 +86,9 @@ struct OrchestratorOptions {
   TlsFiles peer_tls;
   // This orchestrator's node id (request_id.h); empty: a new random one.
   std::string node_id;
+  // Where the requests' spans go (orchestrator/core/request_tracing.h); null:
+  // nowhere.
+  std::shared_ptr<const Tracer> tracer;
 };
 
 class Orchestrator {

@@ -5,17 +5,15 @@
 //
 // Prints one line "listening port=<port> address=<host:port> instance=<id>" on
 // stdout once it serves (with " metrics_port=<port>" and " health_port=<port>"
-// when --metrics_listen and --health_listen are set). Flags it refuses (an unknown engine, a bad engine
-// parameter) are named on stderr and, for whoever spawned it, in one stdout line
-// "refused field=<path> reason=<text>" (path: engine or engine_params.<key>); it
-// then exits 2. SIGTERM/SIGINT: drain — NOT_SERVING, every session told, the
-// requests it has run for up to --drain_timeout_ms, the rest are stopped (each
-// ends on its session) — then stop the busy loop and exit 0 (a second signal
-// ends it at once). A
-// fatal engine error: a fatal event to every session, NOT_SERVING, exit 1. A step
-// that runs past --stall_timeout_ms: NOT_SERVING and a stalled event to every
-// session (SERVING again if it returns); past --stall_exit_ms: exit 3, so that a
-// supervisor restarts it.
+// when --metrics_listen and --health_listen are set). Flags it refuses (an unknown engine, a bad
+// engine parameter) are named on stderr and, for whoever spawned it, in one stdout line "refused
+// field=<path> reason=<text>" (path: engine or engine_params.<key>); it then exits 2.
+// SIGTERM/SIGINT: drain — NOT_SERVING, every session told, the requests it has run for up to
+// --drain_timeout_ms, the rest are stopped (each ends on its session) — then stop the busy loop and
+// exit 0 (a second signal ends it at once). A fatal engine error: a fatal event to every session,
+// NOT_SERVING, exit 1. A step that runs past --stall_timeout_ms: NOT_SERVING and a stalled event to
+// every session (SERVING again if it returns); past --stall_exit_ms: exit 3, so that a supervisor
+// restarts it.
 #include <pthread.h>
 #include <signal.h>
 
@@ -40,6 +38,8 @@
 #include "common/listening_line.h"
 #include "common/log.h"
 #include "common/metrics_server.h"
+#include "common/tracing/trace_metrics.h"
+#include "common/tracing/tracing_flags.h"
 #include "stage_worker/engines/registry.h"
 #include "stage_worker/worker.h"
 #include "stage_worker/worker_service.h"
@@ -58,12 +58,15 @@ ABSL_FLAG(std::string, tls_client_ca, "",
 ABSL_FLAG(std::string, log_format, "text",
           "log lines on stderr: text (for people) or json (one object per line, for log "
           "shippers)");
-ABSL_FLAG(std::string, log_level, "info", "the least severe lines logged: debug, info, "
+ABSL_FLAG(std::string, log_level, "info",
+          "the least severe lines logged: debug, info, "
           "warning or error (debug adds a line per request)");
 ABSL_FLAG(std::string, metrics_listen, "",
           "host:port for Prometheus metrics at /metrics over HTTP (off when empty; port 0 "
           "picks one)");
-ABSL_FLAG(std::string, engine, "sim_llm", "engine name (sim_llm, listener, thinker, talker, vocoder, or python: a Python class named by --engine_params module=...,class=...)");
+ABSL_FLAG(std::string, engine, "sim_llm",
+          "engine name (sim_llm, listener, thinker, talker, vocoder, or python: a Python class "
+          "named by --engine_params module=...,class=...)");
 ABSL_FLAG(std::string, engine_params, "",
           "engine parameters as comma-separated key=value pairs, e.g. batch_size=64");
 ABSL_FLAG(std::string, instance_id, "", "instance id reported to clients (default: generated)");
@@ -95,9 +98,9 @@ absl::StatusOr<std::map<std::string, std::string>> ParseEngineParams(absl::strin
                      "engine_params");
     }
     if (!params.emplace(kv.first, kv.second).second) {
-      return AtField(absl::InvalidArgumentError(
-                         absl::StrCat("--engine_params: '", kv.first, "' given twice")),
-                     "engine_params");
+      return AtField(
+          absl::InvalidArgumentError(absl::StrCat("--engine_params: '", kv.first, "' given twice")),
+          "engine_params");
     }
   }
   return params;
@@ -122,9 +125,10 @@ int Run() {
   }
   // A taken or unknown address stops start-up here, before the engine loads,
   // with one line that says why and what to do (not gRPC's error block).
-  if (absl::Status s = CheckCanListenAll({{"--listen", absl::GetFlag(FLAGS_listen)},
-                                          {"--health_listen", absl::GetFlag(FLAGS_health_listen)},
-                                          {"--metrics_listen", absl::GetFlag(FLAGS_metrics_listen)}});
+  if (absl::Status s =
+          CheckCanListenAll({{"--listen", absl::GetFlag(FLAGS_listen)},
+                             {"--health_listen", absl::GetFlag(FLAGS_health_listen)},
+                             {"--metrics_listen", absl::GetFlag(FLAGS_metrics_listen)}});
       !s.ok()) {
     return StartRefused("stage_worker", s.message());
   }
@@ -135,7 +139,10 @@ int Run() {
   const std::string engine_name = absl::GetFlag(FLAGS_engine);
   absl::StatusOr<std::unique_ptr<Engine>> engine = CreateEngine(engine_name, *params);
   if (!engine.ok()) return Refuse(engine.status());
+  absl::StatusOr<std::unique_ptr<Tracer>> tracer = StartTracing("stage_worker");
+  if (!tracer.ok()) return StartRefused("stage_worker", tracer.status().message());
   WorkerOptions options;
+  options.tracer = *std::move(tracer);
   options.stage_id = absl::GetFlag(FLAGS_stage_id);
   options.engine_name = engine_name;
   options.instance_id = absl::GetFlag(FLAGS_instance_id);
@@ -143,6 +150,7 @@ int Run() {
   options.stall.stall_after = absl::Milliseconds(absl::GetFlag(FLAGS_stall_timeout_ms));
   options.stall.exit_after = absl::Milliseconds(absl::GetFlag(FLAGS_stall_exit_ms));
   Worker worker(options, *std::move(engine));
+  AddTraceMetrics(&worker.metrics_registry(), options.tracer.get());
   // The engine is stuck for good: exit so that a supervisor (the orchestrator
   // for spawned workers, Kubernetes in a cluster) starts a fresh one. The busy
   // loop cannot be joined, so nothing is torn down.
@@ -181,7 +189,8 @@ int Run() {
   const std::string host = ParseHostPort(server_options.address, PortRule::kListen)->host;
   const std::string address = FormatHostPort(host, (*server)->port());
   ListeningLine listening{(*server)->port(), address, {{"instance", worker.instance_id()}}};
-  if (metrics != nullptr) listening.fields.push_back({"metrics_port", absl::StrCat(metrics->port())});
+  if (metrics != nullptr)
+    listening.fields.push_back({"metrics_port", absl::StrCat(metrics->port())});
   if ((*server)->health_port() > 0) {
     listening.fields.push_back({"health_port", absl::StrCat((*server)->health_port())});
   }
@@ -227,7 +236,8 @@ int Run() {
 }  // namespace omnistage
 
 int main(int argc, char** argv) {
-  omnistage::SetUsage("Serves one replica of one pipeline stage over gRPC.", "stage_worker/main.cc");
+  omnistage::SetUsage("Serves one replica of one pipeline stage over gRPC.", "stage_worker/main.cc",
+                      {omnistage::kTracingFlagsFile});
   omnistage::ParseFlagsOrExit(argc, argv, "stage_worker");
   omnistage::ServiceRuntime runtime(argv[0]);  // Outlives everything Run() makes.
   return omnistage::Run();

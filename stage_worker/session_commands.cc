@@ -156,20 +156,29 @@ void SessionCommands::HandleAdd(ConnectSession& session, v1::WorkerCommand& comm
                                                  "' is already live in this session")));
     return;
   }
+  RequestSpans* spans = worker_.spans;
+  if (spans != nullptr) {
+    spans->Added(session.number(), add.request_id(), add.traceparent(), add.tracestate());
+  }
   Log(LogLevel::kDebug, SessionContext(worker_.log_context, session, add.request_id(), trace_id),
       absl::StrCat("added (", request.input.size(), " input payload(s)",
                    request.input_complete ? ")" : ", more to come)"));
   // An abort of the id that the loop applies before this Add did not stop
   // it: the session must know which of its live requests the engine holds.
   std::shared_ptr<ConnectSession> owner = worker_.find_session(session.number());
-  auto taken = [owner, id = add.request_id()] {
-    if (owner != nullptr) owner->MarkTaken(id);
+  auto taken = [owner, spans, id = add.request_id()] {
+    if (owner == nullptr) return;
+    owner->MarkTaken(id);
+    if (spans != nullptr) spans->Taken(owner->number(), id);
   };
   // The engine's check on the loop refused it: it never started.
-  auto rejected = [this, owner, id = add.request_id(),
+  auto rejected = [this, owner, spans, id = add.request_id(),
                    seq = command.seq()](const absl::Status& status) {
     if (owner == nullptr) return;
     owner->EraseLive(id);
+    if (spans != nullptr) {
+      spans->Ended(owner->number(), id, v1::FINISH_REASON_ERROR, std::string(status.message()));
+    }
     SendRejected(*owner, seq, v1::WorkerCommand::kAdd, id, status);
   };
   absl::Status s = session.Sequence(
@@ -177,6 +186,10 @@ void SessionCommands::HandleAdd(ConnectSession& session, v1::WorkerCommand& comm
       worker_.submit);
   if (!s.ok()) {
     session.EraseLive(add.request_id());
+    if (spans != nullptr) {
+      spans->Ended(session.number(), add.request_id(), v1::FINISH_REASON_ERROR,
+                   std::string(s.message()));
+    }
     Reject(session, command, add.request_id(), s);
   }
 }

@@ -30,6 +30,7 @@
 #include "stage_worker/connect_session.h"
 #include "stage_worker/engine_core.h"
 #include "stage_worker/engines/base/engine.h"
+#include "stage_worker/request_spans.h"
 
 namespace omnistage {
 
@@ -52,6 +53,8 @@ class SessionCommands {
     std::function<uint64_t()> stalled_step;
     // The registered session numbered `number`; null once it closed.
     std::function<std::shared_ptr<ConnectSession>(uint64_t number)> find_session;
+    // The requests' spans (request_spans.h); null: none.
+    RequestSpans* spans = nullptr;
   };
 
   explicit SessionCommands(Worker worker);

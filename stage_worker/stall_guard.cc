@@ -80,9 +80,13 @@ void StallGuard::OnRecover(uint64_t step, absl::Duration took) {
     std::vector<std::string> engine_ids;
     for (const std::string& id : ids) engine_ids.push_back(EngineRequestId(session->number(), id));
     aborts.push_back(CoreMessage::Abort(
-        std::move(engine_ids), [session = session, ids = ids, step](bool applied) {
+        std::move(engine_ids),
+        [session = session, ids = ids, step, spans = hooks_.spans](bool applied) {
           if (!applied) return;
           std::vector<std::string> stopped = session->TakeLive(ids);
+          for (const std::string& id : stopped) {
+            if (spans != nullptr) spans->Ended(session->number(), id, v1::FINISH_REASON_ABORT, "");
+          }
           if (stopped.empty()) return;
           session->Send(FinishedEvent(
               stopped, v1::FINISH_REASON_ABORT,

@@ -29,6 +29,7 @@
 #include "protos/stage_worker.pb.h"
 #include "stage_worker/connect_session.h"
 #include "stage_worker/engine_core.h"
+#include "stage_worker/request_spans.h"
 #include "stage_worker/step_watchdog.h"
 
 namespace omnistage {
@@ -47,6 +48,8 @@ class StallGuard {
     std::function<void(bool serving)> set_serving;
     // Queues messages for the busy loop.
     std::function<void(std::vector<CoreMessage>)> submit;
+    // The requests' spans (null: none): the lost ones end there.
+    RequestSpans* spans = nullptr;
   };
 
   // Its lines carry `log_context` (the worker's stage and instance).

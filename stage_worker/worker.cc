@@ -44,6 +44,8 @@ Worker::Worker(WorkerOptions options, std::unique_ptr<Engine> engine)
       cache_reports_(cache_layout_.capacity_blocks),
       core_(engine_.get(), this),
       submit_([this](std::vector<CoreMessage> batch) { core_.SubmitAll(std::move(batch)); }),
+      spans_(options_.tracer.get(),
+             {options_.stage_id, options_.instance_id, options_.engine_name}),
       stall_(options_.stall,
              StallGuard::Hooks{
                  [this](absl::FunctionRef<void(const std::vector<std::shared_ptr<ConnectSession>>&)>
@@ -51,12 +53,12 @@ Worker::Worker(WorkerOptions options, std::unique_ptr<Engine> engine)
                    absl::MutexLock lock(&mu_);
                    with(SessionsLocked());
                  },
-                 [this](bool serving) { SetServing(serving); }, submit_},
+                 [this](bool serving) { SetServing(serving); }, submit_, &spans_},
              log_context_),
-      commands_(SessionCommands::Worker{options_.stage_id, options_.instance_id, log_context_,
-                                        engine_.get(), submit_,
-                                        [this] { return stall_.stalled_step(); },
-                                        [this](uint64_t number) { return FindSession(number); }}) {
+      commands_(SessionCommands::Worker{
+          options_.stage_id, options_.instance_id, log_context_, engine_.get(), submit_,
+          [this] { return stall_.stalled_step(); },
+          [this](uint64_t number) { return FindSession(number); }, &spans_}) {
   if (cache_layout_.block_tokens > 0) metrics_.AddPrefixCache(cache_layout_);
   AddHeapMetrics(&metrics_registry_);
   // Gauges of state other threads own, read when a scrape asks.
@@ -162,8 +164,12 @@ int Worker::Drain(absl::Duration timeout) {
     std::vector<std::string> engine_ids;
     for (const std::string& id : ids) engine_ids.push_back(EngineRequestId(session->number(), id));
     aborts.push_back(CoreMessage::Abort(
-        std::move(engine_ids), [session = session, ids = ids, why, &done](bool applied) {
+        std::move(engine_ids),
+        [session = session, ids = ids, why, &done, spans = &spans_](bool applied) {
           std::vector<std::string> ended = applied ? session->TakeLive(ids) : ids;
+          for (const std::string& id : ended) {
+            spans->Ended(session->number(), id, v1::FINISH_REASON_ABORT, "");
+          }
           if (applied && !ended.empty()) {
             session->Send(FinishedEvent(ended, v1::FINISH_REASON_ABORT, absl::AbortedError(why)));
           }
@@ -226,6 +232,7 @@ void Worker::OnStepOutputs(uint64_t step, std::vector<v1::RequestOutput> outputs
   for (auto& [session, event] : events) {
     // Forget finished ids before the client can see them finish and reuse them.
     for (const v1::RequestOutput& output : event.step().outputs()) {
+      spans_.Output(session->number(), output);
       if (!output.finished()) continue;
       const LogContext context = SessionContext(log_context_, *session, output.request_id(),
                                                 session->EraseLive(output.request_id()));
@@ -392,6 +399,7 @@ void Worker::CloseSession(ConnectSession& session) {
   std::vector<CoreMessage> released;
   const bool was_closed = session.closed();
   std::vector<std::string> ids = session.Close(&released);
+  spans_.SessionClosed(session.number());
   if (!was_closed) {
     LogInfo(SessionContext(log_context_, session),
             absl::StrCat("session closed; aborting its ", ids.size(), " live request(s)"));
@@ -460,6 +468,9 @@ void Worker::Abort(const v1::WorkerAbortRequest& request,
       return;
     }
     std::vector<std::string> aborted = session->TakeLive(ids);
+    for (const std::string& id : aborted) {
+      spans_.Ended(session->number(), id, v1::FINISH_REASON_ABORT, "");
+    }
     if (!aborted.empty()) {
       session->Send(FinishedEvent(aborted, v1::FINISH_REASON_ABORT,
                                   absl::AbortedError("stopped by an Abort call")));

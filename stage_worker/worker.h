@@ -62,6 +62,8 @@ struct WorkerOptions {
   // When a step counts as stalled, and when a stalled worker gives up and asks to
   // exit (set_on_stall_exit). Zero: never.
   StallOptions stall;
+  // Where the requests' spans go (request_spans.h); null: nowhere.
+  std::shared_ptr<const Tracer> tracer;
 };
 
 class Worker : public CoreSink {
@@ -203,6 +205,8 @@ class Worker : public CoreSink {
   // Set by Drain(): the Draining event new sessions get too.
   std::optional<v1::WorkerEvent> draining_ ABSL_GUARDED_BY(mu_);
   std::function<void(bool)> on_serving_ ABSL_GUARDED_BY(mu_);
+  // Each request's span while it runs here.
+  RequestSpans spans_;
   // Last but one: its watchdog thread calls into the members above.
   StallGuard stall_;
   SessionCommands commands_;

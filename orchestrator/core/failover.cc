@@ -133,7 +133,8 @@ Failover::Resumed Failover::Resume(InFlightRequest& r, int stage, int lost_repli
   for (const v1::Payload& p : replay.input) *add.add_input() = p;
   add.set_input_complete(replay.input_complete);
   *add.mutable_params() = r.params[stage];
-  add.set_traceparent(r.traceparent);
+  add.set_traceparent(TraceparentFor(r, stage));
+  add.set_tracestate(r.tracestate);
   std::string how;
   const bool nothing_delivered = replay.delivered.empty();
   StagePool& pool = core_.pool(stage);

@@ -37,6 +37,7 @@ PipelineCore::PipelineCore(PipelineConfig config, std::vector<std::vector<Replic
       metrics_(&metrics_registry_, StageNames(config_)),
       objective_metrics_(&metrics_registry_),
       planner_(Parts(), &objective_metrics_),
+      tracing_(nullptr, Parts()),
       finished_(StageNames(config_)),
       table_(scheduler),
       abort_(AbortOptions(), &config_, &pools_, &table_, scheduler, this),
@@ -45,6 +46,7 @@ PipelineCore::PipelineCore(PipelineConfig config, std::vector<std::vector<Replic
       stage_audio_(Parts()),
       deadlines_(Parts()),
       starts_(Parts(), {[this](InFlightRequest& r) -> std::optional<v1::Error> {
+                          tracing_.LeftQueue(r);
                           if (std::optional<v1::Error> shed = planner_.ShedAtStart(r)) {
                             return shed;
                           }
@@ -207,7 +209,8 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
 }
 
 void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> client,
-                            std::string traceparent, const Caller& caller, bool streamed_input) {
+                            std::string traceparent, const Caller& caller, bool streamed_input,
+                            std::string tracestate) {
   CheckInLoop();
   const ResponseSink* owner = client.get();
   std::string trace_id = TraceIdOf(traceparent);
@@ -232,10 +235,14 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   r.owner = owner;
   if (streamed_input) input_.Open(r);
   r.trace_id = std::move(trace_id);
-  if (!r.trace_id.empty()) r.traceparent = std::move(traceparent);
+  if (!r.trace_id.empty()) {
+    r.traceparent = std::move(traceparent);
+    r.tracestate = std::move(tracestate);
+  }
   Log(LogLevel::kDebug, ContextOf(r), "admitted");
   const bool waits = starts_.MustWait(r);
   const int priority = request.has_priority() ? request.priority() : caller.priority;
+  tracing_.Admitted(r, streamed_input ? "GenerateDuplex" : "Generate", priority);
   // The requests due to leave the queue before it: those of its priority or
   // higher.
   int ahead = -1;
@@ -257,6 +264,7 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
       RefuseCall(r, queued);
       return;
     }
+    tracing_.Queued(r);
     starts_.Pump();  // Behind its betters, it may still leave at once.
     return;
   }
@@ -271,6 +279,7 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
 void PipelineCore::RefuseCall(InFlightRequest& r, const absl::Status& error) {
   // Nothing started anywhere: the call itself fails.
   std::shared_ptr<ResponseSink> failed = r.sink;
+  tracing_.Refused(r, error);
   table_.Remove(r.id);
   failed->Fail(error);
   CheckDrained();
@@ -289,10 +298,11 @@ void PipelineCore::AppendInput(const std::string& id, const ResponseSink* sink,
 
 void PipelineCore::Cancel(const std::string& request_id, const ResponseSink* sink) {
   CheckInLoop();
-  const InFlightRequest* r = table_.Find(request_id);
+  InFlightRequest* r = table_.Find(request_id);
   // Goes ahead even while a client Abort of it runs: if that one fails, this one
   // still stops the work of a client that is gone.
   if (r == nullptr || r->owner != sink) return;
+  tracing_.Cancelled(*r);
   metrics_.ClientCancelled();
   abort_.Cancel(request_id);
 }
@@ -305,6 +315,9 @@ void PipelineCore::Abort(const v1::AbortRequest& request, absl::Time client_dead
     done(absl::InvalidArgumentError(absl::StrCat("request_ids: ", request.request_ids_size(),
                                                  " ids; the limit is ", kMaxAbortIdsPerCall)));
     return;
+  }
+  for (const std::string& id : request.request_ids()) {
+    if (InFlightRequest* r = table_.Find(id)) tracing_.AbortRequested(*r, caller.identity);
   }
   abort_.Abort(
       {request.request_ids().begin(), request.request_ids().end()}, client_deadline,

@@ -49,6 +49,7 @@
 #include "orchestrator/core/pipeline_metrics.h"
 #include "orchestrator/core/rate_limiter.h"
 #include "orchestrator/core/request_table.h"
+#include "orchestrator/core/request_tracing.h"
 #include "orchestrator/core/response_sink.h"
 #include "orchestrator/core/stage_audio.h"
 #include "orchestrator/core/start_queue.h"
@@ -78,9 +79,10 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // With `streamed_input` (GenerateDuplex), more input for stage 0 follows
   // through AppendInput() (streamed_input.h); the prompt may be empty, and
   // stage 0's engine must take input in pieces (FAILED_PRECONDITION).
+  // `tracestate`: the W3C tracestate that came with the traceparent.
   void Generate(v1::GenerateRequest request, std::shared_ptr<ResponseSink> sink,
                 std::string traceparent = "", const Caller& caller = Caller(),
-                bool streamed_input = false);
+                bool streamed_input = false, std::string tracestate = "");
   // A later message of the GenerateDuplex call whose request `request_id`
   // answers to `sink` (a request that ended, or another's, takes nothing):
   // more input for stage 0, or the end of it (streamed_input.h).
@@ -110,6 +112,9 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   // Whether every finished request gets an access log line (the default);
   // Status().recent is filled either way (finished_requests.h).
   void set_access_log(bool on) { finished_.set_access_log(on); }
+  // Where requests' spans go (request_tracing.h; not owned, outlives the
+  // core); null: nowhere.
+  void set_tracer(const Tracer* tracer) { tracing_.set_tracer(tracer); }
   // True when request `id` is in flight here and `caller` may abort it (it
   // started it, or may abort any).
   bool Holds(const std::string& id, const Caller& caller) const;
@@ -199,6 +204,7 @@ class PipelineCore : public ReplicaListener, private AbortListener {
   PipelineMetrics metrics_;
   ObjectiveMetrics objective_metrics_;
   ObjectivePlanner planner_;
+  RequestTracing tracing_;
   // The most recent finished requests, and their access lines.
   FinishedRequests finished_;
   std::vector<std::shared_ptr<StagePool>> pools_;

@@ -33,12 +33,13 @@ void PipelineCore::EndRequests(
   std::vector<std::string> ended;
   ended.reserve(ids.size());
   for (const std::string& id : ids) {
-    const InFlightRequest* r = table_.Find(id);
+    InFlightRequest* r = table_.Find(id);
     if (r == nullptr) continue;  // Ended already (or a duplicate id).
     if (r->queued) starts_.Remove(id);
     v1::Terminal terminal = terminal_for(*r);
     v1::FinishedRequest record = RecordOf(*r, terminal);
     planner_.Judge(*r, &record);
+    tracing_.Ended(*r, record);
     metrics_.Heard(r->account.Heard());
     objective_metrics_.Ended(record);
     stage_audio_.Ended(*r, terminal);

@@ -132,6 +132,9 @@ void PipelineCore::LoseRequests(int stage, int replica, const std::vector<std::s
 std::optional<v1::Error> PipelineCore::FailOver(InFlightRequest& r, int stage, int lost_replica,
                                                 const v1::Error& error) {
   Failover::Resumed resumed = failover_.Resume(r, stage, lost_replica, error);
+  if (!resumed.failed.has_value() && r.stages[stage].replica != lost_replica) {
+    tracing_.FailedOver(r, stage, lost_replica, error.message());
+  }
   // Replicas found dead on the way: their requests are lost in turn.
   for (const ReplicaLoss& loss : resumed.lost) {
     metrics_.Evicted(stage, "send_failed");

@@ -42,7 +42,8 @@ std::optional<v1::Error> PipelineCore::StartStage(InFlightRequest& r, int stage,
   }
   add.set_input_complete(complete);
   *add.mutable_params() = r.params[stage];
-  add.set_traceparent(r.traceparent);
+  add.set_traceparent(tracing_.StageStarting(r, stage));
+  add.set_tracestate(r.tracestate);
   SubmitResult sent = pools_[stage]->Submit(
       &add, nullptr,
       PickContext{r.session_key, nullptr, scheduler_->Now(), planner_.Avoid(r, stage)});
@@ -58,15 +59,18 @@ std::optional<v1::Error> PipelineCore::StartStage(InFlightRequest& r, int stage,
     r.stages[stage].replica = sent.replica;
     r.stages[stage].sent_at = scheduler_->Now();
     planner_.Started(r, stage);
+    tracing_.StageSent(r, stage, sent.replica);
     Log(LogLevel::kDebug, ContextOf(r, stage, sent.replica), "sent to the stage");
     return std::nullopt;
   }
-  if (sent.replica < 0) {
-    return StageErrorAt(absl::StatusCode::kUnavailable, stage, -1,
-                        absl::StrCat("has no live replica", lost_reason));
-  }
-  return StageErrorAt(sent.status.code(), stage, sent.replica,
-                      absl::StrCat("could not take the request: ", sent.status.message()));
+  v1::Error error =
+      sent.replica < 0
+          ? StageErrorAt(absl::StatusCode::kUnavailable, stage, -1,
+                         absl::StrCat("has no live replica", lost_reason))
+          : StageErrorAt(sent.status.code(), stage, sent.replica,
+                         absl::StrCat("could not take the request: ", sent.status.message()));
+  tracing_.StageNotSent(r, stage, error.message());
+  return error;
 }
 
 void PipelineCore::OnStepOutputs(int stage, int replica, v1::StepOutputs& outputs) {
@@ -112,6 +116,7 @@ void PipelineCore::HandleOutput(InFlightRequest& r, int stage, int replica,
     return;
   }
   planner_.Output(r, stage, replica, output);
+  tracing_.StageOutput(r, stage, output);
   for (const v1::Payload& p : output.payloads()) r.stages[stage].produced += StageAudio::Units(p);
   if (r.to_client[stage] && output.payloads_size() > 0) {
     std::vector<v1::OutputChunk> chunks;

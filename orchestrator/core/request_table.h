@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "common/log.h"
 #include "common/scheduler.h"
+#include "common/tracing/span.h"
 #include "orchestrator/core/finished_requests.h"
 #include "orchestrator/core/latency_predictor.h"
 #include "orchestrator/core/replay.h"
@@ -101,6 +102,7 @@ struct InFlightRequest {
   // The client's W3C traceparent (passed to every stage) and its trace id
   // (on every log line about the request); empty when it sent none.
   std::string traceparent;
+  std::string tracestate;
   std::string trace_id;
   // Since its admission: what its client got, for its record when it ends
   // (finished_requests.h).
@@ -152,7 +154,27 @@ struct InFlightRequest {
   std::unique_ptr<FailoverState> failover;
   // Set for a GenerateDuplex request: its streamed input.
   std::unique_ptr<InputStream> input;
+  // Its spans while they run (request_tracing.h): the call's, the admission
+  // queue's, and per stage the one whose context its worker gets. Not
+  // started while tracing is off.
+  Span span;
+  Span queue_span;
+  struct StageSpan {
+    Span span;
+    bool output = false;  // Its first output came.
+  };
+  std::vector<StageSpan> stage_spans;
 };
+
+// The traceparent stage `stage`'s worker gets for `r`: its stage span's
+// context while one runs, else the client's (possibly empty).
+inline std::string TraceparentFor(const InFlightRequest& r, int stage) {
+  if (stage >= 0 && stage < static_cast<int>(r.stage_spans.size()) &&
+      r.stage_spans[stage].span.started()) {
+    return r.stage_spans[stage].span.context().Traceparent();
+  }
+  return r.traceparent;
+}
 
 // What log lines about `r` carry (its stage and replica: -1 when none).
 inline LogContext ContextOf(const InFlightRequest& r, int stage = -1, int replica = -1) {

@@ -29,10 +29,17 @@ std::shared_ptr<ClientStream> NewClientStream(ClientStream::Transport* transport
 
 // A W3C traceparent in the call's metadata follows the request to every stage
 // and onto every log line about it.
-std::string TraceparentOf(const grpc::CallbackServerContext& context) {
-  auto it = context.client_metadata().find("traceparent");
+std::string MetadataOf(const grpc::CallbackServerContext& context, const char* key) {
+  auto it = context.client_metadata().find(key);
   if (it == context.client_metadata().end()) return "";
   return std::string(it->second.data(), it->second.size());
+}
+std::string TraceparentOf(const grpc::CallbackServerContext& context) {
+  return MetadataOf(context, "traceparent");
+}
+// Its W3C tracestate goes along with it.
+std::string TracestateOf(const grpc::CallbackServerContext& context) {
+  return MetadataOf(context, "tracestate");
 }
 
 // A refusal of the moment says when to come back (also in the status details,
@@ -53,8 +60,10 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
       : context_(context), stream_(NewClientStream(this, core, loop)) {
     // At light load the request starts here, on the thread that read it.
     loop->RunOrPost([core, stream = stream_, request = std::move(request),
-                traceparent = TraceparentOf(*context), caller = std::move(caller)]() mutable {
-      core->Generate(std::move(request), stream, std::move(traceparent), caller);
+                     traceparent = TraceparentOf(*context), tracestate = TracestateOf(*context),
+                     caller = std::move(caller)]() mutable {
+      core->Generate(std::move(request), stream, std::move(traceparent), caller,
+                     /*streamed_input=*/false, std::move(tracestate));
     });
   }
 
@@ -83,9 +92,8 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
 // after the request started. Reads go on after the request ended; the core
 // drops what no request takes. What one request may stream is bounded by the
 // limits the core checks, so reading ahead holds no unbounded memory.
-class DuplexReactor final
-    : public grpc::ServerBidiReactor<v1::GenerateInput, v1::GenerateResponse>,
-      public ClientStream::Transport {
+class DuplexReactor final : public grpc::ServerBidiReactor<v1::GenerateInput, v1::GenerateResponse>,
+                            public ClientStream::Transport {
  public:
   DuplexReactor(grpc::CallbackServerContext* context, PipelineCore* core, EventLoop* loop,
                 Caller caller)
@@ -120,9 +128,10 @@ class DuplexReactor final
         return;
       }
       loop_->RunOrPost([core = core_, stream = stream_, request = std::move(*in_.mutable_request()),
-                   traceparent = TraceparentOf(*context_), caller = caller_]() mutable {
+                        traceparent = TraceparentOf(*context_),
+                        tracestate = TracestateOf(*context_), caller = caller_]() mutable {
         core->Generate(std::move(request), stream, std::move(traceparent), caller,
-                       /*streamed_input=*/true);
+                       /*streamed_input=*/true, std::move(tracestate));
       });
     } else {
       if (in_.has_input() && in_.input().last()) said_last_ = true;
@@ -170,8 +179,7 @@ class RefusedWrite final : public grpc::ServerWriteReactor<v1::GenerateResponse>
   void OnDone() override { delete this; }
 };
 
-class RefusedBidi final
-    : public grpc::ServerBidiReactor<v1::GenerateInput, v1::GenerateResponse> {
+class RefusedBidi final : public grpc::ServerBidiReactor<v1::GenerateInput, v1::GenerateResponse> {
  public:
   explicit RefusedBidi(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
   void OnDone() override { delete this; }
