@@ -10,6 +10,7 @@
 #include "common/grpc/grpc_util.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/tracing/trace_metrics.h"
 #include "gateway/chat/chat_call.h"
 #include "gateway/chat/chat_duplex_call.h"
 #include "gateway/chat/objective_headers.h"
@@ -84,6 +85,7 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
       transcription_(TranscriptionRouteOptions(options_), &replies_, post_, &draining_,
                      &fallbacks_.With({"transcription_orchestrator"})) {
   AddHeapMetrics(&registry_);
+  AddTraceMetrics(&registry_, options_.tracer);
   for (HttpEvent refusal :
        {HttpEvent::kRefusedMaxConnections, HttpEvent::kRefusedMaxConnectionsPerAddress,
         HttpEvent::kRequestReadTimeout, HttpEvent::kRefusedMaxHeaders,

@@ -29,6 +29,7 @@
 
 #include "common/grpc/tls.h"
 #include "common/metrics.h"
+#include "common/tracing/tracer.h"
 #include "gateway/chat/chat_request.h"
 #include "gateway/console_route.h"
 #include "gateway/http/http_server.h"
@@ -69,6 +70,9 @@ struct GatewayOptions {
   // dialled with the TLS above (an empty address: no transcriptions), and
   // what that route takes.
   TranscriptionRoute::Options transcription;
+  // Where the requests' spans go (docs/observability.md, "Traces"; not
+  // owned); null: nowhere. Its export counts are on /metrics.
+  const Tracer* tracer = nullptr;
 };
 
 class Gateway {

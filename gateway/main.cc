@@ -32,6 +32,7 @@
 #include "common/listening_line.h"
 #include "common/log.h"
 #include "common/plaintext_warning.h"
+#include "common/tracing/tracing_flags.h"
 #include "gateway/gateway.h"
 #include "gateway/http/http_server.h"
 #include "gateway/http/http_tls.h"
@@ -152,7 +153,10 @@ int Run() {
   if (absl::Status s = CheckCanListenAll({{"--listen", listen}}); !s.ok()) {
     return StartRefused("gateway", s.message());
   }
+  absl::StatusOr<std::unique_ptr<Tracer>> tracer = StartTracing("gateway");
+  if (!tracer.ok()) return StartRefused("gateway", tracer.status().message());
   GatewayOptions options;
+  options.tracer = tracer->get();
   options.model.id = absl::GetFlag(FLAGS_model);
   options.model.text_stage = absl::GetFlag(FLAGS_text_stage);
   options.model.voice_stage = absl::GetFlag(FLAGS_voice_stage);
@@ -246,6 +250,7 @@ int Run() {
     http->Post(std::move(task));
   });
   (*server)->OnEvent([&gateway](HttpEvent event) { gateway.CountHttp(event); });
+  (*server)->set_tracer(tracer->get());
   (*server)->Serve([&gateway](std::shared_ptr<HttpExchange> exchange) {
     gateway.Handle(std::move(exchange));
   });
@@ -310,7 +315,7 @@ int Run() {
 
 int main(int argc, char** argv) {
   omnistage::SetUsage("Serves the OpenAI chat-completions API for an omnistage pipeline.",
-                      "gateway/main.cc");
+                      "gateway/main.cc", {omnistage::kTracingFlagsFile});
   omnistage::ParseFlagsOrExit(argc, argv, "gateway");
   omnistage::ServiceRuntime runtime(argv[0]);  // Outlives everything Run() makes.
   return omnistage::Run();

@@ -20,6 +20,8 @@ std::variant<ForwardedHeaders, ApiError> ForwardedHeadersOf(const HttpExchange& 
                    [](char c) { return absl::ascii_isgraph(static_cast<unsigned char>(c)); })) {
     forwarded.traceparent.clear();
   }
+  // Traced here: the orchestrator's span is the child of this request's.
+  if (exchange.span().started()) forwarded.traceparent = exchange.span().context().Traceparent();
   return forwarded;
 }
 

@@ -14,11 +14,14 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/host_port.h"
 #include "common/log.h"
+#include "common/tracing/trace_context.h"
 #include "gateway/http/http_tls.h"
 
 namespace omnistage {
@@ -111,9 +114,37 @@ void HttpExchange::AddHeader(const std::string& name, const std::string& value) 
   evhttp_add_header(evhttp_request_get_output_headers(request_), name.c_str(), value.c_str());
 }
 
+void HttpExchange::StartSpan(const Tracer* tracer) {
+  if (tracer == nullptr || !tracer->enabled()) return;
+  tracer_ = tracer;
+  std::optional<TraceContext> parent =
+      TraceContext::Parse(Header("traceparent"), Header("tracestate"));
+  // The API's paths are its routes; any other path is named by its method
+  // alone (a name per stray path would not do).
+  const bool api = absl::StartsWith(path_, "/v1/");
+  span_ = tracer->Start(api ? absl::StrCat(method_, " ", path_) : method_, Span::Kind::kServer,
+                        parent ? &*parent : nullptr, absl::Now());
+  span_.Set("http.request.method", method_);
+  span_.Set("url.path", path_);
+  if (api) span_.Set("http.route", path_);
+  if (const std::string agent = Header("User-Agent"); !agent.empty()) {
+    span_.Set("user_agent.original", agent);
+  }
+}
+
+void HttpExchange::EndSpan() {
+  if (!span_.started()) return;
+  if (status_ > 0) span_.Set("http.response.status_code", status_);
+  if (status_ >= 500) span_.Error(absl::StrCat("HTTP ", status_));
+  tracer_->End(span_, absl::Now());
+  span_ = Span();
+}
+
 void HttpExchange::Respond(int status, const std::string& content_type,
                            const std::string& body) {
   if (request_ == nullptr) return;
+  status_ = status;
+  EndSpan();
   evkeyvalq* headers = evhttp_request_get_output_headers(request_);
   evhttp_add_header(headers, "Content-Type", content_type.c_str());
   Buffer buffer(body);
@@ -125,6 +156,7 @@ void HttpExchange::Respond(int status, const std::string& content_type,
 void HttpExchange::StartStream(int status, const std::string& content_type) {
   if (request_ == nullptr || streaming_) return;
   streaming_ = true;
+  status_ = status;
   evkeyvalq* headers = evhttp_request_get_output_headers(request_);
   evhttp_add_header(headers, "Content-Type", content_type.c_str());
   evhttp_add_header(headers, "Cache-Control", "no-cache");
@@ -142,6 +174,7 @@ void HttpExchange::Send(const std::string& data, std::function<void()> flushed) 
 
 void HttpExchange::EndStream() {
   if (request_ == nullptr || !streaming_) return;
+  EndSpan();
   evhttp_request* request = request_;
   Release();
   evhttp_send_reply_end(request);
@@ -199,6 +232,10 @@ void HttpExchange::Closed() {
   // connection): free it here, as the reply we will not send would have. One
   // still attached (the server stopping) is freed with the connection.
   StopWatchingPeer();
+  if (span_.started()) {
+    span_.Event("client_closed", absl::Now());
+    EndSpan();
+  }
   if (request_ != nullptr && evhttp_request_get_connection(request_) == nullptr) {
     evhttp_request_free(request_);
   }
@@ -368,6 +405,7 @@ void HttpServer::OnRequest(evhttp_request* request, void* server) {
   // Refused there (and answered): nothing for the handler.
   if (!self->connections_->Request(request, &connection)) return;
   std::shared_ptr<HttpExchange> exchange(new HttpExchange(request, connection));
+  exchange->StartSpan(self->tracer_);
   exchange->Attach();
   self->handler_(std::move(exchange));
 }

@@ -23,6 +23,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/tracing/span.h"
+#include "common/tracing/tracer.h"
 #include "gateway/http/http_connections.h"
 
 struct bufferevent;
@@ -63,6 +65,9 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   // Runs once if the client goes away before the response ended (noticed as
   // its socket closes, whether or not a response began).
   void OnClose(std::function<void()> on_close);
+  // The request's span while it runs (not started with tracing off): its
+  // context is what the orchestrator is sent as the traceparent.
+  const Span& span() const { return span_; }
   // Takes the connection over from HTTP for another protocol (WebSocket):
   // writes `head` (a 101's status line and headers) as it is, and hands the
   // connection on (http_upgrade.h); the exchange is done. nullptr when the
@@ -86,6 +91,10 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   // The response ended: the request is libevent's again.
   void Release();
   void StopWatchingPeer();
+  // Its server span (docs/observability.md, "Traces"), under the client's
+  // traceparent; ended with the response's status, or as the client went.
+  void StartSpan(const Tracer* tracer);
+  void EndSpan();
 
   evhttp_request* request_;
   HttpConnection* connection_;
@@ -93,6 +102,9 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   std::string path_;
   std::string body_;
   bool streaming_ = false;
+  const Tracer* tracer_ = nullptr;
+  Span span_;
+  int status_ = 0;
   std::function<void()> on_close_;
   std::function<void()> flushed_;
   // What the callbacks hold (the connection's close, write-done, the peer's
@@ -116,6 +128,9 @@ class HttpServer {
   // Hears of connections opened and closed and of what the limits refused
   // (loop thread). Before Serve().
   void OnEvent(HttpEventObserver observer);
+  // Each request's span goes to `tracer` (not owned, outlives the server;
+  // null: none). Before Serve().
+  void set_tracer(const Tracer* tracer) { tracer_ = tracer; }
   // Serves requests with `handler` from a loop thread of its own. Once.
   void Serve(Handler handler);
   // Listen() and Serve().
@@ -143,6 +158,7 @@ class HttpServer {
 
   Handler handler_;
   HttpTls* tls_ = nullptr;
+  const Tracer* tracer_ = nullptr;
   event_base* base_ = nullptr;
   std::unique_ptr<HttpConnections> connections_;
   evhttp* http_ = nullptr;

@@ -18,6 +18,8 @@ std::unique_ptr<HttpUpgrade> HttpExchange::Upgrade(const std::string& head) {
   bufferevent* bev = evcon != nullptr ? evhttp_connection_get_bufferevent(evcon) : nullptr;
   if (bev == nullptr) return nullptr;
   HttpConnection* connection = connection_;
+  status_ = 101;
+  EndSpan();
   // The exchange lets go without answering: the request stays queued on its
   // connection (evhttp keeps a request there until it is answered) and is
   // freed with it.
