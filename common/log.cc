@@ -194,19 +194,4 @@ LogBatch::~LogBatch() {
   lines->clear();
 }
 
-std::string TraceIdOf(absl::string_view traceparent) {
-  // version "-" trace-id "-" parent-id "-" flags: 2 + 1 + 32 + 1 + 16 + 1 + 2.
-  if (traceparent.size() < 55 || traceparent[2] != '-' || traceparent[35] != '-' ||
-      traceparent[52] != '-') {
-    return "";
-  }
-  const absl::string_view trace_id = traceparent.substr(3, 32);
-  bool all_zero = true;
-  for (char c : trace_id) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return "";
-    all_zero = all_zero && c == '0';
-  }
-  return all_zero ? "" : std::string(trace_id);
-}
-
 }  // namespace omnistage

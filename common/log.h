@@ -93,10 +93,6 @@ class LogBatch {
   bool outermost_;
 };
 
-// The trace id of a W3C traceparent header ("00-<32 hex>-<16 hex>-<2 hex>"),
-// or "" when it is malformed (the header is then ignored, as the spec says).
-std::string TraceIdOf(absl::string_view traceparent);
-
 }  // namespace omnistage
 
 #endif  // OMNISTAGE_COMMON_LOG_H_

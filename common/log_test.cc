@@ -166,13 +166,5 @@ TEST(LogTest, ParsesFlagsValues) {
   EXPECT_FALSE(ParseLogLevel("loud").ok());
 }
 
-TEST(LogTest, TraceIdOfAW3cTraceparent) {
-  EXPECT_EQ(TraceIdOf("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
-            "4bf92f3577b34da6a3ce929d0e0e4736");
-  EXPECT_EQ(TraceIdOf("00-00000000000000000000000000000000-00f067aa0ba902b7-01"), "");
-  EXPECT_EQ(TraceIdOf("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"), "");
-  EXPECT_EQ(TraceIdOf("garbage"), "");
-}
-
 }  // namespace
 }  // namespace omnistage

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/field_error.h"
@@ -143,11 +142,7 @@ int Run() {
                          absl::StrCat("--log_level=", absl::GetFlag(FLAGS_log_level))};
   // Spawned workers trace as this orchestrator does (they inherit its
   // environment; its tracing flags go with them).
-  for (const char* name :
-       {"otlp_traces_endpoint", "otlp_protocol", "trace_sampler", "trace_sampler_arg"}) {
-    const std::string value = absl::FindCommandLineFlag(name)->CurrentValue();
-    if (!value.empty()) options.worker_args.push_back(absl::StrCat("--", name, "=", value));
-  }
+  for (std::string& arg : TracingFlagArgs()) options.worker_args.push_back(std::move(arg));
   options.listen = absl::GetFlag(FLAGS_listen);
   options.dns_server = absl::GetFlag(FLAGS_dns_server);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);

@@ -3,9 +3,8 @@
 #include <optional>
 #include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/time/clock.h"
+#include "common/modality.h"
 #include "common/tracing/trace_context.h"
 
 namespace omnistage {
@@ -40,49 +39,60 @@ void RequestSpans::Taken(uint64_t session, const std::string& id) {
 
 void RequestSpans::Output(uint64_t session, const v1::RequestOutput& output) {
   if (!enabled()) return;
-  absl::MutexLock lock(&mu_);
-  auto it = running_.find(Key{session, output.request_id()});
-  if (it == running_.end()) return;
-  Running& running = it->second;
-  ++running.steps;
-  if (output.payloads_size() > 0 && !running.output) {
-    running.output = true;
-    running.span.Event("first_output", absl::Now());
+  Running finished;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = running_.find(Key{session, output.request_id()});
+    if (it == running_.end()) return;
+    Running& running = it->second;
+    ++running.steps;
+    if (output.payloads_size() > 0 && !running.output) {
+      running.output = true;
+      running.span.Event("first_output", absl::Now());
+    }
+    if (!output.finished()) return;
+    finished = std::move(running);
+    running_.erase(it);
   }
-  if (!output.finished()) return;
-  End(running, output.finish_reason(), output.has_error() ? output.error().message() : "");
-  running_.erase(it);
+  End(finished, output.finish_reason(), output.has_error() ? output.error().message() : "");
 }
 
 void RequestSpans::Ended(uint64_t session, const std::string& id, v1::FinishReason reason,
                          const std::string& error) {
   if (!enabled()) return;
-  absl::MutexLock lock(&mu_);
-  auto it = running_.find(Key{session, id});
-  if (it == running_.end()) return;
-  End(it->second, reason, error);
-  running_.erase(it);
+  Running ended;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = running_.find(Key{session, id});
+    if (it == running_.end()) return;
+    ended = std::move(it->second);
+    running_.erase(it);
+  }
+  End(ended, reason, error);
 }
 
 void RequestSpans::SessionClosed(uint64_t session) {
   if (!enabled()) return;
-  absl::MutexLock lock(&mu_);
-  std::vector<Key> closed;
-  for (auto& [key, running] : running_) {
-    if (key.first != session) continue;
-    End(running, v1::FINISH_REASON_ABORT, "");
-    closed.push_back(key);
+  std::vector<Running> closed;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = running_.begin(); it != running_.end();) {
+      if (it->first.first != session) {
+        ++it;
+        continue;
+      }
+      closed.push_back(std::move(it->second));
+      running_.erase(it++);
+    }
   }
-  for (const Key& key : closed) running_.erase(key);
+  for (Running& running : closed) End(running, v1::FINISH_REASON_ABORT, "");
 }
 
 void RequestSpans::End(Running& running, v1::FinishReason reason, const std::string& error) {
   const absl::Time now = absl::Now();
   Span& span = running.span;
   if (reason == v1::FINISH_REASON_ABORT) span.Event("aborted", now);
-  std::string name = v1::FinishReason_Name(reason);
-  if (absl::StartsWith(name, "FINISH_REASON_")) name = absl::AsciiStrToLower(name.substr(14));
-  span.Set("gen_ai.response.finish_reasons", name);
+  span.Set("gen_ai.response.finish_reasons", FinishReasonName(reason));
   span.Set("omnistage.steps", running.steps);
   if (reason == v1::FINISH_REASON_ERROR) span.Error(error);
   tracer_->End(span, now);

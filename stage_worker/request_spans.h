@@ -67,6 +67,8 @@ class RequestSpans {
     bool output = false;
   };
   using Key = std::pair<uint64_t, std::string>;
+  // Ends a span taken out of running_ (outside the lock: the exporter has
+  // its own).
   void End(Running& running, v1::FinishReason reason, const std::string& error);
 
   const Tracer* const tracer_;

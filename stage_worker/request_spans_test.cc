@@ -5,27 +5,13 @@
 
 #include "absl/strings/escaping.h"
 #include "common/tracing/testing/keeping_transport.h"
+#include "common/tracing/testing/span_fields.h"
 #include "gtest/gtest.h"
 
 namespace omnistage {
 namespace {
 
 constexpr char kStageSpan[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-
-std::string Attribute(const SpanProto& span, const std::string& key) {
-  for (const auto& attribute : span.attributes()) {
-    if (attribute.key() != key) continue;
-    if (attribute.value().has_int_value()) return std::to_string(attribute.value().int_value());
-    return attribute.value().string_value();
-  }
-  return "";
-}
-
-std::vector<std::string> Events(const SpanProto& span) {
-  std::vector<std::string> names;
-  for (const auto& event : span.events()) names.push_back(event.name());
-  return names;
-}
 
 v1::RequestOutput Output(const std::string& id, bool payload, bool finished,
                          v1::FinishReason reason = v1::FINISH_REASON_STOP) {
@@ -43,7 +29,7 @@ class RequestSpansTest : public ::testing::Test {
   std::map<std::string, SpanProto> Ended() {
     std::map<std::string, SpanProto> by_id;
     for (const SpanProto& span : traced_.Flush()) {
-      by_id[Attribute(span, "omnistage.request_id")] = span;
+      by_id[AttributeOf(span, "omnistage.request_id")] = span;
     }
     return by_id;
   }
@@ -66,13 +52,13 @@ TEST_F(RequestSpansTest, ARequestsLifeInTheLoopIsOneSpanUnderTheStages) {
   EXPECT_EQ(span.kind(), SpanProto::SPAN_KIND_SERVER);
   EXPECT_EQ(absl::BytesToHexString(span.parent_span_id()), "00f067aa0ba902b7");
   EXPECT_EQ(absl::BytesToHexString(span.trace_id()), "4bf92f3577b34da6a3ce929d0e0e4736");
-  EXPECT_EQ(Events(span), (std::vector<std::string>{"taken", "first_output"}));
-  EXPECT_EQ(Attribute(span, "omnistage.steps"), "4");
-  EXPECT_EQ(Attribute(span, "omnistage.stage_id"), "1");
-  EXPECT_EQ(Attribute(span, "omnistage.instance_id"), "talker-1");
-  EXPECT_EQ(Attribute(span, "omnistage.engine"), "sim_talker");
-  EXPECT_EQ(Attribute(span, "omnistage.session"), "7");
-  EXPECT_EQ(Attribute(span, "gen_ai.response.finish_reasons"), "stop");
+  EXPECT_EQ(EventNamesOf(span), (std::vector<std::string>{"taken", "first_output"}));
+  EXPECT_EQ(AttributeOf(span, "omnistage.steps"), "4");
+  EXPECT_EQ(AttributeOf(span, "omnistage.stage_id"), "1");
+  EXPECT_EQ(AttributeOf(span, "omnistage.instance_id"), "talker-1");
+  EXPECT_EQ(AttributeOf(span, "omnistage.engine"), "sim_talker");
+  EXPECT_EQ(AttributeOf(span, "omnistage.session"), "7");
+  EXPECT_EQ(AttributeOf(span, "gen_ai.response.finish_reasons"), "stop");
 }
 
 TEST_F(RequestSpansTest, AbortsFailuresAndClosedSessionsEndTheirSpans) {
@@ -90,12 +76,12 @@ TEST_F(RequestSpansTest, AbortsFailuresAndClosedSessionsEndTheirSpans) {
   spans.Ended(1, "never-added", v1::FINISH_REASON_ABORT, "");
   std::map<std::string, SpanProto> ended = Ended();
   ASSERT_EQ(ended.size(), 3u);
-  EXPECT_EQ(Events(ended["aborted"]), std::vector<std::string>{"aborted"});
-  EXPECT_EQ(Attribute(ended["aborted"], "gen_ai.response.finish_reasons"), "abort");
+  EXPECT_EQ(EventNamesOf(ended["aborted"]), std::vector<std::string>{"aborted"});
+  EXPECT_EQ(AttributeOf(ended["aborted"], "gen_ai.response.finish_reasons"), "abort");
   EXPECT_EQ(ended["failed"].status().code(),
             opentelemetry::proto::trace::v1::Status::STATUS_CODE_ERROR);
   EXPECT_EQ(ended["failed"].status().message(), "engine blew up");
-  EXPECT_EQ(Events(ended["left"]), std::vector<std::string>{"aborted"});
+  EXPECT_EQ(EventNamesOf(ended["left"]), std::vector<std::string>{"aborted"});
   EXPECT_EQ(ended.count("other-session"), 0u);
 }
 

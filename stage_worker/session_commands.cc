@@ -10,6 +10,7 @@
 #include "common/error_proto.h"
 #include "common/field_error.h"
 #include "common/limits.h"
+#include "common/tracing/trace_context.h"
 
 namespace omnistage {
 namespace {

@@ -9,10 +9,12 @@
 #include <thread>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/tracing/testing/otlp_collector.h"
+#include "common/tracing/testing/span_fields.h"
 #include "gtest/gtest.h"
 #include "tests/generate_call.h"
 #include "tests/pipeline_harness.h"
@@ -25,20 +27,6 @@ constexpr char kTraceId[] = "4bf92f3577b34da6a3ce929d0e0e4736";
 constexpr char kClientSpan[] = "00f067aa0ba902b7";
 
 std::string Hex(const std::string& bytes) { return absl::BytesToHexString(bytes); }
-
-bool HasEvent(const opentelemetry::proto::trace::v1::Span& span, const std::string& name) {
-  for (const auto& event : span.events()) {
-    if (event.name() == name) return true;
-  }
-  return false;
-}
-
-std::string Attribute(const opentelemetry::proto::trace::v1::Span& span, const std::string& key) {
-  for (const auto& attribute : span.attributes()) {
-    if (attribute.key() == key) return attribute.value().string_value();
-  }
-  return "";
-}
 
 class TraceExportTest : public ::testing::Test {
  protected:
@@ -79,7 +67,7 @@ class TraceExportTest : public ::testing::Test {
   std::vector<CollectedSpan> Of(const std::string& id) {
     std::vector<CollectedSpan> of;
     for (const CollectedSpan& c : collector_.spans()) {
-      if (Attribute(c.span, "omnistage.request_id") == id) of.push_back(c);
+      if (AttributeOf(c.span, "omnistage.request_id") == id) of.push_back(c);
     }
     // Stage spans carry no request id: they are the Generate span's children.
     std::string generate;
@@ -123,9 +111,9 @@ TEST_F(TraceExportTest, ARequestIsOneTraceAcrossTheProcesses) {
     EXPECT_EQ(c.service, "stage_worker");
     // Each engine span is the child of the stage span that sent it.
     ASSERT_EQ(stages.count(c.span.parent_span_id()), 1u);
-    EXPECT_TRUE(HasEvent(c.span, "first_output"));
-    EXPECT_TRUE(HasEvent(c.span, "taken"));
-    EXPECT_EQ(Attribute(c.span, "gen_ai.response.finish_reasons"), "stop");
+    EXPECT_TRUE(absl::c_linear_search(EventNamesOf(c.span), "first_output"));
+    EXPECT_TRUE(absl::c_linear_search(EventNamesOf(c.span), "taken"));
+    EXPECT_EQ(AttributeOf(c.span, "gen_ai.response.finish_reasons"), "stop");
   }
   EXPECT_EQ(engines, 3);
 }
@@ -140,7 +128,8 @@ TEST_F(TraceExportTest, AnAbortShowsInTheOrchestratorAndTheWorker) {
   ASSERT_TRUE(collector_.WaitFor(
       [&](const std::vector<CollectedSpan>&) {
         for (const CollectedSpan& c : Of("aborted")) {
-          if (c.span.name() == "engine" && HasEvent(c.span, "aborted")) return true;
+          if (c.span.name() == "engine" && absl::c_linear_search(EventNamesOf(c.span), "aborted"))
+            return true;
         }
         return false;
       },
@@ -148,8 +137,8 @@ TEST_F(TraceExportTest, AnAbortShowsInTheOrchestratorAndTheWorker) {
   bool generate_saw_it = false;
   for (const CollectedSpan& c : Of("aborted")) {
     if (c.span.name() == "Generate") {
-      generate_saw_it = HasEvent(c.span, "abort_requested") &&
-                        Attribute(c.span, "gen_ai.response.finish_reasons") == "abort";
+      generate_saw_it = absl::c_linear_search(EventNamesOf(c.span), "abort_requested") &&
+                        AttributeOf(c.span, "gen_ai.response.finish_reasons") == "abort";
     }
   }
   EXPECT_TRUE(generate_saw_it);

@@ -91,4 +91,9 @@ std::string TraceContext::Traceparent() const {
 
 std::string TraceContext::TraceIdHex() const { return absl::BytesToHexString(trace_id); }
 
+std::string TraceIdOf(absl::string_view traceparent) {
+  std::optional<TraceContext> context = TraceContext::Parse(traceparent);
+  return context.has_value() ? context->TraceIdHex() : "";
+}
+
 }  // namespace omnistage

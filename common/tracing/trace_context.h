@@ -49,6 +49,10 @@ struct TraceContext {
   std::string TraceIdHex() const;
 };
 
+// The trace id (lowercase hex) of a traceparent Parse accepts, or "" (the
+// header is then ignored, as the spec says): what log lines carry.
+std::string TraceIdOf(absl::string_view traceparent);
+
 // `bytes` random bytes, never all zero (fast, not secret: ids only).
 std::string RandomTraceBytes(size_t bytes);
 

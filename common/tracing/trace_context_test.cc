@@ -55,6 +55,14 @@ TEST(TraceContextTest, MalformedOnesAreIgnored) {
                   .has_value());
 }
 
+TEST(TraceContextTest, TraceIdOfAW3cTraceparent) {
+  EXPECT_EQ(TraceIdOf("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+            "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(TraceIdOf("00-00000000000000000000000000000000-00f067aa0ba902b7-01"), "");
+  EXPECT_EQ(TraceIdOf("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"), "");
+  EXPECT_EQ(TraceIdOf("garbage"), "");
+}
+
 TEST(TraceContextTest, ATooLongTracestateIsDropped) {
   const std::string state(TraceContext::kMaxTraceState + 1, 'a');
   std::optional<TraceContext> context = TraceContext::Parse(kParent, state);

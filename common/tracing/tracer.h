@@ -33,7 +33,8 @@ class Tracer {
   // when the tracer is off.
   Span Start(absl::string_view name, Span::Kind kind, const TraceContext* parent,
              absl::Time start) const;
-  // Ends `span` at `end` and hands it to the exporter, if it records.
+  // Ends `span` at `end` and hands it to the exporter, if it records;
+  // `span` is left not started (its context went with it).
   void End(Span& span, absl::Time end) const;
   // Null when off.
   OtlpExporter* exporter() const { return exporter_.get(); }

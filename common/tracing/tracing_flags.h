@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/tracing/tracer.h"
@@ -23,6 +24,10 @@ inline constexpr char kTracingFlagsFile[] = "common/tracing/tracing_flags.cc";
 // its default service.name; logs where it exports (or that it is off).
 // INVALID_ARGUMENT naming a setting that cannot be used.
 absl::StatusOr<std::unique_ptr<Tracer>> StartTracing(const std::string& service_name);
+
+// The tracing flags given to this process, as arguments for a child that
+// should trace alike ("--otlp_protocol=grpc", ...; none unset).
+std::vector<std::string> TracingFlagArgs();
 
 }  // namespace omnistage
 

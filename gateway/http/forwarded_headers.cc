@@ -4,7 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "common/bearer_token.h"
-#include "common/log.h"
+#include "common/tracing/trace_context.h"
 
 namespace omnistage {
 

@@ -137,7 +137,6 @@ void HttpExchange::EndSpan() {
   if (status_ > 0) span_.Set("http.response.status_code", status_);
   if (status_ >= 500) span_.Error(absl::StrCat("HTTP ", status_));
   tracer_->End(span_, absl::Now());
-  span_ = Span();
 }
 
 void HttpExchange::Respond(int status, const std::string& content_type,

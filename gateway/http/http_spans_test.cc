@@ -8,6 +8,7 @@
 
 #include "absl/strings/escaping.h"
 #include "common/tracing/testing/keeping_transport.h"
+#include "common/tracing/testing/span_fields.h"
 #include "gateway/http/forwarded_headers.h"
 #include "gateway/http/http_server.h"
 #include "gtest/gtest.h"
@@ -17,15 +18,6 @@ namespace omnistage {
 namespace {
 
 constexpr char kTraceparent[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-
-std::string Attribute(const SpanProto& span, const std::string& key) {
-  for (const auto& attribute : span.attributes()) {
-    if (attribute.key() != key) continue;
-    if (attribute.value().has_int_value()) return std::to_string(attribute.value().int_value());
-    return attribute.value().string_value();
-  }
-  return "";
-}
 
 TEST(HttpSpansTest, EachRequestIsASpanUnderTheClientsAndPassesItsOwnContextOn) {
   KeepingTracer traced;
@@ -64,22 +56,22 @@ TEST(HttpSpansTest, EachRequestIsASpanUnderTheClientsAndPassesItsOwnContextOn) {
   EXPECT_EQ(chat_span.kind(), SpanProto::SPAN_KIND_SERVER);
   EXPECT_EQ(absl::BytesToHexString(chat_span.trace_id()), "4bf92f3577b34da6a3ce929d0e0e4736");
   EXPECT_EQ(absl::BytesToHexString(chat_span.parent_span_id()), "00f067aa0ba902b7");
-  EXPECT_EQ(Attribute(chat_span, "http.request.method"), "POST");
-  EXPECT_EQ(Attribute(chat_span, "http.route"), "/v1/chat/completions");
-  EXPECT_EQ(Attribute(chat_span, "http.response.status_code"), "200");
-  EXPECT_EQ(Attribute(chat_span, "user_agent.original"), "test-agent");
+  EXPECT_EQ(AttributeOf(chat_span, "http.request.method"), "POST");
+  EXPECT_EQ(AttributeOf(chat_span, "http.route"), "/v1/chat/completions");
+  EXPECT_EQ(AttributeOf(chat_span, "http.response.status_code"), "200");
+  EXPECT_EQ(AttributeOf(chat_span, "user_agent.original"), "test-agent");
   // The orchestrator's span will be this one's child.
   std::optional<TraceContext> sent = TraceContext::Parse(passed_on);
   ASSERT_TRUE(sent.has_value()) << passed_on;
   EXPECT_EQ(sent->span_id, chat_span.span_id());
   EXPECT_EQ(sent->trace_id, chat_span.trace_id());
 
-  EXPECT_EQ(Attribute(by_name["POST /v1/audio/speech"], "http.response.status_code"), "200");
+  EXPECT_EQ(AttributeOf(by_name["POST /v1/audio/speech"], "http.response.status_code"), "200");
   const SpanProto& failed = by_name["GET /v1/fail"];
   EXPECT_EQ(failed.status().code(), opentelemetry::proto::trace::v1::Status::STATUS_CODE_ERROR);
   // A stray path is named by its method alone.
   ASSERT_EQ(by_name.count("GET"), 1u);
-  EXPECT_EQ(Attribute(by_name["GET"], "http.response.status_code"), "404");
+  EXPECT_EQ(AttributeOf(by_name["GET"], "http.response.status_code"), "404");
   EXPECT_EQ(by_name["GET"].status().code(),
             opentelemetry::proto::trace::v1::Status::STATUS_CODE_UNSET);
 }

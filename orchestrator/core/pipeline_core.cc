@@ -11,6 +11,7 @@
 #include "common/error_proto.h"
 #include "common/invariant.h"
 #include "common/retry_hint.h"
+#include "common/tracing/trace_context.h"
 #include "orchestrator/core/generate_request.h"
 #include "orchestrator/core/latency_objectives.h"
 #include "orchestrator/core/logged_sink.h"

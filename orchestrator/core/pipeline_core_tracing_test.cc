@@ -11,6 +11,7 @@
 
 #include "absl/strings/escaping.h"
 #include "common/tracing/testing/keeping_transport.h"
+#include "common/tracing/testing/span_fields.h"
 #include "orchestrator/core/pipeline_core.h"
 #include "orchestrator/core/testing/pipeline_core_harness.h"
 
@@ -25,23 +26,6 @@ constexpr char kClientSpan[] = "00f067aa0ba902b7";
 constexpr char kTraceparent[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 std::string Hex(const std::string& bytes) { return absl::BytesToHexString(bytes); }
-
-std::string Attribute(const SpanProto& span, const std::string& key) {
-  for (const auto& attribute : span.attributes()) {
-    if (attribute.key() != key) continue;
-    const auto& value = attribute.value();
-    if (value.has_string_value()) return value.string_value();
-    if (value.has_int_value()) return std::to_string(value.int_value());
-    return "?";
-  }
-  return "";
-}
-
-std::vector<std::string> Events(const SpanProto& span) {
-  std::vector<std::string> names;
-  for (const auto& event : span.events()) names.push_back(event.name());
-  return names;
-}
 
 class PipelineCoreTracingTest : public PipelineCoreTest {
  protected:
@@ -87,10 +71,10 @@ TEST_F(PipelineCoreTracingTest, ARequestIsOneTreeUnderTheClientsSpan) {
   EXPECT_EQ(Hex(generate.trace_id()), "4bf92f3577b34da6a3ce929d0e0e4736");
   EXPECT_EQ(Hex(generate.parent_span_id()), kClientSpan);
   EXPECT_EQ(generate.kind(), SpanProto::SPAN_KIND_SERVER);
-  EXPECT_EQ(Attribute(generate, "rpc.method"), "Generate");
-  EXPECT_EQ(Attribute(generate, "omnistage.request_id"), "r1");
-  EXPECT_EQ(Attribute(generate, "omnistage.identity"), "alice");
-  EXPECT_EQ(Attribute(generate, "gen_ai.response.finish_reasons"), "stop");
+  EXPECT_EQ(AttributeOf(generate, "rpc.method"), "Generate");
+  EXPECT_EQ(AttributeOf(generate, "omnistage.request_id"), "r1");
+  EXPECT_EQ(AttributeOf(generate, "omnistage.identity"), "alice");
+  EXPECT_EQ(AttributeOf(generate, "gen_ai.response.finish_reasons"), "stop");
   EXPECT_EQ(generate.status().code(), opentelemetry::proto::trace::v1::Status::STATUS_CODE_UNSET);
   int stage_id = 0;
   for (const char* stage : {"thinker", "talker", "vocoder"}) {
@@ -98,10 +82,10 @@ TEST_F(PipelineCoreTracingTest, ARequestIsOneTreeUnderTheClientsSpan) {
     EXPECT_EQ(span.trace_id(), generate.trace_id()) << stage;
     EXPECT_EQ(span.parent_span_id(), generate.span_id()) << stage;
     EXPECT_EQ(span.kind(), SpanProto::SPAN_KIND_CLIENT) << stage;
-    EXPECT_EQ(Attribute(span, "omnistage.stage"), stage);
-    EXPECT_EQ(Attribute(span, "omnistage.replica"), "0");
-    EXPECT_EQ(Attribute(span, "omnistage.instance_id"), absl::StrCat(Prefix(stage_id), "0#1"));
-    EXPECT_THAT(Events(span), ElementsAre("first_output")) << stage;
+    EXPECT_EQ(AttributeOf(span, "omnistage.stage"), stage);
+    EXPECT_EQ(AttributeOf(span, "omnistage.replica"), "0");
+    EXPECT_EQ(AttributeOf(span, "omnistage.instance_id"), absl::StrCat(Prefix(stage_id), "0#1"));
+    EXPECT_THAT(EventNamesOf(span), ElementsAre("first_output")) << stage;
     EXPECT_LE(span.end_time_unix_nano(), generate.end_time_unix_nano());
     // Its worker was sent its context: the worker's span is its child.
     ASSERT_EQ(fake(stage_id, 0).adds().size(), 1u);
@@ -157,11 +141,11 @@ TEST_F(PipelineCoreTracingTest, AFailoverIsAnEventOfItsStageAndTheNewReplicaGets
 
   std::map<std::string, SpanProto> spans = Spans();
   const SpanProto& talker = spans["stage talker"];
-  EXPECT_THAT(Events(talker), ElementsAre("failover", "first_output"));
+  EXPECT_THAT(EventNamesOf(talker), ElementsAre("failover", "first_output"));
   EXPECT_THAT(talker.events(0).attributes(0).value().string_value(),
               ::testing::HasSubstr("replica 0 -> 1: "));
-  EXPECT_EQ(Attribute(talker, "omnistage.replica"), "1");
-  EXPECT_EQ(Attribute(spans["Generate"], "gen_ai.response.finish_reasons"), "stop");
+  EXPECT_EQ(AttributeOf(talker, "omnistage.replica"), "1");
+  EXPECT_EQ(AttributeOf(spans["Generate"], "gen_ai.response.finish_reasons"), "stop");
 }
 
 TEST_F(PipelineCoreTracingTest, AnAbortAndACancelAreWhatTheyWere) {
@@ -172,8 +156,8 @@ TEST_F(PipelineCoreTracingTest, AnAbortAndACancelAreWhatTheyWere) {
   ASSERT_TRUE(AbortNow({"r1"}, "alice").ok());
   std::map<std::string, SpanProto> spans = Spans();
   const SpanProto& generate = spans["Generate"];
-  EXPECT_THAT(Events(generate), ElementsAre("abort_requested"));
-  EXPECT_EQ(Attribute(generate, "gen_ai.response.finish_reasons"), "abort");
+  EXPECT_THAT(EventNamesOf(generate), ElementsAre("abort_requested"));
+  EXPECT_EQ(AttributeOf(generate, "gen_ai.response.finish_reasons"), "abort");
   // The stage it ran on ended with it.
   EXPECT_GT(spans["stage thinker"].end_time_unix_nano(), 0u);
 
@@ -182,7 +166,7 @@ TEST_F(PipelineCoreTracingTest, AnAbortAndACancelAreWhatTheyWere) {
   auto sink = GenTraced("r2");
   core().Cancel("r2", sink.get());
   spans = Spans();
-  EXPECT_THAT(Events(spans["Generate"]), ElementsAre("cancelled"));
+  EXPECT_THAT(EventNamesOf(spans["Generate"]), ElementsAre("cancelled"));
 }
 
 TEST_F(PipelineCoreTracingTest, AFailureAndARefusalAreErrors) {
@@ -225,7 +209,7 @@ TEST_F(PipelineCoreTracingTest, AWaitInTheAdmissionQueueIsASpan) {
   std::map<std::string, std::string> generate_of;  // span id -> request id
   for (const SpanProto& span : all) {
     if (span.name() == "Generate")
-      generate_of[span.span_id()] = Attribute(span, "omnistage.request_id");
+      generate_of[span.span_id()] = AttributeOf(span, "omnistage.request_id");
   }
   int queued = 0;
   for (const SpanProto& span : all) {

@@ -2,9 +2,8 @@
 
 #include <optional>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/modality.h"
 #include "common/tracing/trace_context.h"
 
 namespace omnistage {
@@ -38,7 +37,6 @@ void RequestTracing::Refused(InFlightRequest& r, const absl::Status& error) {
   r.span.Set("rpc.grpc.status_code", static_cast<int>(error.code()));
   r.span.Error(error.message());
   tracer_->End(r.span, Now());
-  r.span = Span();
 }
 
 void RequestTracing::Queued(InFlightRequest& r) {
@@ -48,7 +46,6 @@ void RequestTracing::Queued(InFlightRequest& r) {
 
 void RequestTracing::LeftQueue(InFlightRequest& r) {
   if (r.queue_span.started()) tracer_->End(r.queue_span, Now());
-  r.queue_span = Span();
 }
 
 std::string RequestTracing::StageStarting(InFlightRequest& r, int stage) {
@@ -63,42 +60,41 @@ std::string RequestTracing::StageStarting(InFlightRequest& r, int stage) {
   return TraceparentFor(r, stage);
 }
 
+InFlightRequest::StageSpan* RequestTracing::StageSpanOf(InFlightRequest& r, int stage) {
+  if (stage < 0 || stage >= static_cast<int>(r.stage_spans.size())) return nullptr;
+  InFlightRequest::StageSpan& stage_span = r.stage_spans[stage];
+  return stage_span.span.started() ? &stage_span : nullptr;
+}
+
 void RequestTracing::StageSent(InFlightRequest& r, int stage, int replica) {
-  if (stage >= static_cast<int>(r.stage_spans.size())) return;
-  Span& span = r.stage_spans[stage].span;
-  if (!span.recording()) return;
+  InFlightRequest::StageSpan* stage_span = StageSpanOf(r, stage);
+  if (stage_span == nullptr) return;
+  Span& span = stage_span->span;
   span.Set("omnistage.replica", replica);
   span.Set("omnistage.instance_id", core_.pool(stage).state(replica).instance_id);
 }
 
 void RequestTracing::StageNotSent(InFlightRequest& r, int stage, absl::string_view error) {
-  if (stage >= static_cast<int>(r.stage_spans.size())) return;
-  Span& span = r.stage_spans[stage].span;
-  if (!span.started()) return;
-  span.Error(error);
-  tracer_->End(span, Now());
-  span = Span();
+  InFlightRequest::StageSpan* stage_span = StageSpanOf(r, stage);
+  if (stage_span == nullptr) return;
+  stage_span->span.Error(error);
+  tracer_->End(stage_span->span, Now());
 }
 
 void RequestTracing::StageOutput(InFlightRequest& r, int stage, const v1::RequestOutput& output) {
-  if (stage >= static_cast<int>(r.stage_spans.size())) return;
-  InFlightRequest::StageSpan& stage_span = r.stage_spans[stage];
-  Span& span = stage_span.span;
-  if (!span.started()) return;
-  if (output.payloads_size() > 0 && !stage_span.output) {
-    stage_span.output = true;
-    span.Event("first_output", Now());
+  InFlightRequest::StageSpan* stage_span = StageSpanOf(r, stage);
+  if (stage_span == nullptr) return;
+  if (output.payloads_size() > 0 && !stage_span->output) {
+    stage_span->output = true;
+    stage_span->span.Event("first_output", Now());
   }
-  if (output.finished()) {
-    tracer_->End(span, Now());
-    span = Span();
-  }
+  if (output.finished()) tracer_->End(stage_span->span, Now());
 }
 
 void RequestTracing::FailedOver(InFlightRequest& r, int stage, int from, absl::string_view why) {
-  if (stage >= static_cast<int>(r.stage_spans.size())) return;
-  Span& span = r.stage_spans[stage].span;
-  if (!span.recording()) return;
+  InFlightRequest::StageSpan* stage_span = StageSpanOf(r, stage);
+  if (stage_span == nullptr) return;
+  Span& span = stage_span->span;
   const int to = r.stages[stage].replica;
   span.Event("failover", Now(), "omnistage.failover",
              absl::StrCat("replica ", from, " -> ", to, ": ", why));
@@ -123,12 +119,9 @@ void RequestTracing::Ended(InFlightRequest& r, const v1::FinishedRequest& record
     // Still running when the request ended: its failure, or an abort.
     if (failed) stage.Error(record.error());
     tracer_->End(stage, now);
-    stage = Span();
   }
   Span& span = r.span;
-  std::string reason = v1::FinishReason_Name(record.finish_reason());
-  if (absl::StartsWith(reason, "FINISH_REASON_")) reason = absl::AsciiStrToLower(reason.substr(14));
-  span.Set("gen_ai.response.finish_reasons", reason);
+  span.Set("gen_ai.response.finish_reasons", FinishReasonName(record.finish_reason()));
   span.Set("gen_ai.usage.output_tokens", record.output_tokens());
   if (record.first_output_seconds() > 0) {
     span.Set("omnistage.first_output_seconds", record.first_output_seconds());
@@ -142,7 +135,6 @@ void RequestTracing::Ended(InFlightRequest& r, const v1::FinishedRequest& record
   }
   if (failed) span.Error(record.error());
   tracer_->End(span, now);
-  span = Span();
 }
 
 }  // namespace omnistage

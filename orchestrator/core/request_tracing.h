@@ -72,6 +72,8 @@ class RequestTracing {
 
  private:
   absl::Time Now() const { return core_.scheduler->Now(); }
+  // `r`'s running span of `stage`; null when none runs.
+  static InFlightRequest::StageSpan* StageSpanOf(InFlightRequest& r, int stage);
 
   const Tracer* tracer_;
   const CoreParts core_;
