@@ -205,13 +205,13 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
   if (!request.input.empty()) {  // Audio in: streamed to a stage that hears.
     const Orchestrators& to = hearing ? *hearing_ : orchestrators_;
     ChatDuplexCall::Start(to.ready(), to.tls(), std::move(request), options_.model.id,
-                          std::move(headers.authorization), std::move(headers.traceparent),
+                          std::move(headers.authorization), std::move(headers.trace),
                           exchange, post_, std::move(observer));
     return;
   }
   ChatCall::Start(orchestrators_.ready(), orchestrators_.fallback(), orchestrators_.tls(),
                   std::move(request), options_.model.id, std::move(headers.authorization),
-                  std::move(headers.traceparent), exchange, post_, std::move(observer));
+                  std::move(headers.trace), exchange, post_, std::move(observer));
 }
 
 void Gateway::Health(std::shared_ptr<HttpExchange> exchange) {

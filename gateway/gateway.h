@@ -17,8 +17,8 @@
 // Chat completions with audio in and Realtime sessions go to the orchestrators
 // of a pipeline that hears, when one is given (--hearing_orchestrator).
 // Anything else: 404, as OpenAI answers it. The client's bearer token (and W3C
-// traceparent) go to the orchestrator with each call, whose authentication
-// decides. Calls reach the orchestrators through Orchestrators
+// traceparent and tracestate) go to the orchestrator with each call, whose
+// authentication decides. Calls reach the orchestrators through Orchestrators
 // (orchestrators.h); every answer is counted by RouteReplies.
 #ifndef OMNISTAGE_GATEWAY_GATEWAY_H_
 #define OMNISTAGE_GATEWAY_GATEWAY_H_

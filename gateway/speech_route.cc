@@ -89,7 +89,7 @@ void SpeechRoute::Speech(std::shared_ptr<HttpExchange> exchange) {
   ++running_;
   SpeechCall::Start(orchestrators_->ready(), orchestrators_->fallback(), orchestrators_->tls(),
                     std::get<SpeechRequest>(std::move(parsed)), models_.voice_stage,
-                    std::move(headers.authorization), std::move(headers.traceparent), exchange,
+                    std::move(headers.authorization), std::move(headers.trace), exchange,
                     post_, [this](const CallOutcome& outcome) {
                       --running_;
                       replies_->Count(kSpeechRoute, outcome.http_status);

@@ -113,7 +113,7 @@ void TranscriptionRoute::Transcribe(std::shared_ptr<HttpExchange> exchange) {
       }
       TranscriptionCall::Start(orchestrators_->ready(), orchestrators_->tls(), std::move(*request),
                                std::move(*audio), std::move(headers->authorization),
-                               std::move(headers->traceparent), exchange, post_,
+                               std::move(headers->trace), exchange, post_,
                                [this](const CallOutcome& outcome) {
                                  --running_;
                                  replies_->Count(kRoute, outcome.http_status);

@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
@@ -65,7 +66,11 @@ std::optional<TraceContext> TraceContext::Parse(absl::string_view traceparent,
   context.span_id = absl::HexStringToBytes(span_id);
   if (AllZero(context.trace_id) || AllZero(context.span_id)) return std::nullopt;
   context.flags = static_cast<uint8_t>(absl::HexStringToBytes(flags)[0]);
-  if (tracestate.size() <= kMaxTraceState) context.trace_state = std::string(tracestate);
+  // W3C's tracestate is printable ASCII (what metadata and OTLP can carry).
+  if (tracestate.size() <= kMaxTraceState &&
+      absl::c_all_of(tracestate, [](char c) { return c >= 0x20 && c <= 0x7e; })) {
+    context.trace_state = std::string(tracestate);
+  }
   return context;
 }
 

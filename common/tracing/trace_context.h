@@ -32,7 +32,8 @@ struct TraceContext {
   std::string trace_state;
 
   // A `traceparent` of version 00 (or a later version's first four fields),
-  // with `tracestate` kept as it came when not too long. nullopt for a
+  // with `tracestate` kept as it came when not too long and printable ASCII
+  // (as W3C defines it; anything else is dropped whole). nullopt for a
   // malformed one or one with an all-zero id: the receiver starts a new
   // trace, as the spec says.
   static std::optional<TraceContext> Parse(absl::string_view traceparent,

@@ -70,5 +70,12 @@ TEST(TraceContextTest, ATooLongTracestateIsDropped) {
   EXPECT_EQ(context->trace_state, "");
 }
 
+TEST(TraceContextTest, ATracestateWithBytesOutsidePrintableAsciiIsDropped) {
+  EXPECT_EQ(TraceContext::Parse(kParent, "a=1, b=2")->trace_state, "a=1, b=2");
+  EXPECT_EQ(TraceContext::Parse(kParent, "a=\x01")->trace_state, "");
+  EXPECT_EQ(TraceContext::Parse(kParent, "a=1\nb=2")->trace_state, "");
+  EXPECT_EQ(TraceContext::Parse(kParent, "a=caf\xc3\xa9")->trace_state, "");
+}
+
 }  // namespace
 }  // namespace omnistage

@@ -27,6 +27,7 @@
 #include "gateway/chat/response_reader.h"
 #include "gateway/http/api_error.h"
 #include "gateway/http/http_server.h"
+#include "gateway/http/trace_headers.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
 
@@ -41,15 +42,13 @@ class ChatCall final : public ResponseReader<grpc::ClientReadReactor<v1::Generat
   // unreachable orchestrator's message names: api_error.h).
   static void Start(v1::Orchestrator::Stub* stub, Fallback fallback, bool orchestrator_tls,
                     ChatRequest request, std::string model, std::string authorization,
-                    std::string traceparent, std::shared_ptr<HttpExchange> exchange,
-                    LoopPoster post, CallObserver observer);
-
+                    TraceHeaders trace, std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                    CallObserver observer);
 
  private:
-  ChatCall(ChatRequest request, std::string model, bool orchestrator_tls,
-           std::string authorization, std::string traceparent,
-           std::shared_ptr<HttpExchange> exchange, LoopPoster post, CallObserver observer,
-           Fallback fallback);
+  ChatCall(ChatRequest request, std::string model, bool orchestrator_tls, std::string authorization,
+           TraceHeaders trace, std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+           CallObserver observer, Fallback fallback);
   // Issues the Generate on `stub` (loop thread).
   void Begin(v1::Orchestrator::Stub* stub);
   // ResponseReader (loop thread).
@@ -61,7 +60,7 @@ class ChatCall final : public ResponseReader<grpc::ClientReadReactor<v1::Generat
   const ChatRequest request_;
   const std::string model_;
   const std::string authorization_;
-  const std::string traceparent_;
+  const TraceHeaders trace_;
   const bool orchestrator_tls_;
   const CallObserver observer_;
   ChatAnswer answer_;

@@ -14,14 +14,14 @@ ChatDuplexCall::ChatDuplexCall(ChatRequest request, std::string model, bool orch
   *writing_.mutable_request() = std::move(request.generate);
 }
 
-void ChatDuplexCall::Start(v1::Orchestrator::Stub* stub, bool orchestrator_tls,
-                           ChatRequest request, std::string model, std::string authorization,
-                           std::string traceparent, std::shared_ptr<HttpExchange> exchange,
-                           LoopPoster post, CallObserver observer) {
+void ChatDuplexCall::Start(v1::Orchestrator::Stub* stub, bool orchestrator_tls, ChatRequest request,
+                           std::string model, std::string authorization, TraceHeaders trace,
+                           std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                           CallObserver observer) {
   auto* call = new ChatDuplexCall(std::move(request), std::move(model), orchestrator_tls,
                                   std::move(exchange), std::move(post), std::move(observer));
   if (!authorization.empty()) call->context_.AddMetadata("authorization", authorization);
-  if (!traceparent.empty()) call->context_.AddMetadata("traceparent", traceparent);
+  trace.AddTo(call->context_);
   // The client going away stops the request on every stage.
   call->answer_.exchange().OnClose([call] { call->Cancel(); });
   stub->async()->GenerateDuplex(&call->context_, call);

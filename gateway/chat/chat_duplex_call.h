@@ -18,6 +18,7 @@
 #include "gateway/chat/chat_request.h"
 #include "gateway/chat/response_reader.h"
 #include "gateway/http/http_server.h"
+#include "gateway/http/trace_headers.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
 
@@ -28,9 +29,8 @@ class ChatDuplexCall final
  public:
   // Starts the call; it deletes itself once it ended. Loop thread.
   static void Start(v1::Orchestrator::Stub* stub, bool orchestrator_tls, ChatRequest request,
-                    std::string model, std::string authorization, std::string traceparent,
-                    std::shared_ptr<HttpExchange> exchange, LoopPoster post,
-                    CallObserver observer);
+                    std::string model, std::string authorization, TraceHeaders trace,
+                    std::shared_ptr<HttpExchange> exchange, LoopPoster post, CallObserver observer);
 
   // Reactor (gRPC threads).
   void OnWriteDone(bool ok) override;

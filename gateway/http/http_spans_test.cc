@@ -5,8 +5,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/tracing/testing/keeping_transport.h"
 #include "common/tracing/testing/span_fields.h"
 #include "gateway/http/forwarded_headers.h"
@@ -19,6 +22,12 @@ namespace {
 
 constexpr char kTraceparent[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
+// The trace headers the orchestrator would be sent, as "traceparent|tracestate".
+std::string Forwarded(const HttpExchange& exchange) {
+  const TraceHeaders trace = std::get<ForwardedHeaders>(ForwardedHeadersOf(exchange)).trace;
+  return trace.traceparent + "|" + trace.tracestate;
+}
+
 TEST(HttpSpansTest, EachRequestIsASpanUnderTheClientsAndPassesItsOwnContextOn) {
   KeepingTracer traced;
   absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Listen("127.0.0.1:0");
@@ -27,8 +36,7 @@ TEST(HttpSpansTest, EachRequestIsASpanUnderTheClientsAndPassesItsOwnContextOn) {
   (*server)->Serve([](std::shared_ptr<HttpExchange> x) {
     if (x->path() == "/v1/chat/completions") {
       // What the orchestrator would be sent.
-      auto forwarded = ForwardedHeadersOf(*x);
-      x->Respond(200, "text/plain", std::get<ForwardedHeaders>(forwarded).traceparent);
+      x->Respond(200, "text/plain", Forwarded(*x));
     } else if (x->path() == "/v1/audio/speech") {
       x->StartStream(200, "audio/wav");
       x->Send("RIFF");
@@ -40,7 +48,8 @@ TEST(HttpSpansTest, EachRequestIsASpanUnderTheClientsAndPassesItsOwnContextOn) {
     }
   });
   httplib::Client client("127.0.0.1", (*server)->port());
-  httplib::Headers headers = {{"traceparent", kTraceparent}, {"User-Agent", "test-agent"}};
+  httplib::Headers headers = {
+      {"traceparent", kTraceparent}, {"tracestate", "vendor=opaque"}, {"User-Agent", "test-agent"}};
   httplib::Result chat = client.Post("/v1/chat/completions", headers, "{}", "application/json");
   ASSERT_TRUE(chat);
   const std::string passed_on = chat->body;
@@ -56,12 +65,16 @@ TEST(HttpSpansTest, EachRequestIsASpanUnderTheClientsAndPassesItsOwnContextOn) {
   EXPECT_EQ(chat_span.kind(), SpanProto::SPAN_KIND_SERVER);
   EXPECT_EQ(absl::BytesToHexString(chat_span.trace_id()), "4bf92f3577b34da6a3ce929d0e0e4736");
   EXPECT_EQ(absl::BytesToHexString(chat_span.parent_span_id()), "00f067aa0ba902b7");
+  EXPECT_EQ(chat_span.trace_state(), "vendor=opaque");
   EXPECT_EQ(AttributeOf(chat_span, "http.request.method"), "POST");
   EXPECT_EQ(AttributeOf(chat_span, "http.route"), "/v1/chat/completions");
   EXPECT_EQ(AttributeOf(chat_span, "http.response.status_code"), "200");
   EXPECT_EQ(AttributeOf(chat_span, "user_agent.original"), "test-agent");
-  // The orchestrator's span will be this one's child.
-  std::optional<TraceContext> sent = TraceContext::Parse(passed_on);
+  // The orchestrator's span will be this one's child, the tracestate kept.
+  const std::vector<std::string> sent_headers = absl::StrSplit(passed_on, '|');
+  ASSERT_EQ(sent_headers.size(), 2u) << passed_on;
+  EXPECT_EQ(sent_headers[1], "vendor=opaque");
+  std::optional<TraceContext> sent = TraceContext::Parse(sent_headers[0]);
   ASSERT_TRUE(sent.has_value()) << passed_on;
   EXPECT_EQ(sent->span_id, chat_span.span_id());
   EXPECT_EQ(sent->trace_id, chat_span.trace_id());
@@ -76,19 +89,23 @@ TEST(HttpSpansTest, EachRequestIsASpanUnderTheClientsAndPassesItsOwnContextOn) {
             opentelemetry::proto::trace::v1::Status::STATUS_CODE_UNSET);
 }
 
-TEST(HttpSpansTest, WithTracingOffTheClientsTraceparentGoesOnAsItCame) {
+TEST(HttpSpansTest, WithTracingOffTheClientsTraceContextGoesOnAsItCame) {
   absl::StatusOr<std::unique_ptr<HttpServer>> server =
       HttpServer::Start("127.0.0.1:0", [](std::shared_ptr<HttpExchange> x) {
         EXPECT_FALSE(x->span().started());
-        auto forwarded = ForwardedHeadersOf(*x);
-        x->Respond(200, "text/plain", std::get<ForwardedHeaders>(forwarded).traceparent);
+        x->Respond(200, "text/plain", Forwarded(*x));
       });
   ASSERT_TRUE(server.ok());
   httplib::Client client("127.0.0.1", (*server)->port());
-  httplib::Result got = client.Post("/v1/chat/completions", {{"traceparent", kTraceparent}}, "{}",
-                                    "application/json");
-  ASSERT_TRUE(got);
-  EXPECT_EQ(got->body, kTraceparent);
+  auto post = [&](const httplib::Headers& headers) {
+    httplib::Result got = client.Post("/v1/chat/completions", headers, "{}", "application/json");
+    return got ? got->body : "no answer";
+  };
+  EXPECT_EQ(post({{"traceparent", kTraceparent}, {"tracestate", "a=1, b=2"}}),
+            absl::StrCat(kTraceparent, "|a=1, b=2"));
+  EXPECT_EQ(post({{"traceparent", kTraceparent}}), absl::StrCat(kTraceparent, "|"));
+  // A malformed traceparent goes nowhere, nor its tracestate.
+  EXPECT_EQ(post({{"traceparent", "00-garbage"}, {"tracestate", "a=1"}}), "|");
   (*server)->Stop();
 }
 

@@ -22,30 +22,30 @@ std::string SseEvent(const nlohmann::json& event) {
 }  // namespace
 
 SpeechCall::SpeechCall(SpeechRequest request, int voice_stage, std::string authorization,
-                       std::string traceparent, std::shared_ptr<HttpExchange> exchange,
-                       LoopPoster post, CallObserver observer, CallFallback fallback)
+                       TraceHeaders trace, std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                       CallObserver observer, CallFallback fallback)
     : ResponseReader(std::move(post), fallback),
       request_(std::move(request)),
       voice_stage_(voice_stage),
       authorization_(std::move(authorization)),
-      traceparent_(std::move(traceparent)),
+      trace_(std::move(trace)),
       exchange_(std::move(exchange)),
       observer_(std::move(observer)) {}
 
 void SpeechCall::Start(v1::Orchestrator::Stub* stub, CallFallback fallback, bool orchestrator_tls,
                        SpeechRequest request, int voice_stage, std::string authorization,
-                       std::string traceparent, std::shared_ptr<HttpExchange> exchange,
-                       LoopPoster post, CallObserver observer) {
-  auto* call = new SpeechCall(std::move(request), voice_stage, std::move(authorization),
-                              std::move(traceparent), std::move(exchange), std::move(post),
-                              std::move(observer), fallback);
+                       TraceHeaders trace, std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                       CallObserver observer) {
+  auto* call =
+      new SpeechCall(std::move(request), voice_stage, std::move(authorization), std::move(trace),
+                     std::move(exchange), std::move(post), std::move(observer), fallback);
   call->orchestrator_tls_ = orchestrator_tls;
   call->Begin(stub);
 }
 
 void SpeechCall::Begin(v1::Orchestrator::Stub* stub) {
   if (!authorization_.empty()) context_.AddMetadata("authorization", authorization_);
-  if (!traceparent_.empty()) context_.AddMetadata("traceparent", traceparent_);
+  trace_.AddTo(context_);
   exchange_->OnClose([this] { Cancel(); });
   v1::GenerateRequest generate = request_.generate;
   stub->async()->Generate(&context_, &generate, this);
@@ -54,8 +54,8 @@ void SpeechCall::Begin(v1::Orchestrator::Stub* stub) {
 }
 
 void SpeechCall::Retry(v1::Orchestrator::Stub* stub) {
-  auto* again = new SpeechCall(request_, voice_stage_, authorization_, traceparent_, exchange_,
-                               post(), observer_, CallFallback());
+  auto* again = new SpeechCall(request_, voice_stage_, authorization_, trace_, exchange_, post(),
+                               observer_, CallFallback());
   again->orchestrator_tls_ = orchestrator_tls_;
   again->Begin(stub);
 }

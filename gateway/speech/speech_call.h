@@ -24,6 +24,7 @@
 #include "gateway/chat/response_reader.h"
 #include "gateway/http/api_error.h"
 #include "gateway/http/http_server.h"
+#include "gateway/http/trace_headers.h"
 #include "gateway/speech/speech_request.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
@@ -37,13 +38,13 @@ class SpeechCall final : public ResponseReader<grpc::ClientReadReactor<v1::Gener
   // extra parameters name the request's voice and speed.
   static void Start(v1::Orchestrator::Stub* stub, CallFallback fallback, bool orchestrator_tls,
                     SpeechRequest request, int voice_stage, std::string authorization,
-                    std::string traceparent, std::shared_ptr<HttpExchange> exchange,
-                    LoopPoster post, CallObserver observer);
+                    TraceHeaders trace, std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                    CallObserver observer);
 
  private:
-  SpeechCall(SpeechRequest request, int voice_stage, std::string authorization,
-             std::string traceparent, std::shared_ptr<HttpExchange> exchange, LoopPoster post,
-             CallObserver observer, CallFallback fallback);
+  SpeechCall(SpeechRequest request, int voice_stage, std::string authorization, TraceHeaders trace,
+             std::shared_ptr<HttpExchange> exchange, LoopPoster post, CallObserver observer,
+             CallFallback fallback);
   void Begin(v1::Orchestrator::Stub* stub);
   // ResponseReader (loop thread).
   void Deliver(const v1::GenerateResponse& response) override;
@@ -68,7 +69,7 @@ class SpeechCall final : public ResponseReader<grpc::ClientReadReactor<v1::Gener
   const SpeechRequest request_;
   const int voice_stage_;
   const std::string authorization_;
-  const std::string traceparent_;
+  const TraceHeaders trace_;
   bool orchestrator_tls_ = false;
   bool got_response_ = false;
   std::string request_id_;

@@ -23,13 +23,12 @@ std::string SseEvent(const nlohmann::json& event) {
 }  // namespace
 
 TranscriptionCall::TranscriptionCall(TranscriptionRequest request, TranscriptionAudio audio,
-                                     std::string traceparent,
-                                     std::shared_ptr<HttpExchange> exchange, LoopPoster post,
-                                     CallObserver observer)
+                                     TraceHeaders trace, std::shared_ptr<HttpExchange> exchange,
+                                     LoopPoster post, CallObserver observer)
     : ResponseReader(std::move(post), CallFallback()),
       request_(std::move(request)),
       audio_(std::move(audio)),
-      traceparent_(std::move(traceparent)),
+      trace_(std::move(trace)),
       exchange_(std::move(exchange)),
       observer_(std::move(observer)),
       transcript_(audio_.sample_rate_hz > 0
@@ -38,14 +37,14 @@ TranscriptionCall::TranscriptionCall(TranscriptionRequest request, Transcription
 
 void TranscriptionCall::Start(v1::Orchestrator::Stub* stub, bool orchestrator_tls,
                               TranscriptionRequest request, TranscriptionAudio audio,
-                              std::string authorization, std::string traceparent,
+                              std::string authorization, TraceHeaders trace,
                               std::shared_ptr<HttpExchange> exchange, LoopPoster post,
                               CallObserver observer) {
-  auto* call = new TranscriptionCall(std::move(request), std::move(audio), std::move(traceparent),
+  auto* call = new TranscriptionCall(std::move(request), std::move(audio), std::move(trace),
                                      std::move(exchange), std::move(post), std::move(observer));
   call->orchestrator_tls_ = orchestrator_tls;
   if (!authorization.empty()) call->context_.AddMetadata("authorization", authorization);
-  if (!call->traceparent_.empty()) call->context_.AddMetadata("traceparent", call->traceparent_);
+  call->trace_.AddTo(call->context_);
   call->exchange_->OnClose([call] { call->Cancel(); });
   stub->async()->GenerateDuplex(&call->context_, call);
   // The request first: the transcript is the first stage's text. Every later

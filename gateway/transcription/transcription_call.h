@@ -24,6 +24,7 @@
 #include "gateway/chat/response_reader.h"
 #include "gateway/http/api_error.h"
 #include "gateway/http/http_server.h"
+#include "gateway/http/trace_headers.h"
 #include "gateway/transcription/transcript.h"
 #include "gateway/transcription/transcription_request.h"
 #include "grpcpp/grpcpp.h"
@@ -46,18 +47,16 @@ class TranscriptionCall final
   // Starts the call; it deletes itself once it ended. Loop thread.
   static void Start(v1::Orchestrator::Stub* stub, bool orchestrator_tls,
                     TranscriptionRequest request, TranscriptionAudio audio,
-                    std::string authorization, std::string traceparent,
-                    std::shared_ptr<HttpExchange> exchange, LoopPoster post,
-                    CallObserver observer);
+                    std::string authorization, TraceHeaders trace,
+                    std::shared_ptr<HttpExchange> exchange, LoopPoster post, CallObserver observer);
 
   // Reactor (gRPC threads).
   void OnWriteDone(bool ok) override;
   void OnWritesDoneDone(bool ok) override;
 
  private:
-  TranscriptionCall(TranscriptionRequest request, TranscriptionAudio audio,
-                    std::string traceparent, std::shared_ptr<HttpExchange> exchange,
-                    LoopPoster post, CallObserver observer);
+  TranscriptionCall(TranscriptionRequest request, TranscriptionAudio audio, TraceHeaders trace,
+                    std::shared_ptr<HttpExchange> exchange, LoopPoster post, CallObserver observer);
   // The next input message into writing_; false when the audio was all sent.
   bool NextChunk();
   // ResponseReader (loop thread).
@@ -75,7 +74,7 @@ class TranscriptionCall final
 
   const TranscriptionRequest request_;
   const TranscriptionAudio audio_;
-  const std::string traceparent_;
+  const TraceHeaders trace_;
   bool orchestrator_tls_ = false;
   bool got_response_ = false;
   std::string request_id_;
