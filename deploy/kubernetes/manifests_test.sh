@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Test of the Kubernetes manifests, offline (no cluster): renders the sim, gpu,
-# keda and hpa overlays with kustomize (kustomize.sh: the one ./setup.sh
+# keda, hpa and tracing overlays with kustomize (kustomize.sh: the one ./setup.sh
 # installs, or $KUSTOMIZE, e.g. "kubectl kustomize"), checks each with
 # validate/validate.mjs (schemas, unknown fields, cross-references, the
 # orchestrator's peers, the gateway and the orchestrator it dials, security:
@@ -57,7 +57,7 @@ render() {
   { cat "$TMP/certs.log" >&2; fail "make_secrets.sh failed"; }
 
 checks=0
-for overlay in sim gpu keda hpa; do
+for overlay in sim gpu keda hpa tracing; do
   render "$KUSTOMIZE" "$overlay" "$TMP/$overlay.yaml"
   # The hpa overlay's External metrics need prometheus-adapter's rule.
   extra=()
@@ -82,6 +82,12 @@ for overlay in sim gpu keda hpa; do
     *) want="0 autoscaler(s) (0 ScaledObject, 0 HorizontalPodAutoscaler) checked against 3 stage worker Deployment(s)" ;;
   esac
   grep -qF "$want" <<<"$out" || fail "overlays/$overlay: the autoscalers were not checked as expected ($want)"
+  # Traces: every process of the tracing overlay exports them (its ConfigMap
+  # reaches the gateway, the orchestrator and the three workers), none elsewhere.
+  traced=0
+  [ "$overlay" != tracing ] || traced=5
+  grep -qF "; $traced container(s) export traces" <<<"$out" ||
+    fail "overlays/$overlay: expected $traced container(s) exporting traces"
   checks=$((checks + 1))
 
   if [ -n "${KUSTOMIZE_COMPARE:-}" ]; then
@@ -147,6 +153,10 @@ NEGATIVE=(
   "autoscaled-replicas.yaml|Deployment/wb: spec.replicas: 2 is set, but ScaledObject/wb scales this Deployment"
   "two-autoscalers.yaml|Deployment/wa: scaled by 2 autoscalers (ScaledObject/wa, HorizontalPodAutoscaler/wa)"
   "hpa-no-stabilization.yaml|HorizontalPodAutoscaler/wa: spec.behavior.scaleDown.stabilizationWindowSeconds: not set"
+  "tracing-missing-configmap.yaml|envFrom[0].configMapRef.name: ConfigMap tracing is not in the rendered output"
+  "tracing-endpoint.yaml|OTEL_EXPORTER_OTLP_ENDPOINT=otel-collector:4318: OTLP/HTTP needs an http:// or https:// URL"
+  "tracing-service-name.yaml|OTEL_SERVICE_NAME=omnistage: names the processes of all 2 workloads reading ConfigMap tracing alike"
+  "tracing-sampler.yaml|OTEL_TRACES_SAMPLER_ARG=10: a ratio in [0, 1]"
   "hpa-adapter-no-matchers.yaml|prometheus-adapter rule for omnistage_stage_demand_replicas: metricsQuery sum by (stage) (<<.Series>>): lacks <<.LabelMatchers>>"
 )
 for case in "${NEGATIVE[@]}"; do
@@ -160,9 +170,10 @@ for case in "${NEGATIVE[@]}"; do
   checks=$((checks + 1))
 done
 
-echo "PASS: $checks checks: overlays sim, gpu, keda and hpa render without warnings ($KUSTOMIZE${KUSTOMIZE_COMPARE:+, same objects with $KUSTOMIZE_COMPARE})" \
+echo "PASS: $checks checks: overlays sim, gpu, keda, hpa and tracing render without warnings ($KUSTOMIZE${KUSTOMIZE_COMPARE:+, same objects with $KUSTOMIZE_COMPARE})" \
   "and validate (schemas, unknown fields, selectors, ports, probes, ConfigMaps, discovery, stage ids," \
   "peers, the gateway's headless orchestrator Service, probes and their scheme and certificate name, grace vs drain," \
   "TLS/mTLS/token flags, their Secret keys and the peer certificate's name; the autoscalers: target, stage, gauge," \
-  "aggregation, threshold, minimum, scale-down window, one per worker, and prometheus-adapter's rule);" \
+  "aggregation, threshold, minimum, scale-down window, one per worker, and prometheus-adapter's rule;" \
+  "the OTEL_* settings each container gets);" \
   "${#NEGATIVE[@]} planted defects each rejected."

@@ -17,7 +17,9 @@
 // (secure by default), each file they name provided by a key of a mounted
 // Secret, and no gRPC probe on a port that serves TLS; and the autoscalers of
 // the stage workers (autoscaling.mjs: KEDA ScaledObjects, HPAs and the
-// prometheus-adapter rule they need, given as a further input document).
+// prometheus-adapter rule they need, given as a further input document); and
+// the OTEL_* settings each container gets (tracing.mjs), ConfigMaps of envFrom
+// there unless optional.
 // Prints one line per problem ("Kind/name: field.path: what") and exits 1 if
 // any, else a summary and exit 0. Needs only node_modules (no cluster).
 
@@ -26,6 +28,7 @@ import { readFileSync } from "node:fs";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { checkAutoscalers } from "./autoscaling.mjs";
 import { checkSchema } from "./schema.mjs";
+import { checkTracing } from "./tracing.mjs";
 
 const WORKER_DRAIN_DEFAULT_MS = 30000; // stage_worker --drain_timeout_ms default
 const ORCHESTRATOR_DRAIN_DEFAULT_MS = 10000; // pipeline config drain_timeout_ms default
@@ -161,6 +164,9 @@ function checkWorkload(w, configMaps) {
       for (const [, name] of String(word).matchAll(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g)) {
         if (!env.has(name)) report(w, `${at}.args`, `$(${name}) names no env var of container ${c.name} (stays literal)`);
       }
+    });
+    (c.envFrom ?? []).forEach((f, fi) => {
+      if (f.configMapRef) checkConfigMapRef(w, `${at}.envFrom[${fi}].configMapRef`, f.configMapRef.name, f.configMapRef.optional, [], configMaps);
     });
     (c.env ?? []).forEach((e, ei) => {
       const ref = e.valueFrom?.configMapKeyRef;
@@ -663,6 +669,7 @@ for (const w of workloads) {
 }
 
 const stageIdOf = (w) => w.containers.map((c) => flagsOf(c).get("stage_id")).find((id) => id !== undefined);
+const tracing = checkTracing({ workloads, configMaps, report });
 const scaling = checkAutoscalers({ objects, workloads, stageIdOf, pipelines: pipelineConfigs, adapterConfigs, report, problems });
 
 if (problems.length) {
@@ -677,5 +684,6 @@ console.log(
     `${pipelines} pipeline config(s) checked against ${workers} stage worker container(s), ${withPeers} with peers; ` +
     `${gateways} gateway container(s) checked against their orchestrator; ` +
     `${scaling.scaledObjects + scaling.hpas} autoscaler(s) (${scaling.scaledObjects} ScaledObject, ${scaling.hpas} HorizontalPodAutoscaler) ` +
-    `checked against ${scaling.workers} stage worker Deployment(s), ${scaling.adapterServed} External metric(s) served by a prometheus-adapter rule`,
+    `checked against ${scaling.workers} stage worker Deployment(s), ${scaling.adapterServed} External metric(s) served by a prometheus-adapter rule; ` +
+    `${tracing} container(s) export traces`,
 );
