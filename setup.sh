@@ -135,5 +135,6 @@ if [ "$BUILD_ONLY" = 0 ]; then
   npm_ci deploy/kubernetes/validate "the manifest validator"
   npm_ci gateway/sdk_test "the official OpenAI SDK, for the gateway's tests"
   npm_ci gateway/console_test "playwright-core, for the gateway's console test"
+  npm_ci tests/otel_js "OpenTelemetry JS, for the traces test"
 fi
 echo "setup: done"
