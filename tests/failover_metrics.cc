@@ -1,5 +1,6 @@
 #include "tests/failover_metrics.h"
 
+#include <cstdlib>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -59,6 +60,17 @@ absl::StatusOr<std::string> ScrapeMetrics(int port) {
     return absl::UnavailableError(absl::StrCat("/metrics answered ", result->status));
   }
   return result->body;
+}
+
+double SampleIn(const std::string& exposition, const std::string& series) {
+  const std::string line = series + " ";
+  for (size_t at = exposition.find(line); at != std::string::npos;
+       at = exposition.find(line, at + 1)) {
+    if (at == 0 || exposition[at - 1] == '\n') {
+      return std::strtod(exposition.c_str() + at + line.size(), nullptr);
+    }
+  }
+  return 0;
 }
 
 absl::StatusOr<int64_t> FailoverCount(int port, const std::string& stage,

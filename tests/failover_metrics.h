@@ -1,6 +1,7 @@
 // The orchestrator's failover counter, omnistage_failovers_total{stage,
-// outcome} (docs/reliability.md), read from its /metrics. Without gtest, so that
-// the chaos soak and the benchmarks can use it as well as the tests.
+// outcome} (docs/reliability.md), and any one sample, read from its /metrics.
+// Without gtest, so that the chaos soak and the benchmarks can use it as well
+// as the tests.
 //
 //   absl::StatusOr<int64_t> resumed =
 //       FailoverCount(pipeline.orchestrator_metrics_port(), "talker", "resumed");
@@ -24,6 +25,10 @@ int64_t FailoverCountIn(const std::string& exposition, const std::string& outcom
 
 // One GET of http://127.0.0.1:`port`/metrics.
 absl::StatusOr<std::string> ScrapeMetrics(int port);
+
+// The value of the sample named exactly `series` (its labels included, as
+// printed) in an exposition text; 0 when there is none.
+double SampleIn(const std::string& exposition, const std::string& series);
 
 // FailoverCountIn of one scrape.
 absl::StatusOr<int64_t> FailoverCount(int port, const std::string& stage,

@@ -56,7 +56,9 @@ absl::StatusOr<Server> StartListening(const std::vector<std::string>& argv,
   absl::StatusOr<std::string> line = (*process)->WaitForLine("listening port=", timeout);
   if (!line.ok()) return line.status();
   Server server;
-  server.port = ListeningLineIn(*line).port;
+  const ListeningLine listening = ListeningLineIn(*line);
+  server.port = listening.port;
+  server.metrics_port = listening.Number("metrics_port");
   server.process = std::move(*process);
   return server;
 }
@@ -350,9 +352,10 @@ absl::StatusOr<Server> StartOrchestrator(const Binaries& binaries, const std::st
   const std::string config_path = absl::StrCat(dir, "/pipeline_", shape.stages, "x", shape.replicas,
                                                "_", shape.step_time_us, "us.yaml");
   if (absl::Status s = WriteFile(config_path, PipelineYaml(shape)); !s.ok()) return s;
-  return StartListening({binaries.orchestrator, "--config=" + config_path,
-                         "--listen=127.0.0.1:0", "--stage_worker=" + binaries.stage_worker},
-                        absl::Seconds(30));
+  std::vector<std::string> argv = {binaries.orchestrator, "--config=" + config_path,
+                                   "--listen=127.0.0.1:0", "--stage_worker=" + binaries.stage_worker};
+  argv.insert(argv.end(), shape.orchestrator_flags.begin(), shape.orchestrator_flags.end());
+  return StartListening(argv, absl::Seconds(30));
 }
 
 }  // namespace bench

@@ -89,6 +89,7 @@ absl::Status WriteFile(const std::string& path, const std::string& text);
 struct Server {
   std::unique_ptr<ChildProcess> process;
   int port = 0;
+  int metrics_port = 0;  // From its listening line; 0 without --metrics_listen.
   pid_t pid() const { return process->pid(); }
 };
 
@@ -140,6 +141,8 @@ struct PipelineShape {
   int max_in_flight = 10000;
   // The last stage stamps its outputs (one-way latency; load_generator.h).
   bool stamp_outputs = false;
+  // More orchestrator flags (the workers it spawns get its tracing flags).
+  std::vector<std::string> orchestrator_flags;
 };
 std::string PipelineYaml(const PipelineShape& shape);
 

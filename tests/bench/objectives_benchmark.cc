@@ -158,19 +158,6 @@ struct PredictionTally {
   double within_25 = 0;
 };
 
-// The value of the sample named exactly `series` in an exposition text; 0
-// when there is none.
-double SampleIn(const std::string& exposition, const std::string& series) {
-  const std::string line = series + " ";
-  for (size_t at = exposition.find(line); at != std::string::npos;
-       at = exposition.find(line, at + 1)) {
-    if (at == 0 || exposition[at - 1] == '\n') {
-      return std::strtod(exposition.c_str() + at + line.size(), nullptr);
-    }
-  }
-  return 0;
-}
-
 PredictionTally Predictions(const PipelineHarness& pipeline) {
   absl::StatusOr<std::string> exposition = ScrapeMetrics(pipeline.orchestrator_metrics_port());
   if (!exposition.ok()) return {};

@@ -63,7 +63,9 @@ ABSL_FLAG(bool, stamp_throughput, false,
           "orchestrator rows throughput, so light load alone has them by default)");
 ABSL_FLAG(std::string, request_rows, "baseline,orch1,orch3,gateway",
           "rows of the requests scenario: baseline, orch1, orch3, gateway (with text-grpc, the "
-          "same orchestrator straight over gRPC), text-grpc");
+          "same orchestrator straight over gRPC), text-grpc; orch1 traced: trace-0.01, trace-1 "
+          "(spans to a collector in this process, new traces sampled at that ratio), trace-down "
+          "(every span to a collector that is down)");
 ABSL_FLAG(std::string, request_outputs, "1,16",
           "outputs per request (max_tokens) of the requests scenario, one cell each");
 ABSL_FLAG(int, request_streams, 64, "concurrent clients of each requests cell");

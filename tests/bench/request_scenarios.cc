@@ -11,8 +11,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/tracing/testing/otlp_collector.h"
 #include "tests/bench/gateway_load.h"
 #include "tests/bench/targets.h"
+#include "tests/failover_metrics.h"
 
 namespace omnistage {
 namespace bench {
@@ -73,7 +75,7 @@ void Finish(RequestCell& cell, const std::string& error) {
     cell.error = absl::StrCat(cell.tokens, " outputs counted in ", cell.requests, " requests of ",
                               cell.outputs);
   }
-  std::fprintf(stderr, "  %-9s %3d outputs: %8.0f requests/s %s\n", cell.row.c_str(), cell.outputs,
+  std::fprintf(stderr, "  %-10s %3d outputs: %8.0f requests/s %s\n", cell.row.c_str(), cell.outputs,
                cell.requests_per_s, cell.error.c_str());
 }
 
@@ -85,7 +87,19 @@ RequestCell NewCell(const std::string& row, int outputs, const BenchOptions& opt
   return cell;
 }
 
-// A row of the load generator's streams: baseline, orch1 or orch3.
+// A traced row's orchestrator: its spans so far, exported and dropped.
+struct SpanCounts {
+  double exported = 0;
+  double dropped = 0;
+};
+SpanCounts SpansOf(const Target& target) {
+  absl::StatusOr<std::string> exposition = ScrapeMetrics(target.orchestrator.metrics_port);
+  if (!exposition.ok()) return {};
+  return {SampleIn(*exposition, "omnistage_trace_spans_total{outcome=\"exported\"}"),
+          SampleIn(*exposition, "omnistage_trace_spans_total{outcome=\"dropped\"}")};
+}
+
+// A row of the load generator's streams: baseline, orch1, orch3 or a traced row.
 void StreamRow(const std::string& row, const BenchOptions& options, BenchEnv& env,
                std::vector<RequestCell>& cells) {
   std::fprintf(stderr, "requests: %s\n", row.c_str());
@@ -100,6 +114,7 @@ void StreamRow(const std::string& row, const BenchOptions& options, BenchEnv& en
     }
     const std::vector<pid_t> serving = ServingPids(row, *target, env);
     CpuWatch cpu(serving.front(), std::vector<pid_t>(serving.begin() + 1, serving.end()));
+    const SpanCounts spans_before = TracedRow(row) ? SpansOf(*target) : SpanCounts{};
     cpu.Start();
     const Figures f = RunLoad(stub, options.request_streams, options.request_time,
                               TargetRequests(*target, outputs, 0, false),
@@ -111,6 +126,12 @@ void StreamRow(const std::string& row, const BenchOptions& options, BenchEnv& en
     cell.ttft_p50_us = f.ttft_p50_us;
     cell.ttft_p99_us = f.ttft_p99_us;
     cpu.Finish(cell);
+    if (TracedRow(row) && cell.requests > 0) {
+      const SpanCounts spans = SpansOf(*target);
+      const double requests = static_cast<double>(cell.requests);
+      cell.spans_exported_per_request = (spans.exported - spans_before.exported) / requests;
+      cell.spans_dropped_per_request = (spans.dropped - spans_before.dropped) / requests;
+    }
     Finish(cell, f.error);
     absl::SleepFor(absl::Milliseconds(200));  // Let the servers settle between cells.
   }
@@ -186,18 +207,25 @@ std::vector<RequestCell> RunRequests(const BenchOptions& options, BenchEnv& env,
   auto asked = [&rows](const std::string& row) {
     return std::find(rows.begin(), rows.end(), row) != rows.end();
   };
+  // The traced rows' collector, in this process (its CPU is the client's).
+  std::unique_ptr<OtlpCollector> collector;
+  if (std::any_of(rows.begin(), rows.end(), TracedRow)) {
+    collector = std::make_unique<OtlpCollector>(OtlpCollector::kCount);
+    env.otlp_endpoint = collector->endpoint();
+  }
   for (const std::string& row : rows) {
     if (row == kTextGrpc || row == kGateway) {
       if (!stack_done) GatewayRows(asked(kGateway), options, env, gateway_binary, cells);
       stack_done = true;
-    } else if (row == "baseline" || row == "orch1" || row == "orch3" || env.relays.count(row) > 0) {
+    } else if (row == "baseline" || row == "orch1" || row == "orch3" || TracedRow(row) ||
+               env.relays.count(row) > 0) {
       StreamRow(row, options, env, cells);
     } else {
       for (const int outputs : options.request_outputs) {
         cells.emplace_back(NewCell(row, outputs, options)).error =
             absl::StrCat("unknown row '", row,
                          "' (baseline, orch1, orch3, gateway, text-grpc, relay-cb, relay-async, "
-                         "relay-async2)");
+                         "relay-async2, trace-0.01, trace-1, trace-down)");
       }
     }
   }

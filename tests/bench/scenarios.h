@@ -74,6 +74,9 @@ struct BenchEnv {
   // row: relay-cb (callback API), relay-async and relay-async2 (asynchronous
   // API, one and two polling threads).
   std::map<std::string, Server> relays;
+  // Where the traced rows' spans go (an OTLP/gRPC collector the requests
+  // scenario runs); empty: no traced row.
+  std::string otlp_endpoint;
 };
 
 // Figures of one load run.
@@ -224,6 +227,10 @@ struct RequestCell {
   // Request start -> its first output, as the client saw it.
   double ttft_p50_us = 0;
   double ttft_p99_us = 0;
+  // The traced rows: spans the orchestrator exported and dropped per request
+  // (its omnistage_trace_spans_total); -1 for the rest.
+  double spans_exported_per_request = -1;
+  double spans_dropped_per_request = -1;
   std::string error;  // Why the row did not run, or what went wrong in it.
 };
 

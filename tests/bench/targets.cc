@@ -20,6 +20,10 @@ RequestFactory TargetRequests(const Target& target, int tokens, int64_t step_tim
   };
 }
 
+bool TracedRow(const std::string& row) {
+  return row == "trace-0.01" || row == "trace-1" || row == "trace-down";
+}
+
 std::unique_ptr<Target> OpenTarget(const std::string& row, int64_t step_time_us, int tokens,
                                    bool stamp, BenchEnv& env) {
   auto target = std::make_unique<Target>();
@@ -38,12 +42,29 @@ std::unique_ptr<Target> OpenTarget(const std::string& row, int64_t step_time_us,
     target->make_request = TargetRequests(*target, tokens, step_time_us, stamp);
     return target;
   }
-  if (row != "orch1" && row != "orch3") {
+  if (row != "orch1" && row != "orch3" && !TracedRow(row)) {
     target->error = absl::StrCat("unknown row '", row, "'");
     return target;
   }
   PipelineShape shape;
-  shape.stages = row == "orch1" ? 1 : 3;
+  shape.stages = row == "orch3" ? 3 : 1;
+  if (TracedRow(row)) {
+    std::string endpoint = env.otlp_endpoint;
+    if (row == "trace-down") {
+      // A port nothing listens on.
+      absl::StatusOr<int> closed = PickFreePort();
+      if (!closed.ok()) {
+        target->error = absl::StrCat("no free port: ", closed.status().message());
+        return target;
+      }
+      endpoint = absl::StrCat("http://127.0.0.1:", *closed);
+    }
+    shape.orchestrator_flags = {
+        "--otlp_traces_endpoint=" + endpoint, "--otlp_protocol=grpc",
+        "--trace_sampler=parentbased_traceidratio",
+        row == "trace-0.01" ? "--trace_sampler_arg=0.01" : "--trace_sampler_arg=1",
+        "--metrics_listen=127.0.0.1:0"};
+  }
   shape.step_time_us = step_time_us;
   shape.stamp_outputs = stamp;
   absl::StatusOr<Server> server = StartOrchestrator(env.binaries, env.dir, shape);

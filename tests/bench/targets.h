@@ -33,9 +33,16 @@ struct Target {
 // baseline rows paced at `step_time_us` and stamped if `stamp`.
 RequestFactory TargetRequests(const Target& target, int tokens, int64_t step_time_us, bool stamp);
 
+// The rows of orch1 with tracing on (docs/benchmarks.md, "The cost of a
+// request"): its spans exported over OTLP/gRPC to env.otlp_endpoint with a
+// new trace sampled at a ratio of 0.01 (trace-0.01) or always (trace-1), or
+// always to a collector that is down (trace-down). Their orchestrator serves
+// /metrics (the spans it exported and dropped).
+bool TracedRow(const std::string& row);
+
 // Starts (or finds) the server for `row` (baseline, nginx, haproxy, relay-cb,
-// relay-async, relay-async2, orch1, orch3) with `step_time_us`; its make_request asks for `tokens` tokens. On
-// failure `error` says why.
+// relay-async, relay-async2, orch1, orch3, a traced row) with `step_time_us`;
+// its make_request asks for `tokens` tokens. On failure `error` says why.
 std::unique_ptr<Target> OpenTarget(const std::string& row, int64_t step_time_us, int tokens,
                                    bool stamp, BenchEnv& env);
 
