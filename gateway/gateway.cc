@@ -73,7 +73,8 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
       hearing_(HearingOrchestrators(options_, post_, &fallbacks_.With({"hearing_orchestrator"}))),
       realtime_(
           RealtimeRoute::Options{hearing_ != nullptr ? options_.hearing_model : options_.model,
-                                 options_.max_realtime_sessions, options_.realtime},
+                                 options_.max_realtime_sessions, options_.realtime,
+                                 options_.tracer},
           hearing_ != nullptr ? hearing_.get() : &orchestrators_, &replies_, post_, &draining_,
           &registry_),
       console_(&orchestrators_, &replies_),
@@ -205,8 +206,8 @@ void Gateway::ChatCompletions(std::shared_ptr<HttpExchange> exchange) {
   if (!request.input.empty()) {  // Audio in: streamed to a stage that hears.
     const Orchestrators& to = hearing ? *hearing_ : orchestrators_;
     ChatDuplexCall::Start(to.ready(), to.tls(), std::move(request), options_.model.id,
-                          std::move(headers.authorization), std::move(headers.trace),
-                          exchange, post_, std::move(observer));
+                          std::move(headers.authorization), std::move(headers.trace), exchange,
+                          post_, std::move(observer));
     return;
   }
   ChatCall::Start(orchestrators_.ready(), orchestrators_.fallback(), orchestrators_.tls(),

@@ -81,20 +81,21 @@ void RealtimeRoute::Handle(std::shared_ptr<HttpExchange> exchange) {
     return;
   }
   const std::string authorization = std::get<ForwardedHeaders>(forwarded).authorization;
+  const TraceHeaders trace = std::get<ForwardedHeaders>(forwarded).trace;
   ++open_;  // Held while the token is checked.
   ++sessions_count_;
   orchestrators_->AskPipelineStatus(
       orchestrators_->ready(), authorization, std::chrono::seconds(10),
-      [this, exchange, head = std::get<std::string>(head), token = authorization](
+      [this, exchange, head = std::get<std::string>(head), token = authorization, trace](
           const grpc::Status& status, const v1::PipelineStatus& pipeline) {
         --open_;
         --sessions_count_;
-        Start(exchange, head, token, status, pipeline);
+        Start(exchange, head, token, trace, status, pipeline);
       });
 }
 
 void RealtimeRoute::Start(std::shared_ptr<HttpExchange> exchange, const std::string& head,
-                          std::string authorization, const grpc::Status& status,
+                          std::string authorization, TraceHeaders trace, const grpc::Status& status,
                           const v1::PipelineStatus& pipeline) {
   if (exchange->done()) return;  // The client left while its token was checked.
   if (*draining_) {              // Began while its token was checked.
@@ -132,6 +133,7 @@ void RealtimeRoute::Start(std::shared_ptr<HttpExchange> exchange, const std::str
   backend.stub = orchestrators_->ready();
   backend.fallback = orchestrators_->fallback();
   backend.post = post_;
+  backend.tracer = options_.tracer;
   backend.responses = [this](int delta) { responses_count_ += delta; };
   backend.heard = [this](const PlaybackFigures& figures) { replies_->Heard(kRoute, figures); };
   backend.ended = [this, id] {
@@ -140,9 +142,9 @@ void RealtimeRoute::Start(std::shared_ptr<HttpExchange> exchange, const std::str
     open_gauge_.Add(-1);
     sessions_.erase(id);
   };
-  std::shared_ptr<RealtimeSession> session =
-      RealtimeSession::Start(std::move(upgrade), options_.limits, options_.model,
-                             std::move(backend), std::move(authorization), stage0_echoes);
+  std::shared_ptr<RealtimeSession> session = RealtimeSession::Start(
+      std::move(upgrade), options_.limits, options_.model, std::move(backend),
+      std::move(authorization), std::move(trace), stage0_echoes);
   if (session != nullptr) sessions_.emplace(id, session);
 }
 

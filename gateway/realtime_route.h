@@ -21,8 +21,10 @@
 #include <string>
 
 #include "common/metrics.h"
+#include "common/tracing/tracer.h"
 #include "gateway/chat/chat_request.h"
 #include "gateway/http/http_server.h"
+#include "gateway/http/trace_headers.h"
 #include "gateway/http/websocket.h"
 #include "gateway/orchestrators.h"
 #include "gateway/route_replies.h"
@@ -38,6 +40,8 @@ class RealtimeRoute {
     // 0: no limit.
     int max_sessions = 1000;
     WebSocketLimits limits;
+    // Where the sessions' spans go (not owned; null: not traced).
+    const Tracer* tracer = nullptr;
   };
 
   // None of the pointers is owned; all outlive the route. `draining` is the
@@ -57,7 +61,7 @@ class RealtimeRoute {
 
  private:
   void Start(std::shared_ptr<HttpExchange> exchange, const std::string& head,
-             std::string authorization, const grpc::Status& status,
+             std::string authorization, TraceHeaders trace, const grpc::Status& status,
              const v1::PipelineStatus& pipeline);
 
   const Options options_;

@@ -8,7 +8,8 @@
 # the client's span the parent of the gateway's, the gateway's of the
 # orchestrator's Generate, its stage span the parent of the worker's engine
 # span, tracestate kept throughout; a client that goes away, an abort and a
-# failover (the request's worker killed) each in the trace as what it was.
+# failover (the request's worker killed) each in the trace as what it was; a
+# Realtime session's response under its session's span, under the upgrade's.
 # Needs node and tests/otel_js/node_modules (./setup.sh). Stops what it
 # starts, by PID.
 set -euo pipefail

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "gateway/chat/response_reader.h"
+#include "gateway/http/trace_headers.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
 
@@ -52,11 +53,12 @@ class RealtimeCall final
   // Starts the call (loop thread); it deletes itself once it ended.
   static std::shared_ptr<Control> Start(v1::Orchestrator::Stub* stub, CallFallback fallback,
                                         v1::GenerateRequest request, std::string authorization,
-                                        LoopPoster post, Handler handler);
+                                        TraceHeaders trace, LoopPoster post, Handler handler);
 
  private:
-  RealtimeCall(v1::GenerateRequest request, std::string authorization, LoopPoster post,
-               CallFallback fallback, Handler handler, std::shared_ptr<Control> control);
+  RealtimeCall(v1::GenerateRequest request, std::string authorization, TraceHeaders trace,
+               LoopPoster post, CallFallback fallback, Handler handler,
+               std::shared_ptr<Control> control);
   void Begin(v1::Orchestrator::Stub* stub);
   // ResponseReader (loop thread).
   void Deliver(const v1::GenerateResponse& response) override;
@@ -65,6 +67,7 @@ class RealtimeCall final
 
   const v1::GenerateRequest request_;
   const std::string authorization_;
+  const TraceHeaders trace_;
   Handler handler_;
   const std::shared_ptr<Control> control_;
 };

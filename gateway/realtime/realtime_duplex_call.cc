@@ -22,10 +22,11 @@ RealtimeDuplexCall::RealtimeDuplexCall(LoopPoster post, RealtimeCallHandler hand
 
 std::shared_ptr<RealtimeDuplexCall::Control> RealtimeDuplexCall::Start(
     v1::Orchestrator::Stub* stub, v1::GenerateRequest request, std::string authorization,
-    LoopPoster post, RealtimeCallHandler handler) {
+    const TraceHeaders& trace, LoopPoster post, RealtimeCallHandler handler) {
   auto control = std::make_shared<Control>();
   auto* call = new RealtimeDuplexCall(std::move(post), std::move(handler), control);
   if (!authorization.empty()) call->context_.AddMetadata("authorization", authorization);
+  trace.AddTo(call->context_);
   stub->async()->GenerateDuplex(&call->context_, call);
   // Writes, like reads, are started from the loop: a second hold, until the
   // half-close went out or no write may follow.

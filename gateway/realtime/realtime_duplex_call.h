@@ -17,6 +17,7 @@
 #include <string>
 
 #include "gateway/chat/response_reader.h"
+#include "gateway/http/trace_headers.h"
 #include "gateway/realtime/realtime_call.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
@@ -42,8 +43,8 @@ class RealtimeDuplexCall final
   using Control = RealtimeDuplexControl;
   // Starts the call with `request` as its first message (loop thread); it
   // deletes itself once it ended.
-  static std::shared_ptr<Control> Start(v1::Orchestrator::Stub* stub,
-                                        v1::GenerateRequest request, std::string authorization,
+  static std::shared_ptr<Control> Start(v1::Orchestrator::Stub* stub, v1::GenerateRequest request,
+                                        std::string authorization, const TraceHeaders& trace,
                                         LoopPoster post, RealtimeCallHandler handler);
 
   // Reactor (gRPC threads).

@@ -172,6 +172,22 @@ std::vector<std::string> RealtimeEncoder::Finish(Status status, const RealtimeEr
   return events;
 }
 
+absl::string_view RealtimeEncoder::StatusName(Status status) {
+  switch (status) {
+    case Status::kCompleted:
+      return "completed";
+    case Status::kIncomplete:
+      return "incomplete";
+    case Status::kCancelled:
+      return "cancelled";
+    case Status::kInterrupted:
+      return "interrupted";
+    case Status::kFailed:
+      break;
+  }
+  return "failed";
+}
+
 std::string RealtimeEncoder::FailedBeforeBegin(const RealtimeError& error) {
   return Finish(Status::kFailed, &error).back();
 }

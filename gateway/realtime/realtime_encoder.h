@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "gateway/realtime/realtime_events.h"
 #include "protos/orchestrator.pb.h"
 
@@ -27,6 +28,9 @@ class RealtimeEncoder {
  public:
   // kInterrupted: cancelled by the user's speech (turn detection's barge-in).
   enum class Status { kCompleted, kIncomplete, kCancelled, kInterrupted, kFailed };
+  // "completed", "incomplete", "cancelled", "interrupted" (response.done
+  // says cancelled, for turn_detected), "failed".
+  static absl::string_view StatusName(Status status);
 
   // `config`: the response's settings; `prompt`: what it answers (its words
   // are the input tokens).

@@ -26,9 +26,9 @@ std::shared_ptr<RealtimeSession> RealtimeSession::Start(std::unique_ptr<HttpUpgr
                                                         const WebSocketLimits& limits,
                                                         const ServedModel& model, Backend backend,
                                                         std::string authorization,
-                                                        bool stage0_echoes) {
-  std::shared_ptr<RealtimeSession> session(
-      new RealtimeSession(model, std::move(backend), std::move(authorization), stage0_echoes));
+                                                        TraceHeaders trace, bool stage0_echoes) {
+  std::shared_ptr<RealtimeSession> session(new RealtimeSession(
+      model, std::move(backend), std::move(authorization), std::move(trace), stage0_echoes));
   RealtimeSession* raw = session.get();
   session->ws_ = WebSocket::Start(
       std::move(upgrade), limits, [raw](std::string text) { raw->OnMessage(text); },
@@ -48,7 +48,7 @@ std::shared_ptr<RealtimeSession> RealtimeSession::Start(std::unique_ptr<HttpUpgr
 }
 
 RealtimeSession::RealtimeSession(const ServedModel& model, Backend backend,
-                                 std::string authorization, bool stage0_echoes)
+                                 std::string authorization, TraceHeaders trace, bool stage0_echoes)
     : model_(model),
       backend_(std::move(backend)),
       authorization_(std::move(authorization)),
@@ -65,7 +65,7 @@ RealtimeSession::RealtimeSession(const ServedModel& model, Backend backend,
             // The call holds the session (as a response's does) until it ended.
             std::shared_ptr<RealtimeSession> self = shared_from_this();
             return RealtimeDuplexCall::Start(
-                backend_.stub, std::move(request), authorization_, backend_.post,
+                backend_.stub, std::move(request), authorization_, spans_->Session(), backend_.post,
                 {[self, turn](const v1::GenerateResponse& response) {
                    self->TurnResponse(turn, response);
                  },
@@ -73,6 +73,7 @@ RealtimeSession::RealtimeSession(const ServedModel& model, Backend backend,
           }}) {
   config_.session_id = absl::StrCat("sess_", RandomHex(12));
   config_.model = model_.id;
+  spans_.emplace(backend_.tracer, std::move(trace), config_.session_id);
   if (auto error = audio_input_.Configure(config_.turn_detection)) {
     // Without a detector the session still serves turns committed by hand,
     // and session.created says so (turn_detection null).
@@ -179,7 +180,8 @@ void RealtimeSession::ResponseCreate(const ClientEvent& event) {
   Begin(config, generate.prompt());
   std::shared_ptr<RealtimeSession> self = shared_from_this();
   call_ = RealtimeCall::Start(
-      backend_.stub, backend_.fallback, std::move(generate), authorization_, backend_.post,
+      backend_.stub, backend_.fallback, std::move(generate), authorization_, spans_->Response(),
+      backend_.post,
       {[self](const v1::GenerateResponse& response) { self->Deliver(response); },
        [self](const grpc::Status& status) { self->Done(status); }});
 }
@@ -227,6 +229,7 @@ void RealtimeSession::Begin(const RealtimeConfig& config, const std::string& pro
   interrupted_ = false;
   began_ = absl::Now();
   player_ = PlaybackModel();
+  spans_->ResponseBegan(response_->response_id());
   Send(response_->Created());
   for (const std::string& e : response_->Begin(conversation_.last_id())) Send(e);
   if (backend_.responses) backend_.responses(1);
@@ -317,6 +320,7 @@ void RealtimeSession::Done(const grpc::Status& status) {
     }
   }
   if (turn_ != nullptr) audio_input_.Ended(*turn_, status, /*responding=*/true);
+  spans_->ResponseEnded(RealtimeEncoder::StatusName(how), error ? error->message : "");
   for (const std::string& e : response_->Finish(how, error ? &*error : nullptr)) Send(e);
   // What the assistant said is part of the conversation from here on.
   RealtimeItem item = response_->item();
@@ -399,6 +403,7 @@ void RealtimeSession::OnClosed() {
     call_->Cancel();
   }
   audio_input_.Close();
+  spans_->Close();
   std::unique_ptr<WebSocket> ws = std::move(ws_);
   std::shared_ptr<RealtimeSession> self = std::move(self_);
   if (backend_.ended) backend_.ended();

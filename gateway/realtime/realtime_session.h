@@ -21,6 +21,7 @@
 
 #include "absl/time/time.h"
 #include "common/playback_model.h"
+#include "common/tracing/tracer.h"
 #include "gateway/chat/chat_call.h"
 #include "gateway/chat/chat_request.h"
 #include "gateway/http/websocket.h"
@@ -31,6 +32,7 @@
 #include "gateway/realtime/realtime_encoder.h"
 #include "gateway/realtime/realtime_events.h"
 #include "gateway/realtime/realtime_item_events.h"
+#include "gateway/realtime/realtime_spans.h"
 
 namespace omnistage {
 
@@ -48,17 +50,22 @@ class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
     // A response ended: how a listener playing its audio as it went out
     // heard it (docs/observability.md, "How a listener hears it").
     std::function<void(const PlaybackFigures&)> heard;
+    // Where the session's spans go (not owned; null: not traced).
+    const Tracer* tracer = nullptr;
   };
   // Starts a session on `upgrade` (the 101 written): sends session.created.
-  // `authorization` goes with each call. `stage0_echoes`: the orchestrator
-  // showed a stage 0 that passes text through to the client (a final-output
-  // recognizer followed by another final-output text stage): a text
-  // response drops stage 0's text, which is its prompt echoed.
-  // Null when the connection could not be taken (`ended` ran).
+  // `authorization` goes with each call; `trace`: what the upgrade request
+  // passes on, the parent of the session's spans (realtime_spans.h).
+  // `stage0_echoes`: the orchestrator showed a stage 0 that passes text
+  // through to the client (a final-output recognizer followed by another
+  // final-output text stage): a text response drops stage 0's text, which is
+  // its prompt echoed. Null when the connection could not be taken (`ended`
+  // ran).
   static std::shared_ptr<RealtimeSession> Start(std::unique_ptr<HttpUpgrade> upgrade,
                                                 const WebSocketLimits& limits,
                                                 const ServedModel& model, Backend backend,
-                                                std::string authorization, bool stage0_echoes);
+                                                std::string authorization, TraceHeaders trace,
+                                                bool stage0_echoes);
   // The gateway shuts down: the session closes with 1001 ("going away") once
   // its running response ended, at once if none runs; `now` (the drain's
   // deadline passed): the running response is cancelled first, and its
@@ -68,7 +75,7 @@ class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
 
  private:
   RealtimeSession(const ServedModel& model, Backend backend, std::string authorization,
-                  bool stage0_echoes);
+                  TraceHeaders trace, bool stage0_echoes);
   void OnMessage(const std::string& text);
   void OnClosed();
   void Send(const std::string& event);
@@ -106,6 +113,8 @@ class RealtimeSession : public std::enable_shared_from_this<RealtimeSession> {
   EventIds ids_;
   RealtimeConfig config_;
   const std::string conversation_id_;
+  // Made once the session has its id.
+  std::optional<RealtimeSpans> spans_;
   RealtimeConversation conversation_;
   RealtimeItemEvents items_;
   RealtimeAudioInput audio_input_;

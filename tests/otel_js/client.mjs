@@ -5,7 +5,8 @@
 // sends to the receiver. Then it reads what the receiver decoded and checks
 // each request's trace: one trace from this client's span through the
 // gateway, the orchestrator and the stage's worker, every parent right, and a
-// client cancel, an abort and a failover each there as what they were.
+// client cancel, an abort and a failover each there as what they were; and a
+// Realtime session's response under the session's span, under the upgrade's.
 //
 //   node client.mjs GATEWAY_URL RECEIVER_URL SPANS_FILE OMNI ORCHESTRATOR WORKERS
 //
@@ -19,6 +20,7 @@ import { TraceState, W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import WebSocket from "ws";
 
 const [gateway, receiver, spansFile, omni, orchestrator, workerList] = process.argv.slice(2);
 const workers = workerList.split(",").map((w) => {
@@ -167,6 +169,38 @@ const failedOver = await traced("failover", async (span) => {
   return { requestId: requestIdOf(id), finish: finishOf(chunks), killed: killed.address };
 });
 summary.failover = failedOver;
+
+// A Realtime session of one text response, its upgrade under the client's span.
+const realtime = await traced("realtime", async (span) => {
+  const headers = {};
+  propagator.inject(trace.setSpan(ROOT_CONTEXT, span), headers, defaultTextMapSetter);
+  const socket = new WebSocket(`${gateway.replace(/^http/, "ws")}/v1/realtime`, { headers });
+  const done = await new Promise((resolve) => {
+    const timer = setTimeout(() => fail("realtime: no response.done within 30 s"), 30000);
+    socket.on("error", (e) => fail(`realtime: ${e.message}`));
+    socket.on("open", () => {
+      const send = (event) => socket.send(JSON.stringify(event));
+      send({ type: "session.update", session: { type: "realtime", output_modalities: ["text"], max_output_tokens: 20 } });
+      send({ type: "conversation.item.create",
+             item: { type: "message", role: "user", content: [{ type: "input_text", text: "Tell me about the sea." }] } });
+      send({ type: "response.create" });
+    });
+    socket.on("message", (data) => {
+      const event = JSON.parse(data.toString());
+      if (event.type === "error") fail(`realtime: ${JSON.stringify(event)}`);
+      if (event.type === "response.done") {
+        clearTimeout(timer);
+        resolve(event.response);
+      }
+    });
+  });
+  await new Promise((resolve) => {
+    socket.on("close", resolve);
+    socket.close();
+  });
+  return { responseId: done.id, status: done.status };
+});
+summary.realtime = realtime;
 await provider.forceFlush();
 
 // ---- The traces, as the receiver decoded them.
@@ -259,6 +293,31 @@ await waitFor(failedOver.traceId, complete(1), "failover");
   check(hasEvent(t.stage, "failover"), "failover: the stage span has no failover event");
   check(hasEvent(t.engine[0], "first_output"), "failover: the survivor's engine span has no first output");
   check(failedOver.finish === "length" || failedOver.finish === "stop", `failover: the client saw ${failedOver.finish}`);
+}
+
+// Realtime: client -> the upgrade's span (101) -> realtime session ->
+// realtime response -> Generate -> stage -> engine.
+await waitFor(realtime.traceId, (s) => s.some((x) => x.name === "realtime session") &&
+  s.some((x) => x.name === "engine") && s.some((x) => x.name === "Generate"), "realtime");
+{
+  const spans = spansOf(realtime.traceId);
+  const client = one(spans, (s) => s.service === "sdk-client", "realtime: client span");
+  const upgrade = one(spans, (s) => s.name === "GET /v1/realtime", "realtime: the upgrade's span");
+  check(upgrade.parentSpanId === client.spanId && upgrade.attributes["http.response.status_code"] === 101,
+    `realtime: the upgrade's span: ${JSON.stringify(upgrade)}`);
+  const session = one(spans, (s) => s.name === "realtime session", "realtime: session span");
+  check(session.service === "gateway" && session.parentSpanId === upgrade.spanId, "realtime: the session span is not the upgrade's child");
+  const response = one(spans, (s) => s.name === "realtime response", "realtime: response span");
+  check(response.parentSpanId === session.spanId, "realtime: the response span is not the session's child");
+  check(response.attributes["omnistage.realtime.response_id"] === realtime.responseId &&
+    response.attributes["omnistage.realtime.status"] === realtime.status,
+    `realtime: the response span says ${JSON.stringify(response.attributes)}, the client saw ${realtime.responseId} ${realtime.status}`);
+  const generate = one(spans, (s) => s.name === "Generate", "realtime: Generate");
+  check(generate.parentSpanId === response.spanId, "realtime: Generate is not the response span's child");
+  const stage = one(spans, (s) => s.name === "stage thinker", "realtime: stage span");
+  const engine = one(spans, (s) => s.name === "engine", "realtime: engine span");
+  check(stage.parentSpanId === generate.spanId && engine.parentSpanId === stage.spanId, "realtime: stage and engine");
+  for (const s of spans) check(s.traceState === kTraceState, `realtime: ${s.name}: tracestate "${s.traceState}"`);
 }
 
 await provider.shutdown();
