@@ -208,7 +208,12 @@ void PipelineCore::HandOff(InFlightRequest& r, int stage, v1::RequestOutput& out
   } else {
     error = SendMoreInput(r, next, output.payloads(), last);
   }
-  if (error.has_value()) FailRequests({id}, *error);
+  if (error.has_value()) {
+    FailRequests({id}, *error);
+  } else if (InFlightRequest* still = last ? table_.Find(id) : nullptr) {
+    // (A replica lost on the way failed the request: it is gone.)
+    tracing_.InputComplete(*still, next);
+  }
 }
 
 std::optional<v1::Error> PipelineCore::SendMoreInput(

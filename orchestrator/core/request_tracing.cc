@@ -91,6 +91,12 @@ void RequestTracing::StageOutput(InFlightRequest& r, int stage, const v1::Reques
   if (output.finished()) tracer_->End(stage_span->span, Now());
 }
 
+void RequestTracing::InputComplete(InFlightRequest& r, int stage) {
+  if (InFlightRequest::StageSpan* stage_span = StageSpanOf(r, stage)) {
+    stage_span->span.Event("input_complete", Now());
+  }
+}
+
 void RequestTracing::FailedOver(InFlightRequest& r, int stage, int from, absl::string_view why) {
   InFlightRequest::StageSpan* stage_span = StageSpanOf(r, stage);
   if (stage_span == nullptr) return;

@@ -62,6 +62,8 @@ class RequestTracing {
   void StageSent(InFlightRequest& r, int stage, int replica);
   void StageNotSent(InFlightRequest& r, int stage, absl::string_view error);
   void StageOutput(InFlightRequest& r, int stage, const v1::RequestOutput& output);
+  // The stage before `stage` handed it its last input (a hand-off done).
+  void InputComplete(InFlightRequest& r, int stage);
   // `stage` was lost on `from` and resumed on the replica it is bound to
   // now.
   void FailedOver(InFlightRequest& r, int stage, int from, absl::string_view why);
