@@ -8,14 +8,17 @@ const SAMPLERS = new Set([
   "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio",
 ]);
 
-// name -> {value, at} of the variables container `c` of workload `w` gets
-// from plain values (env wins over envFrom, as in Kubernetes).
+// name -> {value, at, configMap} of the variables container `c` gets as plain
+// values (env wins over envFrom, as in Kubernetes; configMap: the ConfigMap
+// it came from, if one).
 function variablesOf(c, at, configMaps) {
   const vars = new Map();
   (c.envFrom ?? []).forEach((f, fi) => {
     const cm = f.configMapRef && configMaps.get(f.configMapRef.name);
     for (const [k, v] of Object.entries(cm?.data ?? {})) {
-      vars.set((f.prefix ?? "") + k, { value: String(v), at: `${at}.envFrom[${fi}] (ConfigMap ${cm.metadata.name})` });
+      vars.set((f.prefix ?? "") + k, {
+        value: String(v), at: `${at}.envFrom[${fi}] (ConfigMap ${cm.metadata.name})`, configMap: cm.metadata.name,
+      });
     }
   });
   (c.env ?? []).forEach((e, ei) => {
@@ -42,9 +45,11 @@ export function checkTracing({ workloads, configMaps, report }) {
       const vars = variablesOf(c, `spec.template.spec.containers[${ci}]`, configMaps);
       const get = (name) => vars.get(name)?.value ?? "";
       const bad = (name, message) => report(w.obj, vars.get(name).at, `${name}=${get(name)}: ${message}`);
-      const service = vars.get("OTEL_SERVICE_NAME");
-      const shared = service && [...readers.entries()].find(([cm, ws]) => service.at.includes(`(ConfigMap ${cm})`) && ws.size > 1);
-      if (shared) bad("OTEL_SERVICE_NAME", `names the processes of all ${shared[1].size} workloads reading ConfigMap ${shared[0]} alike (each names itself without it)`);
+      const from = vars.get("OTEL_SERVICE_NAME")?.configMap;
+      const sharedBy = from ? readers.get(from).size : 0;
+      if (sharedBy > 1) {
+        bad("OTEL_SERVICE_NAME", `names the processes of all ${sharedBy} workloads reading ConfigMap ${from} alike (each names itself without it)`);
+      }
       for (const name of ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"]) {
         if (vars.has(name) && !PROTOCOLS.has(get(name))) bad(name, "grpc or http/protobuf");
       }
