@@ -25,6 +25,7 @@ void OtlpExporter::Export(Span span) {
   }
   if (queue_.empty()) oldest_ = absl::Now();
   queue_.push_back(std::move(span));
+  if (queue_.size() >= options_.max_queue) full_.store(true, std::memory_order_relaxed);
 }
 
 void OtlpExporter::Shutdown(absl::Duration deadline) {
@@ -77,6 +78,7 @@ void OtlpExporter::Run() {
       batch.assign(std::make_move_iterator(queue_.begin()),
                    std::make_move_iterator(queue_.begin() + static_cast<ptrdiff_t>(n)));
       queue_.erase(queue_.begin(), queue_.begin() + static_cast<ptrdiff_t>(n));
+      full_.store(queue_.size() >= options_.max_queue, std::memory_order_relaxed);
       if (!queue_.empty()) oldest_ = absl::Now();
       if (stopping_) give_up = stop_by_;
     }

@@ -65,8 +65,15 @@ class OtlpExporter {
   // thread; what could not be sent is dropped and counted.
   void Shutdown(absl::Duration deadline);
 
+  // Whether the queue is full (a span exported now would be dropped): a
+  // tracer records nothing meanwhile, counting each span it did not record
+  // with NotRecorded(), so that a collector that is down costs no more than
+  // the spans' contexts.
+  bool full() const { return full_.load(std::memory_order_relaxed); }
+  void NotRecorded() { dropped_.fetch_add(1, std::memory_order_relaxed); }
+
   // Spans the collector took, and spans dropped (a full queue, a batch
-  // given up on, one refused).
+  // given up on, one refused, one not recorded).
   int64_t exported() const { return exported_.load(std::memory_order_relaxed); }
   int64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   const OtlpTransport& transport() const { return *transport_; }
@@ -81,6 +88,7 @@ class OtlpExporter {
   const std::unique_ptr<OtlpTransport> transport_;
   std::atomic<int64_t> exported_{0};
   std::atomic<int64_t> dropped_{0};
+  std::atomic<bool> full_{false};
   // The last export failed (the thread's own: logged once per failing
   // spell).
   bool failing_ = false;

@@ -37,9 +37,9 @@ uint64_t UnixNanos(absl::Time t) {
 }
 
 Span::Span(absl::string_view name, Kind kind, TraceContext context, std::string parent_span_id,
-           absl::Time start)
+           absl::Time start, bool record)
     : context_(std::move(context)) {
-  if (!context_.sampled()) return;
+  if (!context_.sampled() || !record) return;
   proto_ = std::make_unique<Proto>();
   proto_->set_trace_id(context_.trace_id);
   proto_->set_span_id(context_.span_id);

@@ -33,9 +33,10 @@ class Span {
   // Not started: records nothing, has no context.
   Span() = default;
   // A span with `context` (its own span id); `parent_span_id` empty for a
-  // trace's root. Records when the context is sampled.
+  // trace's root. Records when the context is sampled, unless not `record`
+  // (its context is still passed on as it is).
   Span(absl::string_view name, Kind kind, TraceContext context, std::string parent_span_id,
-       absl::Time start);
+       absl::Time start, bool record = true);
 
   // Attributes: a key set again takes the new value.
   bool started() const { return !context_.trace_id.empty(); }

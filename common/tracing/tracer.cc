@@ -23,7 +23,10 @@ Span Tracer::Start(absl::string_view name, Span::Kind kind, const TraceContext* 
   const bool sampled = sampler_.Sample(parent, context.trace_id);
   context.flags = static_cast<uint8_t>(sampled ? (context.flags | TraceContext::kSampled)
                                                : (context.flags & ~TraceContext::kSampled));
-  return Span(name, kind, std::move(context), std::move(parent_span_id), start);
+  // Sampled, but its record would be dropped: not recorded, and counted.
+  const bool record = !sampled || !exporter_->full();
+  if (!record) exporter_->NotRecorded();
+  return Span(name, kind, std::move(context), std::move(parent_span_id), start, record);
 }
 
 void Tracer::End(Span& span, absl::Time end) const {

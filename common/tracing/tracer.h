@@ -30,7 +30,8 @@ class Tracer {
   bool enabled() const { return exporter_ != nullptr; }
   // A span in `parent`'s trace (the caller's, from its traceparent, or a
   // span of this process), or the root of a new trace (null). Not started
-  // when the tracer is off.
+  // when the tracer is off; not recording (a dropped span, counted) while
+  // the exporter's queue is full.
   Span Start(absl::string_view name, Span::Kind kind, const TraceContext* parent,
              absl::Time start) const;
   // Ends `span` at `end` and hands it to the exporter, if it records;

@@ -1,7 +1,10 @@
 #include "common/tracing/tracer.h"
 
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "common/tracing/testing/keeping_transport.h"
 #include "gtest/gtest.h"
 
@@ -110,6 +113,52 @@ TEST(TracerSamplingTest, AnUnsampledSpanCarriesItsDecision) {
   ratio.tracer().End(none, kStart);
   EXPECT_TRUE(traced.Flush().empty());
   EXPECT_TRUE(ratio.Flush().empty());
+}
+
+// A transport that never answers until told: the exporter's queue fills.
+class StuckTransport : public OtlpTransport {
+ public:
+  absl::Status Send(const opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest&,
+                    absl::Duration) override {
+    release_.WaitForNotification();
+    return absl::UnavailableError("down");
+  }
+  std::string Describe() const override { return "stuck"; }
+  void Release() { release_.Notify(); }
+
+ private:
+  absl::Notification release_;
+};
+
+TEST(TracerQueueTest, WhileTheQueueIsFullSpansAreNotRecordedButCountedAndPassedOn) {
+  OtlpExportOptions options;
+  options.max_queue = 2;
+  options.max_batch = 1;
+  options.delay = absl::Milliseconds(1);
+  auto transport = std::make_unique<StuckTransport>();
+  StuckTransport* stuck = transport.get();
+  Tracer tracer(*Sampler::Parse("always_on", ""),
+                std::make_unique<OtlpExporter>(options, std::move(transport)));
+  // One batch in the stuck send, two queued: full.
+  for (int i = 0; i < 3; ++i) {
+    Span span = tracer.Start("queued", Span::Kind::kInternal, nullptr, kStart);
+    tracer.End(span, kStart);
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_TRUE(tracer.exporter()->full());
+  const int64_t dropped = tracer.exporter()->dropped();
+  Span span = tracer.Start("Generate", Span::Kind::kServer, nullptr, kStart);
+  EXPECT_TRUE(span.started());
+  EXPECT_FALSE(span.recording());
+  // Its decision still goes to its children (other processes record them).
+  EXPECT_TRUE(span.context().sampled());
+  Span child = tracer.Start("stage", Span::Kind::kClient, &span.context(), kStart);
+  EXPECT_EQ(child.context().trace_id, span.context().trace_id);
+  tracer.End(child, kStart);
+  tracer.End(span, kStart);
+  EXPECT_EQ(tracer.exporter()->dropped(), dropped + 2);
+  stuck->Release();
+  tracer.exporter()->Shutdown(absl::Seconds(5));
 }
 
 TEST(TracerOffTest, AnOffTracerStartsNothing) {

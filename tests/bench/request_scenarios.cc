@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/tracing/testing/otlp_collector.h"
+#include "tests/bench/counting_collector.h"
 #include "tests/bench/gateway_load.h"
 #include "tests/bench/targets.h"
 #include "tests/failover_metrics.h"
@@ -208,9 +208,9 @@ std::vector<RequestCell> RunRequests(const BenchOptions& options, BenchEnv& env,
     return std::find(rows.begin(), rows.end(), row) != rows.end();
   };
   // The traced rows' collector, in this process (its CPU is the client's).
-  std::unique_ptr<OtlpCollector> collector;
+  std::unique_ptr<CountingCollector> collector;
   if (std::any_of(rows.begin(), rows.end(), TracedRow)) {
-    collector = std::make_unique<OtlpCollector>(OtlpCollector::kCount);
+    collector = std::make_unique<CountingCollector>();
     env.otlp_endpoint = collector->endpoint();
   }
   for (const std::string& row : rows) {
