@@ -34,8 +34,9 @@ std::variant<ForwardedHeaders, ApiError> ForwardedHeadersOf(const HttpExchange& 
   const std::string& traceparent = exchange.Header("traceparent");
   std::optional<TraceContext> client =
       TraceContext::Parse(traceparent, exchange.Header("tracestate"));
-  if (client.has_value() && Visible(traceparent))
+  if (client.has_value() && Visible(traceparent)) {
     forwarded.trace = {traceparent, client->trace_state};
+  }
   return forwarded;
 }
 

@@ -20,7 +20,7 @@ constexpr char kUpgrade[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b
 
 TEST(RealtimeSpansTest, ResponsesAreChildrenOfTheSessionUnderTheUpgrade) {
   KeepingTracer traced;
-  std::string session_parent, first_parent, turn_parent;
+  std::string session_parent, first_parent;
   {
     RealtimeSpans spans(&traced.tracer(), {kUpgrade, "vendor=opaque"}, "sess_1");
     const TraceHeaders session = spans.Session();

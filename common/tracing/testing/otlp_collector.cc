@@ -7,7 +7,7 @@ namespace omnistage {
 using opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest;
 using opentelemetry::proto::collector::trace::v1::ExportTraceServiceResponse;
 
-OtlpCollector::OtlpCollector(Mode mode) : mode_(mode) {
+OtlpCollector::OtlpCollector() {
   grpc::ServerBuilder builder;
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
@@ -30,8 +30,6 @@ grpc::Status OtlpCollector::Export(grpc::ServerContext*, const ExportTraceServic
       if (attribute.key() == "service.name") service = attribute.value().string_value();
     }
     for (const auto& scope_spans : resource_spans.scope_spans()) {
-      received_ += scope_spans.spans_size();
-      if (mode_ == kCount) continue;
       for (const auto& span : scope_spans.spans()) spans_.push_back({service, span});
     }
   }
@@ -41,11 +39,6 @@ grpc::Status OtlpCollector::Export(grpc::ServerContext*, const ExportTraceServic
 std::vector<CollectedSpan> OtlpCollector::spans() {
   absl::MutexLock lock(&mu_);
   return spans_;
-}
-
-int64_t OtlpCollector::received() {
-  absl::MutexLock lock(&mu_);
-  return received_;
 }
 
 bool OtlpCollector::WaitFor(const std::function<bool(const std::vector<CollectedSpan>&)>& done,

@@ -1,17 +1,14 @@
 // OtlpCollector: an OTLP trace collector of a test's own, in process: the
 // TraceService over gRPC on 127.0.0.1 (port 0), keeping every span with its
-// resource's service.name, for tests that check what omnistage exports (or,
-// for a benchmark's load, only counting them).
+// resource's service.name, for tests that check what omnistage exports.
 //
 //   OtlpCollector collector;
 //   ... processes export to collector.endpoint() (--otlp_protocol=grpc) ...
 //   ASSERT_TRUE(collector.WaitFor([](auto& spans) { return spans.size() >= 4; },
 //                                 absl::Seconds(30)));
-//   OtlpCollector counter(OtlpCollector::kCount);  // received() only
 #ifndef OMNISTAGE_COMMON_TRACING_TESTING_OTLP_COLLECTOR_H_
 #define OMNISTAGE_COMMON_TRACING_TESTING_OTLP_COLLECTOR_H_
 
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -31,8 +28,7 @@ struct CollectedSpan {
 
 class OtlpCollector : public opentelemetry::proto::collector::trace::v1::TraceService::Service {
  public:
-  enum Mode { kKeep, kCount };
-  explicit OtlpCollector(Mode mode = kKeep);
+  OtlpCollector();
   ~OtlpCollector() override;
 
   // "http://127.0.0.1:<port>" (plaintext gRPC).
@@ -44,20 +40,16 @@ class OtlpCollector : public opentelemetry::proto::collector::trace::v1::TraceSe
       opentelemetry::proto::collector::trace::v1::ExportTraceServiceResponse* response) override;
 
   std::vector<CollectedSpan> spans();
-  // Spans received so far (kept or not).
-  int64_t received();
   // Waits until `done` holds of the spans so far (a copy: `done` may call
   // spans()), or `timeout` passes.
   bool WaitFor(const std::function<bool(const std::vector<CollectedSpan>&)>& done,
                absl::Duration timeout);
 
  private:
-  const Mode mode_;
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
   absl::Mutex mu_;
   std::vector<CollectedSpan> spans_ ABSL_GUARDED_BY(mu_);
-  int64_t received_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace omnistage
