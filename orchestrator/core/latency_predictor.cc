@@ -51,17 +51,36 @@ void LatencyPredictor::LearnWait(int ahead, double estimate, double seconds) {
   if (recent_estimates_.size() > kRecentEstimates) recent_estimates_.pop_front();
 }
 
+bool LatencyPredictor::LeadModel::Covers(double running) const {
+  if (recent_running.empty()) return false;
+  const auto [low, high] = std::minmax_element(recent_running.begin(), recent_running.end());
+  return running >= *low && running <= *high;
+}
+
 std::optional<double> LatencyPredictor::PredictLead(int stage, int replica, Lead lead,
                                                     const LeadFeatures& features) const {
   auto it = leads_.find({stage, replica, lead});
-  if (it == leads_.end() || it->second.samples() < kMinSamples) return std::nullopt;
-  return it->second.Predict(LeadX(features));
+  if (it == leads_.end() || it->second.model.samples() < kMinSamples) return std::nullopt;
+  const LeadModel& known = it->second;
+  if (lead == Lead::kFirstOutput && features.step_period > 0) {
+    const double steps = features.until_step + features.step_period;
+    if (!known.Covers(features.running) || known.beyond_steps.samples() < kMinSamples) {
+      return steps;
+    }
+    return std::max(0.0, steps + known.beyond_steps.Predict(LeadX(features)));
+  }
+  return known.model.Predict(LeadX(features));
 }
 
 void LatencyPredictor::LearnLead(int stage, int replica, Lead lead, const LeadFeatures& features,
                                  double seconds) {
-  auto it = leads_.try_emplace({stage, replica, lead}, 4).first;
-  it->second.Learn(LeadX(features), seconds);
+  LeadModel& known = leads_[{stage, replica, lead}];
+  known.model.Learn(LeadX(features), seconds);
+  if (lead == Lead::kFirstOutput && features.step_period > 0) {
+    known.beyond_steps.Learn(LeadX(features), seconds - features.until_step - features.step_period);
+  }
+  known.recent_running.push_back(features.running);
+  if (known.recent_running.size() > kRecentEstimates) known.recent_running.pop_front();
 }
 
 }  // namespace omnistage

@@ -11,7 +11,14 @@
 //   its first output (what the next stage streams from, or the client
 //   gets), and to its end (what an on_finish next stage waits for), by the
 //   requests on the replica at the start, the prompt's size and how long
-//   the engine's current step still ran then (step_cadence.h).
+//   the engine's current step still ran then (step_cadence.h). Where the
+//   engine's step period is known, a first output is predicted as what the
+//   steps say (the rest of the current step and one whole step: a request
+//   joins the next step) plus what the model learned comes beyond that; and
+//   where the requests on the replica lie outside what the model learned
+//   from lately (a quiet replica after a burst kept it full, or the
+//   reverse), as what the steps say alone: a line fitted at one load can
+//   stray far at another.
 // A model answers once it has learned kMinSamples observations.
 //
 //   LatencyPredictor predictor;
@@ -42,6 +49,8 @@ struct LeadFeatures {
   // there: it joins the next one (0: the engine is idle, or its steps are
   // not known).
   double until_step = 0;
+  // The engine's step period in seconds (0: not known).
+  double step_period = 0;
 };
 
 class LatencyPredictor {
@@ -58,7 +67,10 @@ class LatencyPredictor {
   std::optional<double> PredictWait(int ahead, double estimate) const;
   void LearnWait(int ahead, double estimate, double seconds);
 
-  // Stage `stage`'s lead on replica `replica`.
+  // Stage `stage`'s lead on replica `replica`. A first output's, with a
+  // known step period: until_step plus step_period, plus what the model
+  // learned comes beyond them where it learned `features.running` among its
+  // last kRecentEstimates observations.
   std::optional<double> PredictLead(int stage, int replica, Lead lead,
                                     const LeadFeatures& features) const;
   void LearnLead(int stage, int replica, Lead lead, const LeadFeatures& features, double seconds);
@@ -78,7 +90,17 @@ class LatencyPredictor {
   double estimate_error_ = -1;
   double corrected_error_ = -1;
   std::deque<double> recent_estimates_;
-  std::map<std::tuple<int, int, Lead>, OnlineRegression> leads_;
+  // A lead's models and the requests running at its recent observations.
+  struct LeadModel {
+    // The lead itself.
+    OnlineRegression model{4};
+    // A first output's lead beyond what the steps say (until_step plus
+    // step_period), learned where the step period was known.
+    OnlineRegression beyond_steps{4, 0.98, OnlineRegression::Floor::kNone};
+    std::deque<double> recent_running;
+    bool Covers(double running) const;
+  };
+  std::map<std::tuple<int, int, Lead>, LeadModel> leads_;
 };
 
 }  // namespace omnistage

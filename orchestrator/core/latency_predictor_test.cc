@@ -105,5 +105,46 @@ TEST(LatencyPredictorTest, EachReplicaLearnsItsOwnLeads) {
   EXPECT_EQ(predictor.PredictLead(0, 0, Lead::kFirstOutput, now), std::nullopt);
 }
 
+// A first-output model that learned only a full replica does not answer for
+// an idle one: the steps do (a request that finds the engine idle has its
+// first output one step later), until it has learned that load too.
+TEST(LatencyPredictorTest, TheStepsAnswerWhereTheLoadIsNewToTheModel) {
+  LatencyPredictor predictor;
+  for (double until : {0.003, 0.017, 0.009, 0.012}) {
+    LeadFeatures full{3, 0.1, until, 0.020};
+    predictor.LearnLead(0, 0, Lead::kFirstOutput, full, 0.020 + until);
+    predictor.LearnLead(0, 0, Lead::kDone, full, 0.2);
+  }
+  LeadFeatures idle{0, 0.1, 0, 0.020};
+  EXPECT_DOUBLE_EQ(*predictor.PredictLead(0, 0, Lead::kFirstOutput, idle), 0.020);
+  LeadFeatures two{2, 0.1, 0.005, 0.020};
+  EXPECT_DOUBLE_EQ(*predictor.PredictLead(0, 0, Lead::kFirstOutput, two), 0.025);
+  // Without a step period, or for a stage's end, the model answers.
+  LeadFeatures unknown_steps{0, 0.1, 0, 0};
+  EXPECT_TRUE(predictor.PredictLead(0, 0, Lead::kFirstOutput, unknown_steps).has_value());
+  EXPECT_NEAR(*predictor.PredictLead(0, 0, Lead::kDone, idle), 0.2, 0.01);
+  // Once the idle replica's first outputs were learned, the model answers
+  // for it (this one took longer than a step).
+  for (int i = 0; i < 3; ++i) predictor.LearnLead(0, 0, Lead::kFirstOutput, idle, 0.030);
+  EXPECT_NEAR(*predictor.PredictLead(0, 0, Lead::kFirstOutput, idle), 0.030, 0.001);
+}
+
+// With the step period known, a first output is what the steps say plus
+// what the model learned comes beyond them (here 4 ms, at every phase).
+TEST(LatencyPredictorTest, AFirstOutputIsTheStepsAndWhatComesBeyondThem) {
+  LatencyPredictor predictor;
+  int i = 0;
+  for (double until : {0.003, 0.017, 0.009, 0.012, 0.0, 0.019}) {
+    LeadFeatures features{static_cast<double>(1 + i++ % 3), 0.1, until, 0.020};
+    predictor.LearnLead(0, 0, Lead::kFirstOutput, features, until + 0.020 + 0.004);
+  }
+  LeadFeatures now{2, 0.1, 0.015, 0.020};
+  EXPECT_NEAR(*predictor.PredictLead(0, 0, Lead::kFirstOutput, now), 0.039, 0.0005);
+  // A step period that changed since (a slower engine) moves the
+  // prediction with it.
+  now.step_period = 0.030;
+  EXPECT_NEAR(*predictor.PredictLead(0, 0, Lead::kFirstOutput, now), 0.049, 0.0005);
+}
+
 }  // namespace
 }  // namespace omnistage

@@ -64,6 +64,7 @@ LeadFeatures ObjectivePlanner::FeaturesOn(const InFlightRequest& r, int stage, i
                         r.forecast.prompt_kbytes};
   auto cadence = cadences_.find({stage, replica});
   if (cadence == cadences_.end()) return features;
+  features.step_period = cadence->second.period();
   switch (arrival) {
     case Arrival::kNow:
       // An idle engine steps at once.

@@ -13,9 +13,10 @@ constexpr double kInitial = 1e6;
 
 }  // namespace
 
-OnlineRegression::OnlineRegression(int features, double forgetting)
+OnlineRegression::OnlineRegression(int features, double forgetting, Floor floor)
     : k_(std::max(features, 1)),
       forgetting_(std::clamp(forgetting, 0.5, 1.0)),
+      floor_(floor),
       w_(k_, 0.0),
       p_(static_cast<size_t>(k_) * k_, 0.0) {
   for (int i = 0; i < k_; ++i) p_[i * k_ + i] = kInitial;
@@ -24,7 +25,7 @@ OnlineRegression::OnlineRegression(int features, double forgetting)
 double OnlineRegression::Predict(const std::vector<double>& x) const {
   double y = 0;
   for (int i = 0; i < k_ && i < static_cast<int>(x.size()); ++i) y += w_[i] * x[i];
-  return std::max(y, min_y_);
+  return floor_ == Floor::kNone ? y : std::max(y, min_y_);
 }
 
 void OnlineRegression::Learn(const std::vector<double>& x_in, double y) {

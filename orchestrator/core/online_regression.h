@@ -18,14 +18,22 @@ namespace omnistage {
 
 class OnlineRegression {
  public:
+  // What a prediction may not go below.
+  enum class Floor {
+    // The smallest y learned, and 0 (a time: a line fitted to few or noisy
+    // points may reach below what was ever seen, even below 0).
+    kSmallestLearned,
+    // None (a correction, which may be negative).
+    kNone,
+  };
+
   // `features`: the length of every x (the first usually a constant 1);
   // `forgetting`: each observation's weight relative to the next one's, in
   // (0, 1] (0.98: the last ~50 observations count).
-  explicit OnlineRegression(int features, double forgetting = 0.98);
+  explicit OnlineRegression(int features, double forgetting = 0.98,
+                            Floor floor = Floor::kSmallestLearned);
 
-  // The model's y for `x`, never below the smallest y learned (a time: a
-  // line fitted to few or noisy points may reach below what was ever seen,
-  // even below 0); 0 before any observation.
+  // The model's y for `x`, above its floor; 0 before any observation.
   double Predict(const std::vector<double>& x) const;
   // Learns that `x` gave `y`.
   void Learn(const std::vector<double>& x, double y);
@@ -35,6 +43,7 @@ class OnlineRegression {
  private:
   const int k_;
   const double forgetting_;
+  const Floor floor_;
   std::vector<double> w_;
   // The inverse correlation matrix, k x k, row-major.
   std::vector<double> p_;

@@ -57,5 +57,13 @@ TEST(OnlineRegressionTest, NeverPredictsBelowTheSmallestTimeSeenAndIgnoresNonFin
   EXPECT_EQ(model.samples(), 3);
 }
 
+TEST(OnlineRegressionTest, AModelWithoutAFloorPredictsBelowZero) {
+  OnlineRegression model(2, 0.98, OnlineRegression::Floor::kNone);
+  model.Learn({1, 0}, 0.01);
+  model.Learn({1, 1}, 0.0);
+  model.Learn({1, 2}, -0.01);
+  EXPECT_NEAR(model.Predict({1, 3}), -0.02, 1e-6);
+}
+
 }  // namespace
 }  // namespace omnistage
