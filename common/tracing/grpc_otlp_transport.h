@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "common/tracing/otlp_transport.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
-#include "protos/otlp/trace_service.grpc.pb.h"
 
 namespace omnistage {
 
@@ -25,15 +25,13 @@ class GrpcOtlpTransport : public OtlpTransport {
   GrpcOtlpTransport(std::string target, std::shared_ptr<grpc::ChannelCredentials> credentials,
                     std::vector<std::pair<std::string, std::string>> headers);
 
-  absl::Status Send(
-      const opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest& request,
-      absl::Duration timeout) override;
+  absl::Status Send(const std::string& request, absl::Duration timeout) override;
   std::string Describe() const override;
 
  private:
   const std::string target_;
   const std::vector<std::pair<std::string, std::string>> headers_;
-  std::unique_ptr<opentelemetry::proto::collector::trace::v1::TraceService::Stub> stub_;
+  std::unique_ptr<grpc::GenericStub> stub_;
 };
 
 }  // namespace omnistage

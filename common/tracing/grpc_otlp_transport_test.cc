@@ -6,6 +6,7 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "protos/otlp/trace_service.grpc.pb.h"
 
 namespace omnistage {
 namespace {
@@ -42,13 +43,14 @@ class Collector : public TraceService::Service {
   std::string api_key_;
 };
 
-ExportTraceServiceRequest OneSpan() {
+// An encoded ExportTraceServiceRequest of one span.
+std::string OneSpan() {
   ExportTraceServiceRequest request;
   auto* span = request.add_resource_spans()->add_scope_spans()->add_spans();
   span->set_name("Generate");
   span->set_trace_id(std::string(16, '\x01'));
   span->set_span_id(std::string(8, '\x02'));
-  return request;
+  return request.SerializeAsString();
 }
 
 TEST(GrpcOtlpTransportTest, ExportsToACollectorWithItsHeaders) {

@@ -8,8 +8,6 @@
 
 namespace omnistage {
 
-using opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest;
-
 absl::StatusOr<std::unique_ptr<HttpOtlpTransport>> HttpOtlpTransport::Create(
     const std::string& url, std::vector<std::pair<std::string, std::string>> headers,
     const std::string& ca_file) {
@@ -50,10 +48,7 @@ HttpOtlpTransport::HttpOtlpTransport(std::string url, std::string path,
 
 HttpOtlpTransport::~HttpOtlpTransport() = default;
 
-absl::Status HttpOtlpTransport::Send(const ExportTraceServiceRequest& request,
-                                     absl::Duration timeout) {
-  std::string body;
-  request.SerializeToString(&body);
+absl::Status HttpOtlpTransport::Send(const std::string& request, absl::Duration timeout) {
   httplib::Headers headers;
   for (const auto& [key, value] : headers_) headers.emplace(key, value);
   absl::MutexLock lock(&mu_);
@@ -61,7 +56,7 @@ absl::Status HttpOtlpTransport::Send(const ExportTraceServiceRequest& request,
   client_->set_connection_timeout(micros);
   client_->set_read_timeout(micros);
   client_->set_write_timeout(micros);
-  httplib::Result result = client_->Post(path_, headers, body, "application/x-protobuf");
+  httplib::Result result = client_->Post(path_, headers, request, "application/x-protobuf");
   if (!result) {
     return absl::UnavailableError(
         absl::StrCat("POST ", url_, ": ", httplib::to_string(result.error())));

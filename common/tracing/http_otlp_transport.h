@@ -34,9 +34,7 @@ class HttpOtlpTransport : public OtlpTransport {
       const std::string& ca_file);
   ~HttpOtlpTransport() override;
 
-  absl::Status Send(
-      const opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest& request,
-      absl::Duration timeout) override;
+  absl::Status Send(const std::string& request, absl::Duration timeout) override;
   std::string Describe() const override;
 
  private:

@@ -7,16 +7,18 @@
 
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "protos/otlp/trace_service.pb.h"
 
 namespace omnistage {
 namespace {
 
 using opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest;
 
-ExportTraceServiceRequest OneSpan() {
+// An encoded ExportTraceServiceRequest of one span.
+std::string OneSpan() {
   ExportTraceServiceRequest request;
   request.add_resource_spans()->add_scope_spans()->add_spans()->set_name("speech");
-  return request;
+  return request.SerializeAsString();
 }
 
 // A collector of the test's own on 127.0.0.1: answers `status` to POST

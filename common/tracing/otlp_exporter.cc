@@ -5,19 +5,40 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/tracing/otlp_wire.h"
 
 namespace omnistage {
+namespace {
 
-using opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest;
+// Field numbers (protos/otlp/trace_service.proto, trace.proto, common.proto):
+// ExportTraceServiceRequest.resource_spans, ResourceSpans.resource and
+// .scope_spans, ScopeSpans.scope and .spans, InstrumentationScope.name.
+constexpr int kResourceSpans = 1;
+constexpr int kResource = 1;
+constexpr int kScopeSpans = 2;
+constexpr int kScope = 1;
+constexpr int kSpans = 2;
+constexpr int kScopeName = 1;
+
+std::string EncodedScope(absl::string_view name) {
+  std::string scope;
+  AppendBytesField(&scope, kScopeName, name);
+  return scope;
+}
+
+}  // namespace
 
 OtlpExporter::OtlpExporter(OtlpExportOptions options, std::unique_ptr<OtlpTransport> transport)
-    : options_(std::move(options)), transport_(std::move(transport)) {
+    : options_(std::move(options)),
+      resource_(options_.resource.SerializeAsString()),
+      scope_(EncodedScope(options_.scope_name)),
+      transport_(std::move(transport)) {
   thread_ = std::thread([this] { Run(); });
 }
 
 OtlpExporter::~OtlpExporter() { Shutdown(options_.final_flush); }
 
-void OtlpExporter::Export(Span span) {
+void OtlpExporter::Export(std::string span) {
   absl::MutexLock lock(&mu_);
   if (stopping_ || queue_.size() >= options_.max_queue) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -46,7 +67,7 @@ bool OtlpExporter::BatchDue() const {
 
 void OtlpExporter::Run() {
   for (;;) {
-    std::deque<Span> batch;
+    std::deque<std::string> batch;
     absl::Time give_up = absl::InfiniteFuture();
     {
       absl::MutexLock lock(&mu_);
@@ -82,19 +103,28 @@ void OtlpExporter::Run() {
       if (!queue_.empty()) oldest_ = absl::Now();
       if (stopping_) give_up = stop_by_;
     }
-    Send(std::move(batch), give_up);
+    Send(batch, give_up);
   }
 }
 
-void OtlpExporter::Send(std::deque<Span> batch, absl::Time give_up) {
+std::string OtlpExporter::Request(const std::deque<std::string>& batch) const {
+  size_t scope_spans = BytesFieldSize(scope_.size());
+  for (const std::string& span : batch) scope_spans += 1 + VarintSize(span.size()) + span.size();
+  const size_t resource_spans =
+      BytesFieldSize(resource_.size()) + 1 + VarintSize(scope_spans) + scope_spans;
+  std::string request;
+  request.reserve(1 + VarintSize(resource_spans) + resource_spans);
+  AppendLengthPrefix(&request, kResourceSpans, resource_spans);
+  AppendBytesField(&request, kResource, resource_);
+  AppendLengthPrefix(&request, kScopeSpans, scope_spans);
+  AppendBytesField(&request, kScope, scope_);
+  for (const std::string& span : batch) AppendBytesField(&request, kSpans, span);
+  return request;
+}
+
+void OtlpExporter::Send(const std::deque<std::string>& batch, absl::Time give_up) {
   const int64_t n = static_cast<int64_t>(batch.size());
-  ExportTraceServiceRequest request;
-  auto* resource_spans = request.add_resource_spans();
-  *resource_spans->mutable_resource() = options_.resource;
-  auto* scope_spans = resource_spans->add_scope_spans();
-  scope_spans->mutable_scope()->set_name(options_.scope_name);
-  scope_spans->mutable_spans()->Reserve(static_cast<int>(n));
-  for (Span& span : batch) *scope_spans->add_spans() = std::move(span);
+  const std::string request = Request(batch);
   absl::Duration backoff = options_.first_backoff;
   absl::Status status;
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {

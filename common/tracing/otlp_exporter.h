@@ -6,10 +6,11 @@
 // a batch the collector could not take now (UNAVAILABLE, ...) is tried again
 // after a backoff that doubles up to max_backoff, up to max_attempts times,
 // then dropped and counted. Shutdown() sends what is queued, within a
-// deadline.
+// deadline. Spans come encoded (Span::End) and a batch is framed into an
+// ExportTraceServiceRequest around them, nothing decoded (otlp_wire.h).
 //
 //   OtlpExporter exporter(options, std::move(transport));
-//   exporter.Export(std::move(span));        // any thread, never blocks on I/O
+//   exporter.Export(span.End(absl::Now()));  // any thread, never blocks on I/O
 //   exporter.Shutdown(absl::Seconds(5));
 //
 // Thread-safe.
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -50,17 +52,15 @@ struct OtlpExportOptions {
 
 class OtlpExporter {
  public:
-  using Span = opentelemetry::proto::trace::v1::Span;
-
   OtlpExporter(OtlpExportOptions options, std::unique_ptr<OtlpTransport> transport);
   // Shutdown() with a deadline of options.final_flush, if not called before.
   ~OtlpExporter();
   OtlpExporter(const OtlpExporter&) = delete;
   OtlpExporter& operator=(const OtlpExporter&) = delete;
 
-  // Queues `span`, or drops it (counted) when the queue is full or the
-  // exporter shut down.
-  void Export(Span span);
+  // Queues `span` (an encoded opentelemetry.proto.trace.v1.Span), or drops
+  // it (counted) when the queue is full or the exporter shut down.
+  void Export(std::string span);
   // Sends what is queued (retrying within `deadline`), then stops the
   // thread; what could not be sent is dropped and counted.
   void Shutdown(absl::Duration deadline);
@@ -81,10 +81,15 @@ class OtlpExporter {
  private:
   void Run();
   // Sends `batch`, retrying what may succeed later, until `give_up`.
-  void Send(std::deque<Span> batch, absl::Time give_up);
+  void Send(const std::deque<std::string>& batch, absl::Time give_up);
+  // The ExportTraceServiceRequest that carries `batch`.
+  std::string Request(const std::deque<std::string>& batch) const;
   bool BatchDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const OtlpExportOptions options_;
+  // The ResourceSpans' resource and the ScopeSpans' scope, encoded once.
+  const std::string resource_;
+  const std::string scope_;
   const std::unique_ptr<OtlpTransport> transport_;
   std::atomic<int64_t> exported_{0};
   std::atomic<int64_t> dropped_{0};
@@ -94,7 +99,7 @@ class OtlpExporter {
   bool failing_ = false;
 
   absl::Mutex mu_;
-  std::deque<Span> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
   // When the oldest queued span came.
   absl::Time oldest_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

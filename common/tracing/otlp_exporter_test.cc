@@ -17,10 +17,10 @@ class FakeTransport : public OtlpTransport {
   explicit FakeTransport(std::vector<absl::Status> answers = {}, absl::Notification* hold = nullptr)
       : answers_(std::move(answers)), hold_(hold) {}
 
-  absl::Status Send(const ExportTraceServiceRequest& request, absl::Duration) override {
+  absl::Status Send(const std::string& request, absl::Duration) override {
     if (hold_ != nullptr) hold_->WaitForNotification();
     absl::MutexLock lock(&mu_);
-    requests_.push_back(request);
+    EXPECT_TRUE(requests_.emplace_back().ParseFromString(request));
     if (next_ < answers_.size()) return answers_[next_++];
     return absl::OkStatus();
   }
@@ -39,10 +39,11 @@ class FakeTransport : public OtlpTransport {
   std::vector<ExportTraceServiceRequest> requests_;
 };
 
-OtlpExporter::Span NamedSpan(int i) {
-  OtlpExporter::Span span;
+// An encoded span named `i`.
+std::string NamedSpan(int i) {
+  opentelemetry::proto::trace::v1::Span span;
   span.set_name(std::to_string(i));
-  return span;
+  return span.SerializeAsString();
 }
 
 OtlpExportOptions Fast() {

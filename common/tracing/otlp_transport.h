@@ -9,19 +9,18 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "protos/otlp/trace_service.pb.h"
 
 namespace omnistage {
 
 class OtlpTransport {
  public:
   virtual ~OtlpTransport() = default;
-  // OK when the collector took the spans; UNAVAILABLE (or another code OTLP
+  // Sends `request`, an encoded
+  // opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest. OK
+  // when the collector took the spans; UNAVAILABLE (or another code OTLP
   // calls retryable) when the same request may succeed later; any other
   // code: it never will.
-  virtual absl::Status Send(
-      const opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest& request,
-      absl::Duration timeout) = 0;
+  virtual absl::Status Send(const std::string& request, absl::Duration timeout) = 0;
   // Where it sends, for log lines ("grpc 127.0.0.1:4317").
   virtual std::string Describe() const = 0;
 };

@@ -2,31 +2,59 @@
 
 #include <utility>
 
+#include "common/tracing/otlp_wire.h"
+
 namespace omnistage {
 namespace {
 
-using Proto = opentelemetry::proto::trace::v1::Span;
+// Field numbers of opentelemetry.proto.trace.v1.Span (protos/otlp/trace.proto).
+enum SpanField {
+  kTraceId = 1,
+  kSpanId = 2,
+  kTraceState = 3,
+  kParentSpanId = 4,
+  kName = 5,
+  kKind = 6,
+  kStartTime = 7,
+  kEndTime = 8,
+  kAttributes = 9,
+  kEvents = 11,
+  kStatus = 15,
+  kFlags = 16,
+};
+// Span.Event, Status, KeyValue and AnyValue.
+enum { kEventTime = 1, kEventName = 2, kEventAttributes = 3 };
+enum { kStatusMessage = 2, kStatusCode = 3 };
+enum { kKey = 1, kValue = 2 };
+enum { kStringValue = 1, kBoolValue = 2, kIntValue = 3, kDoubleValue = 4 };
+// Span.SpanKind and Status.StatusCode.
+enum { kSpanKindInternal = 1, kSpanKindServer = 2, kSpanKindClient = 3 };
+constexpr int kStatusCodeError = 2;
 
-Proto::SpanKind KindOf(Span::Kind kind) {
+// What a span usually takes: enough that most never grow their string.
+constexpr size_t kRecordReserve = 512;
+
+int KindOf(Span::Kind kind) {
   switch (kind) {
     case Span::Kind::kServer:
-      return Proto::SPAN_KIND_SERVER;
+      return kSpanKindServer;
     case Span::Kind::kClient:
-      return Proto::SPAN_KIND_CLIENT;
+      return kSpanKindClient;
     case Span::Kind::kInternal:
       break;
   }
-  return Proto::SPAN_KIND_INTERNAL;
+  return kSpanKindInternal;
 }
 
-// The value of attribute `key`, replacing one set before (keys are unique).
-opentelemetry::proto::common::v1::AnyValue* Add(Proto* proto, absl::string_view key) {
-  for (auto& attribute : *proto->mutable_attributes()) {
-    if (attribute.key() == key) return attribute.mutable_value();
-  }
-  auto* attribute = proto->add_attributes();
-  attribute->set_key(std::string(key));
-  return attribute->mutable_value();
+// A KeyValue of `key` and a string value, as a whole.
+size_t StringKeyValueSize(absl::string_view key, absl::string_view value) {
+  return BytesFieldSize(key.size()) + BytesFieldSize(BytesFieldSize(value.size()));
+}
+
+void AppendStringKeyValue(std::string* out, absl::string_view key, absl::string_view value) {
+  AppendBytesField(out, kKey, key);
+  AppendLengthPrefix(out, kValue, BytesFieldSize(value.size()));
+  AppendBytesField(out, kStringValue, value);
 }
 
 }  // namespace
@@ -40,55 +68,99 @@ Span::Span(absl::string_view name, Kind kind, TraceContext context, std::string 
            absl::Time start, bool record)
     : context_(std::move(context)) {
   if (!context_.sampled() || !record) return;
-  proto_ = std::make_unique<Proto>();
-  proto_->set_trace_id(context_.trace_id);
-  proto_->set_span_id(context_.span_id);
-  proto_->set_parent_span_id(std::move(parent_span_id));
-  proto_->set_trace_state(context_.trace_state);
-  proto_->set_flags(context_.flags);
-  proto_->set_name(std::string(name));
-  proto_->set_kind(KindOf(kind));
-  proto_->set_start_time_unix_nano(UnixNanos(start));
+  recording_ = true;
+  record_.reserve(kRecordReserve);
+  AppendBytesField(&record_, kTraceId, context_.trace_id);
+  AppendBytesField(&record_, kSpanId, context_.span_id);
+  if (!context_.trace_state.empty()) AppendBytesField(&record_, kTraceState, context_.trace_state);
+  if (!parent_span_id.empty()) AppendBytesField(&record_, kParentSpanId, parent_span_id);
+  AppendFixed32Field(&record_, kFlags, context_.flags);
+  AppendBytesField(&record_, kName, name);
+  AppendVarintField(&record_, kKind, static_cast<uint64_t>(KindOf(kind)));
+  AppendFixed64Field(&record_, kStartTime, UnixNanos(start));
+}
+
+void Span::BeginAttribute(absl::string_view key, size_t value_size) {
+  for (size_t i = 0; i < attributes_.size(); ++i) {
+    const Attribute old = attributes_[i];
+    if (absl::string_view(record_).substr(old.key_begin, old.key_size) != key) continue;
+    record_.erase(old.begin, old.size);
+    attributes_.erase(attributes_.begin() + static_cast<ptrdiff_t>(i));
+    for (Attribute& later : attributes_) {
+      if (later.begin > old.begin) {
+        later.begin -= old.size;
+        later.key_begin -= old.size;
+      }
+    }
+    break;
+  }
+  Attribute attribute;
+  attribute.begin = record_.size();
+  const size_t key_value_size = BytesFieldSize(key.size()) + BytesFieldSize(value_size);
+  AppendLengthPrefix(&record_, kAttributes, key_value_size);
+  AppendLengthPrefix(&record_, kKey, key.size());
+  attribute.key_begin = record_.size();
+  attribute.key_size = key.size();
+  record_.append(key.data(), key.size());
+  AppendLengthPrefix(&record_, kValue, value_size);
+  // The caller appends the value's value_size bytes.
+  attribute.size = record_.size() + value_size - attribute.begin;
+  attributes_.push_back(attribute);
 }
 
 void Span::Set(absl::string_view key, absl::string_view value) {
-  if (proto_ != nullptr) Add(proto_.get(), key)->set_string_value(std::string(value));
+  if (!recording_) return;
+  BeginAttribute(key, BytesFieldSize(value.size()));
+  AppendBytesField(&record_, kStringValue, value);
 }
 
 void Span::Set(absl::string_view key, int64_t value) {
-  if (proto_ != nullptr) Add(proto_.get(), key)->set_int_value(value);
+  if (!recording_) return;
+  const uint64_t bits = static_cast<uint64_t>(value);
+  BeginAttribute(key, 1 + VarintSize(bits));
+  AppendVarintField(&record_, kIntValue, bits);
 }
 
 void Span::Set(absl::string_view key, double value) {
-  if (proto_ != nullptr) Add(proto_.get(), key)->set_double_value(value);
+  if (!recording_) return;
+  BeginAttribute(key, 1 + 8);
+  AppendDoubleField(&record_, kDoubleValue, value);
 }
 
 void Span::Set(absl::string_view key, bool value) {
-  if (proto_ != nullptr) Add(proto_.get(), key)->set_bool_value(value);
+  if (!recording_) return;
+  BeginAttribute(key, 1 + 1);
+  AppendVarintField(&record_, kBoolValue, value ? 1 : 0);
 }
 
 void Span::Event(absl::string_view name, absl::Time at, absl::string_view key,
                  absl::string_view value) {
-  if (proto_ == nullptr) return;
-  auto* event = proto_->add_events();
-  event->set_time_unix_nano(UnixNanos(at));
-  event->set_name(std::string(name));
+  if (!recording_) return;
+  size_t size = 1 + 8 + BytesFieldSize(name.size());
+  if (!key.empty()) size += BytesFieldSize(StringKeyValueSize(key, value));
+  AppendLengthPrefix(&record_, kEvents, size);
+  AppendFixed64Field(&record_, kEventTime, UnixNanos(at));
+  AppendBytesField(&record_, kEventName, name);
   if (!key.empty()) {
-    auto* attribute = event->add_attributes();
-    attribute->set_key(std::string(key));
-    attribute->mutable_value()->set_string_value(std::string(value));
+    AppendLengthPrefix(&record_, kEventAttributes, StringKeyValueSize(key, value));
+    AppendStringKeyValue(&record_, key, value);
   }
 }
 
 void Span::Error(absl::string_view message) {
-  if (proto_ == nullptr) return;
-  proto_->mutable_status()->set_code(opentelemetry::proto::trace::v1::Status::STATUS_CODE_ERROR);
-  proto_->mutable_status()->set_message(std::string(message));
+  if (!recording_) return;
+  // A later status replaces an earlier one field by field: both are set.
+  AppendLengthPrefix(&record_, kStatus, BytesFieldSize(message.size()) + 2);
+  AppendBytesField(&record_, kStatusMessage, message);
+  AppendVarintField(&record_, kStatusCode, kStatusCodeError);
 }
 
-std::unique_ptr<Proto> Span::End(absl::Time end) {
-  if (proto_ != nullptr) proto_->set_end_time_unix_nano(UnixNanos(end));
-  return std::move(proto_);
+std::string Span::End(absl::Time end) {
+  if (!recording_) return {};
+  AppendFixed64Field(&record_, kEndTime, UnixNanos(end));
+  recording_ = false;
+  attributes_.clear();
+  return std::move(record_);
 }
 
 }  // namespace omnistage

@@ -1,8 +1,11 @@
 // Span: one operation of a request in this process, recorded as an OTLP
 // span (docs/observability.md, "Traces"): a name, a kind, start and end,
-// attributes, timed events and, for a failure, an error status. A span that
-// is not sampled records nothing and costs next to nothing, but still
-// carries its trace context, so that the next process follows the decision.
+// attributes, timed events and, for a failure, an error status. The record
+// is the span's encoding (opentelemetry.proto.trace.v1.Span), written into
+// one string as it goes (otlp_wire.h): no message objects, one allocation
+// or a few per span. A span that is not sampled records nothing and costs
+// next to nothing, but still carries its trace context, so that the next
+// process follows the decision.
 //
 //   Span span = tracer.Start("Generate", Span::Kind::kServer, parent, now);
 //   span.Set("omnistage.identity", "alice");
@@ -15,19 +18,17 @@
 #define OMNISTAGE_COMMON_TRACING_SPAN_H_
 
 #include <cstdint>
-#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/tracing/trace_context.h"
-#include "protos/otlp/trace.pb.h"
 
 namespace omnistage {
 
 class Span {
  public:
-  using Proto = opentelemetry::proto::trace::v1::Span;
   enum class Kind { kInternal, kServer, kClient };
 
   // Not started: records nothing, has no context.
@@ -40,7 +41,7 @@ class Span {
 
   // Attributes: a key set again takes the new value.
   bool started() const { return !context_.trace_id.empty(); }
-  bool recording() const { return proto_ != nullptr; }
+  bool recording() const { return recording_; }
   const TraceContext& context() const { return context_; }
 
   void Set(absl::string_view key, absl::string_view value);
@@ -55,13 +56,28 @@ class Span {
   // The operation failed: the span's status is an error with `message`.
   void Error(absl::string_view message);
 
-  // Ends it at `end`: the span's record (null when not recording). Later
+  // Ends it at `end`: the span's record, an encoded
+  // opentelemetry.proto.trace.v1.Span (empty when not recording). Later
   // calls record nothing.
-  std::unique_ptr<Proto> End(absl::Time end);
+  std::string End(absl::Time end);
 
  private:
+  // Where an attribute's KeyValue lies in record_, and its key within it.
+  struct Attribute {
+    size_t begin = 0;
+    size_t size = 0;
+    size_t key_begin = 0;
+    size_t key_size = 0;
+  };
+  // Drops the attribute `key` set before, if any (a key set again takes the
+  // new value), then starts its KeyValue with a value of `value_size`
+  // bytes (the AnyValue's encoding); the caller appends the value.
+  void BeginAttribute(absl::string_view key, size_t value_size);
+
   TraceContext context_;
-  std::unique_ptr<Proto> proto_;
+  bool recording_ = false;
+  std::string record_;
+  std::vector<Attribute> attributes_;
 };
 
 // Unix nanoseconds, as OTLP carries times.

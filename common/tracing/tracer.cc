@@ -30,9 +30,9 @@ Span Tracer::Start(absl::string_view name, Span::Kind kind, const TraceContext* 
 }
 
 void Tracer::End(Span& span, absl::Time end) const {
-  std::unique_ptr<Span::Proto> ended = span.End(end);
+  std::string ended = span.End(end);
   span = Span();
-  if (ended != nullptr && exporter_ != nullptr) exporter_->Export(std::move(*ended));
+  if (!ended.empty() && exporter_ != nullptr) exporter_->Export(std::move(ended));
 }
 
 }  // namespace omnistage

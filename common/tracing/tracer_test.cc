@@ -17,7 +17,7 @@ class TracerTest : public ::testing::Test {
     traced_ = std::make_unique<KeepingTracer>(sampler, arg);
     return traced_->tracer();
   }
-  std::vector<Span::Proto> Kept(Tracer&) { return traced_->Flush(); }
+  std::vector<SpanProto> Kept(Tracer&) { return traced_->Flush(); }
 
   std::unique_ptr<KeepingTracer> traced_;
 };
@@ -44,11 +44,11 @@ TEST_F(TracerTest, ASpanRecordsWhatHappenedUnderItsParent) {
   // Ended: a second end records nothing more.
   tracer.End(span, kStart + absl::Milliseconds(200));
 
-  std::vector<Span::Proto> kept = Kept(tracer);
+  std::vector<SpanProto> kept = Kept(tracer);
   ASSERT_EQ(kept.size(), 2u);
-  const Span::Proto& generate = kept[1];
+  const SpanProto& generate = kept[1];
   EXPECT_EQ(generate.name(), "Generate");
-  EXPECT_EQ(generate.kind(), Span::Proto::SPAN_KIND_SERVER);
+  EXPECT_EQ(generate.kind(), SpanProto::SPAN_KIND_SERVER);
   EXPECT_EQ(generate.trace_id(), caller.trace_id);
   EXPECT_EQ(generate.parent_span_id(), caller.span_id);
   EXPECT_EQ(generate.trace_state(), "k=v");
@@ -68,7 +68,7 @@ TEST_F(TracerTest, ASpanRecordsWhatHappenedUnderItsParent) {
   EXPECT_EQ(generate.status().message(), "stage 1 failed");
   // The child's parent is the span.
   EXPECT_EQ(kept[0].parent_span_id(), generate.span_id());
-  EXPECT_EQ(kept[0].kind(), Span::Proto::SPAN_KIND_CLIENT);
+  EXPECT_EQ(kept[0].kind(), SpanProto::SPAN_KIND_CLIENT);
 }
 
 TEST_F(TracerTest, AnAttributeSetAgainTakesTheNewValue) {
@@ -77,7 +77,7 @@ TEST_F(TracerTest, AnAttributeSetAgainTakesTheNewValue) {
   span.Set("omnistage.replica", 0);
   span.Set("omnistage.replica", 1);
   tracer.End(span, kStart);
-  std::vector<Span::Proto> kept = Kept(tracer);
+  std::vector<SpanProto> kept = Kept(tracer);
   ASSERT_EQ(kept.size(), 1u);
   ASSERT_EQ(kept[0].attributes_size(), 1);
   EXPECT_EQ(kept[0].attributes(0).value().int_value(), 1);
@@ -88,7 +88,7 @@ TEST_F(TracerTest, ANewTraceHasARootSpan) {
   Span span = tracer.Start("speech", Span::Kind::kServer, nullptr, kStart);
   ASSERT_TRUE(span.recording());
   tracer.End(span, kStart);
-  std::vector<Span::Proto> kept = Kept(tracer);
+  std::vector<SpanProto> kept = Kept(tracer);
   ASSERT_EQ(kept.size(), 1u);
   EXPECT_EQ(kept[0].parent_span_id(), "");
   EXPECT_EQ(kept[0].trace_id().size(), 16u);
@@ -118,8 +118,7 @@ TEST(TracerSamplingTest, AnUnsampledSpanCarriesItsDecision) {
 // A transport that never answers until told: the exporter's queue fills.
 class StuckTransport : public OtlpTransport {
  public:
-  absl::Status Send(const opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest&,
-                    absl::Duration) override {
+  absl::Status Send(const std::string&, absl::Duration) override {
     release_.WaitForNotification();
     return absl::UnavailableError("down");
   }

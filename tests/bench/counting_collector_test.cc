@@ -44,8 +44,8 @@ TEST(CountingCollectorTest, CountsWhatAnExporterSends) {
   CountingCollector collector;
   GrpcOtlpTransport transport(collector.endpoint().substr(7), grpc::InsecureChannelCredentials(),
                               {});
-  ASSERT_TRUE(transport.Send(ThreeSpans(), absl::Seconds(10)).ok());
-  ASSERT_TRUE(transport.Send(ThreeSpans(), absl::Seconds(10)).ok());
+  ASSERT_TRUE(transport.Send(ThreeSpans().SerializeAsString(), absl::Seconds(10)).ok());
+  ASSERT_TRUE(transport.Send(ThreeSpans().SerializeAsString(), absl::Seconds(10)).ok());
   EXPECT_EQ(collector.spans(), 6);
 }
 

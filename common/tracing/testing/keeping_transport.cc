@@ -4,9 +4,11 @@
 
 namespace omnistage {
 
-absl::Status KeepingTransport::Send(
-    const opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest& request,
-    absl::Duration) {
+absl::Status KeepingTransport::Send(const std::string& bytes, absl::Duration) {
+  opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest request;
+  if (!request.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError("not an ExportTraceServiceRequest");
+  }
   absl::MutexLock lock(&mu_);
   for (const auto& resource_spans : request.resource_spans()) {
     for (const auto& scope_spans : resource_spans.scope_spans()) {

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/tracing/otlp_transport.h"
 #include "common/tracing/tracer.h"
+#include "protos/otlp/trace_service.pb.h"
 
 namespace omnistage {
 
@@ -23,9 +24,8 @@ using SpanProto = opentelemetry::proto::trace::v1::Span;
 
 class KeepingTransport : public OtlpTransport {
  public:
-  absl::Status Send(
-      const opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest& request,
-      absl::Duration timeout) override;
+  // Keeps the spans of `request`; INVALID_ARGUMENT when it does not decode.
+  absl::Status Send(const std::string& request, absl::Duration timeout) override;
   std::string Describe() const override { return "keeping"; }
   std::vector<SpanProto> spans();
 
