@@ -76,7 +76,8 @@ void LatencyPredictor::LearnLead(int stage, int replica, Lead lead, const LeadFe
                                  double seconds) {
   LeadModel& known = leads_[{stage, replica, lead}];
   known.model.Learn(LeadX(features), seconds);
-  if (lead == Lead::kFirstOutput && features.step_period > 0) {
+  if (lead != Lead::kFirstOutput) return;
+  if (features.step_period > 0) {
     known.beyond_steps.Learn(LeadX(features), seconds - features.until_step - features.step_period);
   }
   known.recent_running.push_back(features.running);

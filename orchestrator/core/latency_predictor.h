@@ -97,6 +97,7 @@ class LatencyPredictor {
     // A first output's lead beyond what the steps say (until_step plus
     // step_period), learned where the step period was known.
     OnlineRegression beyond_steps{4, 0.98, OnlineRegression::Floor::kNone};
+    // Of a first output's lead only.
     std::deque<double> recent_running;
     bool Covers(double running) const;
   };
