@@ -120,6 +120,30 @@ TEST_F(SecurityProcessTest, AUserGeneratesOverTlsThroughMutualTlsWorkers) {
   EXPECT_EQ(r.tokens.size(), 8u) << r.Summary();
 }
 
+// A front end learns whom a client's token stands for (the owner of what it
+// creates); a call without a valid token is refused as every call is.
+TEST_F(SecurityProcessTest, ACallerLearnsWhoItsTokenStandsFor) {
+  auto caller = [&](const std::string& token, v1::CallerInfo* info) {
+    grpc::ClientContext context;
+    Authorize(context, token);
+    return pipeline_->stub()->GetCaller(&context, v1::GetCallerRequest(), info);
+  };
+  v1::CallerInfo alice;
+  ASSERT_TRUE(caller(kAlice, &alice).ok());
+  EXPECT_EQ(alice.identity(), "alice");
+  EXPECT_FALSE(alice.admin());
+  EXPECT_EQ(alice.priority(), 0);
+  EXPECT_EQ(alice.max_priority(), 0);
+  v1::CallerInfo ops;
+  ASSERT_TRUE(caller(kOps, &ops).ok());
+  EXPECT_EQ(ops.identity(), "ops");
+  EXPECT_TRUE(ops.admin());
+  v1::CallerInfo nobody;
+  EXPECT_EQ(caller("", &nobody).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(caller("not-a-token-0123456789", &nobody).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
 TEST_F(SecurityProcessTest, EachRefusalHasItsStatusAndMessage) {
   const TlsFiles trust = pipeline_->spec().client_tls;
   EXPECT_TRUE(StatusAs(trust, kOps).ok());

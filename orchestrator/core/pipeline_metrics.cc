@@ -18,7 +18,7 @@ constexpr absl::StatusCode kRefusalCodes[] = {
     absl::StatusCode::kResourceExhausted, absl::StatusCode::kUnavailable};
 // The calls that check credentials, and why a replica is evicted (Evicted()).
 constexpr const char* kAuthenticatedCalls[] = {"Generate", "Abort", "GetPipelineStatus",
-                                               "CallStageUtility"};
+                                               "CallStageUtility", "GetCaller"};
 constexpr const char* kEvictionReasons[] = {"stream_ended", "stalled", "send_failed"};
 // What became of a request a replica lost on a stage with failover on.
 constexpr const char* kFailoverOutcomes[] = {

@@ -63,6 +63,23 @@ grpc::ServerUnaryReactor* OrchestratorService::Abort(grpc::CallbackServerContext
   return reactor;
 }
 
+grpc::ServerUnaryReactor* OrchestratorService::GetCaller(grpc::CallbackServerContext* context,
+                                                         const v1::GetCallerRequest*,
+                                                         v1::CallerInfo* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<Caller> caller = Authenticated(*context, "GetCaller");
+  if (!caller.ok()) {
+    reactor->Finish(ToGrpcStatus(caller.status()));
+    return reactor;
+  }
+  response->set_identity(caller->identity);
+  response->set_admin(caller->admin);
+  response->set_priority(caller->priority);
+  response->set_max_priority(caller->max_priority);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* OrchestratorService::GetPipelineStatus(
     grpc::CallbackServerContext* context, const v1::PipelineStatusRequest* request,
     v1::PipelineStatus* response) {

@@ -40,6 +40,9 @@ class OrchestratorService final : public v1::Orchestrator::CallbackService {
   grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* context,
                                   const v1::AbortRequest* request,
                                   v1::AbortResponse* response) override;
+  grpc::ServerUnaryReactor* GetCaller(grpc::CallbackServerContext* context,
+                                      const v1::GetCallerRequest* request,
+                                      v1::CallerInfo* response) override;
   grpc::ServerUnaryReactor* GetPipelineStatus(grpc::CallbackServerContext* context,
                                               const v1::PipelineStatusRequest* request,
                                               v1::PipelineStatus* response) override;
