@@ -42,6 +42,8 @@ PACKAGES=(
   # WebRTC's voice activity detector (libwebrtc-audio-processing).
   libmp3lame-dev libopusenc-dev libopus-dev libflac-dev libsndfile1-dev libsoxr-dev
   libwebrtc-audio-processing-dev
+  # The gateway's Files and Batch APIs keep their state in SQLite (WAL).
+  libsqlite3-dev
 )
 BUILD_ONLY=0
 WITH_BENCHMARK=0
