@@ -85,4 +85,20 @@ void Orchestrators::AskPipelineStatus(v1::Orchestrator::Stub* stub,
                                    });
 }
 
+void Orchestrators::AskCaller(v1::Orchestrator::Stub* stub, const std::string& authorization,
+                              std::chrono::seconds timeout, CallerAnswer done) {
+  struct Ask {
+    grpc::ClientContext context;
+    v1::GetCallerRequest request;
+    v1::CallerInfo caller;
+  };
+  auto ask = std::make_shared<Ask>();
+  if (!authorization.empty()) ask->context.AddMetadata("authorization", authorization);
+  ask->context.set_deadline(std::chrono::system_clock::now() + timeout);
+  stub->async()->GetCaller(&ask->context, &ask->request, &ask->caller,
+                           [this, ask, done = std::move(done)](grpc::Status status) {
+                             post_([ask, done, status] { done(status, ask->caller); });
+                           });
+}
+
 }  // namespace omnistage

@@ -61,6 +61,12 @@ class Orchestrators {
   using StatusAnswer = std::function<void(const grpc::Status&, const v1::PipelineStatus&)>;
   void AskPipelineStatus(v1::Orchestrator::Stub* stub, const std::string& authorization,
                          std::chrono::seconds timeout, StatusAnswer done);
+  // Asks `stub` whom the client's `authorization` stands for (GetCaller),
+  // for up to `timeout`; `done` runs on the loop with the call's status and
+  // the answer.
+  using CallerAnswer = std::function<void(const grpc::Status&, const v1::CallerInfo&)>;
+  void AskCaller(v1::Orchestrator::Stub* stub, const std::string& authorization,
+                 std::chrono::seconds timeout, CallerAnswer done);
 
  private:
   const bool tls_;
