@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/grpc/grpc_util.h"
 #include "gateway/console/assets.h"
 #include "gateway/console/console_status.h"
 #include "gateway/http/api_error.h"
@@ -73,12 +72,7 @@ void ConsoleRoute::Status(std::shared_ptr<HttpExchange> exchange) {
       [this, exchange](const grpc::Status& status, const v1::PipelineStatus& pipeline) {
         if (exchange->done()) return;  // The page went away.
         if (!status.ok()) {
-          absl::Status failed = FromGrpcStatus(status);
-          if (failed.code() == absl::StatusCode::kUnavailable) {
-            failed = absl::UnavailableError(
-                ExplainUnreachable(std::string(failed.message()), orchestrators_->tls()));
-          }
-          replies_->Refuse(*exchange, kStatusRoute, FromStatus(failed));
+          replies_->Refuse(*exchange, kStatusRoute, orchestrators_->Refusal(status));
           return;
         }
         exchange->AddHeader("Cache-Control", "no-store");

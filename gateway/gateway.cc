@@ -44,7 +44,7 @@ std::unique_ptr<Orchestrators> HearingOrchestrators(const GatewayOptions& option
 
 }  // namespace
 
-Gateway::Gateway(GatewayOptions options, LoopPoster post)
+Gateway::Gateway(GatewayOptions options, LoopPoster post, std::unique_ptr<SqliteDatabase> store)
     : options_(std::move(options)),
       post_(std::move(post)),
       in_flight_(registry_
@@ -84,7 +84,12 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
                                    options_.speech_models},
               &replies_, post_, &draining_, &fallbacks_.With({"speech_orchestrator"})),
       transcription_(TranscriptionRouteOptions(options_), &replies_, post_, &draining_,
-                     &fallbacks_.With({"transcription_orchestrator"})) {
+                     &fallbacks_.With({"transcription_orchestrator"})),
+      store_(store != nullptr ? std::make_unique<StoreThread>(std::move(store)) : nullptr),
+      store_access_(store_ != nullptr ? std::make_unique<StoreAccess>(store_.get(), &orchestrators_,
+                                                                      &replies_, post_)
+                                      : nullptr),
+      files_(store_access_.get(), &replies_, options_.max_file_bytes) {
   AddHeapMetrics(&registry_);
   AddTraceMetrics(&registry_, options_.tracer);
   for (HttpEvent refusal :
@@ -95,6 +100,8 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post)
     http_refusals_.With({HttpRefusalName(refusal)});  // Shown at 0.
   }
 }
+
+Gateway::~Gateway() { store_.reset(); }
 
 void Gateway::CountHttp(HttpEvent event) {
   switch (event) {
@@ -134,6 +141,8 @@ void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
     speech_.Handle(std::move(exchange));
   } else if (path == "/v1/audio/transcriptions") {
     transcription_.Handle(std::move(exchange));
+  } else if (path == "/v1/files" || absl::StartsWith(path, "/v1/files/")) {
+    files_.Handle(std::move(exchange));
   } else if (path == "/v1/realtime") {
     realtime_.Handle(std::move(exchange));
   } else if (method == "GET" && path == "/health") {

@@ -14,6 +14,8 @@
 //   GET  /console/status        the orchestrator's GetPipelineStatus as JSON,
 //                               with the completions this gateway served
 //   GET  /favicon.ico           204: no icon (browsers ask on every page)
+//   /v1/files...                the Files API, on the durable store the
+//                               gateway is given (files_route.h)
 // Chat completions with audio in and Realtime sessions go to the orchestrators
 // of a pipeline that hears, when one is given (--hearing_orchestrator).
 // Anything else: 404, as OpenAI answers it. The client's bearer token (and W3C
@@ -30,14 +32,18 @@
 #include "common/grpc/tls.h"
 #include "common/metrics.h"
 #include "common/tracing/tracer.h"
+#include "gateway/batch/sqlite_database.h"
+#include "gateway/batch/store_thread.h"
 #include "gateway/chat/chat_request.h"
 #include "gateway/console_route.h"
+#include "gateway/files_route.h"
 #include "gateway/http/http_server.h"
 #include "gateway/http/websocket.h"
 #include "gateway/orchestrators.h"
 #include "gateway/realtime_route.h"
 #include "gateway/route_replies.h"
 #include "gateway/speech_route.h"
+#include "gateway/store_access.h"
 #include "gateway/transcription_route.h"
 
 namespace omnistage {
@@ -70,6 +76,8 @@ struct GatewayOptions {
   // dialled with the TLS above (an empty address: no transcriptions), and
   // what that route takes.
   TranscriptionRoute::Options transcription;
+  // The largest file POST /v1/files takes (docs/openai.md, "Files").
+  size_t max_file_bytes = 200 << 20;
   // Where the requests' spans go (docs/observability.md, "Traces"; not
   // owned); null: nowhere. Its export counts are on /metrics.
   const Tracer* tracer = nullptr;
@@ -77,8 +85,11 @@ struct GatewayOptions {
 
 class Gateway {
  public:
-  // `post` runs tasks on the HTTP server's loop (HttpServer::Post).
-  Gateway(GatewayOptions options, LoopPoster post);
+  // `post` runs tasks on the HTTP server's loop (HttpServer::Post). `store`:
+  // the Files and Batch APIs' database (batch_schema.h); null, none (their
+  // routes answer 404).
+  Gateway(GatewayOptions options, LoopPoster post, std::unique_ptr<SqliteDatabase> store);
+  ~Gateway();
 
   // The HttpServer's handler (loop thread).
   void Handle(std::shared_ptr<HttpExchange> exchange);
@@ -131,6 +142,11 @@ class Gateway {
   ConsoleRoute console_;
   SpeechRoute speech_;
   TranscriptionRoute transcription_;
+  // Null without a store. Stopped first (~Gateway): it runs what was posted
+  // to it while the routes its tasks answer through still exist.
+  std::unique_ptr<StoreThread> store_;
+  std::unique_ptr<StoreAccess> store_access_;
+  FilesRoute files_;
 };
 
 }  // namespace omnistage

@@ -17,6 +17,9 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -33,6 +36,8 @@
 #include "common/log.h"
 #include "common/plaintext_warning.h"
 #include "common/tracing/tracing_flags.h"
+#include "gateway/batch/batch_schema.h"
+#include "gateway/batch/sqlite_database.h"
 #include "gateway/gateway.h"
 #include "gateway/http/http_server.h"
 #include "gateway/http/http_tls.h"
@@ -121,6 +126,13 @@ ABSL_FLAG(int, realtime_idle_timeout_ms, 90000,
           "a Realtime client that sends nothing, not even a pong, for this long is sent a close "
           "with 1001 (\"idle timeout\") and its connection ended; one that takes none of what "
           "is sent for as long is closed. More than --realtime_ping_interval_ms");
+ABSL_FLAG(std::string, batch_database, "",
+          "the SQLite file (created if absent) that keeps the Files and Batch APIs' files, "
+          "batches and their lines across restarts (docs/openai.md, \"Files\"); put it on a "
+          "persistent volume. Empty: those APIs answer 404");
+ABSL_FLAG(int64_t, max_file_bytes, 200 << 20,
+          "the largest file POST /v1/files takes (413 beyond it); with --batch_database, "
+          "a request body may be this large (plus its form)");
 ABSL_FLAG(std::string, log_format, "text", "log lines on stderr: text or json");
 ABSL_FLAG(std::string, log_level, "info", "the least severe lines logged: debug, info, "
           "warning or error");
@@ -131,6 +143,9 @@ namespace {
 // Past the drain's deadline, how long Realtime sessions get to hear their
 // response cancelled and close before their connections are cut.
 constexpr absl::Duration kGoAwayGrace = absl::Seconds(1);
+// What an upload's multipart form may add to its file: boundaries, part
+// headers, the purpose.
+constexpr size_t kMaxFormOverheadBytes = 64 << 10;
 
 int Run() {
   StopSignals signals;
@@ -243,12 +258,30 @@ int Run() {
                         "--max_header_bytes 256 or more");
   }
   limits.max_header_bytes = static_cast<size_t>(max_header_bytes);
+  const int64_t max_file_bytes = absl::GetFlag(FLAGS_max_file_bytes);
+  if (max_file_bytes < 1 || max_file_bytes > (int64_t{1} << 31)) {
+    return StartRefused("gateway", "--max_file_bytes takes 1 to 2147483648");
+  }
+  options.max_file_bytes = static_cast<size_t>(max_file_bytes);
+  std::unique_ptr<SqliteDatabase> store;
+  if (const std::string path = absl::GetFlag(FLAGS_batch_database); !path.empty()) {
+    absl::StatusOr<std::unique_ptr<SqliteDatabase>> opened =
+        SqliteDatabase::Open(path, BatchSchema());
+    if (!opened.ok()) {
+      return StartRefused("gateway", absl::StrCat("--batch_database: ", opened.status().message()));
+    }
+    store = *std::move(opened);
+    // An upload is its file and the form around it.
+    limits.max_body_bytes =
+        std::max(limits.max_body_bytes, options.max_file_bytes + kMaxFormOverheadBytes);
+    LogInfo(absl::StrCat("Files and Batch APIs kept in ", path));
+  }
   absl::StatusOr<std::unique_ptr<HttpServer>> server =
       HttpServer::Listen(listen, limits, tls.get());
   if (!server.ok()) return StartRefused("gateway", server.status().message());
-  Gateway gateway(options, [http = server->get()](std::function<void()> task) {
-    http->Post(std::move(task));
-  });
+  Gateway gateway(
+      options, [http = server->get()](std::function<void()> task) { http->Post(std::move(task)); },
+      std::move(store));
   (*server)->OnEvent([&gateway](HttpEvent event) { gateway.CountHttp(event); });
   (*server)->set_tracer(tracer->get());
   (*server)->Serve([&gateway](std::shared_ptr<HttpExchange> exchange) {

@@ -68,6 +68,14 @@ Orchestrators::Orchestrators(const Target& target, LoopPoster post, Counter* fal
       any_health_(grpc::health::v1::Health::NewStub(any_channel_)),
       fallbacks_(fallbacks) {}
 
+ApiError Orchestrators::Refusal(const grpc::Status& status) const {
+  absl::Status failed = FromGrpcStatus(status);
+  if (failed.code() == absl::StatusCode::kUnavailable) {
+    failed = absl::UnavailableError(ExplainUnreachable(std::string(failed.message()), tls_));
+  }
+  return FromStatus(failed);
+}
+
 void Orchestrators::AskPipelineStatus(v1::Orchestrator::Stub* stub,
                                       const std::string& authorization,
                                       std::chrono::seconds timeout, StatusAnswer done) {

@@ -20,6 +20,7 @@
 #include "common/grpc/tls.h"
 #include "common/metrics.h"
 #include "gateway/chat/response_reader.h"
+#include "gateway/http/api_error.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/health.grpc.pb.h"
 #include "protos/orchestrator.grpc.pb.h"
@@ -53,6 +54,10 @@ class Orchestrators {
     return any ? any_health_.get() : health_.get();
   }
   bool tls() const { return tls_; }
+  // The answer for a call to these orchestrators that failed: the
+  // orchestrator's status in OpenAI's shape, and for one out of reach, gRPC's
+  // reason with the fix it points to (ExplainUnreachable).
+  ApiError Refusal(const grpc::Status& status) const;
 
   // Asks `stub` for the pipeline's status with the client's `authorization`
   // (passed on: the orchestrator decides whether that token may see it), for

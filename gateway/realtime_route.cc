@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc/grpc_util.h"
 #include "gateway/http/api_error.h"
 #include "gateway/http/forwarded_headers.h"
 #include "gateway/http/http_upgrade.h"
@@ -105,12 +104,7 @@ void RealtimeRoute::Start(std::shared_ptr<HttpExchange> exchange, const std::str
     return;
   }
   if (!status.ok() && status.error_code() != grpc::StatusCode::PERMISSION_DENIED) {
-    absl::Status failed = FromGrpcStatus(status);
-    if (failed.code() == absl::StatusCode::kUnavailable) {
-      failed = absl::UnavailableError(
-          ExplainUnreachable(std::string(failed.message()), orchestrators_->tls()));
-    }
-    replies_->Refuse(*exchange, kRoute, FromStatus(failed));
+    replies_->Refuse(*exchange, kRoute, orchestrators_->Refusal(status));
     return;
   }
   // A stage 0 that shows the client text while a later stage answers in text

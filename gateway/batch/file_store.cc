@@ -86,15 +86,20 @@ absl::Status FileStore::Delete(absl::string_view owner, absl::string_view id) {
 }
 
 absl::StatusOr<std::vector<StoredFile>> FileStore::List(absl::string_view owner,
-                                                        absl::string_view purpose, int limit) {
-  absl::StatusOr<SqliteStatement> select =
-      db_->Prepare(absl::StrCat("SELECT ", kColumns,
-                                " FROM files WHERE owner = ?1 AND (?2 = '' OR purpose = ?2)"
-                                " ORDER BY created_at DESC, rowid DESC LIMIT ?3"));
+                                                        absl::string_view purpose,
+                                                        absl::string_view after, int limit) {
+  // A page goes on below its last file in (created_at, rowid) order; an
+  // `after` the owner does not have ends the list.
+  absl::StatusOr<SqliteStatement> select = db_->Prepare(absl::StrCat(
+      "SELECT ", kColumns,
+      " FROM files WHERE owner = ?1 AND (?2 = '' OR purpose = ?2) AND (?3 = '' OR "
+      "(created_at, rowid) < (SELECT created_at, rowid FROM files WHERE id = ?3 AND owner = ?1))"
+      " ORDER BY created_at DESC, rowid DESC LIMIT ?4"));
   if (!select.ok()) return select.status();
   select->Bind(1, owner);
   select->Bind(2, purpose);
-  select->Bind(3, static_cast<int64_t>(limit));
+  select->Bind(3, after);
+  select->Bind(4, static_cast<int64_t>(limit));
   std::vector<StoredFile> files;
   for (;;) {
     absl::StatusOr<bool> row = select->Step();

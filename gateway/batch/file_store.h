@@ -43,10 +43,11 @@ class FileStore {
   absl::StatusOr<StoredFile> Get(absl::string_view owner, absl::string_view id);
   absl::StatusOr<std::string> Content(absl::string_view owner, absl::string_view id);
   absl::Status Delete(absl::string_view owner, absl::string_view id);
-  // `owner`'s files, newest first, at most `limit`; only `purpose`'s unless
+  // `owner`'s files, newest first, at most `limit`: only `purpose`'s unless
+  // it is empty, and only those after file `after` (a page's last id) unless
   // it is empty.
   absl::StatusOr<std::vector<StoredFile>> List(absl::string_view owner, absl::string_view purpose,
-                                               int limit);
+                                               absl::string_view after, int limit);
 
  private:
   SqliteDatabase* const db_;

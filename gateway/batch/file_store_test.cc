@@ -37,7 +37,7 @@ TEST(FileStoreTest, AFileIsItsOwnersAlone) {
   EXPECT_EQ(files.Get("bob", file->id).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(files.Content("bob", file->id).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(files.Delete("bob", file->id).code(), absl::StatusCode::kNotFound);
-  EXPECT_TRUE(files.List("bob", "", 100)->empty());
+  EXPECT_TRUE(files.List("bob", "", "", 100)->empty());
 
   ASSERT_TRUE(files.Delete("alice", file->id).ok());
   EXPECT_EQ(files.Get("alice", file->id).status().code(), absl::StatusCode::kNotFound);
@@ -51,13 +51,37 @@ TEST(FileStoreTest, ListsNewestFirstByPurpose) {
   ASSERT_TRUE(files.Create("alice", "batch", "1.jsonl", "1").ok());
   ASSERT_TRUE(files.Create("alice", "batch_output", "2.jsonl", "2").ok());
   ASSERT_TRUE(files.Create("alice", "batch", "3.jsonl", "3").ok());
-  absl::StatusOr<std::vector<StoredFile>> all = files.List("alice", "", 100);
+  absl::StatusOr<std::vector<StoredFile>> all = files.List("alice", "", "", 100);
   ASSERT_EQ(all->size(), 3u);
   EXPECT_EQ((*all)[0].filename, "3.jsonl");
   EXPECT_EQ((*all)[2].filename, "1.jsonl");
-  absl::StatusOr<std::vector<StoredFile>> batch = files.List("alice", "batch", 100);
+  absl::StatusOr<std::vector<StoredFile>> batch = files.List("alice", "batch", "", 100);
   ASSERT_EQ(batch->size(), 2u);
-  EXPECT_EQ(files.List("alice", "", 1)->size(), 1u);
+  EXPECT_EQ(files.List("alice", "", "", 1)->size(), 1u);
+  // Pages: after the newest, the two older ones; after the oldest, none;
+  // after a file of another owner's, none.
+  absl::StatusOr<std::vector<StoredFile>> rest = files.List("alice", "", (*all)[0].id, 100);
+  ASSERT_EQ(rest->size(), 2u);
+  EXPECT_EQ((*rest)[0].filename, "2.jsonl");
+  EXPECT_EQ((*rest)[1].filename, "1.jsonl");
+  EXPECT_TRUE(files.List("alice", "", (*all)[2].id, 100)->empty());
+  absl::StatusOr<StoredFile> bobs = files.Create("bob", "batch", "b.jsonl", "b");
+  ASSERT_TRUE(bobs.ok());
+  EXPECT_TRUE(files.List("alice", "", bobs->id, 100)->empty());
+}
+
+// A disk that fills (here: a database held to a few pages) refuses the file
+// as RESOURCE_EXHAUSTED, keeps nothing of it, and takes the next one that
+// fits.
+TEST(FileStoreTest, AFullDiskRefusesTheFileAndKeepsNothing) {
+  std::unique_ptr<SqliteDatabase> db = OpenStore(TempPath("full.db"));
+  ASSERT_NE(db, nullptr);
+  ASSERT_TRUE(db->Exec("PRAGMA max_page_count = 16").ok());
+  FileStore files(db.get());
+  absl::StatusOr<StoredFile> big = files.Create("alice", "batch", "big", std::string(1 << 20, 'x'));
+  ASSERT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted) << big.status();
+  EXPECT_TRUE(files.List("alice", "", "", 10)->empty());
+  EXPECT_TRUE(files.Create("alice", "batch", "small", "x").ok());
 }
 
 // What was stored is there after the store is closed and opened again (a

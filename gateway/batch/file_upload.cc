@@ -15,7 +15,9 @@ nlohmann::json FileObject(const StoredFile& file) {
           {"bytes", file.bytes},
           {"created_at", file.created_at},
           {"filename", file.filename},
-          {"purpose", file.purpose}};
+          {"purpose", file.purpose},
+          // Stored whole when answered: nothing is left to process.
+          {"status", "processed"}};
 }
 
 }  // namespace
@@ -52,10 +54,13 @@ std::variant<FileUpload, ApiError> ParseFileUpload(absl::string_view content_typ
 
 std::string FileJson(const StoredFile& file) { return FileObject(file).dump(); }
 
-std::string FileListJson(const std::vector<StoredFile>& files) {
+std::string FileListJson(const std::vector<StoredFile>& files, bool has_more) {
   nlohmann::json data = nlohmann::json::array();
   for (const StoredFile& file : files) data.push_back(FileObject(file));
-  return nlohmann::json{{"object", "list"}, {"data", std::move(data)}, {"has_more", false}}.dump();
+  nlohmann::json list = {{"object", "list"}, {"data", std::move(data)}, {"has_more", has_more}};
+  list["first_id"] = files.empty() ? nlohmann::json() : nlohmann::json(files.front().id);
+  list["last_id"] = files.empty() ? nlohmann::json() : nlohmann::json(files.back().id);
+  return list.dump();
 }
 
 std::string FileDeletedJson(absl::string_view id) {

@@ -31,10 +31,11 @@ struct FileUpload {
 std::variant<FileUpload, ApiError> ParseFileUpload(absl::string_view content_type,
                                                    absl::string_view body, size_t max_bytes);
 
-// {"id", "object": "file", "bytes", "created_at", "filename", "purpose"}.
+// {"id", "object": "file", "bytes", "created_at", "filename", "purpose",
+// "status": "processed"}.
 std::string FileJson(const StoredFile& file);
-// {"object": "list", "data": [files], "has_more": false}.
-std::string FileListJson(const std::vector<StoredFile>& files);
+// {"object": "list", "data": [files], "first_id", "last_id", "has_more"}.
+std::string FileListJson(const std::vector<StoredFile>& files, bool has_more);
 // {"id", "object": "file", "deleted": true}.
 std::string FileDeletedJson(absl::string_view id);
 

@@ -67,10 +67,15 @@ TEST(FileUploadTest, AnswersInOpenAIsShapes) {
   EXPECT_EQ(one["created_at"], 1700000000);
   EXPECT_EQ(one["filename"], "in.jsonl");
   EXPECT_EQ(one["purpose"], "batch");
-  const nlohmann::json list = nlohmann::json::parse(FileListJson({file, file}));
+  EXPECT_EQ(one["status"], "processed");
+  const nlohmann::json list = nlohmann::json::parse(FileListJson({file, file}, true));
   EXPECT_EQ(list["object"], "list");
   EXPECT_EQ(list["data"].size(), 2u);
-  EXPECT_EQ(list["has_more"], false);
+  EXPECT_EQ(list["has_more"], true);
+  EXPECT_EQ(list["last_id"], file.id);
+  const nlohmann::json empty = nlohmann::json::parse(FileListJson({}, false));
+  EXPECT_EQ(empty["has_more"], false);
+  EXPECT_TRUE(empty["first_id"].is_null());
   const nlohmann::json deleted = nlohmann::json::parse(FileDeletedJson(file.id));
   EXPECT_EQ(deleted["deleted"], true);
   EXPECT_EQ(deleted["object"], "file");

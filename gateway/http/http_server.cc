@@ -285,7 +285,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Listen(const std::string
   server->http_ = evhttp_new(server->base_);
   evhttp_set_max_body_size(server->http_, static_cast<ev_ssize_t>(limits.max_body_bytes));
   evhttp_set_max_headers_size(server->http_, static_cast<ev_ssize_t>(limits.max_header_bytes));
-  evhttp_set_allowed_methods(server->http_, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+  evhttp_set_allowed_methods(server->http_, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
   // A stream may wait long for its pipeline; the default (50 s) would cut it.
   // (A request's own arrival has its deadline: HttpLimits.)
   evhttp_set_timeout(server->http_, 3600);
