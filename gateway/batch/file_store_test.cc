@@ -1,28 +1,17 @@
 #include "gateway/batch/file_store.h"
 
-#include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "gateway/batch/batch_schema.h"
+#include "gateway/batch/test_store.h"
 #include "gtest/gtest.h"
 
 namespace omnistage {
 namespace {
 
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
-
-std::unique_ptr<SqliteDatabase> OpenStore(const std::string& path) {
-  absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(path, BatchSchema());
-  EXPECT_TRUE(db.ok()) << db.status();
-  return db.ok() ? *std::move(db) : nullptr;
-}
-
 TEST(FileStoreTest, AFileIsItsOwnersAlone) {
-  std::unique_ptr<SqliteDatabase> db = OpenStore(TempPath("owners.db"));
+  std::unique_ptr<SqliteDatabase> db = OpenTestStore("owners.db");
   ASSERT_NE(db, nullptr);
   FileStore files(db.get());
   const std::string content = std::string("{\"custom_id\": \"a\"}\n") + std::string(1, '\0') + "x";
@@ -45,7 +34,7 @@ TEST(FileStoreTest, AFileIsItsOwnersAlone) {
 }
 
 TEST(FileStoreTest, ListsNewestFirstByPurpose) {
-  std::unique_ptr<SqliteDatabase> db = OpenStore(TempPath("list.db"));
+  std::unique_ptr<SqliteDatabase> db = OpenTestStore("list.db");
   ASSERT_NE(db, nullptr);
   FileStore files(db.get());
   ASSERT_TRUE(files.Create("alice", "batch", "1.jsonl", "1").ok());
@@ -74,7 +63,7 @@ TEST(FileStoreTest, ListsNewestFirstByPurpose) {
 // as RESOURCE_EXHAUSTED, keeps nothing of it, and takes the next one that
 // fits.
 TEST(FileStoreTest, AFullDiskRefusesTheFileAndKeepsNothing) {
-  std::unique_ptr<SqliteDatabase> db = OpenStore(TempPath("full.db"));
+  std::unique_ptr<SqliteDatabase> db = OpenTestStore("full.db");
   ASSERT_NE(db, nullptr);
   ASSERT_TRUE(db->Exec("PRAGMA max_page_count = 16").ok());
   FileStore files(db.get());
@@ -87,22 +76,22 @@ TEST(FileStoreTest, AFullDiskRefusesTheFileAndKeepsNothing) {
 // What was stored is there after the store is closed and opened again (a
 // gateway restarted), and opening applies no schema twice.
 TEST(FileStoreTest, FilesOutliveTheProcessThatStoredThem) {
-  const std::string path = TempPath("reopen.db");
+  const std::string path = "reopen.db";
   std::string id;
   {
-    std::unique_ptr<SqliteDatabase> db = OpenStore(path);
+    std::unique_ptr<SqliteDatabase> db = OpenTestStore(path);
     ASSERT_NE(db, nullptr);
     absl::StatusOr<StoredFile> file = FileStore(db.get()).Create("alice", "batch", "a", "bytes");
     ASSERT_TRUE(file.ok());
     id = file->id;
   }
-  std::unique_ptr<SqliteDatabase> db = OpenStore(path);
+  std::unique_ptr<SqliteDatabase> db = OpenTestStore(path);
   ASSERT_NE(db, nullptr);
   EXPECT_EQ(*FileStore(db.get()).Content("alice", id), "bytes");
 }
 
 TEST(SqliteDatabaseTest, RefusesAStoreWrittenByALaterRelease) {
-  const std::string path = TempPath("later.db");
+  const std::string path = TestStorePath("later.db");
   ASSERT_TRUE(SqliteDatabase::Open(path, {"CREATE TABLE a (x)", "CREATE TABLE b (x)"}).ok());
   absl::StatusOr<std::unique_ptr<SqliteDatabase>> older =
       SqliteDatabase::Open(path, {"CREATE TABLE a (x)"});
@@ -111,7 +100,7 @@ TEST(SqliteDatabaseTest, RefusesAStoreWrittenByALaterRelease) {
 }
 
 TEST(SqliteDatabaseTest, ABadSchemaNamesItsVersionAndLeavesNothingHalfDone) {
-  const std::string path = TempPath("bad.db");
+  const std::string path = TestStorePath("bad.db");
   absl::StatusOr<std::unique_ptr<SqliteDatabase>> db =
       SqliteDatabase::Open(path, {"CREATE TABLE a (x)", "CREATE TABLE b (x); NOT SQL"});
   ASSERT_FALSE(db.ok());

@@ -59,6 +59,15 @@ absl::StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(
 
 SqliteDatabase::~SqliteDatabase() { sqlite3_close_v2(db_); }
 
+absl::Status SqliteDatabase::InTransaction(const std::function<absl::Status()>& body) {
+  absl::Status status = Begin();
+  if (!status.ok()) return status;
+  status = body();
+  if (status.ok()) status = Commit();
+  if (!status.ok()) Rollback().IgnoreError();
+  return status;
+}
+
 absl::Status SqliteDatabase::Error(absl::string_view what) const {
   const std::string message = absl::StrCat(path_, ": ", what, ": ", sqlite3_errmsg(db_));
   if ((sqlite3_extended_errcode(db_) & 0xff) == SQLITE_FULL) {

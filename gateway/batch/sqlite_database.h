@@ -16,6 +16,7 @@
 #define OMNISTAGE_GATEWAY_BATCH_SQLITE_DATABASE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -47,6 +48,9 @@ class SqliteDatabase {
   absl::Status Begin() { return Exec("BEGIN IMMEDIATE"); }
   absl::Status Commit() { return Exec("COMMIT"); }
   absl::Status Rollback() { return Exec("ROLLBACK"); }
+  // Runs `body` in one transaction (BEGIN IMMEDIATE): committed when it
+  // returns OK, rolled back (nothing of it kept) when it or the commit fails.
+  absl::Status InTransaction(const std::function<absl::Status()>& body);
   // Rows the last INSERT, UPDATE or DELETE changed.
   int64_t changes() const;
   const std::string& path() const { return path_; }

@@ -1,25 +1,16 @@
 #include "gateway/batch/store_thread.h"
 
-#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
-#include "gateway/batch/batch_schema.h"
 #include "gateway/batch/file_store.h"
+#include "gateway/batch/test_store.h"
 #include "gtest/gtest.h"
 
 namespace omnistage {
 namespace {
-
-std::unique_ptr<SqliteDatabase> OpenStore(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  absl::StatusOr<std::unique_ptr<SqliteDatabase>> db =
-      SqliteDatabase::Open(std::string(dir != nullptr ? dir : "/tmp") + "/" + name, BatchSchema());
-  EXPECT_TRUE(db.ok()) << db.status();
-  return db.ok() ? *std::move(db) : nullptr;
-}
 
 // Tasks run one at a time, in the order posted, off the posting thread.
 TEST(StoreThreadTest, RunsTasksInOrderOnItsOwnThread) {
@@ -27,7 +18,7 @@ TEST(StoreThreadTest, RunsTasksInOrderOnItsOwnThread) {
   std::thread::id ran_on;
   absl::Notification done;
   {
-    StoreThread store(OpenStore("order.db"));
+    StoreThread store(OpenTestStore("order.db"));
     for (int i = 0; i < 100; ++i) {
       store.Post([&order, &ran_on, i](SqliteDatabase&) {
         order.push_back(i);
@@ -48,7 +39,7 @@ TEST(StoreThreadTest, WhatWasPostedRunsBeforeItStops) {
   std::string id;
   absl::Notification hold;
   {
-    StoreThread store(OpenStore("stop.db"));
+    StoreThread store(OpenTestStore("stop.db"));
     store.Post([&hold](SqliteDatabase&) { hold.WaitForNotification(); });
     store.Post([&id](SqliteDatabase& db) {
       absl::StatusOr<StoredFile> file = FileStore(&db).Create("alice", "batch", "a", "x");
