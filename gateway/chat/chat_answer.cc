@@ -68,13 +68,13 @@ std::optional<EndFailure> FailureOfEnd(
   return std::nullopt;
 }
 
-void RespondError(HttpExchange& exchange, const ApiError& error) {
+void RespondError(HttpReply& exchange, const ApiError& error) {
   for (const auto& [name, value] : error.Headers()) exchange.AddHeader(name, value);
   exchange.Respond(error.http_status, kJson, error.Json());
 }
 
 ChatAnswer::ChatAnswer(const ChatRequest& request, std::string model, bool orchestrator_tls,
-                       std::shared_ptr<HttpExchange> exchange, CallObserver observer)
+                       std::shared_ptr<HttpReply> exchange, CallObserver observer)
     : stream_(request.stream),
       heard_audio_(HasAudio(request)),
       hold_for_voice_(request.stream && request.voice_unvouched),

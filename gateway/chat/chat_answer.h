@@ -23,7 +23,7 @@
 #include "gateway/chat/chat_response.h"
 #include "gateway/chat/response_reader.h"
 #include "gateway/http/api_error.h"
-#include "gateway/http/http_server.h"
+#include "gateway/http/http_reply.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.pb.h"
 
@@ -75,22 +75,22 @@ std::optional<EndFailure> FailureOfEnd(
     bool orchestrator_tls, const std::function<ApiError(const v1::Terminal&)>& terminal_error);
 
 // Answers `error` on `exchange`: its status, headers and OpenAI-shaped body.
-void RespondError(HttpExchange& exchange, const ApiError& error);
+void RespondError(HttpReply& exchange, const ApiError& error);
 
 class ChatAnswer {
  public:
   // `orchestrator_tls`: whether the stubs dial with TLS (for the fix an
   // unreachable orchestrator's message names: api_error.h).
   ChatAnswer(const ChatRequest& request, std::string model, bool orchestrator_tls,
-             std::shared_ptr<HttpExchange> exchange, CallObserver observer);
+             std::shared_ptr<HttpReply> exchange, CallObserver observer);
 
   // A response arrived; `call.ReadNext()` is asked once it is handed on.
   void Deliver(const v1::GenerateResponse& response, ReadControl& call);
   // The call ended: the last bytes, or the error, go out.
   void Ended(const grpc::Status& status);
 
-  HttpExchange& exchange() { return *exchange_; }
-  const std::shared_ptr<HttpExchange>& shared_exchange() const { return exchange_; }
+  HttpReply& exchange() { return *exchange_; }
+  const std::shared_ptr<HttpReply>& shared_exchange() const { return exchange_; }
 
  private:
   void Answer(const std::string& body);
@@ -106,7 +106,7 @@ class ChatAnswer {
   bool hold_for_voice_;
   const bool orchestrator_tls_;
   ChatEncoder encoder_;
-  const std::shared_ptr<HttpExchange> exchange_;
+  const std::shared_ptr<HttpReply> exchange_;
   const CallObserver observer_;
   const absl::Time started_ = absl::Now();
   bool got_response_ = false;

@@ -6,7 +6,7 @@ namespace omnistage {
 
 ChatCall::ChatCall(ChatRequest request, std::string model, bool orchestrator_tls,
                    std::string authorization, TraceHeaders trace,
-                   std::shared_ptr<HttpExchange> exchange, LoopPoster post, CallObserver observer,
+                   std::shared_ptr<HttpReply> exchange, LoopPoster post, CallObserver observer,
                    Fallback fallback)
     : ResponseReader(std::move(post), fallback),
       request_(std::move(request)),
@@ -19,7 +19,7 @@ ChatCall::ChatCall(ChatRequest request, std::string model, bool orchestrator_tls
 
 void ChatCall::Start(v1::Orchestrator::Stub* stub, Fallback fallback, bool orchestrator_tls,
                      ChatRequest request, std::string model, std::string authorization,
-                     TraceHeaders trace, std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                     TraceHeaders trace, std::shared_ptr<HttpReply> exchange, LoopPoster post,
                      CallObserver observer) {
   auto* call = new ChatCall(std::move(request), std::move(model), orchestrator_tls,
                             std::move(authorization), std::move(trace), std::move(exchange),

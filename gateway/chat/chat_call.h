@@ -26,7 +26,7 @@
 #include "gateway/chat/chat_request.h"
 #include "gateway/chat/response_reader.h"
 #include "gateway/http/api_error.h"
-#include "gateway/http/http_server.h"
+#include "gateway/http/http_reply.h"
 #include "gateway/http/trace_headers.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
@@ -42,12 +42,12 @@ class ChatCall final : public ResponseReader<grpc::ClientReadReactor<v1::Generat
   // unreachable orchestrator's message names: api_error.h).
   static void Start(v1::Orchestrator::Stub* stub, Fallback fallback, bool orchestrator_tls,
                     ChatRequest request, std::string model, std::string authorization,
-                    TraceHeaders trace, std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                    TraceHeaders trace, std::shared_ptr<HttpReply> exchange, LoopPoster post,
                     CallObserver observer);
 
  private:
   ChatCall(ChatRequest request, std::string model, bool orchestrator_tls, std::string authorization,
-           TraceHeaders trace, std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+           TraceHeaders trace, std::shared_ptr<HttpReply> exchange, LoopPoster post,
            CallObserver observer, Fallback fallback);
   // Issues the Generate on `stub` (loop thread).
   void Begin(v1::Orchestrator::Stub* stub);

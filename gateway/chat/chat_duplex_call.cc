@@ -5,7 +5,7 @@
 namespace omnistage {
 
 ChatDuplexCall::ChatDuplexCall(ChatRequest request, std::string model, bool orchestrator_tls,
-                               std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                               std::shared_ptr<HttpReply> exchange, LoopPoster post,
                                CallObserver observer)
     : ResponseReader(std::move(post), CallFallback()),
       answer_(request, std::move(model), orchestrator_tls, std::move(exchange),
@@ -16,7 +16,7 @@ ChatDuplexCall::ChatDuplexCall(ChatRequest request, std::string model, bool orch
 
 void ChatDuplexCall::Start(v1::Orchestrator::Stub* stub, bool orchestrator_tls, ChatRequest request,
                            std::string model, std::string authorization, TraceHeaders trace,
-                           std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                           std::shared_ptr<HttpReply> exchange, LoopPoster post,
                            CallObserver observer) {
   auto* call = new ChatDuplexCall(std::move(request), std::move(model), orchestrator_tls,
                                   std::move(exchange), std::move(post), std::move(observer));

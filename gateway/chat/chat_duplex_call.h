@@ -17,7 +17,7 @@
 #include "gateway/chat/chat_answer.h"
 #include "gateway/chat/chat_request.h"
 #include "gateway/chat/response_reader.h"
-#include "gateway/http/http_server.h"
+#include "gateway/http/http_reply.h"
 #include "gateway/http/trace_headers.h"
 #include "grpcpp/grpcpp.h"
 #include "protos/orchestrator.grpc.pb.h"
@@ -30,14 +30,14 @@ class ChatDuplexCall final
   // Starts the call; it deletes itself once it ended. Loop thread.
   static void Start(v1::Orchestrator::Stub* stub, bool orchestrator_tls, ChatRequest request,
                     std::string model, std::string authorization, TraceHeaders trace,
-                    std::shared_ptr<HttpExchange> exchange, LoopPoster post, CallObserver observer);
+                    std::shared_ptr<HttpReply> exchange, LoopPoster post, CallObserver observer);
 
   // Reactor (gRPC threads).
   void OnWriteDone(bool ok) override;
 
  private:
   ChatDuplexCall(ChatRequest request, std::string model, bool orchestrator_tls,
-                 std::shared_ptr<HttpExchange> exchange, LoopPoster post, CallObserver observer);
+                 std::shared_ptr<HttpReply> exchange, LoopPoster post, CallObserver observer);
   // ResponseReader (loop thread).
   void Deliver(const v1::GenerateResponse& response) override;
   void Ended(const grpc::Status& status) override;

@@ -26,6 +26,7 @@
 #include "common/tracing/span.h"
 #include "common/tracing/tracer.h"
 #include "gateway/http/http_connections.h"
+#include "gateway/http/http_reply.h"
 
 struct bufferevent;
 struct event;
@@ -39,9 +40,9 @@ namespace omnistage {
 class HttpTls;
 class HttpUpgrade;
 
-class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
+class HttpExchange final : public HttpReply, public std::enable_shared_from_this<HttpExchange> {
  public:
-  ~HttpExchange();
+  ~HttpExchange() override;
 
   const std::string& method() const { return method_; }
   // The path without the query.
@@ -52,19 +53,15 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   // A parameter of the request's query, decoded ("" when absent).
   std::string QueryParam(const char* name) const;
 
-  // A header of the response to come (before Respond or StartStream).
-  void AddHeader(const std::string& name, const std::string& value);
-  // A whole response.
-  void Respond(int status, const std::string& content_type, const std::string& body);
-  // A response streamed in chunks (Transfer-Encoding: chunked).
-  void StartStream(int status, const std::string& content_type);
-  // Sends `data`; `flushed` (may be empty) runs once it was handed to the
-  // socket, so a producer can wait for a slow client before making more.
-  void Send(const std::string& data, std::function<void()> flushed = nullptr);
-  void EndStream();
-  // Runs once if the client goes away before the response ended (noticed as
-  // its socket closes, whether or not a response began).
-  void OnClose(std::function<void()> on_close);
+  // HttpReply. A stream is sent with Transfer-Encoding: chunked; `flushed`
+  // runs once the data was handed to the socket; OnClose's hook runs as the
+  // client's socket closes, whether or not a response began.
+  void AddHeader(const std::string& name, const std::string& value) override;
+  void Respond(int status, const std::string& content_type, const std::string& body) override;
+  void StartStream(int status, const std::string& content_type) override;
+  void Send(const std::string& data, std::function<void()> flushed = nullptr) override;
+  void EndStream() override;
+  void OnClose(std::function<void()> on_close) override;
   // The request's span while it runs (not started with tracing off): its
   // context is what the orchestrator is sent as the traceparent.
   const Span& span() const { return span_; }
@@ -73,9 +70,8 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   // connection on (http_upgrade.h); the exchange is done. nullptr when the
   // client went away already or a response began.
   std::unique_ptr<HttpUpgrade> Upgrade(const std::string& head);
-  // The response ended, or the client went away: nothing more is sent.
-  bool done() const { return request_ == nullptr; }
-  bool streaming() const { return streaming_; }
+  bool done() const override { return request_ == nullptr; }
+  bool streaming() const override { return streaming_; }
 
  private:
   friend class HttpServer;

@@ -22,7 +22,7 @@ std::string SseEvent(const nlohmann::json& event) {
 }  // namespace
 
 SpeechCall::SpeechCall(SpeechRequest request, int voice_stage, std::string authorization,
-                       TraceHeaders trace, std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                       TraceHeaders trace, std::shared_ptr<HttpReply> exchange, LoopPoster post,
                        CallObserver observer, CallFallback fallback)
     : ResponseReader(std::move(post), fallback),
       request_(std::move(request)),
@@ -34,7 +34,7 @@ SpeechCall::SpeechCall(SpeechRequest request, int voice_stage, std::string autho
 
 void SpeechCall::Start(v1::Orchestrator::Stub* stub, CallFallback fallback, bool orchestrator_tls,
                        SpeechRequest request, int voice_stage, std::string authorization,
-                       TraceHeaders trace, std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                       TraceHeaders trace, std::shared_ptr<HttpReply> exchange, LoopPoster post,
                        CallObserver observer) {
   auto* call =
       new SpeechCall(std::move(request), voice_stage, std::move(authorization), std::move(trace),

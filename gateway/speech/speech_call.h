@@ -23,7 +23,7 @@
 #include "gateway/chat/chat_call.h"
 #include "gateway/chat/response_reader.h"
 #include "gateway/http/api_error.h"
-#include "gateway/http/http_server.h"
+#include "gateway/http/http_reply.h"
 #include "gateway/http/trace_headers.h"
 #include "gateway/speech/speech_request.h"
 #include "grpcpp/grpcpp.h"
@@ -38,12 +38,12 @@ class SpeechCall final : public ResponseReader<grpc::ClientReadReactor<v1::Gener
   // extra parameters name the request's voice and speed.
   static void Start(v1::Orchestrator::Stub* stub, CallFallback fallback, bool orchestrator_tls,
                     SpeechRequest request, int voice_stage, std::string authorization,
-                    TraceHeaders trace, std::shared_ptr<HttpExchange> exchange, LoopPoster post,
+                    TraceHeaders trace, std::shared_ptr<HttpReply> exchange, LoopPoster post,
                     CallObserver observer);
 
  private:
   SpeechCall(SpeechRequest request, int voice_stage, std::string authorization, TraceHeaders trace,
-             std::shared_ptr<HttpExchange> exchange, LoopPoster post, CallObserver observer,
+             std::shared_ptr<HttpReply> exchange, LoopPoster post, CallObserver observer,
              CallFallback fallback);
   void Begin(v1::Orchestrator::Stub* stub);
   // ResponseReader (loop thread).
@@ -73,7 +73,7 @@ class SpeechCall final : public ResponseReader<grpc::ClientReadReactor<v1::Gener
   bool orchestrator_tls_ = false;
   bool got_response_ = false;
   std::string request_id_;
-  const std::shared_ptr<HttpExchange> exchange_;
+  const std::shared_ptr<HttpReply> exchange_;
   const CallObserver observer_;
   // Made at the first audio, at its rate.
   std::unique_ptr<AudioEncoder> encoder_;
