@@ -113,9 +113,9 @@ std::string Queue(const v1::PipelineStatus& status) {
   std::vector<std::string> parts;
   for (const v1::QueuedRequests& q : status.queued()) {
     waiting += q.waiting();
-    parts.push_back(absl::StrCat("priority ", q.priority(), " ",
-                                 q.identity().empty() ? "(anonymous)" : q.identity(), ": ",
-                                 q.waiting()));
+    parts.push_back(
+        absl::StrCat(q.priority() < 0 ? "batch" : absl::StrCat("priority ", q.priority()), " ",
+                     q.identity().empty() ? "(anonymous)" : q.identity(), ": ", q.waiting()));
   }
   if (parts.empty()) return "0 queued";
   return absl::StrCat(waiting, " queued (", absl::StrJoin(parts, ", "), ")");

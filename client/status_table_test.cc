@@ -153,6 +153,10 @@ TEST(StatusTableTest, QueueClusterAndInvariants) {
   q = status.add_queued();
   q->set_priority(0);
   q->set_waiting(1);
+  q = status.add_queued();
+  q->set_priority(-1);  // a batch's lines
+  q->set_identity("bob");
+  q->set_waiting(4);
   status.set_invariant_violations(1);
   status.set_cluster(true);
   v1::OrchestratorStatus* self = status.add_orchestrators();
@@ -164,8 +168,8 @@ TEST(StatusTableTest, QueueClusterAndInvariants) {
   peer->set_peer_address("10.0.0.2:50061");
   peer->set_error("deadline exceeded");
   const std::string table = FormatStatusTable(status);
-  EXPECT_THAT(table, HasSubstr("2 in flight, 3 queued (priority 9 alice: 2, priority 0 "
-                               "(anonymous): 1)\n"
+  EXPECT_THAT(table, HasSubstr("2 in flight, 7 queued (priority 9 alice: 2, priority 0 "
+                               "(anonymous): 1, batch bob: 4)\n"
                                "invariant violations: 1 (a bug of omnistage: see its log)\n"
                                "orchestrators:\n"
                                "  node id  peer address    reachable  in flight  accepting  "

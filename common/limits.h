@@ -11,6 +11,10 @@ namespace omnistage {
 // A request id is 1..128 bytes.
 inline constexpr size_t kMaxRequestIdBytes = 128;
 
+// An identity (a tokens file's entry, GenerateRequest.on_behalf_of) is at
+// most this long.
+inline constexpr size_t kMaxIdentityBytes = 128;
+
 // A GenerateRequest's session_key is at most this long (empty: none;
 // docs/routing.md).
 inline constexpr size_t kMaxSessionKeyBytes = 256;

@@ -29,6 +29,7 @@ using ::testing::HasSubstr;
 constexpr char kAlice[] = "alice-token-0123456789";
 constexpr char kBob[] = "bob-token-0123456789";
 constexpr char kOps[] = "ops-token-0123456789";
+constexpr char kGateway[] = "gateway-token-0123456789";
 
 void WriteTokens(const std::string& path, const std::vector<std::string>& who) {
   const std::string temporary = path + ".new";
@@ -36,9 +37,13 @@ void WriteTokens(const std::string& path, const std::vector<std::string>& who) {
     std::ofstream out(temporary);
     out << "tokens:\n";
     for (const std::string& name : who) {
-      const std::string token = name == "alice" ? kAlice : name == "bob" ? kBob : kOps;
-      out << "  - identity: " << name << "\n    role: " << (name == "ops" ? "admin" : "user")
-          << "\n    token: \"" << token << "\"\n";
+      const std::string token = name == "alice"     ? kAlice
+                                : name == "bob"     ? kBob
+                                : name == "gateway" ? kGateway
+                                                    : kOps;
+      const std::string role = name == "ops" ? "admin" : name == "gateway" ? "gateway" : "user";
+      out << "  - identity: " << name << "\n    role: " << role << "\n    token: \"" << token
+          << "\"\n";
     }
   }
   ASSERT_EQ(std::rename(temporary.c_str(), path.c_str()), 0);
@@ -61,7 +66,7 @@ class SecurityProcessTest : public ::testing::Test {
     client.ips.clear();
     to_workers_ = pki_.Issue("to-workers", client);
     tokens_ = dir_ + "/tokens.yaml";
-    WriteTokens(tokens_, {"alice", "bob", "ops"});
+    WriteTokens(tokens_, {"alice", "bob", "ops", "gateway"});
 
     PipelineSpec spec;
     StageSpec llm = Stage("llm", "sim_llm", "step_time_us=2000", 1, true, "tokens");
@@ -79,11 +84,14 @@ class SecurityProcessTest : public ::testing::Test {
     ASSERT_NE(pipeline_, nullptr);
   }
 
+  // `on_behalf_of`: the identity the request runs as (a gateway's token).
   std::unique_ptr<GenerateCall> Start(const std::string& id, uint32_t max_tokens,
-                                      const std::string& token) {
-    return std::make_unique<GenerateCall>(
-        pipeline_->stub(), MakeRequest(id, "hello", {StageParams(0, max_tokens)}),
-        absl::Seconds(60), token);
+                                      const std::string& token,
+                                      const std::string& on_behalf_of = "") {
+    v1::GenerateRequest request = MakeRequest(id, "hello", {StageParams(0, max_tokens)});
+    request.set_on_behalf_of(on_behalf_of);
+    return std::make_unique<GenerateCall>(pipeline_->stub(), std::move(request), absl::Seconds(60),
+                                          token);
   }
 
   grpc::Status AbortAs(const std::string& token, const std::string& id,
@@ -209,6 +217,29 @@ TEST_F(SecurityProcessTest, AnotherIdentitysAbortIsNotFoundAndTheOwnersWorks) {
   const GenerateResult r = alices->Wait(absl::Seconds(10));
   ExpectOneTerminal(r);
   EXPECT_EQ(r.terminal.finish_reason(), v1::FINISH_REASON_ABORT);
+}
+
+// A gateway's token runs a request as alice (a line of her batch): it is
+// hers (bob's abort is NOT_FOUND, hers stops it). Only a gateway's token may
+// act for another, and only for an identity the tokens file names.
+TEST_F(SecurityProcessTest, AGatewayRunsARequestAsTheIdentityItNames) {
+  std::unique_ptr<GenerateCall> line = Start("line-1", 100000, kGateway, "alice");
+  ASSERT_TRUE(line->WaitForOutput(absl::Seconds(30)));
+  v1::AbortResponse response;
+  ASSERT_TRUE(AbortAs(kBob, "line-1", &response).ok());
+  EXPECT_EQ(response.results(0).outcome(), v1::AbortResult::OUTCOME_NOT_FOUND);
+  ASSERT_TRUE(AbortAs(kAlice, "line-1", &response).ok());
+  EXPECT_EQ(response.results(0).outcome(), v1::AbortResult::OUTCOME_ABORTED);
+  EXPECT_EQ(line->Wait(absl::Seconds(10)).terminal.finish_reason(), v1::FINISH_REASON_ABORT);
+
+  const GenerateResult as_user = Start("x1", 4, kAlice, "bob")->Wait(absl::Seconds(30));
+  EXPECT_EQ(as_user.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(as_user.status.error_message(), HasSubstr("on_behalf_of needs the gateway role"));
+  const GenerateResult unknown = Start("x2", 4, kGateway, "mallory")->Wait(absl::Seconds(30));
+  EXPECT_EQ(unknown.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(unknown.status.error_message(), HasSubstr("'mallory'"));
+  // Its own requests run as itself, as any user's.
+  ExpectOneTerminal(Start("own", 4, kGateway)->Wait(absl::Seconds(30)));
 }
 
 // An operator stops a runaway request: an admin token aborts any identity's.

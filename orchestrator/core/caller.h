@@ -12,6 +12,9 @@ namespace omnistage {
 
 // Priorities run from 0 to this.
 inline constexpr int kMaxPriority = 9;
+// The admission queue's place for work that can wait (GenerateRequest.batch):
+// below every priority a request may ask for.
+inline constexpr int kBatchPriority = -1;
 
 // An identity's rates (the tokens file); 0: no limit. Token buckets: a
 // request takes one of `requests_burst`, refilled at `requests_per_second`;
@@ -44,6 +47,9 @@ struct Caller {
   // token. (A client certificate's identity is an admin for the operator's
   // calls, but owns only its own requests.)
   bool abort_any = false;
+  // May run requests as another identity (GenerateRequest.on_behalf_of): a
+  // front end's token (role gateway).
+  bool acts_for_others = false;
   // Its requests' priority when they do not ask for one, the highest they may
   // ask for (GenerateRequest.priority), and its share of the admission queue
   // among the identities of one priority (admission_queue.h).

@@ -122,6 +122,14 @@ absl::Status ValidateGenerateRequest(const PipelineConfig& config,
     return absl::InvalidArgumentError(
         absl::StrCat("request_id is ", id.size(), " bytes; the limit is ", kMaxRequestIdBytes));
   }
+  if (!request.on_behalf_of().empty() && streamed_input) {
+    return absl::InvalidArgumentError("on_behalf_of: only Generate takes it, not GenerateDuplex");
+  }
+  if (request.on_behalf_of().size() > kMaxIdentityBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("on_behalf_of is ",
+                                                   request.on_behalf_of().size(),
+                                                   " bytes; the limit is ", kMaxIdentityBytes));
+  }
   if (!std::all_of(id.begin(), id.end(), IsRequestIdChar)) {
     return absl::InvalidArgumentError("request_id may contain only letters, digits and . _ : -");
   }

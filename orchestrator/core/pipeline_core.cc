@@ -196,7 +196,7 @@ absl::StatusOr<std::string> PipelineCore::AdmitId(const v1::GenerateRequest& req
         "request id '", id,
         "' is still being stopped after its previous use; retry shortly or use another id"));
   }
-  if (request.has_priority() && request.priority() > caller.max_priority) {
+  if (request.has_priority() && !request.batch() && request.priority() > caller.max_priority) {
     return absl::PermissionDeniedError(
         absl::StrCat("priority ", request.priority(), " is above the highest ",
                      caller.identity.empty() ? "these clients" : "'" + caller.identity + "'",
@@ -242,7 +242,10 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   }
   Log(LogLevel::kDebug, ContextOf(r), "admitted");
   const bool waits = starts_.MustWait(r);
-  const int priority = request.has_priority() ? request.priority() : caller.priority;
+  // Work that can wait goes below every priority.
+  const int priority = request.batch()          ? kBatchPriority
+                       : request.has_priority() ? request.priority()
+                                                : caller.priority;
   tracing_.Admitted(r, streamed_input ? "GenerateDuplex" : "Generate", priority);
   // The requests due to leave the queue before it: those of its priority or
   // higher.
@@ -340,7 +343,7 @@ void PipelineCore::SnapshotMetrics() {
   CheckInLoop();
   std::vector<size_t> queued(kMaxPriority + 1);
   for (int p = 0; p <= kMaxPriority; ++p) queued[p] = starts_.order().CountAt(p);
-  metrics_.Snapshot(table_.size(), pools_, queued);
+  metrics_.Snapshot(table_.size(), pools_, queued, starts_.order().CountAt(kBatchPriority));
   metrics_.Scaling(demand_.demand());
   metrics_.Audio(audio_.Status());
 }

@@ -317,6 +317,45 @@ TEST_F(PipelineCoreQueueTest, AFullQueueRefusesOrShedsForAHigherPriority) {
   Done(0, 0, "q1");
 }
 
+// Work that can wait (GenerateRequest.batch) leaves after every priority,
+// whatever priority it names (and beyond its caller's ceiling: it is not
+// used), and is the first shed from a full queue, even for priority 0.
+TEST_F(PipelineCoreQueueTest, BatchWorkWaitsBelowEveryPriorityAndIsShedFirst) {
+  BuildOne(/*max_queued=*/3);
+  FillSlots();
+  ClearLog();
+  const auto batch = [this](const std::string& id) {
+    v1::GenerateRequest request;
+    request.set_request_id(id);
+    request.set_prompt("Hi there");
+    request.set_batch(true);
+    request.set_priority(9);
+    Caller caller = Caller::Of("alice");
+    caller.max_priority = 0;
+    auto sink = std::make_shared<FakeResponseSink>();
+    sinks_.push_back(sink);
+    core().Generate(std::move(request), sink, "", caller);
+    return sink;
+  };
+  auto first = batch("b1");
+  auto second = batch("b2");
+  EXPECT_EQ(first->fail_count(), 0);
+  auto interactive = GenAs("i1", "bob", 0);
+  EXPECT_EQ(core().Status().queued_size(), 2);
+  EXPECT_EQ(core().Status().queued(0).priority(), 0);
+  EXPECT_EQ(core().Status().queued(1).priority(), kBatchPriority);
+  // Full (3): a priority-0 arrival sheds the newest batch line.
+  auto again = GenAs("i2", "carol", 0);
+  EXPECT_EQ(again->fail_count(), 0);
+  EXPECT_EQ(second->terminal().error().code(), kResourceExhausted);
+  Done(0, 0, "run0");
+  Done(0, 0, "run1");
+  Done(0, 0, "run2");
+  EXPECT_THAT(Sent(), ElementsAre("i1", "i2", "b1"));
+  for (int i = 3; i < kSlots; ++i) Done(0, 0, absl::StrCat("run", i));
+  for (const char* id : {"i1", "i2", "b1"}) Done(0, 0, id);
+}
+
 TEST_F(PipelineCoreQueueTest, AWaitPastTheBoundEndsWithRetryHint) {
   BuildOne();
   FillSlots();

@@ -128,7 +128,8 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry* registry, std::vector<std::str
                         .With({})),
       queued_(registry->AddGauge(
           "omnistage_admission_queued_requests",
-          "Requests waiting in the admission queue for a free slot on stage 0, by priority.",
+          "Requests waiting in the admission queue for a free slot on stage 0, by priority "
+          "(0-9; batch: work that can wait, below them all).",
           {"priority"})),
       queue_wait_(registry
                       ->AddHistogram("omnistage_admission_queue_wait_seconds",
@@ -298,11 +299,12 @@ void PipelineMetrics::WorkerAbortAnswered(int stage, size_t stopped, size_t alre
 
 void PipelineMetrics::Snapshot(size_t in_flight,
                                const std::vector<std::shared_ptr<StagePool>>& pools,
-                               const std::vector<size_t>& queued_by_priority) {
+                               const std::vector<size_t>& queued_by_priority, size_t queued_batch) {
   in_flight_.Set(static_cast<double>(in_flight));
   for (size_t p = 0; p < queued_by_priority.size(); ++p) {
     queued_.With({absl::StrCat(p)}).Set(static_cast<double>(queued_by_priority[p]));
   }
+  queued_.With({"batch"}).Set(static_cast<double>(queued_batch));
   // Built aside and swapped in whole: a scrape rendering meanwhile sees every
   // replica (the previous snapshot's or this one's), never a half-built set.
   std::map<std::vector<std::string>, double> up, bound;

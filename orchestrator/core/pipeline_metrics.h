@@ -81,9 +81,10 @@ class PipelineMetrics {
   // ---- Gauges of loop-owned state, set at scrape time on the loop ----
   // The in-flight count, up and bound for every replica `pools` list (removed
   // ones disappear), and the requests queued at each priority
-  // (`queued_by_priority[p]`; every priority is listed, 0 when none waits).
+  // (`queued_by_priority[p]`; every priority is listed, 0 when none waits)
+  // and below them all (`queued_batch`: GenerateRequest.batch).
   void Snapshot(size_t in_flight, const std::vector<std::shared_ptr<StagePool>>& pools,
-                const std::vector<size_t>& queued_by_priority);
+                const std::vector<size_t>& queued_by_priority, size_t queued_batch);
 
   // Each stage's autoscaling signal, as `demand` last sampled it.
   void Scaling(const StageDemand& demand);

@@ -41,10 +41,24 @@ absl::StatusOr<Caller> ClientAuth::Authenticate(const grpc::ServerContextBase& c
   return caller;
 }
 
+absl::StatusOr<Caller> ClientAuth::OnBehalfOf(const Caller& caller,
+                                              const std::string& identity) const {
+  if (tokens_ == nullptr) return Caller::Of(identity);
+  if (!caller.acts_for_others) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("on_behalf_of needs the gateway role; '", caller.identity, "' has ",
+                     caller.admin ? "the admin role" : "the user role"));
+  }
+  absl::StatusOr<Caller> behalf = tokens_->FindIdentity(identity);
+  if (!behalf.ok()) return absl::PermissionDeniedError(behalf.status().message());
+  return behalf;
+}
+
 absl::Status ClientAuth::RequireAdmin(const Caller& caller, absl::string_view call) {
   if (caller.admin) return absl::OkStatus();
-  return absl::PermissionDeniedError(absl::StrCat(
-      call, " needs the admin role; '", caller.identity, "' has the user role"));
+  return absl::PermissionDeniedError(
+      absl::StrCat(call, " needs the admin role; '", caller.identity, "' has the ",
+                   caller.acts_for_others ? "gateway" : "user", " role"));
 }
 
 }  // namespace omnistage

@@ -35,6 +35,11 @@ class ClientAuth {
 
   // The caller of `context`'s call, or UNAUTHENTICATED saying what is wrong.
   absl::StatusOr<Caller> Authenticate(const grpc::ServerContextBase& context) const;
+  // The caller a request set on_behalf_of `identity` runs as: `caller` must
+  // act for others (a gateway's token) and the tokens file name `identity`
+  // (PERMISSION_DENIED saying which is not so). Without a tokens file,
+  // `identity` with the default priority, weight and no rates.
+  absl::StatusOr<Caller> OnBehalfOf(const Caller& caller, const std::string& identity) const;
   // PERMISSION_DENIED unless `caller` is an admin; `call` names the call.
   static absl::Status RequireAdmin(const Caller& caller, absl::string_view call);
 

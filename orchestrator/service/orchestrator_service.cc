@@ -32,6 +32,10 @@ absl::Status OrchestratorService::Admitted(const grpc::CallbackServerContext& co
 grpc::ServerWriteReactor<v1::GenerateResponse>* OrchestratorService::Generate(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
   absl::StatusOr<Caller> caller = Authenticated(*context, "Generate");
+  if (caller.ok() && !request->on_behalf_of().empty()) {
+    caller = auth_->OnBehalfOf(*caller, request->on_behalf_of());
+    if (!caller.ok()) core_->metrics().AuthRefused("Generate", caller.status().code());
+  }
   if (!caller.ok()) return RefusedGenerate(caller.status());
   return NewGenerateReactor(context, core_, loop_, *request, *std::move(caller));
 }

@@ -12,6 +12,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/random_id.h"
 #include "orchestrator/config/objective_defaults.h"
@@ -58,7 +59,7 @@ absl::StatusOr<std::vector<TokenFile::Entry>> TokenFile::Parse(const std::string
       std::string role;
       std::string token;
       fields.String("identity", &entry.caller.identity, /*required=*/true);
-      fields.OneOf("role", {"user", "admin"}, &role, /*required=*/true);
+      fields.OneOf("role", {"user", "admin", "gateway"}, &role, /*required=*/true);
       fields.String("token", &token, /*required=*/true);
       int64_t priority = 0;
       int64_t max_priority = -1;
@@ -96,7 +97,7 @@ absl::StatusOr<std::vector<TokenFile::Entry>> TokenFile::Parse(const std::string
       entry.caller.max_priority = static_cast<int>(max_priority >= 0 ? max_priority : priority);
       entry.caller.weight = static_cast<int>(weight);
       if (!status.ok()) break;
-      if (entry.caller.identity.empty() || entry.caller.identity.size() > 128 ||
+      if (entry.caller.identity.empty() || entry.caller.identity.size() > kMaxIdentityBytes ||
           !std::all_of(entry.caller.identity.begin(), entry.caller.identity.end(), IdentityChar)) {
         status =
             yaml::Invalid(fields.PathOf("identity"), "1 to 128 of letters, digits and . _ - : @");
@@ -113,6 +114,7 @@ absl::StatusOr<std::vector<TokenFile::Entry>> TokenFile::Parse(const std::string
       if (!status.ok()) break;
       entry.caller.admin = role == "admin";
       entry.caller.abort_any = entry.caller.admin;
+      entry.caller.acts_for_others = role == "gateway";
       entry.digest = Sha256(token);
       for (size_t j = 0; j < entries.size(); ++j) {
         if (entries[j].digest == entry.digest) {
@@ -185,6 +187,22 @@ absl::StatusOr<Caller> TokenFile::Find(absl::string_view token) {
   }
   if (found == nullptr) return absl::NotFoundError("unknown or revoked token");
   return found->caller;
+}
+
+absl::StatusOr<Caller> TokenFile::FindIdentity(absl::string_view identity) {
+  absl::MutexLock lock(&mu_);
+  MaybeReload();
+  for (const Entry& entry : entries_) {
+    if (entry.caller.identity != identity) continue;
+    // Its requests' standing, none of its other powers.
+    Caller caller = entry.caller;
+    caller.admin = false;
+    caller.abort_any = false;
+    caller.acts_for_others = false;
+    return caller;
+  }
+  return absl::NotFoundError(
+      absl::StrCat("no token of the tokens file stands for '", identity, "' (revoked?)"));
 }
 
 }  // namespace omnistage

@@ -9,6 +9,10 @@
 //     - identity: ops
 //       role: admin              # admin: also status and stage utilities
 //       token: "<16+ characters>"
+//     - identity: batch-gateway
+//       role: gateway            # gateway: also runs requests as another
+//                                #   identity (GenerateRequest.on_behalf_of)
+//       token: "<16+ characters>"
 //       priority: 5              # optional: its requests' default priority (0..9,
 //       max_priority: 7          #   default 0) and the most they may ask (default:
 //       weight: 3                #   priority), its share when queued (default 1)
@@ -51,6 +55,12 @@ class TokenFile {
   // again if it changed; a changed file that does not load is logged and the
   // tokens it had stay in force.
   absl::StatusOr<Caller> Find(absl::string_view token) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // How `identity`'s requests stand (priorities, weight, rates, objectives:
+  // its first entry's), for a request run on its behalf; none of the
+  // entry's other powers (admin, acting for others). NOT_FOUND when no
+  // entry names it. Reloads as Find().
+  absl::StatusOr<Caller> FindIdentity(absl::string_view identity) ABSL_LOCKS_EXCLUDED(mu_);
 
   // How often Find() looks for changes (1 s; tests set zero).
   void set_reload_interval(absl::Duration interval) ABSL_LOCKS_EXCLUDED(mu_);

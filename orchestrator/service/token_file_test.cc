@@ -61,6 +61,33 @@ TEST_F(TokenFileTest, GivesEachIdentityItsPriorityCeilingAndWeight) {
   EXPECT_EQ(ops->weight, 1);
 }
 
+// A gateway's token may act for others; an identity's standing is found by
+// its name, without its powers (admin, acting for others).
+TEST_F(TokenFileTest, AGatewayActsForTheIdentitiesTheFileNames) {
+  constexpr char kGateway[] = "gateway-0123456789abcdef";
+  Write(Tokens(Entry("alice", "user", kAlice) + "    priority: 2\n    weight: 3\n" +
+               Entry("ops", "admin", kOps) + Entry("batch-gateway", "gateway", kGateway)));
+  absl::StatusOr<std::unique_ptr<TokenFile>> file = TokenFile::Load(path_);
+  ASSERT_TRUE(file.ok()) << file.status();
+  absl::StatusOr<Caller> gateway = (*file)->Find(kGateway);
+  ASSERT_TRUE(gateway.ok());
+  EXPECT_TRUE(gateway->acts_for_others);
+  EXPECT_FALSE(gateway->admin);
+  EXPECT_FALSE((*file)->Find(kAlice)->acts_for_others);
+  EXPECT_FALSE((*file)->Find(kOps)->acts_for_others);
+  absl::StatusOr<Caller> alice = (*file)->FindIdentity("alice");
+  ASSERT_TRUE(alice.ok());
+  EXPECT_EQ(alice->identity, "alice");
+  EXPECT_EQ(alice->priority, 2);
+  EXPECT_EQ(alice->weight, 3);
+  absl::StatusOr<Caller> ops = (*file)->FindIdentity("ops");
+  ASSERT_TRUE(ops.ok());
+  EXPECT_FALSE(ops->admin);
+  EXPECT_FALSE(ops->abort_any);
+  EXPECT_FALSE((*file)->FindIdentity("batch-gateway")->acts_for_others);
+  EXPECT_EQ((*file)->FindIdentity("mallory").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(TokenFileTest, GivesEachIdentityItsRates) {
   Write(Tokens(Entry("alice", "user", kAlice) + "    requests_per_second: 2.5\n" +
                "    output_tokens_per_minute: 6000\n" + Entry("ops", "admin", kOps) +
@@ -159,7 +186,7 @@ TEST_F(TokenFileTest, ChangesTakeEffectAndABrokenFileKeepsTheLastTokens) {
 TEST_F(TokenFileTest, RefusesWhatCouldNotBeSafeNamingTheField) {
   const std::string at = path_ + ": ";
   EXPECT_EQ(LoadError(Tokens(Entry("alice", "root", kAlice))).message(),
-            at + "tokens[0].role: expected user or admin, got 'root'");
+            at + "tokens[0].role: expected user, admin or gateway, got 'root'");
   EXPECT_EQ(LoadError(Tokens(Entry("alice", "user", "short"))).message(),
             at + "tokens[0].token: shorter than 16 characters: it could be guessed");
   EXPECT_EQ(LoadError(Tokens(Entry("alice", "user", "has a space in it!!"))).message(),
