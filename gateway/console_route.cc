@@ -46,10 +46,7 @@ void ConsoleRoute::Handle(std::shared_ptr<HttpExchange> exchange) {
   if (name.empty()) name = "console.html";
   const ConsoleAsset* asset = FindConsoleAsset(name);
   if (asset == nullptr) {
-    replies_->Refuse(*exchange, "other",
-                     ApiError{404, "invalid_request_error",
-                              absl::StrCat("Invalid URL (", exchange->method(), " ", path, ")"), "",
-                              "unknown_url", std::nullopt});
+    replies_->Refuse(*exchange, "other", UnknownUrl(exchange->method(), path));
     return;
   }
   // A new binary may bring new files: asked again each time, never stale.

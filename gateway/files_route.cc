@@ -20,15 +20,6 @@ constexpr char kContentRoute[] = "/v1/files/{id}/content";
 // OpenAI's default and largest page.
 constexpr int kMaxPage = 10000;
 
-ApiError MethodNotAllowed(const std::string& method, const std::string& path, const char* allowed) {
-  return ApiError{405,
-                  "invalid_request_error",
-                  absl::StrCat(method, " is not allowed on ", path, "; use ", allowed, "."),
-                  "",
-                  "method_not_allowed",
-                  std::nullopt};
-}
-
 }  // namespace
 
 FilesRoute::FilesRoute(StoreAccess* access, RouteReplies* replies, size_t max_file_bytes)
@@ -39,10 +30,8 @@ void FilesRoute::Handle(std::shared_ptr<HttpExchange> exchange) {
   const std::string& method = exchange->method();
   if (access_ == nullptr) {
     replies_->Refuse(*exchange, kFilesRoute,
-                     ApiError{404, "invalid_request_error",
-                              "This gateway keeps no files: start it with --batch_database "
-                              "naming the SQLite file of its Files and Batch APIs.",
-                              "", "unknown_url", std::nullopt});
+                     NotServed("This gateway keeps no files: start it with --batch_database "
+                               "naming the SQLite file of its Files and Batch APIs."));
     return;
   }
   if (path == kFilesRoute) {
@@ -61,10 +50,7 @@ void FilesRoute::Handle(std::shared_ptr<HttpExchange> exchange) {
   const std::string& id = parts[0];
   const bool content = parts.size() == 2 && parts[1] == "content";
   if (id.empty() || (parts.size() == 2 && !content)) {
-    replies_->Refuse(*exchange, "other",
-                     ApiError{404, "invalid_request_error",
-                              absl::StrCat("Invalid URL (", method, " ", path, ")"), "",
-                              "unknown_url", std::nullopt});
+    replies_->Refuse(*exchange, "other", UnknownUrl(method, path));
   } else if (method == "GET") {
     OneFile(std::move(exchange), id, content);
   } else if (method == "DELETE" && !content) {

@@ -89,7 +89,19 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post, std::unique_ptr<Sqlite
       store_access_(store_ != nullptr ? std::make_unique<StoreAccess>(store_.get(), &orchestrators_,
                                                                       &replies_, post_)
                                       : nullptr),
-      files_(store_access_.get(), &replies_, options_.max_file_bytes) {
+      files_(store_access_.get(), &replies_, options_.max_file_bytes),
+      batch_runner_(
+          store_ != nullptr
+              ? std::make_unique<BatchRunner>(
+                    BatchRunner::Options{
+                        BatchTargets{&orchestrators_, options_.model, speech_.orchestrators(),
+                                     speech_.models(), options_.batch_authorization},
+                        options_.batch_concurrency},
+                    store_.get(), post_, &registry_)
+              : nullptr),
+      batches_(BatchesRoute::Options{options_.max_batch_lines, speech_.orchestrators() != nullptr},
+               store_access_.get(), batch_runner_.get(), &replies_) {
+  if (batch_runner_ != nullptr) batch_runner_->Start();
   AddHeapMetrics(&registry_);
   AddTraceMetrics(&registry_, options_.tracer);
   for (HttpEvent refusal :
@@ -119,11 +131,17 @@ void Gateway::CountHttp(HttpEvent event) {
 
 void Gateway::Drain() {
   draining_ = true;
-  post_([this] { realtime_.GoAway(/*now=*/false); });
+  post_([this] {
+    realtime_.GoAway(/*now=*/false);
+    if (batch_runner_ != nullptr) batch_runner_->Drain();
+  });
 }
 
 void Gateway::GoAway() {
-  post_([this] { realtime_.GoAway(/*now=*/true); });
+  post_([this] {
+    realtime_.GoAway(/*now=*/true);
+    if (batch_runner_ != nullptr) batch_runner_->Abandon();
+  });
 }
 
 void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
@@ -143,6 +161,8 @@ void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
     transcription_.Handle(std::move(exchange));
   } else if (path == "/v1/files" || absl::StartsWith(path, "/v1/files/")) {
     files_.Handle(std::move(exchange));
+  } else if (path == "/v1/batches" || absl::StartsWith(path, "/v1/batches/")) {
+    batches_.Handle(std::move(exchange));
   } else if (path == "/v1/realtime") {
     realtime_.Handle(std::move(exchange));
   } else if (method == "GET" && path == "/health") {
@@ -155,10 +175,7 @@ void Gateway::Handle(std::shared_ptr<HttpExchange> exchange) {
   } else if (method == "GET" && path == "/metrics") {
     replies_.Respond(*exchange, 200, "text/plain; version=0.0.4", registry_.Render());
   } else {
-    ApiError error{
-        404, "invalid_request_error", absl::StrCat("Invalid URL (", method, " ", path, ")"),
-        "",  "unknown_url",           std::nullopt};
-    replies_.Refuse(*exchange, "other", error);
+    replies_.Refuse(*exchange, "other", UnknownUrl(method, path));
   }
 }
 

@@ -16,6 +16,8 @@
 //   GET  /favicon.ico           204: no icon (browsers ask on every page)
 //   /v1/files...                the Files API, on the durable store the
 //                               gateway is given (files_route.h)
+//   /v1/batches...              the Batch API (batches_route.h), its lines
+//                               run by batch_runner.h
 // Chat completions with audio in and Realtime sessions go to the orchestrators
 // of a pipeline that hears, when one is given (--hearing_orchestrator).
 // Anything else: 404, as OpenAI answers it. The client's bearer token (and W3C
@@ -34,6 +36,8 @@
 #include "common/tracing/tracer.h"
 #include "gateway/batch/sqlite_database.h"
 #include "gateway/batch/store_thread.h"
+#include "gateway/batch_runner.h"
+#include "gateway/batches_route.h"
 #include "gateway/chat/chat_request.h"
 #include "gateway/console_route.h"
 #include "gateway/files_route.h"
@@ -78,6 +82,12 @@ struct GatewayOptions {
   TranscriptionRoute::Options transcription;
   // The largest file POST /v1/files takes (docs/openai.md, "Files").
   size_t max_file_bytes = 200 << 20;
+  // The Batch API (docs/openai.md, "Batches"): the most lines a batch has,
+  // the lines running at once, and the gateway's own Authorization for them
+  // ("Bearer <token>" of a token with the gateway role; "" without tokens).
+  int64_t max_batch_lines = 50000;
+  int batch_concurrency = 16;
+  std::string batch_authorization;
   // Where the requests' spans go (docs/observability.md, "Traces"; not
   // owned); null: nowhere. Its export counts are on /metrics.
   const Tracer* tracer = nullptr;
@@ -96,10 +106,12 @@ class Gateway {
   // Shutting down: /health answers 503 (readiness: no new clients are sent
   // here), new chat completions and Realtime sessions are refused with 503;
   // those running go on, and each Realtime session is closed with 1001 once
-  // its running response ended (RealtimeSession::GoAway). Thread-safe.
+  // its running response ended (RealtimeSession::GoAway); no more batch
+  // lines start. Thread-safe.
   void Drain();
   // The drain's deadline passed: each Realtime session's running response is
-  // cancelled, then its session closed with 1001. Thread-safe.
+  // cancelled, then its session closed with 1001; batch lines still running
+  // are given up (they run again at the next start). Thread-safe.
   void GoAway();
   // Chat completions running, speech and transcription requests running,
   // Realtime responses running, Realtime sessions open (or being upgraded).
@@ -109,6 +121,8 @@ class Gateway {
   int transcriptions() const { return transcription_.running(); }
   int realtime_responses() const { return realtime_.responses(); }
   int realtime_sessions() const { return realtime_.sessions(); }
+  // Batch API lines running. Thread-safe.
+  int batch_lines() const { return batch_runner_ != nullptr ? batch_runner_->in_flight() : 0; }
   MetricsRegistry& metrics() { return registry_; }
   // The HttpServer's events (HttpServer::OnEvent): open connections, and what
   // the HTTP limits refused or cut, by reason. Loop thread.
@@ -147,6 +161,8 @@ class Gateway {
   std::unique_ptr<StoreThread> store_;
   std::unique_ptr<StoreAccess> store_access_;
   FilesRoute files_;
+  std::unique_ptr<BatchRunner> batch_runner_;
+  BatchesRoute batches_;
 };
 
 }  // namespace omnistage

@@ -19,7 +19,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -27,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/bearer_token.h"
 #include "common/flags_usage.h"
 #include "common/grpc/service_process.h"
 #include "common/grpc/tls.h"
@@ -133,6 +136,14 @@ ABSL_FLAG(std::string, batch_database, "",
 ABSL_FLAG(int64_t, max_file_bytes, 200 << 20,
           "the largest file POST /v1/files takes (413 beyond it); with --batch_database, "
           "a request body may be this large (plus its form)");
+ABSL_FLAG(std::string, batch_token_file, "",
+          "a file holding the gateway's own bearer token (a tokens file entry with role "
+          "gateway), with which it runs each batch's lines as the batch's owner; needed when "
+          "the orchestrators take tokens (docs/openai.md, \"Batches\")");
+ABSL_FLAG(int, batch_concurrency, 16,
+          "batch lines running at once over every batch (they wait below every interactive "
+          "request in the orchestrator's queue)");
+ABSL_FLAG(int, max_batch_lines, 50000, "the most requests a batch's input file may hold");
 ABSL_FLAG(std::string, log_format, "text", "log lines on stderr: text or json");
 ABSL_FLAG(std::string, log_level, "info", "the least severe lines logged: debug, info, "
           "warning or error");
@@ -271,6 +282,24 @@ int Run() {
       return StartRefused("gateway", absl::StrCat("--batch_database: ", opened.status().message()));
     }
     store = *std::move(opened);
+    options.batch_concurrency = absl::GetFlag(FLAGS_batch_concurrency);
+    options.max_batch_lines = absl::GetFlag(FLAGS_max_batch_lines);
+    if (options.batch_concurrency < 1 || options.max_batch_lines < 1) {
+      return StartRefused("gateway", "--batch_concurrency and --max_batch_lines take 1 or more");
+    }
+    if (const std::string file = absl::GetFlag(FLAGS_batch_token_file); !file.empty()) {
+      std::ifstream in(file);
+      std::stringstream text;
+      text << in.rdbuf();
+      if (!in)
+        return StartRefused("gateway", absl::StrCat("--batch_token_file: cannot read ", file));
+      absl::StatusOr<std::string> token = CleanBearerToken(text.str(), "--batch_token_file");
+      if (!token.ok()) return StartRefused("gateway", token.status().message());
+      if (token->empty()) {
+        return StartRefused("gateway", absl::StrCat("--batch_token_file: ", file, " is empty"));
+      }
+      options.batch_authorization = absl::StrCat("Bearer ", *token);
+    }
     // An upload is its file and the form around it.
     limits.max_body_bytes =
         std::max(limits.max_body_bytes, options.max_file_bytes + kMaxFormOverheadBytes);
@@ -313,7 +342,7 @@ int Run() {
   const auto busy = [&gateway] {
     return gateway.chat_completions() > 0 || gateway.speech_requests() > 0 ||
            gateway.transcriptions() > 0 || gateway.realtime_responses() > 0 ||
-           gateway.realtime_sessions() > 0;
+           gateway.realtime_sessions() > 0 || gateway.batch_lines() > 0;
   };
   bool signalled = false;
   while (busy() && absl::Now() < deadline) {
@@ -330,12 +359,19 @@ int Run() {
                             gateway.speech_requests(), " speech request(s) and ",
                             gateway.transcriptions(), " transcription(s); they are cancelled"));
   }
-  if (gateway.realtime_sessions() > 0 && !signalled) {
+  if (gateway.batch_lines() > 0) {
+    LogWarning(absl::StrCat("stopping with ", gateway.batch_lines(),
+                            " batch line(s) running; they run again at the next start"));
+  }
+  // Batch lines are given up even at a second signal: their calls are
+  // cancelled before the channels go.
+  if ((gateway.realtime_sessions() > 0 && !signalled) || gateway.batch_lines() > 0) {
     // Their responses cancelled, the sessions are told (response.done, then
     // the close) before the connections go.
     gateway.GoAway();
     const absl::Time closed_by = absl::Now() + kGoAwayGrace;
-    while (gateway.realtime_sessions() > 0 && absl::Now() < closed_by) {
+    while ((gateway.realtime_sessions() > 0 || gateway.batch_lines() > 0) &&
+           absl::Now() < closed_by) {
       if (signals.WaitFor(absl::Milliseconds(20)) != 0) break;
     }
   }

@@ -39,11 +39,9 @@ void SpeechRoute::Handle(std::shared_ptr<HttpExchange> exchange) {
   const std::string& method = exchange->method();
   if (orchestrators_ == nullptr) {
     replies_->Refuse(*exchange, path,
-                     ApiError{404, "invalid_request_error",
-                              absl::StrCat("This gateway serves no speech: start it with "
-                                           "--speech_orchestrator naming the orchestrators of "
-                                           "a speech pipeline (e.g. pipelines/local_tts.yaml)."),
-                              "", "unknown_url", std::nullopt});
+                     NotServed("This gateway serves no speech: start it with "
+                               "--speech_orchestrator naming the orchestrators of a speech "
+                               "pipeline (e.g. pipelines/local_tts.yaml)."));
     return;
   }
   if (path == kSpeechRoute && method == "POST") {
@@ -52,10 +50,7 @@ void SpeechRoute::Handle(std::shared_ptr<HttpExchange> exchange) {
     Voices(*exchange);
   } else {
     replies_->Refuse(*exchange, path,
-                     ApiError{405, "invalid_request_error",
-                              absl::StrCat(method, " is not allowed on ", path, "; use ",
-                                           path == kSpeechRoute ? "POST" : "GET", "."),
-                              "", "method_not_allowed", std::nullopt});
+                     MethodNotAllowed(method, path, path == kSpeechRoute ? "POST" : "GET"));
   }
 }
 

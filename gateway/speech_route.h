@@ -42,6 +42,10 @@ class SpeechRoute {
   void Handle(std::shared_ptr<HttpExchange> exchange);
   // Speech requests running. Thread-safe.
   int running() const { return running_.load(); }
+  // The speech pipeline's orchestrators (null: none), and the models served:
+  // for the Batch API's speech lines.
+  Orchestrators* orchestrators() const { return orchestrators_.get(); }
+  const SpeechModels& models() const { return models_; }
 
  private:
   void Speech(std::shared_ptr<HttpExchange> exchange);

@@ -19,7 +19,8 @@ StoreAccess::StoreAccess(StoreThread* store, Orchestrators* orchestrators, Route
                          LoopPoster post)
     : store_(store), orchestrators_(orchestrators), replies_(replies), post_(std::move(post)) {}
 
-void StoreAccess::Run(std::shared_ptr<HttpExchange> exchange, std::string route, Work work) {
+void StoreAccess::Run(std::shared_ptr<HttpExchange> exchange, std::string route, Work work,
+                      std::function<void()> answered) {
   std::variant<ForwardedHeaders, ApiError> forwarded = ForwardedHeadersOf(*exchange);
   if (std::holds_alternative<ApiError>(forwarded)) {
     replies_->Refuse(*exchange, route, std::get<ApiError>(forwarded));
@@ -27,22 +28,26 @@ void StoreAccess::Run(std::shared_ptr<HttpExchange> exchange, std::string route,
   }
   orchestrators_->AskCaller(
       orchestrators_->any(), std::get<ForwardedHeaders>(forwarded).authorization, kCallerDeadline,
-      [this, exchange, route = std::move(route), work = std::move(work)](
-          const grpc::Status& status, const v1::CallerInfo& caller) mutable {
+      [this, exchange, route = std::move(route), work = std::move(work),
+       answered = std::move(answered)](const grpc::Status& status,
+                                       const v1::CallerInfo& caller) mutable {
         if (exchange->done()) return;  // The client went away.
         if (!status.ok()) {
           replies_->Refuse(*exchange, route, orchestrators_->Refusal(status));
           return;
         }
         store_->Post([this, exchange, route = std::move(route), work = std::move(work),
+                      answered = std::move(answered),
                       owner = caller.identity()](SqliteDatabase& db) {
           Answer answer = work(db, owner);
-          post_([this, exchange, route, answer = std::move(answer)] {
-            if (exchange->done()) return;
+          post_([this, exchange, route, answered, answer = std::move(answer)] {
             if (std::holds_alternative<ApiError>(answer)) {
-              replies_->Refuse(*exchange, route, std::get<ApiError>(answer));
+              if (!exchange->done()) replies_->Refuse(*exchange, route, std::get<ApiError>(answer));
               return;
             }
+            // Done (a batch created) whether or not the client still waits.
+            if (answered) answered();
+            if (exchange->done()) return;
             const Reply& reply = std::get<Reply>(answer);
             exchange->Respond(reply.status, reply.content_type, reply.body);
             replies_->Count(route, reply.status);

@@ -49,7 +49,9 @@ class StoreAccess {
   // and answers `exchange` (counted under `route`) with what it returns. A
   // token the orchestrator refuses, or an orchestrator out of reach, is
   // answered as the orchestrator said (401, 503, ...) and `work` never runs.
-  void Run(std::shared_ptr<HttpExchange> exchange, std::string route, Work work);
+  // `answered` (may be empty) runs on the loop once a Reply was sent.
+  void Run(std::shared_ptr<HttpExchange> exchange, std::string route, Work work,
+           std::function<void()> answered = nullptr);
 
   // A 200 with a JSON body.
   static Reply Json(std::string body) { return Reply{200, "application/json", std::move(body)}; }

@@ -37,19 +37,13 @@ TranscriptionRoute::~TranscriptionRoute() {
 void TranscriptionRoute::Handle(std::shared_ptr<HttpExchange> exchange) {
   if (orchestrators_ == nullptr) {
     replies_->Refuse(*exchange, kRoute,
-                     ApiError{404, "invalid_request_error",
-                              "This gateway serves no transcriptions: start it with "
-                              "--transcription_orchestrator naming the orchestrators of a "
-                              "listening pipeline (e.g. pipelines/local_listener.yaml).",
-                              "", "unknown_url", std::nullopt});
+                     NotServed("This gateway serves no transcriptions: start it with "
+                               "--transcription_orchestrator naming the orchestrators of a "
+                               "listening pipeline (e.g. pipelines/local_listener.yaml)."));
     return;
   }
   if (exchange->method() != "POST") {
-    replies_->Refuse(*exchange, kRoute,
-                     ApiError{405, "invalid_request_error",
-                              absl::StrCat(exchange->method(), " is not allowed on ", kRoute,
-                                           "; use POST."),
-                              "", "method_not_allowed", std::nullopt});
+    replies_->Refuse(*exchange, kRoute, MethodNotAllowed(exchange->method(), kRoute, "POST"));
     return;
   }
   Transcribe(std::move(exchange));

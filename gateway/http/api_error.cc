@@ -28,6 +28,26 @@ std::vector<std::pair<std::string, std::string>> ApiError::Headers() const {
   return {{"Retry-After", absl::StrCat((ms + 999) / 1000)}, {"retry-after-ms", absl::StrCat(ms)}};
 }
 
+ApiError UnknownUrl(const std::string& method, const std::string& path) {
+  return ApiError{
+      404, "invalid_request_error", absl::StrCat("Invalid URL (", method, " ", path, ")"),
+      "",  "unknown_url",           std::nullopt};
+}
+
+ApiError MethodNotAllowed(const std::string& method, const std::string& path,
+                          const std::string& allowed) {
+  return ApiError{405,
+                  "invalid_request_error",
+                  absl::StrCat(method, " is not allowed on ", path, "; use ", allowed, "."),
+                  "",
+                  "method_not_allowed",
+                  std::nullopt};
+}
+
+ApiError NotServed(const std::string& message) {
+  return ApiError{404, "invalid_request_error", message, "", "unknown_url", std::nullopt};
+}
+
 ApiError FromStatus(const absl::Status& status) {
   ApiError error;
   error.message = std::string(status.message());

@@ -43,6 +43,16 @@ struct ApiError {
 // 400 invalid_request_error about `param`.
 ApiError InvalidRequest(const std::string& param, const std::string& message,
                         const std::string& code = "");
+// 404 unknown_url: "Invalid URL (<method> <path>)", as OpenAI answers a
+// route it does not have.
+ApiError UnknownUrl(const std::string& method, const std::string& path);
+// 405 method_not_allowed: "<method> is not allowed on <path>; use <allowed>."
+ApiError MethodNotAllowed(const std::string& method, const std::string& path,
+                          const std::string& allowed);
+// 404 unknown_url for a route this gateway was not started to serve:
+// `message` says which flag serves it.
+ApiError NotServed(const std::string& message);
+
 // The HTTP status and type for an orchestrator's gRPC status: INVALID_ARGUMENT
 // 400, UNAUTHENTICATED 401, PERMISSION_DENIED 403, NOT_FOUND 404,
 // RESOURCE_EXHAUSTED 429, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, others 500;
