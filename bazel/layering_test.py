@@ -41,7 +41,8 @@ SERVICE_LAYERS = {
     ],
     "gateway": [
         ["gateway/audio", "gateway/http"],
-        ["gateway/chat", "gateway/console"],
+        ["gateway/batch", "gateway/chat"],
+        ["gateway/console"],
         ["gateway/realtime", "gateway/speech", "gateway/transcription"],
     ],
 }

@@ -6,6 +6,7 @@
 //   omni abort --ids=req-1,req-2
 //   omni status [--cluster] [--json] [--watch [--interval_s=2]]
 //   omni utility --stage=1 --name=stats
+//   omni batches --gateway=https://gateway:8000   (a gateway's batches running)
 //
 // generate streams text to stdout as it arrives, shows a progress line for
 // audio on stderr, and saves the audio as a WAV file with --wav (also what
@@ -37,6 +38,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "client/batches_command.h"
 #include "client/connection.h"
 #include "client/generate_output.h"
 #include "client/listen.h"
@@ -66,6 +68,9 @@ ABSL_FLAG(std::string, tls_server_name, "",
           "the name the orchestrator's certificate must carry, when not the host of --server");
 ABSL_FLAG(std::string, token_file, "",
           "file holding the bearer token to send (default: $OMNISTAGE_TOKEN, if set)");
+ABSL_FLAG(std::string, gateway, "",
+          "batches: the gateway's base URL (http://host:port or https://host:port; its "
+          "certificate must chain to --tls_ca, default the system's roots)");
 ABSL_FLAG(std::string, prompt, "",
           "generate: the prompt; speak: text sent before stdin's (optional)");
 ABSL_FLAG(std::string, request_id, "", "generate: request id (default: assigned by the server)");
@@ -122,7 +127,8 @@ ABSL_FLAG(bool, cluster, false,
           "status: the whole cluster (every orchestrator sharing the workers, and each "
           "worker's freshest load)");
 ABSL_FLAG(bool, json, false,
-          "status: print the PipelineStatus as JSON (for programs) instead of the table");
+          "status: print the PipelineStatus as JSON (for programs) instead of the table; "
+          "batches: the list of batches as JSON");
 ABSL_FLAG(bool, watch, false,
           "status: print it again every --interval_s seconds until Ctrl-C (on a terminal, "
           "in place)");
@@ -443,8 +449,9 @@ int Utility(v1::Orchestrator::Stub& stub) {
 int Run(const std::vector<char*>& args) {
   const std::string command = args.size() > 1 ? args[1] : "";
   if (command != "generate" && command != "speak" && command != "listen" && command != "abort" &&
-      command != "status" && command != "utility") {
-    std::cerr << "usage: omni generate|speak|listen|abort|status|utility [flags]  (omni --help)\n";
+      command != "status" && command != "utility" && command != "batches") {
+    std::cerr << "usage: omni generate|speak|listen|abort|status|utility|batches [flags]  (omni "
+                 "--help)\n";
     return kUsage;
   }
   const TlsFiles tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
@@ -459,6 +466,13 @@ int Run(const std::vector<char*>& args) {
     return kUsage;
   }
   token = *std::move(loaded);
+  if (command == "batches") {
+    if (absl::GetFlag(FLAGS_gateway).empty()) {
+      std::cerr << "omni: batches needs --gateway=http(s)://host:port\n";
+      return kUsage;
+    }
+    return RunBatches({absl::GetFlag(FLAGS_gateway), token, tls.ca, absl::GetFlag(FLAGS_json)});
+  }
   // Protobuf's strings are UTF-8: an orchestrator could not read the request.
   for (const auto& [flag, text] :
        {std::make_pair("--prompt", absl::GetFlag(FLAGS_prompt)),
@@ -491,8 +505,7 @@ int main(int argc, char** argv) {
   omnistage::RouteGrpcLogs();
   omnistage::SetUsage(
       "omni generate|speak|listen|abort|status|utility [--server=host:port] [flags]: talks to "
-      "an "
-      "omnistage orchestrator.",
+      "an omnistage orchestrator; omni batches --gateway=URL: a gateway's batches running.",
       "client/omni_cli.cc");
   return omnistage::Run(omnistage::ParseFlagsOrExit(argc, argv, "omni"));
 }

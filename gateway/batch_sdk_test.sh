@@ -8,6 +8,8 @@
 #   seed gets; another identity sees none of it; input files that cannot run
 #   are refused at creation with OpenAI's codes;
 # - a batch cancelled mid-way ends cancelled, every line once in one file;
+# - omni batches (an admin's token) lists a batch running with its counts; a
+#   user's token may not read every owner's;
 # - kill -9 of the gateway mid-batch, started again on the same database: the
 #   batch completes, every line exactly once;
 # - kill -9 of the orchestrator mid-batch, started again on the same port:
@@ -36,7 +38,7 @@ pids="$pid"
 trap 'kill -KILL $pids 2>/dev/null; wait $pids 2>/dev/null || true' EXIT
 db="$out/batches.db"
 gateway_flags=(--batch_database="$db" --batch_token_file="$out/gateway.token"
-  --batch_concurrency=4)
+  --batch_concurrency=2)
 start_gateway gw "${gateway_flags[@]}"
 base="http://127.0.0.1:$gw_port"
 
@@ -52,8 +54,18 @@ grep -q '^omnistage_gateway_batch_lines_total{outcome="completed"} [1-9]' "$out/
   grep -q '^omnistage_gateway_batches_total{status="cancelled"} 1' "$out/metrics.txt" ||
   fail "batch metrics: $(grep batch "$out/metrics.txt")"
 
-# The gateway killed mid-batch, and started again on its database.
-batches start 60
+# The gateway killed mid-batch, and started again on its database. While
+# it runs, omni batches (an admin's token) lists it with its counts.
+batches start 100
+running=$(cat "$out/batch_id")
+OMNISTAGE_TOKEN="$admin" "$omni" batches --gateway="$base" >"$out/omni-batches.txt" \
+  2>"$out/omni-batches.err" || fail "omni batches: $(cat "$out/omni-batches.err")"
+grep -q "^$running  *sdk-user  */v1/chat/completions  *in_progress  *[0-9]*/100 " \
+  "$out/omni-batches.txt" || fail "omni batches: $(cat "$out/omni-batches.txt")"
+code=$(curl -s -o "$out/console-user.json" -w '%{http_code}' "$base/console/status" \
+  -H "Authorization: Bearer $token")
+[ "$code" = 403 ] || fail "a user's token read every owner's batches: HTTP $code"
+echo "omni batches: $(grep "$running" "$out/omni-batches.txt")"
 kill -KILL "$gw"
 wait "$gw" 2>/dev/null || true
 start_gateway gw2 "${gateway_flags[@]}"
@@ -63,7 +75,7 @@ grep -q 'line(s) running when the gateway stopped run again' "$out/gw2.err" ||
   fail "the restarted gateway put no line back: $(cat "$out/gw2.err")"
 
 # The orchestrator killed mid-batch (its workers with it), and started again.
-batches start 60
+batches start 100
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null || true
 start_orchestrator pipelines/local_omni.yaml --tokens_file="$out/tokens.yaml" \

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "gateway/batch/batch_store.h"
 #include "gateway/console/assets.h"
 #include "gateway/console/console_status.h"
 #include "gateway/http/api_error.h"
@@ -27,8 +28,9 @@ constexpr std::chrono::seconds kStatusDeadline{5};
 
 }  // namespace
 
-ConsoleRoute::ConsoleRoute(Orchestrators* orchestrators, RouteReplies* replies)
-    : orchestrators_(orchestrators), replies_(replies) {}
+ConsoleRoute::ConsoleRoute(Orchestrators* orchestrators, RouteReplies* replies, StoreThread* store,
+                           LoopPoster post)
+    : orchestrators_(orchestrators), replies_(replies), store_(store), post_(std::move(post)) {}
 
 void ConsoleRoute::Handle(std::shared_ptr<HttpExchange> exchange) {
   const std::string& path = exchange->path();
@@ -72,9 +74,25 @@ void ConsoleRoute::Status(std::shared_ptr<HttpExchange> exchange) {
           replies_->Refuse(*exchange, kStatusRoute, orchestrators_->Refusal(status));
           return;
         }
-        exchange->AddHeader("Cache-Control", "no-store");
-        exchange->Respond(200, "application/json", ConsoleStatusJson(pipeline, served_));
-        replies_->Count(kStatusRoute, 200);
+        const auto respond = [this, exchange](const v1::PipelineStatus& status,
+                                              const std::vector<StoredBatch>* batches) {
+          if (exchange->done()) return;
+          exchange->AddHeader("Cache-Control", "no-store");
+          exchange->Respond(200, "application/json", ConsoleStatusJson(status, served_, batches));
+          replies_->Count(kStatusRoute, 200);
+        };
+        if (store_ == nullptr) {
+          respond(pipeline, nullptr);
+          return;
+        }
+        // The orchestrator said the token may see everything: the batches too.
+        store_->Post([this, pipeline, respond](SqliteDatabase& db) {
+          absl::StatusOr<std::vector<StoredBatch>> batches =
+              BatchStore(&db).Unfinished(kBatchesShown);
+          post_([pipeline, respond, batches = std::move(batches)] {
+            respond(pipeline, batches.ok() ? &*batches : nullptr);
+          });
+        });
       });
 }
 

@@ -7,7 +7,8 @@
 // that token to an orchestrator's GetPipelineStatus as a chat completion's goes
 // to its Generate, so with tokens on only an admin's is answered (a user's is
 // PERMISSION_DENIED: 403; none or an unknown one, UNAUTHENTICATED: 401), and
-// without tokens anyone's is.
+// without tokens anyone's is. With the Batch API's store it lists the
+// batches not finished, every owner's (so an admin's token sees them all).
 //
 // Loop thread only.
 #ifndef OMNISTAGE_GATEWAY_CONSOLE_ROUTE_H_
@@ -17,6 +18,7 @@
 #include <memory>
 
 #include "absl/time/time.h"
+#include "gateway/batch/store_thread.h"
 #include "gateway/chat/chat_call.h"
 #include "gateway/console/served_requests.h"
 #include "gateway/http/http_server.h"
@@ -27,8 +29,10 @@ namespace omnistage {
 
 class ConsoleRoute {
  public:
-  // Neither pointer is owned; both outlive the route.
-  ConsoleRoute(Orchestrators* orchestrators, RouteReplies* replies);
+  // No pointer is owned; each outlives the route. `store`: the Batch API's
+  // (null: none), whose batches not finished the status shows.
+  ConsoleRoute(Orchestrators* orchestrators, RouteReplies* replies, StoreThread* store,
+               LoopPoster post);
 
   // A GET of /console or a path under /console/.
   void Handle(std::shared_ptr<HttpExchange> exchange);
@@ -41,8 +45,12 @@ class ConsoleRoute {
   void Status(std::shared_ptr<HttpExchange> exchange);
 
   static constexpr size_t kServedKept = 50;
+  // The most batches the status lists.
+  static constexpr int kBatchesShown = 100;
   Orchestrators* const orchestrators_;
   RouteReplies* const replies_;
+  StoreThread* const store_;
+  const LoopPoster post_;
   ServedRequests served_{kServedKept};
 };
 

@@ -71,13 +71,14 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post, std::unique_ptr<Sqlite
                                            options_.orchestrator_tls_name},
                      post_, &fallbacks_.With({"orchestrator"})),
       hearing_(HearingOrchestrators(options_, post_, &fallbacks_.With({"hearing_orchestrator"}))),
+      store_(store != nullptr ? std::make_unique<StoreThread>(std::move(store)) : nullptr),
       realtime_(
           RealtimeRoute::Options{hearing_ != nullptr ? options_.hearing_model : options_.model,
                                  options_.max_realtime_sessions, options_.realtime,
                                  options_.tracer},
           hearing_ != nullptr ? hearing_.get() : &orchestrators_, &replies_, post_, &draining_,
           &registry_),
-      console_(&orchestrators_, &replies_),
+      console_(&orchestrators_, &replies_, store_.get(), post_),
       speech_(SpeechRoute::Options{Orchestrators::Target{options_.speech_orchestrator,
                                                          options_.orchestrator_tls,
                                                          options_.orchestrator_tls_name},
@@ -85,7 +86,6 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post, std::unique_ptr<Sqlite
               &replies_, post_, &draining_, &fallbacks_.With({"speech_orchestrator"})),
       transcription_(TranscriptionRouteOptions(options_), &replies_, post_, &draining_,
                      &fallbacks_.With({"transcription_orchestrator"})),
-      store_(store != nullptr ? std::make_unique<StoreThread>(std::move(store)) : nullptr),
       store_access_(store_ != nullptr ? std::make_unique<StoreAccess>(store_.get(), &orchestrators_,
                                                                       &replies_, post_)
                                       : nullptr),

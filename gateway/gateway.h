@@ -150,15 +150,16 @@ class Gateway {
   Orchestrators orchestrators_;
   // --hearing_orchestrator's (null: none; orchestrators_ hears).
   std::unique_ptr<Orchestrators> hearing_;
+  // The Files and Batch APIs' store; null without one. Stopped first
+  // (~Gateway): it runs what was posted to it while the routes its tasks
+  // answer through still exist.
+  std::unique_ptr<StoreThread> store_;
   std::atomic<bool> draining_{false};
   std::atomic<int> chat_count_{0};
   RealtimeRoute realtime_;
   ConsoleRoute console_;
   SpeechRoute speech_;
   TranscriptionRoute transcription_;
-  // Null without a store. Stopped first (~Gateway): it runs what was posted
-  // to it while the routes its tasks answer through still exist.
-  std::unique_ptr<StoreThread> store_;
   std::unique_ptr<StoreAccess> store_access_;
   FilesRoute files_;
   std::unique_ptr<BatchRunner> batch_runner_;

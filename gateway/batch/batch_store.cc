@@ -190,6 +190,16 @@ absl::StatusOr<StoredBatch> BatchStore::Cancel(absl::string_view owner, absl::st
   return Get(owner, id);
 }
 
+absl::StatusOr<std::vector<StoredBatch>> BatchStore::Unfinished(int limit) {
+  absl::StatusOr<SqliteStatement> select = db_->Prepare(absl::StrCat(
+      "SELECT ", kColumns,
+      " FROM batches WHERE status IN ('in_progress', 'cancelling') ORDER BY created_at, rowid "
+      "LIMIT ?"));
+  if (!select.ok()) return select.status();
+  select->Bind(1, static_cast<int64_t>(limit));
+  return Rows(*select);
+}
+
 absl::StatusOr<std::vector<StoredBatch>> BatchStore::Finish(absl::Time now) {
   const int64_t seconds = absl::ToUnixSeconds(now);
   // Out of time: what has not run never will.

@@ -82,6 +82,10 @@ class BatchStore {
   // or cancelling is answered as it is. NOT_FOUND as Get.
   absl::StatusOr<StoredBatch> Cancel(absl::string_view owner, absl::string_view id, absl::Time now);
 
+  // Every owner's batches not finished (in progress or cancelling), oldest
+  // first, at most `limit`: what the console shows running.
+  absl::StatusOr<std::vector<StoredBatch>> Unfinished(int limit);
+
   // Batches in progress whose window ran out by `now`: their lines not yet
   // run never will be. Then every batch with no line waiting or running is
   // finished (completed, expired or cancelled), its files written. Returns

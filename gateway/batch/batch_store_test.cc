@@ -165,6 +165,7 @@ TEST_F(BatchStoreTest, ACancelledBatchRunsNothingMoreAndEndsOnceItsRunningLinesD
   EXPECT_EQ(CustomIds(errors), (std::vector<std::string>{"q2", "q3", "q4"}));
   EXPECT_NE(errors.find("batch_cancelled"), std::string::npos);
   EXPECT_EQ(batches.Cancel("alice", batch->id, kNow)->status, "cancelled");
+  EXPECT_TRUE(batches.Unfinished(10)->empty());
 }
 
 TEST_F(BatchStoreTest, ABatchOutOfTimeExpiresWithWhatRan) {
@@ -201,6 +202,11 @@ TEST_F(BatchStoreTest, ClaimsShareOutOverTheBatchesWaiting) {
   EXPECT_EQ(by_batch[big->id], 3);
   EXPECT_EQ(by_batch[small->id], 2);
   EXPECT_EQ(*lines.Running(), 5);
+  // The console's view: every owner's, oldest first.
+  absl::StatusOr<std::vector<StoredBatch>> unfinished = batches.Unfinished(10);
+  ASSERT_EQ(unfinished->size(), 2u);
+  EXPECT_EQ((*unfinished)[0].owner, "alice");
+  EXPECT_EQ((*unfinished)[1].owner, "bob");
 }
 
 TEST_F(BatchStoreTest, AFullDiskLeavesTheBatchToFinishLater) {

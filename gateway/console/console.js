@@ -1,7 +1,7 @@
 // The live console: polls GET /console/status every second with the admin
 // token the page was given (Authorization: Bearer; kept in this tab's
-// sessionStorage), draws the pipeline, lists recent requests with their
-// outcome, and sends prompts (prompt.js). docs/console.md.
+// sessionStorage), draws the pipeline, lists the batches running and recent
+// requests with their outcome, and sends prompts (prompt.js). docs/console.md.
 import { drawPipeline, queuedTotal } from "/console/pipeline_view.js";
 import { sendPrompt } from "/console/prompt.js";
 
@@ -145,6 +145,25 @@ function showRecent(status) {
   }
 }
 
+// The Batch API's batches not finished, every owner's, with their counts
+// (a gateway without the Batch API sends null: the section stays hidden).
+function showBatches(batches) {
+  $('batches-section').hidden = !Array.isArray(batches);
+  const body = $('batches').tBodies[0];
+  body.replaceChildren();
+  for (const b of batches || []) {
+    const row = body.insertRow();
+    row.dataset.batchId = b.id;
+    cell(row, b.id);
+    cell(row, b.owner || '(anonymous)');
+    cell(row, b.endpoint);
+    cell(row, b.status);
+    cell(row, `${Number(b.completed || 0)} of ${Number(b.total || 0)}`);
+    cell(row, String(Number(b.failed || 0)), Number(b.failed || 0) > 0 ? 'stalled' : '');
+    cell(row, finishedAt(Number(b.createdAt || 0) * 1000));
+  }
+}
+
 async function poll() {
   clearTimeout(pollTimer);
   try {
@@ -160,6 +179,7 @@ async function poll() {
       showSummary(status, servedRate(status, Date.now()));
       drawPipeline($("pipeline"), status.pipeline || {});
       showRecent(status);
+      showBatches(status.batches);
       document.body.dataset.polls = String(Number(document.body.dataset.polls || 0) + 1);
     }
   } catch (e) {

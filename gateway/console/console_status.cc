@@ -5,7 +5,8 @@
 
 namespace omnistage {
 
-std::string ConsoleStatusJson(const v1::PipelineStatus& pipeline, const ServedRequests& served) {
+std::string ConsoleStatusJson(const v1::PipelineStatus& pipeline, const ServedRequests& served,
+                              const std::vector<StoredBatch>* batches) {
   google::protobuf::util::JsonPrintOptions options;
   options.always_print_primitive_fields = true;
   std::string pipeline_json;
@@ -23,9 +24,24 @@ std::string ConsoleStatusJson(const v1::PipelineStatus& pipeline, const ServedRe
                       {"playbackStalls", request.playback_stalls},
                       {"stalledSeconds", request.stalled_seconds}});
   }
+  nlohmann::json running;  // null without a store
+  if (batches != nullptr) {
+    running = nlohmann::json::array();
+    for (const StoredBatch& batch : *batches) {
+      running.push_back({{"id", batch.id},
+                         {"owner", batch.owner},
+                         {"endpoint", batch.endpoint},
+                         {"status", batch.status},
+                         {"createdAt", batch.created_at},
+                         {"total", batch.total},
+                         {"completed", batch.completed},
+                         {"failed", batch.failed}});
+    }
+  }
   nlohmann::json body = {
       {"pipeline", nlohmann::json::parse(pipeline_json)},
-      {"gateway", {{"servedTotal", served.total()}, {"recent", std::move(recent)}}}};
+      {"gateway", {{"servedTotal", served.total()}, {"recent", std::move(recent)}}},
+      {"batches", std::move(running)}};
   // Error text from the pipeline may hold any bytes: replaced, not thrown on.
   return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

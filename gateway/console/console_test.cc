@@ -1,6 +1,7 @@
 // The console's pieces without a server: the gateway's record of what it
 // served, the status JSON the page reads, the embedded files.
 #include <string>
+#include <vector>
 
 #include "gateway/console/assets.h"
 #include "gateway/console/console_status.h"
@@ -74,6 +75,34 @@ TEST(ConsoleStatusTest, ThePipelineAsProtobufJsonWithZerosBesideWhatTheGatewaySe
   EXPECT_DOUBLE_EQ(recent["firstAudioSeconds"].get<double>(), 0.25);
   EXPECT_EQ(recent["playbackStalls"], 1);
   EXPECT_DOUBLE_EQ(recent["stalledSeconds"].get<double>(), 0.125);
+}
+
+// The batches not finished, every owner's, with their counts; null when the
+// gateway keeps none.
+TEST(ConsoleStatusTest, TheBatchesRunningWithTheirCounts) {
+  StoredBatch batch;
+  batch.id = "batch_1";
+  batch.owner = "alice";
+  batch.endpoint = "/v1/chat/completions";
+  batch.status = "in_progress";
+  batch.created_at = 1700000000;
+  batch.total = 100;
+  batch.completed = 40;
+  batch.failed = 1;
+  const std::vector<StoredBatch> batches = {batch};
+  ServedRequests served(10);
+  const nlohmann::json status =
+      nlohmann::json::parse(ConsoleStatusJson(v1::PipelineStatus(), served, &batches));
+  const nlohmann::json& shown = status["batches"][0];
+  EXPECT_EQ(shown["id"], "batch_1");
+  EXPECT_EQ(shown["owner"], "alice");
+  EXPECT_EQ(shown["status"], "in_progress");
+  EXPECT_EQ(shown["createdAt"], 1700000000);
+  EXPECT_EQ(shown["total"], 100);
+  EXPECT_EQ(shown["completed"], 40);
+  EXPECT_EQ(shown["failed"], 1);
+  EXPECT_TRUE(
+      nlohmann::json::parse(ConsoleStatusJson(v1::PipelineStatus(), served))["batches"].is_null());
 }
 
 TEST(ConsoleStatusTest, AnErrorThatIsNotUtf8IsReplacedNotThrownOn) {

@@ -40,8 +40,10 @@ function drawQueue(svg, pipeline, height) {
   g.append(el("text", { class: "small", x: 12, y: 84 },
               pipeline.accepting === false ? "not accepting (draining)" : "accepting"));
   for (const [i, q] of (pipeline.queued || []).slice(0, 4).entries()) {
-    g.append(el("text", { class: "small", x: 12, y: 106 + 16 * i },
-                `p${q.priority} ${q.identity || "(anonymous)"}: ${q.waiting}`));
+    g.append(
+        el('text', {class: 'small', x: 12, y: 106 + 16 * i},
+           `${q.priority < 0 ? 'batch' : `p${q.priority}`} ${q.identity || '(anonymous)'}: ` +
+               `${q.waiting}`));
   }
   svg.append(g);
 }
