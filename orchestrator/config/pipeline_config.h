@@ -178,6 +178,12 @@ struct PipelineConfig {
   int max_queued = 1000;
   absl::Duration max_queue_wait = absl::Milliseconds(30000);
   int admission_headroom = 2;
+  // The share of each stage-0 replica's capacity that work that can wait
+  // (GenerateRequest.batch) leaves free: such a request starts only while
+  // the replica holds fewer than capacity x (1 - batch_reserve) requests,
+  // so an interactive arrival finds a slot, and batch work is the first to
+  // wait as interactive load rises.
+  double batch_reserve = 0.25;
   // Failover (docs/reliability.md): per request, the most bytes of stage
   // input (and, for engines that resume by continuation, of stage output) the
   // orchestrator keeps to resume it on another replica. Past it the request

@@ -360,7 +360,7 @@ TEST(PipelineConfigTest, NamesTheFieldAndTheReason) {
        "max_client_queued_bytes, max_in_flight_per_identity, max_streams_per_connection, "
        "min_client_ping_interval_ms, max_connection_age_ms, max_connection_age_grace_ms, "
        "max_queued, max_queue_ms, admission_headroom, max_replay_bytes, max_input_chunk_bytes, "
-       "max_input_bytes, input_idle_ms)"},
+       "max_input_bytes, input_idle_ms, batch_reserve)"},
       {"limits: {max_input_chunk_bytes: 16777216}\n" + OneStage(""),
        "limits.max_input_chunk_bytes: expected an integer in [1, 16711680], got '16777216'"},
       {"limits: {max_input_bytes: 0}\n" + OneStage(""),

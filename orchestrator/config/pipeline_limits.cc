@@ -10,12 +10,22 @@
 namespace omnistage {
 namespace {
 
-const std::vector<std::string> kLimitsKeys = {
-    "max_in_flight",           "max_prompt_bytes",           "max_client_queued_bytes",
-    "max_in_flight_per_identity", "max_streams_per_connection", "min_client_ping_interval_ms",
-    "max_connection_age_ms",   "max_connection_age_grace_ms", "max_queued",
-    "max_queue_ms",            "admission_headroom",          "max_replay_bytes",
-    "max_input_chunk_bytes",   "max_input_bytes",             "input_idle_ms"};
+const std::vector<std::string> kLimitsKeys = {"max_in_flight",
+                                              "max_prompt_bytes",
+                                              "max_client_queued_bytes",
+                                              "max_in_flight_per_identity",
+                                              "max_streams_per_connection",
+                                              "min_client_ping_interval_ms",
+                                              "max_connection_age_ms",
+                                              "max_connection_age_grace_ms",
+                                              "max_queued",
+                                              "max_queue_ms",
+                                              "admission_headroom",
+                                              "max_replay_bytes",
+                                              "max_input_chunk_bytes",
+                                              "max_input_bytes",
+                                              "input_idle_ms",
+                                              "batch_reserve"};
 
 // A prompt travels to stage 0 inside one AddRequest, which a worker accepts only
 // up to its message limit (16 MiB by default): a larger limit here would let one
@@ -42,6 +52,7 @@ absl::Status ReadLimits(const YAML::Node& node, PipelineConfig* config) {
   limits.Int("max_queued", 0, 1 << 20, &max_queued);
   limits.Millis("max_queue_ms", 1, &config->max_queue_wait);
   limits.Int("admission_headroom", 0, 1 << 10, &headroom);
+  limits.Number("batch_reserve", 0, 1, &config->batch_reserve);
   // At least a prompt's worth; at most 1 GiB per request.
   limits.Int("max_replay_bytes", 1024, int64_t{1} << 30, &config->max_replay_bytes);
   // Streamed input: a chunk must fit the AppendInput a worker accepts; a

@@ -226,6 +226,7 @@ void PipelineCore::Generate(v1::GenerateRequest request, std::shared_ptr<Respons
   std::unique_ptr<InFlightRequest> fresh =
       NewInFlightRequest(config_, request, *id, std::move(sink), scheduler_->Now());
   fresh->caller = caller.identity;
+  fresh->batch = request.batch();
   fresh->objectives =
       WithDefaults(fresh->objectives, caller.objectives, config_.objectives, fresh->wants_audio);
   fresh->failover = failover_.StateFor(request, fresh->last_stage);

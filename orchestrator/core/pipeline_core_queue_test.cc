@@ -351,9 +351,44 @@ TEST_F(PipelineCoreQueueTest, BatchWorkWaitsBelowEveryPriorityAndIsShedFirst) {
   Done(0, 0, "run0");
   Done(0, 0, "run1");
   Done(0, 0, "run2");
-  EXPECT_THAT(Sent(), ElementsAre("i1", "i2", "b1"));
+  // The interactive ones first; the batch line once the replica holds less
+  // than its share (limits.batch_reserve).
+  EXPECT_THAT(Sent(), ElementsAre("i1", "i2"));
   for (int i = 3; i < kSlots; ++i) Done(0, 0, absl::StrCat("run", i));
+  EXPECT_THAT(Sent(), ElementsAre("i1", "i2", "b1"));
   for (const char* id : {"i1", "i2", "b1"}) Done(0, 0, id);
+}
+
+// Work that can wait starts only within its share of stage 0: of the
+// replica's capacity of 8, a reserve of 0.25 leaves it 6, so an interactive
+// arrival still finds a slot at once; as those end, the batch goes on.
+TEST_F(PipelineCoreQueueTest, BatchWorkLeavesTheReserveToInteractiveArrivals) {
+  BuildOne();
+  const auto batch = [this](const std::string& id) {
+    v1::GenerateRequest request;
+    request.set_request_id(id);
+    request.set_prompt("Hi there");
+    request.set_batch(true);
+    auto sink = std::make_shared<FakeResponseSink>();
+    sinks_.push_back(sink);
+    core().Generate(std::move(request), sink, "", Caller::Of("alice"));
+    return sink;
+  };
+  for (int i = 0; i < 8; ++i) batch(absl::StrCat("b", i));
+  EXPECT_THAT(Sent(), ElementsAre("b0", "b1", "b2", "b3", "b4", "b5"));
+  ClearLog();
+  GenAs("i1", "bob");
+  GenAs("i2", "bob");
+  EXPECT_THAT(Sent(), ElementsAre("i1", "i2"));
+  ClearLog();
+  Done(0, 0, "b0");
+  EXPECT_THAT(Sent(), IsEmpty());  // 7 held: i1 and i2 use the reserve
+  Done(0, 0, "i1");
+  Done(0, 0, "i2");
+  EXPECT_THAT(Sent(), ElementsAre("b6"));
+  for (const char* id : {"b1", "b2", "b3", "b4", "b5", "b6"}) Done(0, 0, id);
+  EXPECT_THAT(Sent(), ElementsAre("b6", "b7"));
+  Done(0, 0, "b7");
 }
 
 TEST_F(PipelineCoreQueueTest, AWaitPastTheBoundEndsWithRetryHint) {

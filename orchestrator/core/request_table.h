@@ -140,6 +140,9 @@ struct InFlightRequest {
   bool abort_asked = false;
   absl::Time last_activity;
   Scheduler::TimerId idle_timer = 0;
+  // Work that can wait (GenerateRequest.batch): it starts only within the
+  // share of stage 0 that limits.batch_reserve leaves to it.
+  bool batch = false;
   // While it waits in the admission queue (start_queue.h; set through
   // RequestTable::SetQueued): since when, its prompt (stage 0's input once it
   // leaves), and the timer that ends a wait past limits.max_queue_ms.

@@ -8,6 +8,7 @@
 #include "common/invariant.h"
 #include "common/log.h"
 #include "common/retry_hint.h"
+#include "orchestrator/core/caller.h"
 #include "orchestrator/core/latency_objectives.h"
 
 namespace omnistage {
@@ -30,6 +31,7 @@ bool StartQueue::MustWait(const InFlightRequest& r) const {
   if (!queue_.empty()) return true;
   const StagePool& first = core_.pool(0);
   if (!first.HasLiveReplica()) return false;  // It fails at once.
+  if (r.batch && !first.HasBatchSlot(core_.config->batch_reserve)) return true;
   return !first.HasFreeSlot(core_.config->admission_headroom) ||
          (hooks_.audio_waits && hooks_.audio_waits(&r));
 }
@@ -79,6 +81,12 @@ void StartQueue::Pump() {
   const StagePool& first = core_.pool(0);
   while (!queue_.empty() && first.HasFreeSlot(core_.config->admission_headroom) &&
          !(hooks_.audio_waits && hooks_.audio_waits(nullptr))) {
+    // Work that can wait leaves last (its priority is below every other),
+    // and only within its share of stage 0.
+    if (queue_.CountAt(kBatchPriority) == queue_.size() &&
+        !first.HasBatchSlot(core_.config->batch_reserve)) {
+      break;
+    }
     const std::string id = *queue_.Pop();
     InFlightRequest* r = core_.table->Find(id);
     if (!OMNISTAGE_INVARIANT_HOLDS(r != nullptr && r->queued, (LogContext{id, 0, -1, ""}),

@@ -1,6 +1,7 @@
 #include "orchestrator/routing/stage_pool.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -412,6 +413,17 @@ bool StagePool::HasFreeSlot(int headroom) const {
     const ReplicaState& state = states_[r];
     if (state.capacity <= 0) return true;
     if (BoundCount(r) + state.others_load < state.capacity + headroom) return true;
+  }
+  return false;
+}
+
+bool StagePool::HasBatchSlot(double reserve) const {
+  for (int r = 0; r < size(); ++r) {
+    if (!IsLive(r)) continue;
+    const ReplicaState& state = states_[r];
+    if (state.capacity <= 0) return true;
+    const int slots = std::max(1, static_cast<int>(std::floor(state.capacity * (1 - reserve))));
+    if (BoundCount(r) + state.others_load < slots) return true;
   }
   return false;
 }

@@ -169,6 +169,11 @@ class StagePool : public std::enable_shared_from_this<StagePool> {
   // bound to it plus what others hold there (its last report) is below its
   // capacity plus `headroom`. A replica that reports no capacity always has.
   bool HasFreeSlot(int headroom) const;
+  // Whether a live replica has room for one more request of work that can
+  // wait: it holds fewer than its capacity x (1 - `reserve`) (at least one
+  // slot when the reserve leaves none). A replica that reports no capacity
+  // always has.
+  bool HasBatchSlot(double reserve) const;
   int BoundCount(int replica) const { return static_cast<int>(bound_[replica].size()); }
   // The ids bound to `replica`.
   const absl::flat_hash_set<std::string>& BoundTo(int replica) const { return bound_[replica]; }
