@@ -27,36 +27,43 @@ std::string ResultLine(const std::string& custom_id, int status, const std::stri
       .dump();
 }
 
+// What a line's call answered, kept once its reply ended.
+struct Answered {
+  int status = 0;
+  std::string content_type;
+  std::string body;
+  bool closed = false;
+};
+
 // What a recorded answer comes to. A speech answer's audio is carried as
 // base64 in a JSON body (a JSONL file holds no raw bytes).
-BatchLineOutcome OutcomeOf(const ClaimedLine& line, const RecordedReply& reply,
+BatchLineOutcome OutcomeOf(const ClaimedLine& line, const Answered& reply,
                            const std::string& request_id) {
   BatchLineOutcome outcome;
-  outcome.status = reply.status();
-  if (reply.closed()) {
+  outcome.status = reply.status;
+  if (reply.closed) {
     outcome.kind = BatchLineOutcome::Kind::kAbandoned;
     return outcome;
   }
   // Full, out of reach, or the gateway's own token refused (its operator
   // fixes that; the batch goes on).
-  if (reply.status() == 401 || reply.status() == 429 || reply.status() == 503 ||
-      reply.status() == 504) {
+  if (reply.status == 401 || reply.status == 429 || reply.status == 503 || reply.status == 504) {
     outcome.kind = BatchLineOutcome::Kind::kRetry;
-    outcome.reason = reply.body().substr(0, 300);
+    outcome.reason = reply.body.substr(0, 300);
     return outcome;
   }
-  nlohmann::json body = nlohmann::json::parse(reply.body(), nullptr, /*allow_exceptions=*/false);
-  if (reply.status() == 200 && line.endpoint == "/v1/audio/speech") {
+  nlohmann::json body = nlohmann::json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
+  if (reply.status == 200 && line.endpoint == "/v1/audio/speech") {
     body = {{"object", "audio.speech"},
-            {"content_type", reply.content_type()},
-            {"audio", absl::Base64Escape(reply.body())}};
+            {"content_type", reply.content_type},
+            {"audio", absl::Base64Escape(reply.body)}};
   } else if (body.is_discarded()) {
-    body = {{"text", reply.body()}};
+    body = {{"text", reply.body}};
   }
   outcome.kind =
-      reply.status() == 200 ? BatchLineOutcome::Kind::kDone : BatchLineOutcome::Kind::kFailed;
-  if (outcome.kind == BatchLineOutcome::Kind::kFailed) outcome.reason = reply.body().substr(0, 300);
-  outcome.result = ResultLine(line.custom_id, reply.status(), request_id, std::move(body));
+      reply.status == 200 ? BatchLineOutcome::Kind::kDone : BatchLineOutcome::Kind::kFailed;
+  if (outcome.kind == BatchLineOutcome::Kind::kFailed) outcome.reason = reply.body.substr(0, 300);
+  outcome.result = ResultLine(line.custom_id, reply.status, request_id, std::move(body));
   return outcome;
 }
 
@@ -68,9 +75,15 @@ std::shared_ptr<RecordedReply> RunBatchLine(const ClaimedLine& line, const Batch
   // The orchestrator's request id, which the observer hears before the reply
   // ends.
   auto request_id = std::make_shared<std::string>();
+  // The outcome is made on the loop's next turn: a call tells its observer
+  // (the request id) just after its reply ended.
   auto reply = std::make_shared<RecordedReply>(
-      post, [line, request_id, done](const RecordedReply& recorded) {
-        done(OutcomeOf(line, recorded, *request_id));
+      post, [line, request_id, done, post](const RecordedReply& recorded) {
+        post([line, request_id, done,
+              answered = Answered{recorded.status(), recorded.content_type(), recorded.body(),
+                                  recorded.closed()}] {
+          done(OutcomeOf(line, answered, *request_id));
+        });
       });
   CallObserver observer = [request_id](const CallOutcome& outcome) {
     *request_id = outcome.request_id;

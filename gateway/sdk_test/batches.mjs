@@ -122,7 +122,10 @@ if (phase === "run") {
   // The same answer an interactive call of the same body gets.
   for (const line of output) {
     const i = Number(line.custom_id.slice(2));
-    if (line.response.status_code !== 200 || line.error !== null) fail(`line ${line.custom_id}: ${JSON.stringify(line)}`);
+    if (line.response.status_code !== 200 || line.error !== null || !line.response.request_id ||
+        !line.id.startsWith("batch_req_")) {
+      fail(`line ${line.custom_id}: ${JSON.stringify(line).slice(0, 300)}`);
+    }
     const interactive = await owner.chat.completions.create(bodies[i]);
     const got = line.response.body.choices[0].message;
     const want = interactive.choices[0].message;
