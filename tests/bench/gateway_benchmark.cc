@@ -252,18 +252,14 @@ int Run(int argc, char** argv) {
   env.many.streams = absl::GetFlag(FLAGS_many_streams);
   env.many.hold = absl::Seconds(absl::GetFlag(FLAGS_hold_seconds));
   env.many_step_time_us = absl::GetFlag(FLAGS_many_step_time_us);
-  absl::StatusOr<Binaries> binaries = FindBinaries(argv[0]);
-  absl::StatusOr<std::string> gateway =
-      binaries.ok() ? FindGateway(argv[0], *binaries) : binaries.status();
-  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
-  if (!gateway.ok() || !dir.ok()) {
-    std::cerr << "gateway_benchmark: " << (gateway.ok() ? dir.status() : gateway.status()).message()
-              << "\n";
+  absl::StatusOr<GatewayBinaries> found = FindGatewayBinaries(argv[0]);
+  if (!found.ok()) {
+    std::cerr << "gateway_benchmark: " << found.status().message() << "\n";
     return 2;
   }
-  env.binaries = *binaries;
-  env.gateway = *gateway;
-  env.dir = (*dir)->path();
+  env.binaries = found->binaries;
+  env.gateway = found->gateway;
+  env.dir = found->dir->path();
   const std::string header = RunHeader(argc, argv);
 
   Table throughput(

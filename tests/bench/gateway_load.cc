@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
@@ -94,13 +95,30 @@ std::string ThinkerPipelineYaml(int64_t step_time_us, int batch_size) {
                       "    final_output: true\n", "    output_modality: text\n");
 }
 
+absl::StatusOr<GatewayBinaries> FindGatewayBinaries(const char* argv0) {
+  absl::StatusOr<Binaries> binaries = FindBinaries(argv0);
+  if (!binaries.ok()) return binaries.status();
+  absl::StatusOr<std::string> gateway = FindGateway(argv0, *binaries);
+  if (!gateway.ok()) return gateway.status();
+  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
+  if (!dir.ok()) return dir.status();
+  return GatewayBinaries{*std::move(binaries), *std::move(gateway), *std::move(dir)};
+}
+
 absl::StatusOr<std::unique_ptr<GatewayStack>> GatewayStack::Start(const Binaries& binaries,
                                                                   const std::string& gateway_binary,
                                                                   const std::string& dir,
-                                                                  int64_t step_time_us) {
+                                                                  const Options& options) {
   auto stack = std::make_unique<GatewayStack>();
-  const std::string config = absl::StrCat(dir, "/thinker_", step_time_us, "us.yaml");
-  if (absl::Status s = WriteFile(config, ThinkerPipelineYaml(step_time_us, 4096)); !s.ok()) {
+  const std::string config =
+      absl::StrCat(dir, "/thinker_", options.step_time_us, "us_", options.batch_size, ".yaml");
+  std::string yaml = ThinkerPipelineYaml(options.step_time_us, options.batch_size);
+  if (options.batch_reserve >= 0) {
+    absl::StrReplaceAll(
+        {{"limits:\n", absl::StrCat("limits:\n  batch_reserve: ", options.batch_reserve, "\n")}},
+        &yaml);
+  }
+  if (absl::Status s = WriteFile(config, yaml); !s.ok()) {
     return s;
   }
   absl::StatusOr<std::unique_ptr<ChildProcess>> orchestrator =
@@ -119,14 +137,16 @@ absl::StatusOr<std::unique_ptr<GatewayStack>> GatewayStack::Start(const Binaries
   if (!WaitPipelineAlive(stack->stub.get(), absl::Seconds(20))) {
     return absl::UnavailableError("the thinker replica was not alive within 20 s");
   }
-  absl::StatusOr<std::unique_ptr<ChildProcess>> gateway = ChildProcess::Start(
-      {gateway_binary, absl::StrCat("--orchestrator=127.0.0.1:", stack->orchestrator.port),
-       "--listen=127.0.0.1:0", absl::StrCat("--model=", kGatewayModel), "--log_level=warning",
-       // Streams still open at the end (the many-clients row's) are not waited
-       // for: the benchmark stops it with SIGTERM and a 5 s grace.
-       "--drain_timeout_ms=1000",
-       // The many-clients row holds 2,000 streams from one address.
-       "--max_connections_per_address=0"});
+  std::vector<std::string> argv = {
+      gateway_binary, absl::StrCat("--orchestrator=127.0.0.1:", stack->orchestrator.port),
+      "--listen=127.0.0.1:0", absl::StrCat("--model=", kGatewayModel), "--log_level=warning",
+      // Streams still open at the end (the many-clients row's) are not waited
+      // for: the benchmark stops it with SIGTERM and a 5 s grace.
+      "--drain_timeout_ms=1000",
+      // The many-clients row holds 2,000 streams from one address.
+      "--max_connections_per_address=0"};
+  argv.insert(argv.end(), options.gateway_flags.begin(), options.gateway_flags.end());
+  absl::StatusOr<std::unique_ptr<ChildProcess>> gateway = ChildProcess::Start(argv);
   if (!gateway.ok()) return gateway.status();
   line = (*gateway)->WaitForLine("listening port=", absl::Seconds(10));
   if (!line.ok()) return line.status();

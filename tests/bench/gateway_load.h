@@ -50,6 +50,15 @@ inline constexpr char kGatewayModel[] = "gateway-bench";
 // orchestrator's output directory (bazel-bin/gateway/gateway).
 absl::StatusOr<std::string> FindGateway(const char* argv0, const Binaries& binaries);
 
+// What a benchmark of the gateway starts its processes from: the binaries,
+// the gateway's, and a temporary directory for their files.
+struct GatewayBinaries {
+  Binaries binaries;
+  std::string gateway;
+  std::unique_ptr<TempDir> dir;
+};
+absl::StatusOr<GatewayBinaries> FindGatewayBinaries(const char* argv0);
+
 // One thinker stage (1 replica, capacity `batch_size`, one word per step of
 // `step_time_us`), text out. Its paragraphs are 100 sentences (300 to 900
 // words), so a request of up to 300 tokens always ends by max_tokens.
@@ -61,10 +70,25 @@ std::string ThinkerPipelineYaml(int64_t step_time_us, int batch_size);
 // goes away (the gateway first). Start it from the main thread
 // (PR_SET_PDEATHSIG follows the starting thread).
 struct GatewayStack {
+  struct Options {
+    int64_t step_time_us = 0;
+    // The thinker's capacity (requests in one step).
+    int batch_size = 4096;
+    // The pipeline's limits.batch_reserve (below 0: its default).
+    double batch_reserve = -1;
+    // More gateway flags (the Batch API's, say).
+    std::vector<std::string> gateway_flags;
+  };
   static absl::StatusOr<std::unique_ptr<GatewayStack>> Start(const Binaries& binaries,
                                                              const std::string& gateway_binary,
                                                              const std::string& dir,
-                                                             int64_t step_time_us);
+                                                             int64_t step_time_us) {
+    return Start(binaries, gateway_binary, dir, Options{step_time_us});
+  }
+  static absl::StatusOr<std::unique_ptr<GatewayStack>> Start(const Binaries& binaries,
+                                                             const std::string& gateway_binary,
+                                                             const std::string& dir,
+                                                             const Options& options);
   ~GatewayStack();
 
   Server orchestrator;
