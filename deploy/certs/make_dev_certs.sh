@@ -3,7 +3,8 @@
 # the orchestrator's server certificate, the workers' server certificate, the
 # orchestrator's client certificate for the workers (mTLS), the certificate
 # orchestrators present to each other on their peer ports (mTLS), and a tokens
-# file with an admin and a user token. Uses the openssl command line only.
+# file with an admin, a user and a gateway token. Uses the openssl command line
+# only.
 #
 #   deploy/certs/make_dev_certs.sh DIR [NAMESPACE]
 #
@@ -14,8 +15,10 @@
 # peer.crt/.key (orchestrator <-> orchestrator: served on the peer port and
 # presented when calling a peer, so serverAuth and clientAuth, named as the
 # headless Service "omnistage-orchestrator-peers" that peers: discovers),
-# gateway.crt/.key (HTTPS clients -> the OpenAI gateway, as the Service
-# "omnistage-gateway"), tokens.yaml, admin.token, user.token. Names: localhost and 127.0.0.1 (local
+# gateway.crt/.key (HTTPS clients -> the OpenAI gateway, as the Services
+# "omnistage-gateway" and "omnistage-batch-gateway"), tokens.yaml, admin.token,
+# user.token, gateway.token (the batch gateway's own token: role gateway, which
+# runs batch lines as their owner). Names: localhost and 127.0.0.1 (local
 # runs; peer.crt: 127.0.0.1 only), and the Kubernetes Services of
 # deploy/kubernetes in NAMESPACE (default omnistage). In production use your
 # own CA (cert-manager); see docs/security.md.
@@ -48,10 +51,12 @@ issue worker omnistage-worker \
   "DNS:localhost,IP:127.0.0.1,$(service omnistage-thinker),$(service omnistage-talker),$(service omnistage-vocoder)"
 issue to-workers omnistage-orchestrator "DNS:omnistage-orchestrator,DNS:localhost,IP:127.0.0.1"
 issue peer omnistage-orchestrator-peers "$(service omnistage-orchestrator-peers),IP:127.0.0.1"
-issue gateway omnistage-gateway "DNS:localhost,IP:127.0.0.1,$(service omnistage-gateway)"
+issue gateway omnistage-gateway \
+  "DNS:localhost,IP:127.0.0.1,$(service omnistage-gateway),$(service omnistage-batch-gateway)"
 
 openssl rand -hex 24 >admin.token
 openssl rand -hex 24 >user.token
+openssl rand -hex 24 >gateway.token
 cat >tokens.yaml <<TOKENS
 # Bearer tokens the orchestrator accepts (--tokens_file); see docs/security.md.
 tokens:
@@ -61,6 +66,9 @@ tokens:
   - identity: demo
     role: user
     token: "$(cat user.token)"
+  - identity: batch-gateway
+    role: gateway
+    token: "$(cat gateway.token)"
 TOKENS
 chmod 644 ./*.crt
 echo "made $(ls | tr '\n' ' ')in $PWD"

@@ -2,7 +2,8 @@
 # Prints the Secrets the manifests mount, as YAML for `kubectl apply -f -`, from
 # the files of deploy/certs/make_dev_certs.sh (made in DIR first if DIR has no
 # ca.crt). For a trial; in production let cert-manager issue the five TLS
-# Secrets (docs/kubernetes.md#security) and write the tokens Secret yourself.
+# Secrets (docs/kubernetes.md#security) and write the two token Secrets
+# yourself.
 #
 #   deploy/kubernetes/make_secrets.sh /tmp/omni-certs | kubectl apply -f -
 #
@@ -14,18 +15,21 @@
 #   omnistage-peer-tls           the orchestrators' certificate for each other
 #                                (peer port; server and client, name
 #                                omnistage-orchestrator-peers)
-#   omnistage-gateway-tls        the OpenAI gateway's HTTPS certificate (Service
-#                                "omnistage-gateway")
-# and omnistage-tokens (key tokens.yaml): the bearer tokens clients send.
+#   omnistage-gateway-tls        the OpenAI gateways' HTTPS certificate (Services
+#                                "omnistage-gateway", "omnistage-batch-gateway")
+# and (type Opaque) omnistage-tokens (key tokens.yaml): the bearer tokens the
+# orchestrator takes, and omnistage-batch-gateway-token (key token): the batch
+# gateway's own token (gateway.token), which tokens.yaml gives role gateway.
 set -euo pipefail
 here="$(dirname "$(readlink -f "$0")")"
 dir="${1:?usage: $0 DIR [NAMESPACE]}"
 ns="${2:-omnistage}"
 [ -f "$dir/ca.crt" ] || "$here/../certs/make_dev_certs.sh" "$dir" "$ns" >&2
 # A DIR made by an older make_dev_certs.sh lacks the newer files (peer.*, gateway.*):
-# refuse rather than print a Secret with an empty key.
+# refuse rather than print a Secret with an empty key, or a tokens.yaml without
+# the batch gateway's token.
 for file in ca.crt orchestrator.crt orchestrator.key to-workers.crt to-workers.key \
-  worker.crt worker.key peer.crt peer.key gateway.crt gateway.key tokens.yaml; do
+  worker.crt worker.key peer.crt peer.key gateway.crt gateway.key gateway.token tokens.yaml; do
   [ -f "$dir/$file" ] || {
     echo "$0: $dir/$file is missing (DIR made by an older make_dev_certs.sh?): use a new DIR" >&2
     exit 1
@@ -65,4 +69,14 @@ metadata:
 type: Opaque
 data:
   tokens.yaml: $(b64 "$dir/tokens.yaml")
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: omnistage-batch-gateway-token
+  labels:
+    app.kubernetes.io/name: omnistage
+type: Opaque
+data:
+  token: $(b64 "$dir/gateway.token")
 YAML

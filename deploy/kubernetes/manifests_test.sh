@@ -3,7 +3,8 @@
 # keda, hpa and tracing overlays with kustomize (kustomize.sh: the one ./setup.sh
 # installs, or $KUSTOMIZE, e.g. "kubectl kustomize"), checks each with
 # validate/validate.mjs (schemas, unknown fields, cross-references, the
-# orchestrator's peers, the gateway and the orchestrator it dials, security:
+# orchestrator's peers, the gateways and the orchestrator they dial, the batch
+# gateway's store, token and Service, security:
 # with the Secrets make_secrets.sh writes, so every mounted key and the peer
 # and orchestrator certificates' names are checked; the stage workers'
 # autoscalers: KEDA ScaledObjects, or HPAs with the prometheus-adapter rule of
@@ -71,9 +72,11 @@ for overlay in sim gpu keda hpa tracing; do
   # and its peers (the orchestrator's replicas) through their headless Service.
   grep -q "1 pipeline config(s) checked against 3 stage worker container(s), 1 with peers" <<<"$out" ||
     fail "overlays/$overlay: the orchestrator's pipeline config (stages and peers) was not checked"
-  # The gateway: its --orchestrator Service, probes and TLS to the orchestrator.
-  grep -q "1 gateway container(s) checked against their orchestrator" <<<"$out" ||
-    fail "overlays/$overlay: the gateway was not checked against the orchestrator it dials"
+  # The gateways (the interactive one and the batch one): their --orchestrator
+  # Service, probes and TLS to the orchestrator; the batch gateway's database
+  # (one replica of a StatefulSet, on its volume) and token (role gateway).
+  grep -q "2 gateway container(s) checked against their orchestrator, 1 with a batch database" <<<"$out" ||
+    fail "overlays/$overlay: the gateways were not checked against the orchestrator they dial, the batch gateway's database and token"
   # The autoscalers: one per stage worker Deployment (stage, target, gauge,
   # minimum, scale-down window), and for the HPAs the adapter rule of each metric.
   case "$overlay" in
@@ -83,9 +86,10 @@ for overlay in sim gpu keda hpa tracing; do
   esac
   grep -qF "$want" <<<"$out" || fail "overlays/$overlay: the autoscalers were not checked as expected ($want)"
   # Traces: every process of the tracing overlay exports them (its ConfigMap
-  # reaches the gateway, the orchestrator and the three workers), none elsewhere.
+  # reaches the two gateways, the orchestrator and the three workers), none
+  # elsewhere.
   traced=0
-  [ "$overlay" != tracing ] || traced=5
+  [ "$overlay" != tracing ] || traced=6
   grep -qF "; $traced container(s) export traces" <<<"$out" ||
     fail "overlays/$overlay: expected $traced container(s) exporting traces"
   checks=$((checks + 1))
@@ -108,10 +112,10 @@ gpus="$(grep -c 'nvidia.com/gpu: 1' "$TMP/gpu.yaml" || true)"
 checks=$((checks + 1))
 # The autoscaled overlays are the sim overlay plus autoscalers, without the
 # workers' replicas (the validator rejects replicas: on an autoscaled
-# Deployment); the orchestrator and the gateway keep theirs.
+# Deployment); the orchestrator and the two gateways keep theirs.
 for overlay in keda hpa; do
   n="$(grep -c '^  replicas:' "$TMP/$overlay.yaml" || true)"
-  [ "$n" = 2 ] || fail "overlays/$overlay: expected replicas: on the orchestrator and the gateway only, found $n"
+  [ "$n" = 3 ] || fail "overlays/$overlay: expected replicas: on the orchestrator and the two gateways only, found $n"
 done
 checks=$((checks + 1))
 
@@ -158,6 +162,15 @@ NEGATIVE=(
   "tracing-service-name.yaml|OTEL_SERVICE_NAME=omnistage: names the processes of all 2 workloads reading ConfigMap tracing alike"
   "tracing-sampler.yaml|OTEL_TRACES_SAMPLER_ARG=10: a ratio in [0, 1]"
   "hpa-adapter-no-matchers.yaml|prometheus-adapter rule for omnistage_stage_demand_replicas: metricsQuery sum by (stage) (<<.Series>>): lacks <<.LabelMatchers>>"
+  "batch-replicas.yaml|StatefulSet/b: spec.replicas: 2: --batch_database: one gateway process per database file"
+  "batch-deployment.yaml|Deployment/b: kind: Deployment: --batch_database=/data/b.db: one gateway process per database file: run it as a StatefulSet of one replica"
+  "batch-not-persistent.yaml|--batch_database=/data/b.db is in volume data (emptyDir), not a PersistentVolumeClaim"
+  "batch-read-only.yaml|--batch_database=/data/b.db is in volume data, mounted readOnly"
+  "batch-no-token-file.yaml|--batch_token_file is missing: Deployment/orchestrator takes tokens (--tokens_file)"
+  "batch-token-role.yaml|the token is identity 'batcher' with role user in Deployment/orchestrator's tokens file"
+  "batch-token-unknown.yaml|the token is in no entry of Deployment/orchestrator's tokens file"
+  "batch-service-mixed.yaml|Service/gateway: spec.selector: selects the pods of StatefulSet/b (--batch_database) and of Deployment/gateway (none)"
+  "statefulset-service-name.yaml|StatefulSet/b: spec.serviceName: b-typo names no Service of the rendered output"
 )
 for case in "${NEGATIVE[@]}"; do
   fixture="${case%%|*}"
@@ -172,7 +185,8 @@ done
 
 echo "PASS: $checks checks: overlays sim, gpu, keda, hpa and tracing render without warnings ($KUSTOMIZE${KUSTOMIZE_COMPARE:+, same objects with $KUSTOMIZE_COMPARE})" \
   "and validate (schemas, unknown fields, selectors, ports, probes, ConfigMaps, discovery, stage ids," \
-  "peers, the gateway's headless orchestrator Service, probes and their scheme and certificate name, grace vs drain," \
+  "peers, the gateway's headless orchestrator Service, probes and their scheme and certificate name, the batch gateway's" \
+  "StatefulSet of one replica, database volume, token role and Service, grace vs drain," \
   "TLS/mTLS/token flags, their Secret keys and the peer certificate's name; the autoscalers: target, stage, gauge," \
   "aggregation, threshold, minimum, scale-down window, one per worker, and prometheus-adapter's rule;" \
   "the OTEL_* settings each container gets);" \

@@ -12,7 +12,12 @@
 // dials (--orchestrator: a headless Service, publishing not-ready pods,
 // selecting orchestrator pods at their --listen port, whose certificate
 // carries the name checked and chains to the gateway's CA; HTTP probes on the gateway's own port and paths, liveness not
-// tied to the orchestrator), Prometheus annotations naming a declared port, and
+// tied to the orchestrator), the batch gateway (batch.mjs: a gateway with
+// --batch_database, one replica of a StatefulSet with its database on a
+// writable PersistentVolumeClaim, its own token given role gateway by the
+// orchestrators' tokens file, no Service mixing it with gateways without the
+// store), each StatefulSet's serviceName a Service over its pods, Prometheus
+// annotations naming a declared port, and
 // security: the TLS, mTLS and token flags every omnistage container must pass
 // (secure by default), each file they name provided by a key of a mounted
 // Secret, and no gRPC probe on a port that serves TLS; and the autoscalers of
@@ -27,6 +32,7 @@ import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { checkAutoscalers } from "./autoscaling.mjs";
+import { checkBatchServices, checkBatchStore, checkBatchToken, isGatewayFlags } from "./batch.mjs";
 import { checkSchema } from "./schema.mjs";
 import { checkTracing } from "./tracing.mjs";
 
@@ -44,7 +50,8 @@ const SECURE_PEER = ["peer_tls_cert", "peer_tls_key", "peer_tls_ca"];
 // TLS to the orchestrator.
 const SECURE_GATEWAY = ["tls_cert", "tls_key", "orchestrator_tls_ca"];
 const GATEWAY_TLS_FILES = ["orchestrator_tls_ca", "orchestrator_tls_cert", "orchestrator_tls_key"];
-const FILE_FLAGS = new Set([...SECURE_ORCHESTRATOR, ...SECURE_WORKER, ...SECURE_PEER, ...GATEWAY_TLS_FILES]);
+// The batch gateway's own bearer token (a gateway with --batch_database).
+const FILE_FLAGS = new Set([...SECURE_ORCHESTRATOR, ...SECURE_WORKER, ...SECURE_PEER, ...GATEWAY_TLS_FILES, "batch_token_file"]);
 // What the gateway answers to GET (gateway/gateway.h); anything else is 404.
 const GATEWAY_GET_PATHS = ["/v1/models", "/health", "/metrics"];
 // The gateway's --listen default: reachable from inside its pod only.
@@ -139,6 +146,10 @@ function checkWorkload(w, configMaps) {
     report(w, "spec.selector", "does not match the pod template's labels (spec.template.metadata.labels)");
   }
   const volumes = new Map((spec.volumes ?? []).map((v) => [v.name, v]));
+  // A StatefulSet's volumeClaimTemplates are volumes of each of its pods.
+  if (w.kind === "StatefulSet") {
+    for (const t of w.spec.volumeClaimTemplates ?? []) volumes.set(t.metadata?.name, { name: t.metadata?.name, persistentVolumeClaim: {} });
+  }
   // Scrapers that discover pods by annotation scrape this port: it must be one
   // a container declares.
   const scrapePort = w.spec.template.metadata?.annotations?.["prometheus.io/port"];
@@ -290,17 +301,26 @@ function checkSecretFile(w, c, ci, flag, path, secrets) {
   }
 }
 
-// The certificate container `c` of workload `w` reads at `path`, from a
-// mounted Secret of the input: {cert, secret} or null (no such Secret given, or
-// not a PEM certificate: checkSecretFile reports the missing ones).
-function certificateAt(w, c, path, secrets) {
+// The file container `c` of workload `w` reads at `path`, from a mounted
+// Secret of the input: {data (a string or a Buffer), secret, key} or null (no
+// such Secret given: checkSecretFile reports the missing ones).
+function secretFileAt(w, c, path, secrets) {
   const found = mountOf(w, c, path);
   const volume = found?.volume?.secret;
   if (!volume) return null;
   const key = found.mount.subPath ? found.mount.subPath : volume.items ? volume.items.find((i) => i.path === found.rest)?.key : found.rest;
   const secret = secrets.get(volume.secretName);
   const data = secret?.stringData?.[key] ?? (secret?.data?.[key] !== undefined ? Buffer.from(String(secret.data[key]), "base64") : undefined);
-  if (data === undefined) return null;
+  return data === undefined ? null : { data, secret: volume.secretName, key };
+}
+
+// The certificate container `c` of workload `w` reads at `path`, from a
+// mounted Secret of the input: {cert, secret} or null (no such Secret given, or
+// not a PEM certificate: checkSecretFile reports the missing ones).
+function certificateAt(w, c, path, secrets) {
+  const file = secretFileAt(w, c, path, secrets);
+  if (!file) return null;
+  const { data } = file;
   // Every certificate of a PEM bundle (a chain, or a CA bundle); the first one
   // is the certificate itself.
   const all = [];
@@ -318,7 +338,7 @@ function certificateAt(w, c, path, secrets) {
       return null;
     }
   }
-  return { cert: all[0], all, secret: volume.secretName };
+  return { cert: all[0], all, secret: file.secret };
 }
 
 // Whether a certificate of `chain` (a leaf and its intermediates) was signed
@@ -554,6 +574,9 @@ function checkGateway(w, c, ci, flags, services, serviceTargets, secrets) {
   }
   if (!selected.length) return false; // checkService reported the selector
   if (!orchestrators.length) return false;
+  if (flags.get("batch_database")) {
+    checkBatchToken({ w, c, ci, flags, orchestrators, secrets, flagsOf, secretFileAt, idOf, report });
+  }
 
   // TLS: the gateway's CA and the name it checks against the orchestrator's certificate.
   const name = flags.get("orchestrator_tls_server_name") || host.replace(/\.$/, "");
@@ -638,18 +661,32 @@ const workloads = objects
   .filter(Boolean);
 const serviceTargets = new Map(services.map((s) => [s, checkService(s, workloads)]));
 ofKind("PodDisruptionBudget").forEach((pdb) => checkPdb(pdb, workloads));
+// A StatefulSet's governing Service: it must exist and select its pods.
+for (const w of workloads.filter((x) => x.obj.kind === "StatefulSet")) {
+  const name = w.obj.spec.serviceName;
+  if (!name) continue; // the schema check reports it where required
+  const svc = services.find((s) => s.metadata?.name === name);
+  if (!svc) report(w.obj, "spec.serviceName", `${name} names no Service of the rendered output`);
+  else if (!(serviceTargets.get(svc) ?? []).includes(w)) report(w.obj, "spec.serviceName", `${idOf(svc)} does not select its pods`);
+}
+checkBatchServices({ services, serviceTargets, flagsOf, idOf, report });
 
 let pipelines = 0;
 let workers = 0;
 let withPeers = 0;
 let gateways = 0;
+let batchGateways = 0;
 const pipelineConfigs = [];
 for (const w of workloads) {
   for (const [ci, c] of w.containers.entries()) {
     const flags = flagsOf(c);
     checkSecurity(w, c, ci, flags, secrets);
-    if (flags.has("orchestrator") && !flags.has("config") && !flags.has("stage_id")) {
+    if (isGatewayFlags(flags)) {
       if (checkGateway(w, c, ci, flags, services, serviceTargets, secrets)) gateways++;
+      if (flags.get("batch_database")) {
+        checkBatchStore({ w, c, ci, flags, mountOf, report });
+        batchGateways++;
+      }
     }
     if (flags.has("stage_id")) {
       workers++;
@@ -682,7 +719,7 @@ for (const o of objects) kinds[o.kind] = (kinds[o.kind] ?? 0) + 1;
 console.log(
   `validate: OK: ${objects.length} objects (${Object.entries(kinds).map(([k, n]) => `${n} ${k}`).join(", ")}); ` +
     `${pipelines} pipeline config(s) checked against ${workers} stage worker container(s), ${withPeers} with peers; ` +
-    `${gateways} gateway container(s) checked against their orchestrator; ` +
+    `${gateways} gateway container(s) checked against their orchestrator, ${batchGateways} with a batch database; ` +
     `${scaling.scaledObjects + scaling.hpas} autoscaler(s) (${scaling.scaledObjects} ScaledObject, ${scaling.hpas} HorizontalPodAutoscaler) ` +
     `checked against ${scaling.workers} stage worker Deployment(s), ${scaling.adapterServed} External metric(s) served by a prometheus-adapter rule; ` +
     `${tracing} container(s) export traces`,
