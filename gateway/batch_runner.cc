@@ -6,9 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
-#include "common/random_id.h"
 #include "gateway/batch/batch_store.h"
-#include "nlohmann/json.hpp"
 
 namespace omnistage {
 namespace {
@@ -28,18 +26,6 @@ const char* KindName(BatchLineOutcome::Kind kind) {
       return "abandoned";
   }
   return "failed";
-}
-
-// The error file's line for a line whose result the store could not keep.
-std::string NotRecordedLine(const std::string& custom_id, const absl::Status& status) {
-  return nlohmann::json{
-      {"id", absl::StrCat("batch_req_", RandomHex(12))},
-      {"custom_id", custom_id},
-      {"response", nullptr},
-      {"error",
-       {{"code", "result_not_stored"},
-        {"message", absl::StrCat("The result could not be stored: ", status.message())}}}}
-      .dump();
 }
 
 }  // namespace
@@ -189,22 +175,18 @@ void BatchRunner::Ended(const ClaimedLine& line, BatchLineOutcome outcome) {
   refusals_ = 0;
   paused_until_ = absl::InfinitePast();
   const bool ok = outcome.kind == BatchLineOutcome::Kind::kDone;
-  store_->Post([this, batch_id = line.batch_id, number = line.line, ok, custom_id = line.custom_id,
-                result = std::move(outcome.result)](SqliteDatabase& db) {
-    BatchLines lines(&db);
-    absl::StatusOr<bool> recorded = lines.Record(batch_id, number, ok, result);
-    if (!recorded.ok()) {
-      // The disk is full, say: the line fails with that error, which is
-      // small enough to be kept where its result was not; failing that, it
-      // waits to run again.
-      LogError(absl::StrCat("batch ", batch_id, " line ", number,
-                            ": its result could not be recorded: ", recorded.status().message()));
-      recorded = lines.Record(batch_id, number, /*ok=*/false,
-                              NotRecordedLine(custom_id, recorded.status()));
-      if (!recorded.ok() && !lines.Retry(batch_id, number).ok()) {
-        LogError(absl::StrCat("batch ", batch_id, " line ", number,
-                              " stays running until the next start"));
-      }
+  store_->Post([this, line, ok, result = std::move(outcome.result)](SqliteDatabase& db) {
+    absl::StatusOr<BatchLines::Kept> kept = BatchLines(&db).Keep(line, ok, result);
+    const std::string where = absl::StrCat("batch ", line.batch_id, " line ", line.line);
+    if (!kept.ok()) {
+      LogError(absl::StrCat(where, ": nothing of it could be stored (", kept.status().message(),
+                            "); it stays running until the next start"));
+    } else if (*kept == BatchLines::Kept::kFailedUnstored) {
+      LogError(absl::StrCat(where,
+                            ": its result could not be stored; it failed with "
+                            "result_not_stored"));
+    } else if (*kept == BatchLines::Kept::kWaitsAgain) {
+      LogError(absl::StrCat(where, ": its result could not be stored; it runs again"));
     }
     post_([this] { Tick(); });
   });

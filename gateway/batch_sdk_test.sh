@@ -5,17 +5,20 @@
 # the demo pipeline:
 # - a batch of chat completions (text, and text with audio) runs to completed:
 #   every custom_id once, each the answer an interactive call with the same
-#   seed gets; another identity sees none of it; input files that cannot run
-#   are refused at creation with OpenAI's codes;
+#   seed gets; a line whose body cannot run fails alone, in the error file;
+#   another identity sees none of it; input files that cannot run are refused
+#   at creation with OpenAI's codes;
 # - a batch cancelled mid-way ends cancelled, every line once in one file;
 # - omni batches (an admin's token) lists a batch running with its counts; a
 #   user's token may not read every owner's;
 # - kill -9 of the gateway mid-batch, started again on the same database: the
 #   batch completes, every line exactly once;
 # - kill -9 of the orchestrator mid-batch, started again on the same port:
-#   the lines it failed are tried again, every line exactly once.
-# Needs node and gateway/sdk_test/node_modules (./setup.sh). Stops what it
-# starts, by PID.
+#   the lines it failed are tried again, every line exactly once;
+# - a batch of speech lines (a gateway with a speech pipeline): each result's
+#   audio is what an interactive call gets, and ffprobe decodes it.
+# Needs node, gateway/sdk_test/node_modules (./setup.sh) and ffprobe. Stops
+# what it starts, by PID.
 set -euo pipefail
 
 source gateway/sdk_test/setup.sh
@@ -84,4 +87,22 @@ pids="$pids $pid"
 batches finish
 grep -q 'omnistage_gateway_batch_lines_total{outcome="retried"} [1-9]' <(curl -s "$base/metrics") ||
   fail "no line was tried again after the orchestrator's kill"
+
+# Speech lines, on a gateway that serves speech (a second pipeline, the same
+# tokens): the audio of each result decodes as its format.
+main_port="$port"
+start_orchestrator pipelines/local_tts.yaml --tokens_file="$out/tokens.yaml"
+pids="$pids $pid"
+tts_port="$port"
+port="$main_port"
+start_gateway speech "${gateway_flags[@]}" --batch_database="$out/speech.db" \
+  --speech_orchestrator="127.0.0.1:$tts_port"
+base="http://127.0.0.1:$gw_port"
+batches speech
+for spec in "s-0 wav pcm_s16le" "s-1 mp3 mp3"; do
+  read -r id format codec <<<"$spec"
+  got=$(ffprobe -v error -show_entries stream=codec_name -of csv=p=0 "$out/speech-$id.$format")
+  [ "$got" = "$codec" ] || fail "speech $id: ffprobe reads '$got', not $codec"
+done
+echo "speech: the batch's wav and mp3 decode"
 echo "PASS"

@@ -3,6 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/random_id.h"
+#include "nlohmann/json.hpp"
 
 namespace omnistage {
 
@@ -101,6 +103,27 @@ absl::StatusOr<bool> BatchLines::Record(absl::string_view batch_id, int64_t line
   });
   if (!status.ok()) return status;
   return recorded;
+}
+
+absl::StatusOr<BatchLines::Kept> BatchLines::Keep(const ClaimedLine& line, bool ok,
+                                                  absl::string_view result) {
+  absl::StatusOr<bool> recorded = Record(line.batch_id, line.line, ok, result);
+  if (recorded.ok()) return *recorded ? Kept::kRecorded : Kept::kAlready;
+  const std::string unstored =
+      nlohmann::json{{"id", absl::StrCat("batch_req_", RandomHex(12))},
+                     {"custom_id", line.custom_id},
+                     {"response", nullptr},
+                     {"error",
+                      {{"code", "result_not_stored"},
+                       {"message", absl::StrCat("The result could not be stored: ",
+                                                recorded.status().message())}}}}
+          .dump();
+  if (absl::StatusOr<bool> failed = Record(line.batch_id, line.line, /*ok=*/false, unstored);
+      failed.ok()) {
+    return *failed ? Kept::kFailedUnstored : Kept::kAlready;
+  }
+  if (Retry(line.batch_id, line.line).ok()) return Kept::kWaitsAgain;
+  return recorded.status();
 }
 
 absl::Status BatchLines::Retry(absl::string_view batch_id, int64_t line) {

@@ -51,6 +51,13 @@ class BatchLines {
   // nothing written, when the line was not running (recorded already).
   absl::StatusOr<bool> Record(absl::string_view batch_id, int64_t line, bool ok,
                               absl::string_view result);
+  // Record() when the store takes `result`; when it cannot (a full disk),
+  // the line fails with that error instead (result_not_stored, in the error
+  // file: a short line the store may still take); failing that too, it waits
+  // to run again (Retry). An error only when not even that was kept: the
+  // line stays running until the next start (Requeue).
+  enum class Kept { kRecorded, kAlready, kFailedUnstored, kWaitsAgain };
+  absl::StatusOr<Kept> Keep(const ClaimedLine& line, bool ok, absl::string_view result);
   // A running line waits again, to be claimed later (unless its batch was
   // cancelled meanwhile: then it never runs).
   absl::Status Retry(absl::string_view batch_id, int64_t line);

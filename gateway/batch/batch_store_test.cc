@@ -209,6 +209,36 @@ TEST_F(BatchStoreTest, ClaimsShareOutOverTheBatchesWaiting) {
   EXPECT_EQ((*unfinished)[1].owner, "bob");
 }
 
+// A result the store cannot take (here: a database held to its pages) fails
+// its line with result_not_stored, in the error file; the batch's other
+// lines go on and it finishes.
+TEST_F(BatchStoreTest, AResultTheDiskCannotTakeFailsItsLineAlone) {
+  BatchStore batches(db_.get());
+  BatchLines lines(db_.get());
+  absl::StatusOr<StoredBatch> batch =
+      batches.Create("alice", "f", "/v1/chat/completions", "24h", "null", Lines(2), kNow);
+  absl::StatusOr<std::vector<ClaimedLine>> claimed = lines.Claim(2);
+  ASSERT_EQ(claimed->size(), 2u);
+  absl::StatusOr<SqliteStatement> pages = db_->Prepare("PRAGMA page_count");
+  ASSERT_TRUE(*pages->Step());
+  ASSERT_TRUE(db_->Exec(absl::StrCat("PRAGMA max_page_count = ", pages->Int(0) + 2)).ok());
+  EXPECT_EQ(*lines.Keep((*claimed)[0], true, std::string(1 << 20, 'x')),
+            BatchLines::Kept::kFailedUnstored);
+  EXPECT_EQ(*lines.Keep((*claimed)[1], true, Result((*claimed)[1])), BatchLines::Kept::kRecorded);
+  EXPECT_EQ(*lines.Keep((*claimed)[1], true, Result((*claimed)[1])), BatchLines::Kept::kAlready);
+  ASSERT_TRUE(db_->Exec("PRAGMA max_page_count = 1000000").ok());
+  absl::StatusOr<std::vector<StoredBatch>> finished = batches.Finish(kNow);
+  ASSERT_EQ(finished->size(), 1u);
+  EXPECT_EQ(finished->front().completed, 1);
+  EXPECT_EQ(finished->front().failed, 1);
+  FileStore files(db_.get());
+  const std::string errors = *files.Content("alice", finished->front().error_file_id);
+  EXPECT_EQ(CustomIds(errors), (std::vector<std::string>{"q1"}));
+  EXPECT_NE(errors.find("result_not_stored"), std::string::npos);
+  EXPECT_EQ(CustomIds(*files.Content("alice", finished->front().output_file_id)),
+            (std::vector<std::string>{"q2"}));
+}
+
 TEST_F(BatchStoreTest, AFullDiskLeavesTheBatchToFinishLater) {
   BatchStore batches(db_.get());
   BatchLines lines(db_.get());

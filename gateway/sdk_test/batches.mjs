@@ -6,10 +6,11 @@
 //     node batches.mjs <gateway base URL> <output dir> <phase> [lines]
 //
 // Phases (each prints one JSON line, and exits non-zero on failure):
-//   run     a batch of 12 chat completions (two with audio) through
-//           files.create, batches.create and batches.retrieve until it
-//           completes: every custom_id once in the output file, each answer
-//           what an interactive call of the same body (the same seed) gives;
+//   run     a batch of 12 chat completions (two with audio) and one line
+//           for a model not served, through files.create, batches.create and
+//           batches.retrieve until it completes: every good custom_id once in
+//           the output file, each answer what an interactive call of the same
+//           body (the same seed) gives; the bad line alone in the error file;
 //           another identity's retrieve, cancel and list see nothing; input
 //           files that cannot run are refused at creation (the SDK's
 //           BadRequestError with OpenAI's batch error code), an unknown file
@@ -19,6 +20,9 @@
 //   start   a batch of [lines] lines; writes <dir>/batch_id once some ran.
 //   finish  waits for the batch <dir>/batch_id names to complete (the
 //           gateway or orchestrator was killed meanwhile): every line once.
+//   speech  (a gateway with a speech pipeline) a batch of /v1/audio/speech
+//           lines: each answer's audio the bytes an interactive call gets;
+//           writes <dir>/speech-s-<i>.<format>.
 import fs from "node:fs";
 import path from "node:path";
 import OpenAI, { toFile } from "openai";
@@ -97,12 +101,15 @@ function onceEach(expected, all) {
 if (phase === "run") {
   const bodies = [];
   for (let i = 0; i < 12; i++) bodies.push(body(i, 8, i < 2));
-  const file = await upload(jsonl(bodies));
+  // A line whose body cannot run (a model this gateway does not serve):
+  // it fails alone, into the error file.
+  const bad = { ...body(12), model: "no-such-model" };
+  const file = await upload(jsonl([...bodies, bad]));
   let batch = await owner.batches.create({
     input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h",
     metadata: { job: "sdk-test" },
   });
-  if (batch.status !== "in_progress" || batch.request_counts.total !== 12 ||
+  if (batch.status !== "in_progress" || batch.request_counts.total !== 13 ||
       batch.metadata?.job !== "sdk-test") {
     fail(`create: ${JSON.stringify(batch)}`);
   }
@@ -113,12 +120,17 @@ if (phase === "run") {
   const others = [];
   for await (const b of other.batches.list()) others.push(b.id);
   batch = await waitFor(batch.id, ["completed"], 60);
-  if (batch.request_counts.completed !== 12 || batch.request_counts.failed !== 0 ||
-      batch.error_file_id !== null || !batch.completed_at) {
+  if (batch.request_counts.completed !== 12 || batch.request_counts.failed !== 1 ||
+      !batch.error_file_id || !batch.completed_at) {
     fail(`completed: ${JSON.stringify(batch)}`);
   }
   const output = await lines(batch.output_file_id);
   onceEach(bodies.map((_, i) => `q-${i}`), output);
+  const errors = await lines(batch.error_file_id);
+  if (errors.length !== 1 || errors[0].custom_id !== "q-12" || errors[0].response.status_code !== 404 ||
+      !errors[0].response.body.error?.message) {
+    fail(`error file: ${JSON.stringify(errors)}`);
+  }
   // The same answer an interactive call of the same body gets.
   for (const line of output) {
     const i = Number(line.custom_id.slice(2));
@@ -136,7 +148,7 @@ if (phase === "run") {
   const mine = [];
   for await (const b of owner.batches.list()) mine.push(b.id);
   if (!mine.includes(batch.id)) fail(`list: ${JSON.stringify(mine)}`);
-  const bad = {};
+  const refusedFiles = {};
   const dup = jsonl([body(1), body(2)]).replace("q-1", "q-0");
   for (const [name, text] of Object.entries({
     duplicate: dup,
@@ -144,25 +156,27 @@ if (phase === "run") {
     json: "{not json\n",
   })) {
     const f = await upload(text, `${name}.jsonl`);
-    bad[name] = await refusal(() => owner.batches.create({
+    refusedFiles[name] = await refusal(() => owner.batches.create({
       input_file_id: f.id, endpoint: "/v1/chat/completions", completion_window: "24h",
     }));
   }
-  bad.unknown = await refusal(() => owner.batches.create({
+  refusedFiles.unknown = await refusal(() => owner.batches.create({
     input_file_id: "file-nosuch", endpoint: "/v1/chat/completions", completion_window: "24h",
   }));
   const want = { duplicate: "duplicate_custom_id", endpoint: "mismatched_endpoint", json: "invalid_json_line" };
   for (const [name, code] of Object.entries(want)) {
-    if (bad[name].status !== 400 || bad[name].code !== code || bad[name].param !== "input_file_id") {
-      fail(`${name}: ${JSON.stringify(bad[name])}`);
+    const got = refusedFiles[name];
+    if (got.status !== 400 || got.code !== code || got.param !== "input_file_id") {
+      fail(`${name}: ${JSON.stringify(got)}`);
     }
   }
-  if (bad.unknown.status !== 404) fail(`unknown file: ${JSON.stringify(bad.unknown)}`);
+  if (refusedFiles.unknown.status !== 404) fail(`unknown file: ${JSON.stringify(refusedFiles.unknown)}`);
   for (const what of ["retrieve", "cancel"]) {
     if (refused[what].status !== 404) fail(`another identity's ${what}: ${JSON.stringify(refused[what])}`);
   }
   if (others.length !== 0) fail(`another identity lists ${JSON.stringify(others)}`);
-  console.log(JSON.stringify({ phase, ok: true, id: batch.id, counts: batch.request_counts, refused, bad }));
+  console.log(JSON.stringify({ phase, ok: true, id: batch.id, counts: batch.request_counts, refused,
+    refusedFiles }));
 } else if (phase === "cancel") {
   const bodies = [];
   for (let i = 0; i < 200; i++) bodies.push(body(i, 48));
@@ -224,6 +238,36 @@ if (phase === "run") {
     }
   }
   console.log(JSON.stringify({ phase, ok: true, id, counts: batch.request_counts }));
+} else if (phase === "speech") {
+  // Speech lines: each answer's audio (base64 in the output line) is the
+  // bytes an interactive audio.speech.create of the same body gets; written
+  // to <dir>/speech-<custom_id>.<format> for the decoder.
+  const speech = [
+    { model: "tts-1", voice: "alloy", input: "The first chapter begins here.", response_format: "wav" },
+    { model: "tts-1", voice: "onyx", input: "And the second one after it.", response_format: "mp3" },
+  ];
+  const text = speech.map((b, i) => JSON.stringify({
+    custom_id: `s-${i}`, method: "POST", url: "/v1/audio/speech", body: b,
+  })).join("\n") + "\n";
+  const file = await upload(text, "speech.jsonl");
+  let batch = await owner.batches.create({
+    input_file_id: file.id, endpoint: "/v1/audio/speech", completion_window: "1h",
+  });
+  batch = await waitFor(batch.id, ["completed"], 60);
+  const output = await lines(batch.output_file_id);
+  onceEach(speech.map((_, i) => `s-${i}`), output);
+  for (const line of output) {
+    const i = Number(line.custom_id.slice(2));
+    const got = line.response.body;
+    if (line.response.status_code !== 200 || got.object !== "audio.speech" || !got.audio) {
+      fail(`${line.custom_id}: ${JSON.stringify(line).slice(0, 300)}`);
+    }
+    const audio = Buffer.from(got.audio, "base64");
+    const interactive = Buffer.from(await (await owner.audio.speech.create(speech[i])).arrayBuffer());
+    if (!audio.equals(interactive)) fail(`${line.custom_id}: ${audio.length} bytes, interactive ${interactive.length}`);
+    fs.writeFileSync(path.join(out, `speech-${line.custom_id}.${speech[i].response_format}`), audio);
+  }
+  console.log(JSON.stringify({ phase, ok: true, id: batch.id, counts: batch.request_counts }));
 } else {
   fail(`unknown phase ${phase}`);
 }
