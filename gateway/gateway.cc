@@ -42,6 +42,20 @@ std::unique_ptr<Orchestrators> HearingOrchestrators(const GatewayOptions& option
       post, fallbacks);
 }
 
+// Where the batch runner sends each line: chat completions to the main
+// pipeline, speech to the speech route's.
+BatchRunner::Options BatchRunnerOptions(const GatewayOptions& options, Orchestrators* chat,
+                                        const SpeechRoute& speech) {
+  BatchRunner::Options runner;
+  runner.targets.chat = chat;
+  runner.targets.model = options.model;
+  runner.targets.speech = speech.orchestrators();
+  runner.targets.speech_models = speech.models();
+  runner.targets.authorization = options.batch_authorization;
+  runner.concurrency = options.batch_concurrency;
+  return runner;
+}
+
 }  // namespace
 
 Gateway::Gateway(GatewayOptions options, LoopPoster post, std::unique_ptr<SqliteDatabase> store)
@@ -90,15 +104,10 @@ Gateway::Gateway(GatewayOptions options, LoopPoster post, std::unique_ptr<Sqlite
                                                                       &replies_, post_)
                                       : nullptr),
       files_(store_access_.get(), &replies_, options_.max_file_bytes),
-      batch_runner_(
-          store_ != nullptr
-              ? std::make_unique<BatchRunner>(
-                    BatchRunner::Options{
-                        BatchTargets{&orchestrators_, options_.model, speech_.orchestrators(),
-                                     speech_.models(), options_.batch_authorization},
-                        options_.batch_concurrency},
-                    store_.get(), post_, &registry_)
-              : nullptr),
+      batch_runner_(store_ != nullptr ? std::make_unique<BatchRunner>(
+                                            BatchRunnerOptions(options_, &orchestrators_, speech_),
+                                            store_.get(), post_, &registry_)
+                                      : nullptr),
       batches_(BatchesRoute::Options{options_.max_batch_lines, speech_.orchestrators() != nullptr},
                store_access_.get(), batch_runner_.get(), &replies_) {
   if (batch_runner_ != nullptr) batch_runner_->Start();

@@ -83,7 +83,9 @@ struct GatewayStack {
                                                              const std::string& gateway_binary,
                                                              const std::string& dir,
                                                              int64_t step_time_us) {
-    return Start(binaries, gateway_binary, dir, Options{step_time_us});
+    Options options;
+    options.step_time_us = step_time_us;
+    return Start(binaries, gateway_binary, dir, options);
   }
   static absl::StatusOr<std::unique_ptr<GatewayStack>> Start(const Binaries& binaries,
                                                              const std::string& gateway_binary,
