@@ -2,9 +2,7 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "common/bearer_token.h"
@@ -54,22 +52,9 @@ std::shared_ptr<grpc::Channel> Connect(const std::string& server, const ConnectO
 }
 
 absl::StatusOr<std::string> LoadToken(const std::string& path) {
-  std::string raw;
-  std::string source;
-  if (path.empty()) {
-    const char* env = std::getenv("OMNISTAGE_TOKEN");
-    raw = env != nullptr ? env : "";
-    source = "$OMNISTAGE_TOKEN";
-  } else {
-    std::ifstream in(path);
-    std::stringstream content;
-    if (!in || !(content << in.rdbuf())) {
-      return absl::InvalidArgumentError(absl::StrCat("--token_file: cannot read ", path));
-    }
-    raw = content.str();
-    source = absl::StrCat("--token_file=", path);
-  }
-  return CleanBearerToken(raw, source);
+  if (!path.empty()) return ReadBearerTokenFile(path, "--token_file");
+  const char* env = std::getenv("OMNISTAGE_TOKEN");
+  return CleanBearerToken(env != nullptr ? env : "", "$OMNISTAGE_TOKEN");
 }
 
 }  // namespace omnistage

@@ -1,5 +1,8 @@
 #include "common/bearer_token.h"
 
+#include <fstream>
+#include <sstream>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -36,6 +39,15 @@ absl::StatusOr<std::string> CleanBearerToken(absl::string_view raw, absl::string
         "); a token is one word of visible ASCII: check what wrote it there"));
   }
   return std::string(token);
+}
+
+absl::StatusOr<std::string> ReadBearerTokenFile(const std::string& path, absl::string_view flag) {
+  std::ifstream in(path);
+  std::stringstream content;
+  if (!in || !(content << in.rdbuf())) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
+  }
+  return CleanBearerToken(content.str(), absl::StrCat(flag, "=", path));
 }
 
 absl::StatusOr<std::string> CleanAuthorization(absl::string_view header) {

@@ -24,6 +24,12 @@ namespace omnistage {
 // (character 12); ...".
 absl::StatusOr<std::string> CleanBearerToken(absl::string_view raw, absl::string_view source);
 
+// The token the file at `path` holds, cleaned as above, for the flag that
+// named the file (`flag`, e.g. "--token_file"): INVALID_ARGUMENT
+// "<flag>: cannot read <path>" when it cannot be read, CleanBearerToken's
+// errors with "<flag>=<path>" as their source; "" for a file of whitespace.
+absl::StatusOr<std::string> ReadBearerTokenFile(const std::string& path, absl::string_view flag);
+
 // An HTTP Authorization header's value as gRPC metadata may carry it: for the
 // Bearer scheme "Bearer <token>" with the token cleaned as above; any other
 // value trimmed, and refused if it holds a byte that is not visible ASCII or a

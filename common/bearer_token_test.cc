@@ -3,6 +3,8 @@
 // shows the token or any part of it.
 #include "common/bearer_token.h"
 
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -68,6 +70,23 @@ TEST(BearerTokenTest, AuthorizationHeaders) {
     EXPECT_THAT(message, HasSubstr("control character"));
     EXPECT_THAT(message, Not(HasSubstr("d20f")));
   }
+}
+
+// A token file: its token without the newline an editor leaves; one that
+// cannot be read, or holds a bad byte, says which flag and file.
+TEST(BearerTokenTest, ReadsATokenFileNamingItsFlag) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/gateway.token";
+  std::ofstream(path) << kToken << "\n";
+  EXPECT_EQ(*ReadBearerTokenFile(path, "--batch_token_file"), kToken);
+  absl::StatusOr<std::string> missing = ReadBearerTokenFile(path + ".nope", "--batch_token_file");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), "--batch_token_file: cannot read " + path + ".nope");
+  std::ofstream(path) << "d20f2693 62e3e0\n";
+  absl::StatusOr<std::string> spaced = ReadBearerTokenFile(path, "--token_file");
+  ASSERT_FALSE(spaced.ok());
+  EXPECT_THAT(std::string(spaced.status().message()),
+              HasSubstr("--token_file=" + path + ": the bearer token holds a space"));
 }
 
 }  // namespace

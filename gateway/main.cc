@@ -19,9 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -288,12 +286,7 @@ int Run() {
       return StartRefused("gateway", "--batch_concurrency and --max_batch_lines take 1 or more");
     }
     if (const std::string file = absl::GetFlag(FLAGS_batch_token_file); !file.empty()) {
-      std::ifstream in(file);
-      std::stringstream text;
-      text << in.rdbuf();
-      if (!in)
-        return StartRefused("gateway", absl::StrCat("--batch_token_file: cannot read ", file));
-      absl::StatusOr<std::string> token = CleanBearerToken(text.str(), "--batch_token_file");
+      absl::StatusOr<std::string> token = ReadBearerTokenFile(file, "--batch_token_file");
       if (!token.ok()) return StartRefused("gateway", token.status().message());
       if (token->empty()) {
         return StartRefused("gateway", absl::StrCat("--batch_token_file: ", file, " is empty"));
