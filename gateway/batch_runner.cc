@@ -87,9 +87,8 @@ void BatchRunner::Drain() { draining_ = true; }
 
 void BatchRunner::Abandon() {
   draining_ = true;
-  // Closing ends each (Ended erases it): close a copy.
-  std::map<LineKey, std::shared_ptr<RecordedReply>> replies = replies_;
-  for (auto& [key, reply] : replies) reply->Close();
+  // Each one's end is posted (RunBatchLine): Ended erases it later.
+  for (auto& [key, reply] : replies_) reply->Close();
 }
 
 void BatchRunner::Tick() {
@@ -131,16 +130,12 @@ void BatchRunner::Claimed(std::vector<ClaimedLine> lines, std::vector<StoredBatc
   }
   for (ClaimedLine& line : lines) {
     if (draining_) break;  // They stay running in the store: the next start runs them.
-    const LineKey key{line.batch_id, line.line};
     ++in_flight_;
     running_.Add(1);
-    replies_[key] = nullptr;
-    std::shared_ptr<RecordedReply> reply =
+    // Its end is posted, never within RunBatchLine.
+    replies_[{line.batch_id, line.line}] =
         RunBatchLine(line, options_.targets, post_,
                      [this, line](BatchLineOutcome outcome) { Ended(line, std::move(outcome)); });
-    // A line that ended at once (a refusal is posted) is still in the map.
-    auto it = replies_.find(key);
-    if (it != replies_.end()) it->second = std::move(reply);
   }
 }
 
